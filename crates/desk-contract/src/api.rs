@@ -1,0 +1,279 @@
+//! HTTP request and response bodies of the broker API (`/v1/...`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::Action;
+use crate::desktop::{FocusFacts, WindowFacts};
+use crate::settle::SettleOutcome;
+
+/// Session states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Reserved; no app yet.
+    Leased,
+    /// Reset finished; the agent may act.
+    Ready,
+    /// An action is executing.
+    Running,
+    /// The agent sent `done`; checkpoint and retrieval remain.
+    Done,
+    /// Released; everything was deleted.
+    Released,
+    /// A failure; only status, retrieval of what exists, and release remain.
+    Error,
+}
+
+impl SessionState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Leased => "leased",
+            SessionState::Ready => "ready",
+            SessionState::Running => "running",
+            SessionState::Done => "done",
+            SessionState::Released => "released",
+            SessionState::Error => "error",
+        }
+    }
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<SessionState> {
+        Some(match text {
+            "leased" => SessionState::Leased,
+            "ready" => SessionState::Ready,
+            "running" => SessionState::Running,
+            "done" => SessionState::Done,
+            "released" => SessionState::Released,
+            "error" => SessionState::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// `POST /v1/leases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRequest {
+    /// The task being attempted.
+    pub task_id: String,
+    /// The attempt; `(task_id, attempt_id)` is the lease's idempotency identity.
+    pub attempt_id: String,
+    /// App profile name; the broker's default when absent.
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+/// A lease, as returned by `POST /v1/leases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseResponse {
+    /// Opaque session id.
+    pub session_id: String,
+    /// Current state.
+    pub state: SessionState,
+    /// RFC 3339 UTC expiry.
+    pub expires_at: String,
+    /// Echo of the request.
+    pub task_id: String,
+    /// Echo of the request.
+    pub attempt_id: String,
+    /// Resolved profile name.
+    pub profile: String,
+    /// True when this answer replays an existing lease.
+    pub idempotent_replay: bool,
+}
+
+/// `POST /v1/sessions/{id}/reset`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    /// Idempotency key for this reset.
+    pub request_id: String,
+}
+
+/// A screenshot as returned to clients.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Screenshot {
+    /// PNG bytes, standard base64.
+    pub png_base64: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Strictly increasing per session.
+    pub sequence: u64,
+    /// Milliseconds since the Unix epoch at capture.
+    pub timestamp_ms: u64,
+    /// Whether the app's main window was observed maximized.
+    pub app_maximized: bool,
+    /// Lowercase hex SHA-256 of the PNG bytes.
+    pub sha256: String,
+}
+
+/// The response of a reset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResetResponse {
+    /// Session id.
+    pub session_id: String,
+    /// `ready` after a successful reset.
+    pub state: SessionState,
+    /// The verified app window at handoff.
+    pub window: WindowFacts,
+    /// The initial screenshot.
+    pub screenshot: Screenshot,
+    /// Overlays dismissed.
+    pub dismissed_overlays: Vec<String>,
+    /// Milliseconds the reset took.
+    pub elapsed_ms: u64,
+    /// True when this answer replays an earlier identical reset.
+    pub idempotent_replay: bool,
+}
+
+/// `POST /v1/sessions/{id}/actions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionRequest {
+    /// Idempotency key for this action.
+    pub request_id: String,
+    /// The index this action must receive; the session's next index.
+    pub expected_action_index: u64,
+    /// The action.
+    pub action: Action,
+}
+
+/// Settle evidence inside a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettleReceipt {
+    /// The conclusion.
+    pub outcome: SettleOutcome,
+    /// Milliseconds waited after input.
+    pub wait_ms: u64,
+    /// Pixels changed between the pre-action frame and the returned frame.
+    pub changed_pixels: u64,
+}
+
+/// Delivery evidence for one action. Focus fields are diagnostic only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The action's index.
+    pub action_index: u64,
+    /// The action variant.
+    pub action_type: String,
+    /// The intent, as logged.
+    pub intent: String,
+    /// `input_injected`, `waited` or `done`.
+    pub delivery: String,
+    /// Low-level input events sent.
+    pub n_input_events: u64,
+    /// Focus before input.
+    pub focus_before: Option<FocusFacts>,
+    /// Focus after settling.
+    pub focus_after: Option<FocusFacts>,
+    /// Keys or buttons found held after the action and released.
+    pub released_after: Vec<String>,
+    /// Settle evidence.
+    pub settle: SettleReceipt,
+    /// True only when the settle wait ended stable.
+    pub post_action_visual_stable: bool,
+    /// Milliseconds since the Unix epoch when the broker accepted the action.
+    pub accepted_at_ms: u64,
+    /// Milliseconds spent injecting input.
+    pub input_ms: u64,
+    /// Milliseconds from acceptance to response, excluding nothing.
+    pub total_ms: u64,
+}
+
+/// The response of an action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResponse {
+    /// The index the action received.
+    pub action_index: u64,
+    /// True when this answer replays the cached response of an earlier identical request.
+    pub idempotent_replay: bool,
+    /// Delivery evidence.
+    pub receipt: Receipt,
+    /// The screenshot after settling.
+    pub screenshot: Screenshot,
+}
+
+/// How a checkpoint obtained its saved file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveMethod {
+    /// The agent had already saved a changed file.
+    AlreadySaved,
+    /// The broker sent the profile's documented save gesture.
+    ControllerSave,
+}
+
+/// The response of `POST /v1/sessions/{id}/checkpoint`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointResponse {
+    /// Session id.
+    pub session_id: String,
+    /// How the file was saved.
+    pub method: SaveMethod,
+    /// Lowercase hex SHA-256 of the saved file.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of the file as prepared at reset; differs from `sha256` by construction.
+    pub reset_sha256: String,
+}
+
+/// The response of `GET /v1/sessions/{id}/artifact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactResponse {
+    /// File name, e.g. `attempt.dxf`.
+    pub filename: String,
+    /// File bytes, standard base64.
+    pub bytes_base64: String,
+    /// Lowercase hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// The checkpoint part of a status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointStatus {
+    /// SHA-256 of the checkpointed artifact.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// The response of `GET /v1/sessions/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusResponse {
+    /// Session id.
+    pub session_id: String,
+    /// Current state.
+    pub state: SessionState,
+    /// Task.
+    pub task_id: String,
+    /// Attempt.
+    pub attempt_id: String,
+    /// Profile.
+    pub profile: String,
+    /// Actions accepted so far.
+    pub action_count: u64,
+    /// The index the next action must carry.
+    pub next_action_index: u64,
+    /// The last checkpoint, when any.
+    pub checkpoint: Option<CheckpointStatus>,
+    /// The last error, when any.
+    pub last_error: Option<crate::error::ErrorBody>,
+    /// RFC 3339 UTC expiry.
+    pub expires_at: String,
+}
+
+/// The response of `DELETE /v1/sessions/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseResponse {
+    /// Session id.
+    pub session_id: String,
+    /// Always `released`.
+    pub state: SessionState,
+    /// False when the session was already released.
+    pub released_now: bool,
+}

@@ -1,0 +1,148 @@
+//! Facts a desktop reports: frames, windows, focus, handoff, and the outcome of one action.
+//!
+//! These cross the worker pipe and appear inside API responses, so they are wire types.
+
+use serde::{Deserialize, Serialize};
+
+use crate::events::InputEvent;
+use crate::geometry::{DisplaySize, ScreenPoint};
+use crate::settle::SettleReport;
+
+/// One captured frame, PNG-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frame {
+    /// PNG bytes (base64 on the wire).
+    #[serde(with = "crate::b64")]
+    pub png: Vec<u8>,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Milliseconds since the Unix epoch at capture.
+    pub captured_at_ms: u64,
+    /// Lowercase hex SHA-256 of `png`.
+    pub sha256: String,
+    /// Whether the app's main window was observed maximized at capture time.
+    pub app_maximized: bool,
+}
+
+/// A window rectangle in screen pixels (may extend off screen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowRect {
+    /// Left edge.
+    pub x: i32,
+    /// Top edge.
+    pub y: i32,
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+}
+
+/// Facts about one top-level window, read through EWMH/ICCCM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowFacts {
+    /// X11 window id (client window, not the frame).
+    pub window_id: u32,
+    /// `_NET_WM_PID`, when set.
+    pub pid: Option<u32>,
+    /// `_NET_WM_NAME` or `WM_NAME`.
+    pub title: String,
+    /// `WM_CLASS` class part.
+    pub class: String,
+    /// `_NET_WM_STATE` holds both maximized atoms.
+    pub maximized: bool,
+    /// Geometry in root coordinates.
+    pub rect: WindowRect,
+    /// Whether the window belongs to the session's app (by pid).
+    pub is_app: bool,
+}
+
+/// The input target around an action: diagnostic only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusFacts {
+    /// `_NET_ACTIVE_WINDOW`, when any.
+    pub active: Option<WindowFacts>,
+    /// Pointer position.
+    pub pointer: ScreenPoint,
+}
+
+/// The full state the worker can see, used for status, checkpoints and leak checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesktopFacts {
+    /// Display size.
+    pub display: DisplaySize,
+    /// Focus and pointer.
+    pub focus: FocusFacts,
+    /// The app's main window, when found.
+    pub app_window: Option<WindowFacts>,
+    /// Keys and buttons currently held according to QueryKeymap/QueryPointer.
+    pub held: Vec<String>,
+}
+
+/// How to recognise and prepare an app's main window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowRules {
+    /// When set, the main window's class must equal this (case-insensitive).
+    #[serde(default)]
+    pub class: Option<String>,
+    /// When set, the main window's title must start with this.
+    #[serde(default)]
+    pub title_prefix: Option<String>,
+    /// When set, the handoff waits until the main window's title contains this.
+    #[serde(default)]
+    pub ready_title_contains: Option<String>,
+    /// Ask the window manager to maximize the window when it is not.
+    pub maximize: bool,
+    /// Known overlays to dismiss before handoff.
+    #[serde(default)]
+    pub overlays: Vec<OverlayRule>,
+    /// How long to wait for the window, in milliseconds.
+    pub timeout_ms: u32,
+}
+
+/// An overlay window (first-run dialog, tip of the day) and how to dismiss it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlayRule {
+    /// Matches windows of the app whose title contains this.
+    pub title_contains: String,
+    /// The chord that dismisses it, e.g. `["escape"]`.
+    pub dismiss_keys: Vec<String>,
+}
+
+/// The verified state at handoff: app window found, maximized, rendered and stable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    /// The app's main window.
+    pub window: WindowFacts,
+    /// The first frame handed to the agent.
+    pub frame: Frame,
+    /// Overlays dismissed on the way.
+    pub dismissed_overlays: Vec<String>,
+    /// Milliseconds from the request to the stable window.
+    pub elapsed_ms: u64,
+    /// The settle wait that established stability.
+    pub settle: SettleReport,
+}
+
+/// What executing one normalized action did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionOutcome {
+    /// Low-level inputs sent, in order.
+    pub events: Vec<InputEvent>,
+    /// Focus before input.
+    pub focus_before: FocusFacts,
+    /// Focus after settling.
+    pub focus_after: FocusFacts,
+    /// Keys or buttons found held after the action and released.
+    pub released_after: Vec<String>,
+    /// The settle wait.
+    pub settle: SettleReport,
+    /// The freshest frame after settling.
+    pub frame: Frame,
+    /// Milliseconds spent injecting input.
+    pub input_ms: u64,
+}

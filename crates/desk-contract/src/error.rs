@@ -1,0 +1,115 @@
+//! Stable error codes and the error body every API failure carries.
+//!
+//! Codes are API: renaming one is a breaking change. Messages are lowercase, name the operation,
+//! and never contain credentials or internal error chains.
+
+use serde::{Deserialize, Serialize};
+
+/// A stable, machine-readable error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The action failed validation; nothing reached the desktop.
+    InvalidAction,
+    /// The request body or parameters are malformed; nothing changed.
+    InvalidRequest,
+    /// A request id was reused for different content, or the expected action index is not next.
+    ActionSequenceConflict,
+    /// The operation is not allowed in the session's current state.
+    InvalidState,
+    /// No such session, profile or resource.
+    NotFound,
+    /// The artifact was requested before a successful checkpoint.
+    CheckpointRequired,
+    /// The checkpoint could not prove that post-reset changes reached the saved file.
+    CheckpointFailed,
+    /// The lease expired; the session was or will be released.
+    LeaseExpired,
+    /// Input may have reached the desktop but its outcome is unknown; it is never replayed.
+    InputOutcomeUnknown,
+    /// The desktop (display, window manager, app or worker) failed.
+    DesktopFailed,
+    /// The app was not observed maximized at handoff.
+    AppNotMaximized,
+    /// The request lacks a valid credential for this session.
+    Unauthorized,
+    /// The same lease identity is held with different parameters, or capacity is exhausted.
+    LeaseConflict,
+    /// An unexpected failure inside the broker; details are in its log, not here.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake_case wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidAction => "invalid_action",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::ActionSequenceConflict => "action_sequence_conflict",
+            ErrorCode::InvalidState => "invalid_state",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::CheckpointRequired => "checkpoint_required",
+            ErrorCode::CheckpointFailed => "checkpoint_failed",
+            ErrorCode::LeaseExpired => "lease_expired",
+            ErrorCode::InputOutcomeUnknown => "input_outcome_unknown",
+            ErrorCode::DesktopFailed => "desktop_failed",
+            ErrorCode::AppNotMaximized => "app_not_maximized",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::LeaseConflict => "lease_conflict",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The JSON body of every error response: `{"code", "message"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody {
+    /// Stable code.
+    pub code: ErrorCode,
+    /// Human-readable explanation; not for parsing.
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// Builds a body.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// Why an action was refused by [`crate::validate_action`]. Always maps to
+/// [`ErrorCode::InvalidAction`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {action_type} action: {message}")]
+pub struct ActionError {
+    /// The variant that was refused.
+    pub action_type: &'static str,
+    /// The field at fault, e.g. `x`, `path[3]`, `keys`.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ActionError {
+    /// The body sent to clients.
+    pub fn to_body(&self) -> ErrorBody {
+        ErrorBody::new(ErrorCode::InvalidAction, self.to_string())
+    }
+}

@@ -1,0 +1,91 @@
+//! The settle decision: when has the screen stopped changing after input?
+//!
+//! Pure logic shared by every backend: settled 250 ms after the last change once a change was
+//! seen, or after 400 ms when nothing changed; still changing at 2 s. Settling never retries or
+//! fails a delivered action.
+
+use serde::{Deserialize, Serialize};
+
+/// Timing of the settle decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettlePolicy {
+    /// Quiet time needed after the last change, once a change was seen.
+    pub quiet_after_change_ms: u32,
+    /// Quiet time needed when nothing changed at all.
+    pub quiet_without_change_ms: u32,
+    /// Give up after this long and return the freshest frame.
+    pub max_ms: u32,
+}
+
+impl Default for SettlePolicy {
+    fn default() -> Self {
+        SettlePolicy {
+            quiet_after_change_ms: 250,
+            quiet_without_change_ms: 400,
+            max_ms: 2_000,
+        }
+    }
+}
+
+/// What a settle wait concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettleOutcome {
+    /// The screen was quiet for the required time.
+    Stable,
+    /// The screen still changed when the wait gave up.
+    StillChanging,
+    /// No frames could be compared.
+    Unavailable,
+    /// Settling was not attempted (e.g. `done`).
+    Skipped,
+    /// Cancellation or release interrupted the wait.
+    Interrupted,
+}
+
+/// The decision at one sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleDecision {
+    /// Keep sampling.
+    Continue,
+    /// Quiet long enough.
+    Settled,
+    /// Out of time while changes continued.
+    GiveUp,
+}
+
+impl SettlePolicy {
+    /// Decides at `elapsed_ms` after input, given when the last change was seen (if ever).
+    pub fn decide(&self, elapsed_ms: u64, last_change_ms: Option<u64>) -> SettleDecision {
+        let quiet_enough = match last_change_ms {
+            Some(changed_at) => {
+                elapsed_ms.saturating_sub(changed_at) >= u64::from(self.quiet_after_change_ms)
+            }
+            None => elapsed_ms >= u64::from(self.quiet_without_change_ms),
+        };
+        if quiet_enough {
+            SettleDecision::Settled
+        } else if elapsed_ms >= u64::from(self.max_ms) {
+            SettleDecision::GiveUp
+        } else {
+            SettleDecision::Continue
+        }
+    }
+}
+
+/// What the settle wait after one action observed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettleReport {
+    /// The conclusion.
+    pub outcome: SettleOutcome,
+    /// Time spent waiting after input, in milliseconds.
+    pub wait_ms: u64,
+    /// Pixels that differ between the frame before input and the returned frame.
+    pub changed_pixels: u64,
+    /// Frames sampled during the wait.
+    pub n_samples: u32,
+    /// True only when `outcome` is `stable`.
+    pub post_action_visual_stable: bool,
+}

@@ -1,0 +1,87 @@
+//! Unit tests of validation, key parsing, settle decisions and wire shapes.
+
+use crate::keys::parse_chord;
+use crate::settle::SettleDecision;
+use crate::*;
+
+fn keys(names: &[&str]) -> Vec<String> {
+    names.iter().map(|name| name.to_string()).collect()
+}
+
+#[test]
+fn chords_parse_case_insensitively_and_split_on_plus() {
+    let chord = parse_chord(&keys(&["shift+Tab"])).unwrap();
+    assert_eq!(
+        chord,
+        vec![Key::Modifier(Modifier::Shift), Key::Named(NamedKey::Tab)]
+    );
+    let chord = parse_chord(&keys(&["CTRL", "S"])).unwrap();
+    assert_eq!(chord, vec![Key::Modifier(Modifier::Ctrl), Key::Char('s')]);
+    assert_eq!(
+        parse_chord(&keys(&["Return"])).unwrap(),
+        vec![Key::Named(NamedKey::Return)]
+    );
+    assert_eq!(
+        parse_chord(&keys(&["F2"])).unwrap(),
+        vec![Key::Named(NamedKey::F(2))]
+    );
+    assert_eq!(
+        parse_chord(&keys(&["ctrl++"])).unwrap(),
+        vec![Key::Modifier(Modifier::Ctrl), Key::Char('+')]
+    );
+}
+
+#[test]
+fn system_keys_and_chords_are_refused() {
+    for chord in [
+        vec!["win"],
+        vec!["super", "l"],
+        vec!["alt", "f4"],
+        vec!["ctrl+alt+delete"],
+        vec!["ctrl", "shift", "esc"],
+        vec!["ctrl+alt+backspace"],
+        vec!["ctrl+alt+f1"],
+        vec!["ctrl+alt+F12"],
+        vec!["ctrl+alt+kp_add"],
+        vec!["cmd", "q"],
+    ] {
+        assert!(
+            parse_chord(&keys(&chord)).is_err(),
+            "{chord:?} must be refused"
+        );
+    }
+    assert!(parse_chord(&keys(&["ctrl+alt+f13"])).is_ok());
+}
+
+#[test]
+fn settle_decision_follows_the_contract() {
+    let policy = SettlePolicy::default();
+    assert_eq!(policy.decide(399, None), SettleDecision::Continue);
+    assert_eq!(policy.decide(400, None), SettleDecision::Settled);
+    assert_eq!(policy.decide(300, Some(100)), SettleDecision::Continue);
+    assert_eq!(policy.decide(350, Some(100)), SettleDecision::Settled);
+    assert_eq!(policy.decide(2_000, Some(1_900)), SettleDecision::GiveUp);
+}
+
+#[test]
+fn validated_action_strips_intent() {
+    let action: Action = serde_json::from_str(
+        r#"{"type":"click","x":10,"y":20,"button":"right","intent":"  open menu "}"#,
+    )
+    .unwrap();
+    let valid = validate_action(&action, DisplaySize::FULL_HD).unwrap();
+    assert_eq!(valid.intent(), "open menu");
+    let wire = serde_json::to_string(valid.input()).unwrap();
+    assert!(!wire.contains("intent"), "{wire}");
+}
+
+#[test]
+fn base64_round_trips() {
+    for len in 0..40u8 {
+        let bytes: Vec<u8> = (0..len).map(|i| i.wrapping_mul(37)).collect();
+        let text = b64::encode(&bytes);
+        assert_eq!(b64::decode(&text).unwrap(), bytes);
+    }
+    assert!(b64::decode("abc").is_none());
+    assert!(b64::decode("ab=c").is_none());
+}

@@ -1,0 +1,366 @@
+//! Validation of agent actions into the normalized [`InputAction`] a desktop executes.
+//!
+//! Invariant: a [`ValidatedAction`] can only be built here, so every input that reaches a desktop
+//! passed these checks against the live display size. The `intent` is kept beside the input for
+//! logs and stripped from what is injected.
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, Button, Modifier, WirePoint};
+use crate::error::ActionError;
+use crate::geometry::{DisplaySize, ScreenPoint};
+use crate::keys::{Key, KeyProblem, parse_chord};
+
+/// Fewest points in a drag path.
+pub const MIN_DRAG_POINTS: usize = 2;
+/// Most points in a drag path.
+pub const MAX_DRAG_POINTS: usize = 64;
+/// Longest drag, in milliseconds.
+pub const MAX_DRAG_DURATION_MS: u32 = 10_000;
+/// Longest pointer move, in milliseconds.
+pub const MAX_MOVE_DURATION_MS: u32 = 5_000;
+/// Shortest and longest `wait`, in milliseconds.
+pub const WAIT_RANGE_MS: (u32, u32) = (1, 10_000);
+/// Most wheel notches per axis in one scroll.
+pub const MAX_SCROLL_NOTCHES: i32 = 25;
+/// Most characters in one `type`.
+pub const MAX_TEXT_CHARS: usize = 2_000;
+/// Most characters in an `intent`.
+pub const MAX_INTENT_CHARS: usize = 500;
+
+/// A normalized input program for one action. Carries no intent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum InputAction {
+    /// One click.
+    Click {
+        /// Where.
+        at: ScreenPoint,
+        /// Which button.
+        button: Button,
+        /// Held during the click.
+        modifiers: Vec<Modifier>,
+    },
+    /// Two clicks.
+    DoubleClick {
+        /// Where.
+        at: ScreenPoint,
+        /// Which button.
+        button: Button,
+        /// Held during the clicks.
+        modifiers: Vec<Modifier>,
+    },
+    /// Press, move along the path, release.
+    Drag {
+        /// 2..=64 points.
+        path: Vec<ScreenPoint>,
+        /// Which button.
+        button: Button,
+        /// Total movement time.
+        duration_ms: u32,
+        /// Held during the drag.
+        modifiers: Vec<Modifier>,
+    },
+    /// Move the pointer.
+    Move {
+        /// Destination.
+        to: ScreenPoint,
+        /// Movement time.
+        duration_ms: u32,
+    },
+    /// Wheel notches at the current pointer position.
+    Scroll {
+        /// Horizontal notches, positive right.
+        dx: i32,
+        /// Vertical notches, positive down.
+        dy: i32,
+        /// Held during the scroll.
+        modifiers: Vec<Modifier>,
+    },
+    /// One chord.
+    Key {
+        /// Modifiers first, at most one other key last.
+        keys: Vec<Key>,
+    },
+    /// Printable ASCII text.
+    Type {
+        /// 1..=2,000 printable ASCII characters.
+        text: String,
+    },
+    /// A pause.
+    Wait {
+        /// Milliseconds.
+        milliseconds: u32,
+    },
+    /// The final action.
+    Done,
+}
+
+impl InputAction {
+    /// Whether executing this action sends any input to the desktop.
+    pub fn injects_input(&self) -> bool {
+        !matches!(self, InputAction::Wait { .. } | InputAction::Done)
+    }
+}
+
+/// An action that passed validation, with its intent kept for the logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidatedAction {
+    // Invariant: built only by `validate_action`, so `input` fits the display it was checked
+    // against.
+    input: InputAction,
+    intent: String,
+    action_type: &'static str,
+}
+
+impl ValidatedAction {
+    /// What the desktop executes.
+    pub fn input(&self) -> &InputAction {
+        &self.input
+    }
+    /// The trimmed intent, for logs only.
+    pub fn intent(&self) -> &str {
+        &self.intent
+    }
+    /// The wire name of the action variant.
+    pub fn action_type(&self) -> &'static str {
+        self.action_type
+    }
+    /// Splits into its parts.
+    pub fn into_parts(self) -> (InputAction, String) {
+        (self.input, self.intent)
+    }
+}
+
+struct Checker {
+    action_type: &'static str,
+    display: DisplaySize,
+}
+
+impl Checker {
+    fn fail(&self, field: impl Into<String>, message: impl Into<String>) -> ActionError {
+        ActionError {
+            action_type: self.action_type,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    fn point(&self, field: &str, x: i64, y: i64) -> Result<ScreenPoint, ActionError> {
+        if !self.display.contains(x, y) {
+            return Err(self.fail(
+                field,
+                format!(
+                    "{field} ({x}, {y}) is outside the {} display (x in 0..{}, y in 0..{})",
+                    self.display, self.display.width, self.display.height
+                ),
+            ));
+        }
+        // Both conversions hold because `contains` checked 0 <= x < width <= u32::MAX.
+        let (Ok(x), Ok(y)) = (u32::try_from(x), u32::try_from(y)) else {
+            return Err(self.fail(field, "coordinate does not fit a screen pixel"));
+        };
+        Ok(ScreenPoint { x, y })
+    }
+
+    fn ranged(&self, field: &str, value: i64, low: u32, high: u32) -> Result<u32, ActionError> {
+        if value < i64::from(low) || value > i64::from(high) {
+            return Err(self.fail(field, format!("{field} {value} is outside {low}..={high}")));
+        }
+        u32::try_from(value).map_err(|_| self.fail(field, "value does not fit"))
+    }
+
+    fn modifiers(&self, modifiers: &[Modifier]) -> Result<Vec<Modifier>, ActionError> {
+        let mut seen = Vec::new();
+        for modifier in modifiers {
+            if seen.contains(modifier) {
+                return Err(self.fail(
+                    "modifiers",
+                    format!("modifier {:?} is listed twice", modifier.as_str()),
+                ));
+            }
+            seen.push(*modifier);
+        }
+        Ok(seen)
+    }
+
+    fn intent(&self, intent: &str) -> Result<String, ActionError> {
+        let trimmed = intent.trim();
+        if trimmed.is_empty() {
+            return Err(self.fail("intent", "intent is required and must not be blank"));
+        }
+        let n_chars = trimmed.chars().count();
+        if n_chars > MAX_INTENT_CHARS {
+            return Err(self.fail(
+                "intent",
+                format!("intent has {n_chars} characters, at most {MAX_INTENT_CHARS} allowed"),
+            ));
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err(self.fail("intent", "intent must not contain control characters"));
+        }
+        Ok(trimmed.to_string())
+    }
+
+    fn text(&self, text: &str) -> Result<String, ActionError> {
+        if text.is_empty() {
+            return Err(self.fail("text", "text must not be empty"));
+        }
+        let n_chars = text.chars().count();
+        if n_chars > MAX_TEXT_CHARS {
+            return Err(self.fail(
+                "text",
+                format!("text has {n_chars} characters, at most {MAX_TEXT_CHARS} allowed"),
+            ));
+        }
+        if let Some((position, bad)) = text
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !(c.is_ascii_graphic() || *c == ' '))
+        {
+            return Err(self.fail(
+                "text",
+                format!(
+                    "text character {position} ({:?}) is not printable ASCII; use a key action \
+                     for Return, Tab and other keys",
+                    bad.escape_default().to_string()
+                ),
+            ));
+        }
+        Ok(text.to_string())
+    }
+
+    fn keys(&self, keys: &[String]) -> Result<Vec<Key>, ActionError> {
+        parse_chord(keys).map_err(|problem| match problem {
+            KeyProblem::Unknown(name) => self.fail("keys", format!("unknown key name {name:?}")),
+            KeyProblem::SystemKey(name) => self.fail(
+                "keys",
+                format!("system key {name:?} (Super/Windows/Meta) is not allowed"),
+            ),
+            KeyProblem::ForbiddenChord(chord) => {
+                self.fail("keys", format!("system chord {chord:?} is not allowed"))
+            }
+            KeyProblem::Malformed(message) => self.fail("keys", message),
+        })
+    }
+
+    fn path(&self, path: &[WirePoint]) -> Result<Vec<ScreenPoint>, ActionError> {
+        if path.len() < MIN_DRAG_POINTS || path.len() > MAX_DRAG_POINTS {
+            return Err(self.fail(
+                "path",
+                format!(
+                    "a drag path has {MIN_DRAG_POINTS} to {MAX_DRAG_POINTS} points, got {}",
+                    path.len()
+                ),
+            ));
+        }
+        path.iter()
+            .enumerate()
+            .map(|(point_idx, point)| self.point(&format!("path[{point_idx}]"), point.x, point.y))
+            .collect()
+    }
+
+    fn scroll(&self, dx: i64, dy: i64) -> Result<(i32, i32), ActionError> {
+        let limit = i64::from(MAX_SCROLL_NOTCHES);
+        for (field, value) in [("dx", dx), ("dy", dy)] {
+            if !(-limit..=limit).contains(&value) {
+                return Err(self.fail(
+                    field,
+                    format!("{field} {value} is outside -{limit}..={limit} notches"),
+                ));
+            }
+        }
+        if dx == 0 && dy == 0 {
+            return Err(self.fail("dy", "a scroll needs a non-zero dx or dy"));
+        }
+        // Both fit: checked against MAX_SCROLL_NOTCHES above.
+        let (Ok(dx), Ok(dy)) = (i32::try_from(dx), i32::try_from(dy)) else {
+            return Err(self.fail("dy", "scroll amount does not fit"));
+        };
+        Ok((dx, dy))
+    }
+}
+
+/// Validates `action` against the live display and strips its intent into a [`ValidatedAction`].
+pub fn validate_action(
+    action: &Action,
+    display: DisplaySize,
+) -> Result<ValidatedAction, ActionError> {
+    let check = Checker {
+        action_type: action.type_name(),
+        display,
+    };
+    let intent = check.intent(action.intent())?;
+    let input = match action {
+        Action::Click {
+            x,
+            y,
+            button,
+            modifiers,
+            ..
+        } => InputAction::Click {
+            at: check.point("point", *x, *y)?,
+            button: *button,
+            modifiers: check.modifiers(modifiers)?,
+        },
+        Action::DoubleClick {
+            x,
+            y,
+            button,
+            modifiers,
+            ..
+        } => InputAction::DoubleClick {
+            at: check.point("point", *x, *y)?,
+            button: *button,
+            modifiers: check.modifiers(modifiers)?,
+        },
+        Action::Drag {
+            path,
+            button,
+            duration_ms,
+            modifiers,
+            ..
+        } => InputAction::Drag {
+            path: check.path(path)?,
+            button: *button,
+            duration_ms: check.ranged("duration_ms", *duration_ms, 0, MAX_DRAG_DURATION_MS)?,
+            modifiers: check.modifiers(modifiers)?,
+        },
+        Action::Move {
+            x, y, duration_ms, ..
+        } => InputAction::Move {
+            to: check.point("point", *x, *y)?,
+            duration_ms: check.ranged("duration_ms", *duration_ms, 0, MAX_MOVE_DURATION_MS)?,
+        },
+        Action::Scroll {
+            dx, dy, modifiers, ..
+        } => {
+            let (dx, dy) = check.scroll(*dx, *dy)?;
+            InputAction::Scroll {
+                dx,
+                dy,
+                modifiers: check.modifiers(modifiers)?,
+            }
+        }
+        Action::Key { keys, .. } => InputAction::Key {
+            keys: check.keys(keys)?,
+        },
+        Action::Type { text, .. } => InputAction::Type {
+            text: check.text(text)?,
+        },
+        Action::Wait { milliseconds, .. } => InputAction::Wait {
+            milliseconds: check.ranged(
+                "milliseconds",
+                *milliseconds,
+                WAIT_RANGE_MS.0,
+                WAIT_RANGE_MS.1,
+            )?,
+        },
+        Action::Done { .. } => InputAction::Done,
+    };
+    Ok(ValidatedAction {
+        input,
+        intent,
+        action_type: action.type_name(),
+    })
+}

@@ -1,0 +1,140 @@
+//! The desktop worker protocol: JSON lines over the worker's stdin (requests) and stdout
+//! (responses), one response per request, in order.
+//!
+//! The worker is the only process that connects to the X server. It answers `hello` first; every
+//! other request is answered with `{"id", "ok": value}` or `{"id", "error": failure}`. A request
+//! the worker cannot parse is answered with id 0 and `invalid_request`. Documented in
+//! `docs/worker-protocol.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
+use crate::geometry::DisplaySize;
+use crate::settle::SettlePolicy;
+use crate::validate::InputAction;
+
+/// The protocol version; bumped on any incompatible change.
+pub const WORKER_PROTOCOL_VERSION: u32 = 1;
+
+/// One request line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerRequest {
+    /// Correlates the response; chosen by the broker, increasing.
+    pub id: u64,
+    /// What to do.
+    pub op: WorkerOp,
+}
+
+/// Operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkerOp {
+    /// Report version, display size and capture path.
+    Hello,
+    /// Find the app's main window, dismiss overlays, maximize, wait for a stable render.
+    AwaitApp {
+        /// The app's process id; its windows are matched by `_NET_WM_PID`.
+        pid: u32,
+        /// Window rules.
+        rules: WindowRules,
+        /// Settle timing for the render wait.
+        settle: SettlePolicy,
+    },
+    /// Capture the screen.
+    Capture,
+    /// Inject one validated action, release anything held, settle, capture.
+    Execute {
+        /// The action; validated by the broker and checked again against the display.
+        action: InputAction,
+        /// Settle timing.
+        settle: SettlePolicy,
+    },
+    /// Read focus, pointer, app window and held keys/buttons.
+    Facts,
+    /// Release every held key and button.
+    ReleaseHeld,
+    /// Close the connection and exit.
+    Shutdown,
+}
+
+/// Answer to `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloInfo {
+    /// [`WORKER_PROTOCOL_VERSION`] of the worker.
+    pub protocol_version: u32,
+    /// The display's size.
+    pub display: DisplaySize,
+    /// `mit-shm` or `get-image`.
+    pub capture_path: String,
+    /// The X server vendor string.
+    pub server_vendor: String,
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerValue {
+    /// To `hello`.
+    Hello(HelloInfo),
+    /// To `await_app`.
+    Handoff(Box<Handoff>),
+    /// To `capture`.
+    Frame(Frame),
+    /// To `execute`.
+    Outcome(Box<ActionOutcome>),
+    /// To `facts`.
+    Facts(DesktopFacts),
+    /// To `release_held`: what was held and released.
+    Released {
+        /// Names of released keys and buttons.
+        released: Vec<String>,
+    },
+    /// To `shutdown`.
+    Bye,
+}
+
+/// Failure classes. `nothing_sent` and `outcome_unknown` matter to exactly-once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerFailureKind {
+    /// The request was malformed or out of bounds; no input was sent.
+    InvalidRequest,
+    /// The display or X connection failed before any input was sent.
+    DesktopFailed,
+    /// Input was at least partly sent and then something failed.
+    OutcomeUnknown,
+    /// The app's window did not appear in time.
+    AppWindowNotFound,
+    /// The app's window could not be observed maximized.
+    AppNotMaximized,
+}
+
+/// A failed answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerFailure {
+    /// Class.
+    pub kind: WorkerFailureKind,
+    /// Explanation.
+    pub message: String,
+}
+
+/// One response line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerReply {
+    /// Success.
+    Ok(WorkerValue),
+    /// Failure.
+    Error(WorkerFailure),
+}
+
+/// One response line with its correlation id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerResponse {
+    /// The request's id.
+    pub id: u64,
+    /// The answer.
+    #[serde(flatten)]
+    pub reply: WorkerReply,
+}

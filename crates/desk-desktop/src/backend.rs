@@ -1,0 +1,65 @@
+//! The `DesktopBackend` trait: synchronous and object-safe; each session's backend runs on its
+//! own thread, fed by the broker.
+
+use std::path::PathBuf;
+
+use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
+use desk_contract::{DisplaySize, InputAction, SettlePolicy};
+
+use crate::error::BackendError;
+
+/// Everything needed to start the target app for one attempt, resolved from a profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppLaunch {
+    /// Program and arguments, placeholders already substituted.
+    pub argv: Vec<String>,
+    /// Extra environment (HOME, XDG dirs, app settings); the rest of the environment is cleared
+    /// except PATH and the display.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// How to recognise and prepare the main window.
+    pub window: WindowRules,
+    /// Settle timing for the handoff render wait.
+    pub settle: SettlePolicy,
+}
+
+/// A desktop a broker session drives.
+///
+/// Error contract for [`DesktopBackend::execute`]: an error for which
+/// [`BackendError::input_may_have_been_sent`] is false guarantees no input reached the desktop;
+/// otherwise the outcome is unknown and must never be replayed.
+pub trait DesktopBackend: Send {
+    /// The display size actions are validated against.
+    fn display_size(&self) -> DisplaySize;
+
+    /// Stops any running app, starts the one described by `launch`, and waits for a verified
+    /// handoff: main window found, maximized, overlays dismissed, render stable.
+    fn start_app(&mut self, launch: &AppLaunch) -> Result<Handoff, BackendError>;
+
+    /// Captures the screen.
+    fn capture(&mut self) -> Result<Frame, BackendError>;
+
+    /// Injects one validated action exactly once, releases anything left held, waits for the
+    /// bounded settle and returns the freshest frame.
+    fn execute(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+    ) -> Result<ActionOutcome, BackendError>;
+
+    /// Reads focus, pointer, app window and held keys/buttons.
+    fn facts(&mut self) -> Result<DesktopFacts, BackendError>;
+
+    /// Releases every held key and button; returns what was held.
+    fn release_held(&mut self) -> Result<Vec<String>, BackendError>;
+
+    /// Stops the app, leaving the display running.
+    fn stop_app(&mut self) -> Result<(), BackendError>;
+
+    /// Stops everything: app, worker, window manager, display. Idempotent.
+    fn shutdown(&mut self) -> Result<(), BackendError>;
+
+    /// Process ids this backend started and believes alive, for leak checks.
+    fn process_ids(&self) -> Vec<u32>;
+}

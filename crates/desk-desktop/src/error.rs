@@ -1,0 +1,63 @@
+//! `BackendError`: every way a desktop backend can fail, classified for exactly-once.
+
+use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
+
+/// A desktop backend failure.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The request was refused before any input was sent.
+    #[error("desktop refused the request: {0}")]
+    Rejected(String),
+    /// The desktop failed before any input was sent.
+    #[error("desktop failed: {0}")]
+    DesktopFailed(String),
+    /// Input was at least partly sent, then the outcome became unknown.
+    #[error("input outcome unknown: {0}")]
+    OutcomeUnknown(String),
+    /// The app's main window did not appear.
+    #[error("app window not found: {0}")]
+    AppWindowNotFound(String),
+    /// The app's main window was not observed maximized.
+    #[error("app not maximized: {0}")]
+    AppNotMaximized(String),
+    /// A process could not be started.
+    #[error("failed to start {what}: {source}")]
+    Spawn {
+        /// What was being started.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The worker pipe broke or carried something unexpected.
+    #[error("desktop worker failed: {0}")]
+    Worker(String),
+    /// The backend was shut down.
+    #[error("desktop was shut down")]
+    ShutDown,
+}
+
+impl BackendError {
+    /// Whether input may have reached the desktop before this error. When an `execute` fails
+    /// with such an error, its outcome is unknown and it must never be replayed.
+    pub fn input_may_have_been_sent(&self) -> bool {
+        matches!(
+            self,
+            BackendError::OutcomeUnknown(_) | BackendError::Worker(_)
+        )
+    }
+}
+
+impl From<WorkerFailure> for BackendError {
+    fn from(failure: WorkerFailure) -> Self {
+        match failure.kind {
+            WorkerFailureKind::InvalidRequest => BackendError::Rejected(failure.message),
+            WorkerFailureKind::DesktopFailed => BackendError::DesktopFailed(failure.message),
+            WorkerFailureKind::OutcomeUnknown => BackendError::OutcomeUnknown(failure.message),
+            WorkerFailureKind::AppWindowNotFound => {
+                BackendError::AppWindowNotFound(failure.message)
+            }
+            WorkerFailureKind::AppNotMaximized => BackendError::AppNotMaximized(failure.message),
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The broker's one view of a desktop: the [`DesktopBackend`] trait, its in-process
+//! [`FakeDesktop`], and [`LocalDesktop`], which launches a session's processes (Xvfb, window
+//! manager, app, desktop worker) and talks to the worker over its JSONL pipe.
+//!
+//! Invariant: nothing in this crate connects to an X server. The only process that does is the
+//! worker (`deskbroker worker`, implemented in `desk-x11`).
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod backend;
+mod error;
+pub mod fake;
+pub mod launcher;
+pub mod profile;
+mod worker_client;
+
+pub use backend::{AppLaunch, DesktopBackend};
+pub use error::BackendError;
+pub use fake::FakeDesktop;
+pub use launcher::{LocalDesktop, LocalDesktopConfig};
+pub use profile::{AppProfile, ProfileError, ProfileSet};

@@ -1,0 +1,338 @@
+//! App profiles: data (TOML) describing how to start an app for one attempt, recognise and
+//! prepare its main window, and save its work.
+//!
+//! A profile never runs code of its own; it names a command, environment, seeded files, the
+//! attempt file template and the documented save gesture. Placeholders in `command`, `env`
+//! values and seeded file contents: `{attempt}` (attempt file path), `{home}` (private home),
+//! `{session}` (session directory).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use desk_contract::SettlePolicy;
+use desk_contract::desktop::{OverlayRule, WindowRules};
+use serde::Deserialize;
+
+use crate::backend::AppLaunch;
+
+/// Why a profile could not be loaded or prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The TOML was malformed or had unknown fields.
+    #[error("failed to parse profile {name}: {message}")]
+    Parse {
+        /// Profile name or path.
+        name: String,
+        /// Parser message.
+        message: String,
+    },
+    /// A field had an invalid value.
+    #[error("invalid profile {name}: {message}")]
+    Invalid {
+        /// Profile name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No profile with that name.
+    #[error("unknown profile {0:?}")]
+    Unknown(String),
+    /// Preparing files for an attempt failed.
+    #[error("failed to prepare {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The attempt file a profile prepares at reset and the broker checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptSpec {
+    /// File name inside the session's attempt directory, e.g. `attempt.dxf`.
+    pub filename: String,
+    /// Initial contents.
+    #[serde(default)]
+    pub template: String,
+}
+
+/// Window recognition and preparation rules.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    /// Main window class (`WM_CLASS`), case-insensitive.
+    #[serde(default)]
+    pub class: Option<String>,
+    /// Main window title prefix.
+    #[serde(default)]
+    pub title_prefix: Option<String>,
+    /// Handoff waits until the title contains this; `{attempt_name}` is the attempt file name.
+    #[serde(default)]
+    pub ready_title_contains: Option<String>,
+    /// Ask the window manager to maximize.
+    #[serde(default = "yes")]
+    pub maximize: bool,
+    /// Milliseconds to wait for the window.
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_timeout() -> u32 {
+    20_000
+}
+
+/// Overlay dismissal rule as written in TOML.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlaySpec {
+    /// Title substring.
+    pub title_contains: String,
+    /// Chord to dismiss it.
+    pub dismiss_keys: Vec<String>,
+}
+
+/// One app profile.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppProfile {
+    /// Profile name.
+    pub name: String,
+    /// What the profile is for.
+    #[serde(default)]
+    pub description: String,
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files written below the private home before launch: relative path → contents.
+    #[serde(default)]
+    pub home_files: BTreeMap<String, String>,
+    /// The attempt file.
+    pub attempt: AttemptSpec,
+    /// Main window rules.
+    pub window: WindowSpec,
+    /// Known overlays.
+    #[serde(default)]
+    pub overlays: Vec<OverlaySpec>,
+    /// The documented save gesture, e.g. `["ctrl", "s"]`.
+    #[serde(default)]
+    pub save_keys: Vec<String>,
+    /// Milliseconds to wait for the save gesture to change the attempt file.
+    #[serde(default = "default_save_timeout")]
+    pub save_timeout_ms: u32,
+}
+
+fn default_save_timeout() -> u32 {
+    5_000
+}
+
+/// A profile resolved for one attempt: what to launch and where the attempt file lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedAttempt {
+    /// What the backend launches.
+    pub launch: AppLaunch,
+    /// The attempt file.
+    pub attempt_path: PathBuf,
+    /// The documented save chord.
+    pub save_keys: Vec<String>,
+    /// How long the save may take.
+    pub save_timeout_ms: u32,
+}
+
+fn substitute(text: &str, attempt: &Path, home: &Path, session: &Path) -> String {
+    text.replace("{attempt}", &attempt.display().to_string())
+        .replace("{home}", &home.display().to_string())
+        .replace("{session}", &session.display().to_string())
+}
+
+impl AppProfile {
+    /// Parses and checks one profile.
+    pub fn from_toml(name_hint: &str, text: &str) -> Result<AppProfile, ProfileError> {
+        let profile: AppProfile = toml::from_str(text).map_err(|error| ProfileError::Parse {
+            name: name_hint.to_string(),
+            message: error.to_string(),
+        })?;
+        profile.check()?;
+        Ok(profile)
+    }
+
+    fn check(&self) -> Result<(), ProfileError> {
+        let invalid = |message: &str| ProfileError::Invalid {
+            name: self.name.clone(),
+            message: message.to_string(),
+        };
+        if self.command.is_empty() || self.command[0].is_empty() {
+            return Err(invalid("command must name a program"));
+        }
+        let filename = &self.attempt.filename;
+        if filename.is_empty() || filename.contains('/') || filename.starts_with('.') {
+            return Err(invalid("attempt.filename must be a plain file name"));
+        }
+        for relative in self.home_files.keys() {
+            let path = Path::new(relative);
+            if path.is_absolute() || path.components().any(|c| c.as_os_str() == "..") {
+                return Err(invalid(
+                    "home_files keys must be relative paths inside home",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the private home and the attempt file below `session_dir` and resolves the launch.
+    pub fn prepare(&self, session_dir: &Path) -> Result<PreparedAttempt, ProfileError> {
+        let home = session_dir.join("home");
+        let attempt_dir = session_dir.join("attempt");
+        let attempt_path = attempt_dir.join(&self.attempt.filename);
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ProfileError::Io { path, source }
+        };
+        for dir in [
+            &home,
+            &attempt_dir,
+            &home.join(".config"),
+            &home.join("tmp"),
+        ] {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        for (relative, contents) in &self.home_files {
+            let path = home.join(relative);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            let text = substitute(contents, &attempt_path, &home, session_dir);
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
+        std::fs::write(&attempt_path, &self.attempt.template).map_err(io(&attempt_path))?;
+
+        let sub = |text: &str| substitute(text, &attempt_path, &home, session_dir);
+        let mut env = vec![
+            ("HOME".to_string(), home.display().to_string()),
+            (
+                "XDG_CONFIG_HOME".to_string(),
+                home.join(".config").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".to_string(),
+                home.join(".local/share").display().to_string(),
+            ),
+            (
+                "XDG_CACHE_HOME".to_string(),
+                home.join(".cache").display().to_string(),
+            ),
+            (
+                "XDG_RUNTIME_DIR".to_string(),
+                home.join("tmp").display().to_string(),
+            ),
+            ("TMPDIR".to_string(), home.join("tmp").display().to_string()),
+        ];
+        env.extend(
+            self.env
+                .iter()
+                .map(|(key, value)| (key.clone(), sub(value))),
+        );
+        let ready = self
+            .window
+            .ready_title_contains
+            .as_ref()
+            .map(|text| text.replace("{attempt_name}", &self.attempt.filename));
+        let window = WindowRules {
+            class: self.window.class.clone(),
+            title_prefix: self.window.title_prefix.clone(),
+            ready_title_contains: ready,
+            maximize: self.window.maximize,
+            overlays: self
+                .overlays
+                .iter()
+                .map(|overlay| OverlayRule {
+                    title_contains: overlay.title_contains.clone(),
+                    dismiss_keys: overlay.dismiss_keys.clone(),
+                })
+                .collect(),
+            timeout_ms: self.window.timeout_ms,
+        };
+        Ok(PreparedAttempt {
+            launch: AppLaunch {
+                argv: self.command.iter().map(|part| sub(part)).collect(),
+                env,
+                cwd: attempt_dir,
+                window,
+                settle: SettlePolicy::default(),
+            },
+            attempt_path,
+            save_keys: self.save_keys.clone(),
+            save_timeout_ms: self.save_timeout_ms,
+        })
+    }
+}
+
+/// The profiles a broker offers: the built-in ones plus any loaded from a directory.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileSet {
+    profiles: BTreeMap<String, AppProfile>,
+}
+
+/// Built-in profiles shipped with the binary.
+const BUILTIN: &[(&str, &str)] = &[
+    ("librecad", include_str!("../profiles/librecad.toml")),
+    ("generic", include_str!("../profiles/generic.toml")),
+];
+
+impl ProfileSet {
+    /// The built-in profiles.
+    pub fn builtin() -> Result<ProfileSet, ProfileError> {
+        let mut set = ProfileSet::default();
+        for (name, text) in BUILTIN {
+            set.insert(AppProfile::from_toml(name, text)?);
+        }
+        Ok(set)
+    }
+
+    /// Adds or replaces a profile.
+    pub fn insert(&mut self, profile: AppProfile) {
+        self.profiles.insert(profile.name.clone(), profile);
+    }
+
+    /// Loads every `*.toml` in `dir`, replacing built-ins of the same name.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<(), ProfileError> {
+        let entries = std::fs::read_dir(dir).map_err(|source| ProfileError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| ProfileError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+            let path = entry.path();
+            if path.extension().is_some_and(|ext| ext == "toml") {
+                let text = std::fs::read_to_string(&path).map_err(|source| ProfileError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                self.insert(AppProfile::from_toml(&path.display().to_string(), &text)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks a profile up by name.
+    pub fn get(&self, name: &str) -> Result<&AppProfile, ProfileError> {
+        self.profiles
+            .get(name)
+            .ok_or_else(|| ProfileError::Unknown(name.to_string()))
+    }
+
+    /// Profile names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.profiles.keys().cloned().collect()
+    }
+}

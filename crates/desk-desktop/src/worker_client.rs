@@ -1,0 +1,123 @@
+//! The broker side of the desktop worker's JSONL pipe: one request line, one response line.
+//!
+//! Invariant: requests are answered strictly in order; a response whose id differs from the
+//! request's, a closed pipe, or a timeout poisons the client, and every later call fails without
+//! writing anything (the worker's state is unknown).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{ChildStdin, ChildStdout};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use desk_contract::worker::{WorkerOp, WorkerReply, WorkerRequest, WorkerResponse, WorkerValue};
+
+use crate::error::BackendError;
+
+/// A connected worker pipe.
+pub(crate) struct WorkerClient {
+    stdin: ChildStdin,
+    lines: Receiver<std::io::Result<String>>,
+    next_id: u64,
+    // Invariant: once true, nothing more is written to the worker.
+    poisoned: bool,
+}
+
+impl WorkerClient {
+    /// Wraps a worker's pipes; a reader thread forwards response lines.
+    pub(crate) fn new(stdin: ChildStdin, stdout: ChildStdout) -> WorkerClient {
+        let (sender, lines) = channel();
+        std::thread::Builder::new()
+            .name("desk-worker-reader".to_string())
+            .spawn(move || {
+                let mut reader = BufReader::new(stdout);
+                loop {
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) => break,
+                        Ok(_) => {
+                            if sender.send(Ok(line)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(error) => {
+                            let _ = sender.send(Err(error));
+                            break;
+                        }
+                    }
+                }
+            })
+            .map(|_| ())
+            .unwrap_or_else(|error| tracing::error!(%error, "failed to start worker reader"));
+        WorkerClient {
+            stdin,
+            lines,
+            next_id: 1,
+            poisoned: false,
+        }
+    }
+
+    /// Sends one request and waits up to `timeout` for its response.
+    pub(crate) fn call(
+        &mut self,
+        op: WorkerOp,
+        timeout: Duration,
+    ) -> Result<WorkerValue, BackendError> {
+        if self.poisoned {
+            return Err(BackendError::Worker(
+                "worker pipe is unusable after an earlier failure".into(),
+            ));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = WorkerRequest { id, op };
+        let mut line = serde_json::to_string(&request).map_err(|error| {
+            BackendError::Rejected(format!("failed to encode request: {error}"))
+        })?;
+        line.push('\n');
+        if let Err(error) = self
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+        {
+            self.poisoned = true;
+            return Err(BackendError::Worker(format!(
+                "failed to write to worker: {error}"
+            )));
+        }
+        let response = match self.lines.recv_timeout(timeout) {
+            Ok(Ok(text)) => text,
+            Ok(Err(error)) => {
+                self.poisoned = true;
+                return Err(BackendError::Worker(format!(
+                    "failed to read from worker: {error}"
+                )));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.poisoned = true;
+                return Err(BackendError::Worker(format!(
+                    "worker did not answer request {id} within {} ms",
+                    timeout.as_millis()
+                )));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                self.poisoned = true;
+                return Err(BackendError::Worker("worker exited".into()));
+            }
+        };
+        let response: WorkerResponse = serde_json::from_str(&response).map_err(|error| {
+            self.poisoned = true;
+            BackendError::Worker(format!("worker sent an unreadable response: {error}"))
+        })?;
+        if response.id != id {
+            self.poisoned = true;
+            return Err(BackendError::Worker(format!(
+                "worker answered request {} while {id} was pending",
+                response.id
+            )));
+        }
+        match response.reply {
+            WorkerReply::Ok(value) => Ok(value),
+            WorkerReply::Error(failure) => Err(BackendError::from(failure)),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! desk-test-support.

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up the machine and runs every check and test: formatting, clippy, and the whole test suite
+# against real Xvfb desktops (DESK_REQUIRE_XVFB=1 turns a missing Xvfb into a failure).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+DESK_REQUIRE_XVFB=1 cargo test --workspace --locked
