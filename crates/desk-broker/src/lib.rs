@@ -1,1 +1,43 @@
-//! desk-broker.
+//! The deskbroker broker: lease manager, session state machine, durable store and HTTP routes.
+//!
+//! The broker sees desktops only through [`desk_desktop::DesktopBackend`], created per session by
+//! a [`BackendFactory`] the binary injects. Every operation runs on tokio's blocking pool under a
+//! per-session lock, so a slow desktop never blocks the async runtime and operations on one
+//! session are serialized.
+//!
+//! Exactly-once: an action is journaled `pending` in a committed SQLite transaction before the
+//! backend sees it, and `complete` with its cached response after; a `pending` row found at
+//! startup becomes `unknown` and is never re-injected (see [`journal`](crate::journal)).
+//!
+//! Entry points for the binary: [`BrokerConfig::new`], [`Broker::open`], [`serve_unix`] (or
+//! [`router`] for tests and other listeners).
+#![forbid(unsafe_code)]
+
+mod actions;
+mod api_error;
+mod broker;
+mod checkpoint;
+mod config;
+mod error;
+mod extract;
+mod fault;
+mod journal;
+mod lease;
+mod logs;
+mod openapi;
+mod reset;
+mod routes;
+mod serve;
+mod store;
+mod util;
+
+pub use broker::Broker;
+pub use config::{BackendFactory, BackendRequest, BrokerConfig};
+pub use error::BrokerError;
+pub use fault::{FAULT_ENV, FaultHook};
+pub use openapi::OPENAPI_JSON;
+pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
+pub use serve::serve_unix;
+
+#[cfg(test)]
+mod tests;

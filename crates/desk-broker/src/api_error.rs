@@ -1,0 +1,112 @@
+//! The one mapping from [`BrokerError`] to an HTTP status and [`ErrorCode`].
+//!
+//! | status | codes |
+//! |---|---|
+//! | 400 | `invalid_action`, `invalid_request` |
+//! | 404 | `not_found` |
+//! | 405 | `invalid_request` (method not allowed) |
+//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required` |
+//! | 410 | `lease_expired` |
+//! | 413 | `invalid_request` (body too large) |
+//! | 422 | `checkpoint_failed`, `app_not_maximized` |
+//! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
+//! | 502 | `desktop_failed` |
+//!
+//! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
+//! message; the full error chain is logged at error level inside the request span.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use desk_contract::{ErrorBody, ErrorCode};
+use desk_desktop::ProfileError;
+
+use crate::error::BrokerError;
+
+impl BrokerError {
+    /// The status and code of this error. The single place that decides them.
+    pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
+        match self {
+            BrokerError::InvalidAction(_) | BrokerError::MalformedAction(_) => {
+                (StatusCode::BAD_REQUEST, ErrorCode::InvalidAction)
+            }
+            BrokerError::InvalidRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest),
+            BrokerError::BodyTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::InvalidRequest)
+            }
+            BrokerError::NotFound(_) | BrokerError::Profile(ProfileError::Unknown(_)) => {
+                (StatusCode::NOT_FOUND, ErrorCode::NotFound)
+            }
+            BrokerError::SequenceConflict(_) => {
+                (StatusCode::CONFLICT, ErrorCode::ActionSequenceConflict)
+            }
+            BrokerError::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
+            BrokerError::LeaseConflict(_) => (StatusCode::CONFLICT, ErrorCode::LeaseConflict),
+            BrokerError::CheckpointRequired(_) => {
+                (StatusCode::CONFLICT, ErrorCode::CheckpointRequired)
+            }
+            BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
+            BrokerError::CheckpointFailed(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::CheckpointFailed,
+            ),
+            BrokerError::AppNotMaximized(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AppNotMaximized)
+            }
+            BrokerError::OutcomeUnknown { .. } => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::InputOutcomeUnknown,
+            ),
+            BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
+            BrokerError::Store { .. }
+            | BrokerError::Io { .. }
+            | BrokerError::Profile(_)
+            | BrokerError::Json { .. }
+            | BrokerError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
+        }
+    }
+
+    /// The body sent to clients: the reason for 4xx, a fixed message for 5xx.
+    pub fn to_body(&self) -> ErrorBody {
+        let (status, code) = self.status_and_code();
+        let message = if !status.is_server_error() {
+            self.to_string()
+        } else {
+            match self {
+                // Both messages are built from the operation and index only, never a cause.
+                BrokerError::OutcomeUnknown { .. } | BrokerError::Desktop { .. } => {
+                    self.to_string()
+                }
+                _ => "internal error; see the broker log".to_string(),
+            }
+        };
+        ErrorBody::new(code, message)
+    }
+}
+
+fn error_chain(error: &BrokerError) -> String {
+    let mut chain = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
+}
+
+impl IntoResponse for BrokerError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if status.is_server_error() {
+            tracing::error!(
+                code = code.as_str(),
+                error = error_chain(&self),
+                "request failed"
+            );
+        } else {
+            tracing::debug!(code = code.as_str(), error = %self, "request refused");
+        }
+        (status, Json(self.to_body())).into_response()
+    }
+}

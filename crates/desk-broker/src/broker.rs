@@ -1,0 +1,265 @@
+//! [`Broker`]: the lease manager. Owns the store, the per-session runtimes (each holding its
+//! session's backend behind a per-session lock) and the async facade over the blocking core.
+//!
+//! Concurrency: every operation runs on tokio's blocking pool. Operations that touch a desktop or
+//! a session's files take the session's lock for their whole duration, so they are serialized per
+//! session; `status` reads only the store. Lock order: session lock, then the store's connection
+//! lock (held only per statement or transaction), never the reverse.
+//!
+//! Panics: a panic inside an operation marks its session `error` and answers `internal`; it
+//! never takes the daemon down.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use desk_contract::api::{Screenshot, SessionState};
+use desk_contract::desktop::Frame;
+use desk_contract::{DisplaySize, ErrorCode, b64};
+use desk_desktop::DesktopBackend;
+
+use crate::config::{BackendFactory, BrokerConfig};
+use crate::error::BrokerError;
+use crate::journal::recovered_message;
+use crate::store::{SessionRow, Store};
+use crate::util::now_ms;
+
+/// The in-memory part of a session: its desktop, when one was created.
+pub(crate) struct Runtime {
+    pub(crate) backend: Option<Box<dyn DesktopBackend>>,
+    /// The display actions are validated against: the backend's, or the configured one before
+    /// the backend exists.
+    pub(crate) display: DisplaySize,
+}
+
+pub(crate) struct Slot {
+    runtime: Mutex<Runtime>,
+}
+
+impl Slot {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Runtime> {
+        // A panic while holding the lock already marked the session `error`; what is left is
+        // still safe to shut down.
+        self.runtime
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: BrokerConfig,
+    pub(crate) factory: Arc<dyn BackendFactory>,
+    pub(crate) store: Store,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Serializes lease creation so identity checks and capacity counts are race-free.
+    pub(crate) lease_lock: Mutex<()>,
+}
+
+/// The broker. Cheap to clone; all clones share one state.
+#[derive(Clone)]
+pub struct Broker {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("state_dir", &self.inner.config.state_dir)
+            .finish()
+    }
+}
+
+impl Broker {
+    /// Opens the store below `config.state_dir` (creating it), and recovers from a previous run:
+    /// every `pending` action becomes `unknown` and its session `error` with
+    /// `input_outcome_unknown`; every other `ready` or `running` session becomes `error` with
+    /// `desktop_failed`, because its desktop did not survive the restart. Blocking.
+    pub fn open(config: BrokerConfig, factory: impl BackendFactory) -> Result<Broker, BrokerError> {
+        let sessions_dir = config.state_dir.join("sessions");
+        std::fs::create_dir_all(&sessions_dir)
+            .map_err(BrokerError::io("create the state directory", &sessions_dir))?;
+        let store = Store::open(&config.state_dir.join("broker.sqlite3"))?;
+        for (session_id, action_index) in store.recover_pending()? {
+            tracing::warn!(
+                session_id,
+                action_index,
+                "{}",
+                recovered_message(action_index)
+            );
+        }
+        for mut session in store.unreleased_sessions()? {
+            if matches!(session.state, SessionState::Ready | SessionState::Running) {
+                session.state = SessionState::Error;
+                session.last_error_code = Some(ErrorCode::DesktopFailed.as_str().to_string());
+                session.last_error_message =
+                    Some("the broker restarted and the session's desktop was lost".to_string());
+                store.save_session(&session)?;
+            }
+        }
+        let inner = Inner {
+            config,
+            factory: Arc::new(factory),
+            store,
+            slots: Mutex::new(HashMap::new()),
+            lease_lock: Mutex::new(()),
+        };
+        Ok(Broker {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.inner.config
+    }
+
+    /// Runs `operation` on the blocking pool. A panic marks `session_id`'s session `error`.
+    pub(crate) async fn run<R: Send + 'static>(
+        &self,
+        session_id: Option<String>,
+        operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
+    ) -> Result<R, BrokerError> {
+        let inner = Arc::clone(&self.inner);
+        match tokio::task::spawn_blocking(move || operation(&inner)).await {
+            Ok(result) => result,
+            Err(join_error) => {
+                tracing::error!(error = %join_error, session_id, "broker operation panicked");
+                if let Some(session_id) = session_id {
+                    let inner = Arc::clone(&self.inner);
+                    let _ = tokio::task::spawn_blocking(move || {
+                        inner.mark_error(&session_id, ErrorCode::Internal, "internal error")
+                    })
+                    .await;
+                }
+                Err(BrokerError::Internal(
+                    "a broker operation panicked".to_string(),
+                ))
+            }
+        }
+    }
+
+    /// Shuts down every live desktop without releasing sessions (for daemon shutdown).
+    pub async fn shutdown_backends(&self) {
+        let _ = self
+            .run(None, |inner| {
+                let slots: Vec<(String, Arc<Slot>)> = inner
+                    .lock_slots()
+                    .iter()
+                    .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+                    .collect();
+                for (session_id, slot) in slots {
+                    if let Some(mut backend) = slot.lock().backend.take()
+                        && let Err(error) = backend.shutdown()
+                    {
+                        tracing::warn!(session_id, error = %error, "failed to shut down a desktop");
+                    }
+                }
+                Ok(())
+            })
+            .await;
+    }
+}
+
+impl Inner {
+    fn lock_slots(&self) -> MutexGuard<'_, HashMap<String, Arc<Slot>>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The slot of an existing session, created on first use.
+    pub(crate) fn slot(&self, session_id: &str) -> Arc<Slot> {
+        let mut slots = self.lock_slots();
+        let slot = slots.entry(session_id.to_string()).or_insert_with(|| {
+            Arc::new(Slot {
+                runtime: Mutex::new(Runtime {
+                    backend: None,
+                    display: self.config.display,
+                }),
+            })
+        });
+        Arc::clone(slot)
+    }
+
+    pub(crate) fn forget_slot(&self, session_id: &str) {
+        self.lock_slots().remove(session_id);
+    }
+
+    /// Loads a session or answers `not_found`.
+    pub(crate) fn load(&self, session_id: &str) -> Result<SessionRow, BrokerError> {
+        self.store
+            .session(session_id)?
+            .ok_or_else(|| BrokerError::NotFound(format!("session {session_id:?}")))
+    }
+
+    /// Refuses released and expired sessions.
+    pub(crate) fn check_live(
+        &self,
+        session: &SessionRow,
+        operation: &'static str,
+    ) -> Result<(), BrokerError> {
+        if session.expired
+            || (session.state != SessionState::Released && session.expires_at_ms < now_ms())
+        {
+            return Err(BrokerError::LeaseExpired(session.id.clone()));
+        }
+        if session.state == SessionState::Released {
+            return Err(BrokerError::InvalidState {
+                operation,
+                reason: "the session was released".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Extends the lease from now.
+    pub(crate) fn renew(&self, session: &mut SessionRow) {
+        let ttl_ms = u64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(u64::MAX);
+        session.expires_at_ms = now_ms().saturating_add(ttl_ms);
+    }
+
+    /// Records a failure on a session and moves it to `error`.
+    pub(crate) fn mark_error(
+        &self,
+        session_id: &str,
+        code: ErrorCode,
+        message: &str,
+    ) -> Result<(), BrokerError> {
+        if let Some(mut session) = self.store.session(session_id)?
+            && session.state != SessionState::Released
+        {
+            session.state = SessionState::Error;
+            session.last_error_code = Some(code.as_str().to_string());
+            session.last_error_message = Some(message.to_string());
+            self.store.save_session(&session)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the client-facing screenshot of `frame` with `sequence`.
+pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
+    Screenshot {
+        png_base64: b64::encode(&frame.png),
+        width: frame.width,
+        height: frame.height,
+        sequence,
+        timestamp_ms: frame.captured_at_ms,
+        app_maximized: frame.app_maximized,
+        sha256: frame.sha256.clone(),
+    }
+}
+
+/// The state refusal used by most operations.
+pub(crate) fn wrong_state(operation: &'static str, session: &SessionRow) -> BrokerError {
+    let reason = match session.state {
+        SessionState::Leased => "the session has not been reset yet".to_string(),
+        SessionState::Done => "the session is done".to_string(),
+        SessionState::Error => format!(
+            "the session is in error ({}: {})",
+            session.last_error_code.as_deref().unwrap_or("internal"),
+            session.last_error_message.as_deref().unwrap_or("unknown")
+        ),
+        other => format!("the session is {}", other.as_str()),
+    };
+    BrokerError::InvalidState { operation, reason }
+}

@@ -1,0 +1,293 @@
+//! Checkpoints and retrieval: proving that post-reset changes reached the attempt file, and
+//! handing out the checkpointed bytes and the input logs.
+//!
+//! Checkpoint: if the attempt file's SHA-256 differs from the reset SHA-256 the agent already
+//! saved (`already_saved`). Otherwise, when the profile documents a save chord and an app-owned
+//! window is active, the broker sends that chord (logged with provenance `broker_checkpoint`)
+//! and polls the file for up to `save_timeout_ms` until its hash changes and then holds still
+//! (`controller_save`). A foreign window in front, a missing save chord, or an unchanged file is
+//! `checkpoint_failed`. The checkpointed bytes are copied to `<session>/checkpoint/<file>`;
+//! `retrieve_artifact` returns that copy after verifying its hash.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod, SessionState};
+use desk_contract::events::Provenance;
+use desk_contract::{Action, b64, validate_action};
+
+use crate::broker::{Broker, Inner, wrong_state};
+use crate::error::BrokerError;
+use crate::logs::{EventLogs, FrameTiming};
+use crate::reset::file_digest;
+use crate::store::SessionRow;
+
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+fn method_name(method: SaveMethod) -> &'static str {
+    match method {
+        SaveMethod::AlreadySaved => "already_saved",
+        SaveMethod::ControllerSave => "controller_save",
+    }
+}
+
+fn checkpoint_copy_path(session: &SessionRow, attempt_path: &Path) -> PathBuf {
+    let file_name = attempt_path
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "attempt".into());
+    Path::new(&session.session_dir)
+        .join("checkpoint")
+        .join(file_name)
+}
+
+impl Inner {
+    fn checkpoint(&self, session_id: &str) -> Result<CheckpointResponse, BrokerError> {
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let mut session = self.load(session_id)?;
+        self.check_live(&session, "checkpoint")?;
+        if !matches!(session.state, SessionState::Ready | SessionState::Done) {
+            return Err(wrong_state("checkpoint", &session));
+        }
+        let (Some(attempt_path), Some(reset_sha)) = (
+            session.attempt_path.clone().map(PathBuf::from),
+            session.reset_sha.clone(),
+        ) else {
+            return Err(wrong_state("checkpoint", &session));
+        };
+        let (mut sha256, mut size, mut bytes) = file_digest(&attempt_path)?;
+        if session.checkpoint_sha.as_deref() == Some(sha256.as_str())
+            && let Some(method) = session.checkpoint_method.as_deref()
+        {
+            let method = if method == "controller_save" {
+                SaveMethod::ControllerSave
+            } else {
+                SaveMethod::AlreadySaved
+            };
+            return Ok(CheckpointResponse {
+                session_id: session.id.clone(),
+                method,
+                sha256,
+                size,
+                reset_sha256: reset_sha,
+            });
+        }
+        let method = if sha256 != reset_sha {
+            SaveMethod::AlreadySaved
+        } else {
+            let profile = self
+                .config
+                .profiles
+                .get(&session.profile)
+                .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
+            if profile.save_keys.is_empty() {
+                return Err(BrokerError::CheckpointFailed(format!(
+                    "the attempt file is unchanged since reset and profile {:?} documents no \
+                     save gesture; save from the app first",
+                    profile.name
+                )));
+            }
+            let Some(backend) = runtime.backend.as_mut() else {
+                return Err(BrokerError::CheckpointFailed(
+                    "the attempt file is unchanged and the session's desktop is gone".to_string(),
+                ));
+            };
+            let facts = backend
+                .facts()
+                .map_err(BrokerError::desktop("read desktop facts"))?;
+            match facts.focus.active {
+                Some(window) if window.is_app => {}
+                Some(window) => {
+                    return Err(BrokerError::CheckpointFailed(format!(
+                        "a window not owned by the app ({:?}) is in front; finish or close that \
+                         dialog first, then checkpoint again",
+                        window.title
+                    )));
+                }
+                None => {
+                    return Err(BrokerError::CheckpointFailed(
+                        "no app window is active; activate the app first, then checkpoint again"
+                            .to_string(),
+                    ));
+                }
+            }
+            let save_action = Action::Key {
+                keys: profile.save_keys.clone(),
+                intent: "checkpoint save".into(),
+            };
+            let validated = validate_action(&save_action, runtime.display).map_err(|error| {
+                BrokerError::Internal(format!("profile save gesture is invalid: {error}"))
+            })?;
+            let Some(backend) = runtime.backend.as_mut() else {
+                return Err(BrokerError::Internal("desktop vanished".to_string()));
+            };
+            tracing::info!(session_id, keys = ?profile.save_keys, "checkpoint: controller save");
+            let outcome = backend
+                .execute(validated.input(), self.config.settle)
+                .map_err(BrokerError::desktop("send the save gesture"))?;
+            let sequence = session.last_sequence + 1;
+            let handoff_ms = session.handoff_ms.unwrap_or(outcome.frame.captured_at_ms);
+            EventLogs::new(Path::new(&session.session_dir)).append(
+                &outcome.events,
+                session.next_action_index,
+                Provenance::BrokerCheckpoint,
+                FrameTiming {
+                    sequence,
+                    captured_at_ms: outcome.frame.captured_at_ms,
+                    handoff_ms,
+                    previous_frame_ms: session.last_frame_ms.unwrap_or(handoff_ms),
+                },
+            )?;
+            session.last_sequence = sequence;
+            session.last_frame_ms = Some(outcome.frame.captured_at_ms);
+            self.store.save_session(&session)?;
+            (sha256, size, bytes) =
+                wait_for_save(&attempt_path, &reset_sha, profile.save_timeout_ms)?;
+            SaveMethod::ControllerSave
+        };
+        let copy_path = checkpoint_copy_path(&session, &attempt_path);
+        write_synced(&copy_path, &bytes)?;
+        session.checkpoint_sha = Some(sha256.clone());
+        session.checkpoint_size = Some(size);
+        session.checkpoint_method = Some(method_name(method).to_string());
+        self.renew(&mut session);
+        self.store.save_session(&session)?;
+        tracing::info!(
+            session_id,
+            sha256,
+            size,
+            method = method_name(method),
+            "checkpointed"
+        );
+        Ok(CheckpointResponse {
+            session_id: session.id.clone(),
+            method,
+            sha256,
+            size,
+            reset_sha256: reset_sha,
+        })
+    }
+
+    fn artifact(&self, session_id: &str) -> Result<ArtifactResponse, BrokerError> {
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let _runtime = slot.lock();
+        let session = self.load(session_id)?;
+        self.check_live(&session, "retrieve_artifact")?;
+        let (Some(checkpoint_sha), Some(attempt_path)) =
+            (session.checkpoint_sha.clone(), session.attempt_path.clone())
+        else {
+            return Err(BrokerError::CheckpointRequired(
+                "no checkpoint yet; call checkpoint before retrieving the artifact".to_string(),
+            ));
+        };
+        let attempt_path = PathBuf::from(attempt_path);
+        let (sha256, size, bytes) = file_digest(&checkpoint_copy_path(&session, &attempt_path))?;
+        if sha256 != checkpoint_sha {
+            return Err(BrokerError::Internal(format!(
+                "checkpointed artifact of session {session_id} no longer matches its hash"
+            )));
+        }
+        let filename = attempt_path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(ArtifactResponse {
+            filename,
+            bytes_base64: b64::encode(&bytes),
+            sha256,
+            size,
+        })
+    }
+
+    fn log_text(&self, session_id: &str, frame_aligned: bool) -> Result<String, BrokerError> {
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let _runtime = slot.lock();
+        let session = self.load(session_id)?;
+        self.check_live(&session, "retrieve_events")?;
+        let logs = EventLogs::new(Path::new(&session.session_dir));
+        if frame_aligned {
+            logs.read_frame_events()
+        } else {
+            logs.read_events()
+        }
+    }
+}
+
+/// Polls until the file's hash differs from `reset_sha` and reads the same twice in a row.
+fn wait_for_save(
+    path: &Path,
+    reset_sha: &str,
+    timeout_ms: u32,
+) -> Result<(String, u64, Vec<u8>), BrokerError> {
+    let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
+    let mut previous: Option<String> = None;
+    loop {
+        let (sha256, size, bytes) = match file_digest(path) {
+            Ok(digest) => digest,
+            // The app may replace the file by rename; a brief absence is not a failure.
+            Err(_) => (reset_sha.to_string(), 0, Vec::new()),
+        };
+        if sha256 != reset_sha {
+            if previous.as_deref() == Some(sha256.as_str()) {
+                return Ok((sha256, size, bytes));
+            }
+            previous = Some(sha256);
+        } else {
+            previous = None;
+        }
+        if Instant::now() >= deadline {
+            return Err(BrokerError::CheckpointFailed(format!(
+                "the save gesture did not change the attempt file within {timeout_ms} ms"
+            )));
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), BrokerError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(BrokerError::io("create", dir))?;
+    }
+    let mut file =
+        std::fs::File::create(path).map_err(BrokerError::io("create the checkpoint copy", path))?;
+    std::io::Write::write_all(&mut file, bytes)
+        .map_err(BrokerError::io("write the checkpoint copy", path))?;
+    file.sync_all()
+        .map_err(BrokerError::io("fsync the checkpoint copy", path))
+}
+
+impl Broker {
+    /// `checkpoint_save`.
+    pub async fn checkpoint(&self, session_id: &str) -> Result<CheckpointResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.checkpoint(&session_id)
+        })
+        .await
+    }
+
+    /// `retrieve_artifact`: the checkpointed bytes; `checkpoint_required` before a checkpoint.
+    pub async fn artifact(&self, session_id: &str) -> Result<ArtifactResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(None, move |inner| inner.artifact(&session_id))
+            .await
+    }
+
+    /// `retrieve_events`: `events.json` as NDJSON text.
+    pub async fn events(&self, session_id: &str) -> Result<String, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(None, move |inner| inner.log_text(&session_id, false))
+            .await
+    }
+
+    /// `retrieve_frame_events`: `frame_events.json` as NDJSON text.
+    pub async fn frame_events(&self, session_id: &str) -> Result<String, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(None, move |inner| inner.log_text(&session_id, true))
+            .await
+    }
+}

@@ -1,0 +1,77 @@
+//! Broker configuration and the [`BackendFactory`] through which the binary injects desktops.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use desk_contract::{DisplaySize, SettlePolicy};
+use desk_desktop::{BackendError, DesktopBackend, ProfileSet};
+
+use crate::fault::FaultHook;
+
+/// What a factory needs to create one session's desktop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendRequest {
+    /// The session the desktop belongs to.
+    pub session_id: String,
+    /// `<state_dir>/sessions/<id>`; exists when the factory is called.
+    pub session_dir: PathBuf,
+    /// The display size to create.
+    pub display: DisplaySize,
+}
+
+/// Creates one desktop per session, on the session's first reset. Called on a blocking thread,
+/// so it may launch processes and wait for them.
+pub trait BackendFactory: Send + Sync + 'static {
+    /// Creates the desktop for `request`.
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError>;
+}
+
+impl<F> BackendFactory for F
+where
+    F: Fn(&BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> + Send + Sync + 'static,
+{
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        self(request)
+    }
+}
+
+/// Broker settings. Build with [`BrokerConfig::new`] and adjust the public fields.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Holds `broker.sqlite3` and `sessions/<id>/`.
+    pub state_dir: PathBuf,
+    /// Display size passed to the factory; actions are validated against the backend's size.
+    pub display: DisplaySize,
+    /// Lease time to live; renewed by reset, screenshot, action and checkpoint.
+    pub lease_ttl: Duration,
+    /// How often the reaper releases expired leases.
+    pub reaper_interval: Duration,
+    /// Most sessions not yet released at once.
+    pub max_sessions: usize,
+    /// Profiles offered to leases.
+    pub profiles: ProfileSet,
+    /// Profile used when a lease names none.
+    pub default_profile: String,
+    /// Settle timing passed to every `execute`.
+    pub settle: SettlePolicy,
+    /// Test-only crash injection; [`FaultHook::from_env`] by default.
+    pub fault: FaultHook,
+}
+
+impl BrokerConfig {
+    /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, default profile
+    /// `librecad`, default settle policy, fault hook from `DESKBROKER_FAULT`.
+    pub fn new(state_dir: impl Into<PathBuf>, profiles: ProfileSet) -> BrokerConfig {
+        BrokerConfig {
+            state_dir: state_dir.into(),
+            display: DisplaySize::FULL_HD,
+            lease_ttl: Duration::from_secs(30 * 60),
+            reaper_interval: Duration::from_secs(5),
+            max_sessions: 8,
+            profiles,
+            default_profile: "librecad".to_string(),
+            settle: SettlePolicy::default(),
+            fault: FaultHook::from_env(),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `BrokerError`: every way a broker operation fails. The mapping to HTTP status and
+//! [`desk_contract::ErrorCode`] lives in one `match` in `api_error.rs`.
+//!
+//! Variants that map to 4xx carry a reason meant for the client; variants that map to 5xx carry
+//! their cause as a `#[source]` that is logged, never sent.
+
+use std::path::PathBuf;
+
+use desk_contract::ActionError;
+use desk_desktop::{BackendError, ProfileError};
+
+/// A broker failure.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// The action failed validation; nothing reached the desktop.
+    #[error(transparent)]
+    InvalidAction(#[from] ActionError),
+    /// The action JSON could not be parsed into a known action; nothing reached the desktop.
+    #[error("invalid action: {0}")]
+    MalformedAction(String),
+    /// The request body or parameters are malformed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The request body exceeds the size limit.
+    #[error("invalid request: body exceeds {limit} bytes")]
+    BodyTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// No such route, session or profile.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// A request id was reused for different content, or the index is not the next one.
+    #[error("{0}")]
+    SequenceConflict(String),
+    /// The operation is not allowed in the session's state.
+    #[error("{operation} is not allowed: {reason}")]
+    InvalidState {
+        /// The refused operation.
+        operation: &'static str,
+        /// Why, naming the state.
+        reason: String,
+    },
+    /// The lease identity is held with different parameters, or capacity is exhausted.
+    #[error("{0}")]
+    LeaseConflict(String),
+    /// The session's lease expired.
+    #[error("the lease of session {0} expired")]
+    LeaseExpired(String),
+    /// The artifact was requested before a valid checkpoint.
+    #[error("{0}")]
+    CheckpointRequired(String),
+    /// The checkpoint could not prove a saved change.
+    #[error("checkpoint failed: {0}")]
+    CheckpointFailed(String),
+    /// The app's window was not maximized at handoff.
+    #[error("app window was not maximized at handoff: {0}")]
+    AppNotMaximized(String),
+    /// Input of an action may have reached the desktop, but its outcome is unknown.
+    #[error(
+        "input of action {action_index} may have reached the desktop but its outcome is \
+         unknown; it is never replayed"
+    )]
+    OutcomeUnknown {
+        /// The action's index.
+        action_index: u64,
+        /// The backend failure, when this request saw it.
+        #[source]
+        source: Option<BackendError>,
+    },
+    /// The desktop failed; nothing ambiguous happened.
+    #[error("desktop failed during {operation}")]
+    Desktop {
+        /// What the broker was doing.
+        operation: &'static str,
+        /// The backend failure.
+        #[source]
+        source: BackendError,
+    },
+    /// The SQLite store failed.
+    #[error("failed to {operation} in the session store")]
+    Store {
+        /// What the broker was doing.
+        operation: &'static str,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A file operation failed.
+    #[error("failed to {operation} {path}")]
+    Io {
+        /// What the broker was doing.
+        operation: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A profile could not be prepared.
+    #[error("failed to prepare the app profile")]
+    Profile(#[source] ProfileError),
+    /// A stored value could not be (de)serialized.
+    #[error("failed to {operation}")]
+    Json {
+        /// What the broker was doing.
+        operation: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An invariant broke or a task panicked; details are logged.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl BrokerError {
+    pub(crate) fn store(operation: &'static str) -> impl FnOnce(rusqlite::Error) -> BrokerError {
+        move |source| BrokerError::Store { operation, source }
+    }
+
+    pub(crate) fn io(
+        operation: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> BrokerError {
+        let path = path.into();
+        move |source| BrokerError::Io {
+            operation,
+            path,
+            source,
+        }
+    }
+
+    pub(crate) fn json(operation: &'static str) -> impl FnOnce(serde_json::Error) -> BrokerError {
+        move |source| BrokerError::Json { operation, source }
+    }
+
+    pub(crate) fn desktop(operation: &'static str) -> impl FnOnce(BackendError) -> BrokerError {
+        move |source| BrokerError::Desktop { operation, source }
+    }
+}

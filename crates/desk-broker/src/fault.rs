@@ -1,0 +1,51 @@
+//! Test-only crash injection for exactly-once tests.
+//!
+//! `DESKBROKER_FAULT`, read once when a [`crate::BrokerConfig`] is built:
+//! - `kill_before_input`: the broker SIGKILLs itself right after an action's `pending` journal
+//!   row is committed, before the backend sees the action;
+//! - `kill_after_input`: the broker SIGKILLs itself right after the backend's `execute` returned,
+//!   before the outcome is journaled.
+//!
+//! Either leaves a `pending` row that the next start turns into `unknown`. Never set this in
+//! production; an unknown value is ignored with a warning.
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::getpid;
+
+/// Where to crash, if anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FaultHook {
+    /// Never crash.
+    #[default]
+    None,
+    /// Crash after the pending journal commit, before input.
+    KillBeforeInput,
+    /// Crash after input, before the outcome is journaled.
+    KillAfterInput,
+}
+
+/// The environment variable read by [`FaultHook::from_env`].
+pub const FAULT_ENV: &str = "DESKBROKER_FAULT";
+
+impl FaultHook {
+    /// Reads [`FAULT_ENV`].
+    pub fn from_env() -> FaultHook {
+        match std::env::var(FAULT_ENV).as_deref() {
+            Err(_) | Ok("") => FaultHook::None,
+            Ok("kill_before_input") => FaultHook::KillBeforeInput,
+            Ok("kill_after_input") => FaultHook::KillAfterInput,
+            Ok(other) => {
+                tracing::warn!(value = other, "ignoring unknown {FAULT_ENV}");
+                FaultHook::None
+            }
+        }
+    }
+
+    /// Kills the process when `point` is the configured crash point.
+    pub(crate) fn fire(self, point: FaultHook) {
+        if self != FaultHook::None && self == point {
+            tracing::warn!(fault = ?point, "{FAULT_ENV}: killing the broker");
+            let _ = kill(getpid(), Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The action journal: exactly-once bookkeeping for agent actions.
+//!
+//! Protocol, per action:
+//! 1. `begin`: one committed transaction inserts the row as `pending` and advances the
+//!    session's `next_action_index` (state `running`), before the backend sees the action.
+//! 2. The backend executes.
+//! 3. `complete` stores the response (the cached answer for replays) and the session's new
+//!    state; `mark_unknown` records that input may have been sent without a known outcome;
+//!    `discard` removes the row when the backend guarantees nothing was sent.
+//!
+//! At startup [`Store::recover_pending`] turns every `pending` row into `unknown` and its session
+//! into `error` (`input_outcome_unknown`). Invariant: an `unknown` or `pending` action is never
+//! executed again; retries of it get `input_outcome_unknown`.
+
+use desk_contract::ErrorCode;
+use rusqlite::{OptionalExtension, params};
+
+use crate::error::BrokerError;
+use crate::store::{SessionRow, Store, from_sql, save_session_on, to_sql};
+use crate::util::now_ms;
+
+/// A journal row's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JournalStatus {
+    Pending,
+    Complete,
+    Unknown,
+}
+
+impl JournalStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            JournalStatus::Pending => "pending",
+            JournalStatus::Complete => "complete",
+            JournalStatus::Unknown => "unknown",
+        }
+    }
+
+    fn parse(text: &str) -> JournalStatus {
+        match text {
+            "complete" => JournalStatus::Complete,
+            "pending" => JournalStatus::Pending,
+            // Anything unexpected is treated as the safe answer: never replay.
+            _ => JournalStatus::Unknown,
+        }
+    }
+}
+
+/// One journaled action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JournalEntry {
+    pub(crate) session_id: String,
+    pub(crate) action_index: u64,
+    pub(crate) request_id: String,
+    /// SHA-256 of the canonical JSON of `{expected_action_index, action}`.
+    pub(crate) request_digest: String,
+    pub(crate) action_type: String,
+    pub(crate) intent: String,
+    pub(crate) status: JournalStatus,
+    pub(crate) response: Option<String>,
+}
+
+/// The message stored as `last_error` for a session recovered with an in-flight action.
+pub(crate) fn recovered_message(action_index: u64) -> String {
+    format!(
+        "the broker stopped while action {action_index} was in flight; its input may have \
+         reached the desktop and it will not be replayed"
+    )
+}
+
+impl Store {
+    pub(crate) fn action_by_request(
+        &self,
+        session_id: &str,
+        request_id: &str,
+    ) -> Result<Option<JournalEntry>, BrokerError> {
+        self.lock()
+            .query_row(
+                "SELECT action_index, request_digest, action_type, intent, status, response \
+                 FROM actions WHERE session_id = ?1 AND request_id = ?2",
+                [session_id, request_id],
+                |row| {
+                    Ok(JournalEntry {
+                        session_id: session_id.to_string(),
+                        action_index: from_sql(row.get(0)?),
+                        request_id: request_id.to_string(),
+                        request_digest: row.get(1)?,
+                        action_type: row.get(2)?,
+                        intent: row.get(3)?,
+                        status: JournalStatus::parse(&row.get::<_, String>(4)?),
+                        response: row.get(5)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(BrokerError::store("look up an action"))
+    }
+
+    /// Commits `entry` as `pending` together with `session` (already advanced by the caller).
+    pub(crate) fn begin_action(
+        &self,
+        session: &SessionRow,
+        entry: &JournalEntry,
+    ) -> Result<(), BrokerError> {
+        let mut connection = self.lock();
+        let tx = connection
+            .transaction()
+            .map_err(BrokerError::store("journal an action"))?;
+        let now = to_sql(now_ms());
+        tx.execute(
+            "INSERT INTO actions (session_id, action_index, request_id, request_digest, \
+             action_type, intent, status, response, created_at_ms, updated_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
+            params![
+                entry.session_id,
+                to_sql(entry.action_index),
+                entry.request_id,
+                entry.request_digest,
+                entry.action_type,
+                entry.intent,
+                JournalStatus::Pending.as_str(),
+                now,
+            ],
+        )
+        .map_err(BrokerError::store("journal an action"))?;
+        save_session_on(&tx, session)?;
+        tx.commit().map_err(BrokerError::store("journal an action"))
+    }
+
+    fn finish_action(
+        &self,
+        session: &SessionRow,
+        action_index: u64,
+        status: JournalStatus,
+        response: Option<&str>,
+    ) -> Result<(), BrokerError> {
+        let mut connection = self.lock();
+        let tx = connection
+            .transaction()
+            .map_err(BrokerError::store("journal an outcome"))?;
+        tx.execute(
+            "UPDATE actions SET status = ?3, response = ?4, updated_at_ms = ?5 \
+             WHERE session_id = ?1 AND action_index = ?2",
+            params![
+                session.id,
+                to_sql(action_index),
+                status.as_str(),
+                response,
+                to_sql(now_ms())
+            ],
+        )
+        .map_err(BrokerError::store("journal an outcome"))?;
+        save_session_on(&tx, session)?;
+        tx.commit()
+            .map_err(BrokerError::store("journal an outcome"))
+    }
+
+    /// Stores the response of a completed action with the session's new state.
+    pub(crate) fn complete_action(
+        &self,
+        session: &SessionRow,
+        action_index: u64,
+        response: &str,
+    ) -> Result<(), BrokerError> {
+        self.finish_action(
+            session,
+            action_index,
+            JournalStatus::Complete,
+            Some(response),
+        )
+    }
+
+    /// Records that the action's input may have been sent without a known outcome.
+    pub(crate) fn mark_unknown(
+        &self,
+        session: &SessionRow,
+        action_index: u64,
+    ) -> Result<(), BrokerError> {
+        self.finish_action(session, action_index, JournalStatus::Unknown, None)
+    }
+
+    /// Removes an action the backend guaranteed it never sent; `session` is rolled back.
+    pub(crate) fn discard_action(
+        &self,
+        session: &SessionRow,
+        action_index: u64,
+    ) -> Result<(), BrokerError> {
+        let mut connection = self.lock();
+        let tx = connection
+            .transaction()
+            .map_err(BrokerError::store("discard an action"))?;
+        tx.execute(
+            "DELETE FROM actions WHERE session_id = ?1 AND action_index = ?2 AND status = 'pending'",
+            params![session.id, to_sql(action_index)],
+        )
+        .map_err(BrokerError::store("discard an action"))?;
+        save_session_on(&tx, session)?;
+        tx.commit().map_err(BrokerError::store("discard an action"))
+    }
+
+    /// Turns every `pending` action into `unknown` and its session into `error`; returns the
+    /// affected `(session_id, action_index)` pairs.
+    pub(crate) fn recover_pending(&self) -> Result<Vec<(String, u64)>, BrokerError> {
+        let mut connection = self.lock();
+        let tx = connection
+            .transaction()
+            .map_err(BrokerError::store("recover the journal"))?;
+        let pending: Vec<(String, u64)> = {
+            let mut statement = tx
+                .prepare("SELECT session_id, action_index FROM actions WHERE status = 'pending'")
+                .map_err(BrokerError::store("recover the journal"))?;
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, from_sql(row.get(1)?)))
+                })
+                .map_err(BrokerError::store("recover the journal"))?;
+            rows.collect::<Result<_, _>>()
+                .map_err(BrokerError::store("recover the journal"))?
+        };
+        for (session_id, action_index) in &pending {
+            tx.execute(
+                "UPDATE actions SET status = 'unknown', updated_at_ms = ?3 \
+                 WHERE session_id = ?1 AND action_index = ?2",
+                params![session_id, to_sql(*action_index), to_sql(now_ms())],
+            )
+            .map_err(BrokerError::store("recover the journal"))?;
+            tx.execute(
+                "UPDATE sessions SET state = 'error', last_error_code = ?2, \
+                 last_error_message = ?3 WHERE id = ?1 AND state != 'released'",
+                params![
+                    session_id,
+                    ErrorCode::InputOutcomeUnknown.as_str(),
+                    recovered_message(*action_index)
+                ],
+            )
+            .map_err(BrokerError::store("recover the journal"))?;
+        }
+        tx.commit()
+            .map_err(BrokerError::store("recover the journal"))?;
+        Ok(pending)
+    }
+}

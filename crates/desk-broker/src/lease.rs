@@ -1,0 +1,234 @@
+//! Leases: creation (idempotent on `(task_id, attempt_id)`), status, release and the reaper
+//! that releases expired leases.
+//!
+//! Invariants: one session per `(task_id, attempt_id)` ever (a released identity is not leased
+//! again: `lease_conflict`); at most `max_sessions` unreleased sessions; release is idempotent and
+//! deletes the session directory.
+
+use std::path::Path;
+
+use desk_contract::api::{
+    CheckpointStatus, LeaseRequest, LeaseResponse, ReleaseResponse, SessionState, StatusResponse,
+};
+use desk_contract::{ErrorBody, ErrorCode};
+
+use crate::broker::{Broker, Inner};
+use crate::error::BrokerError;
+use crate::store::SessionRow;
+use crate::util::{check_identifier, new_session_id, now_ms, rfc3339};
+
+fn lease_response(session: &SessionRow, idempotent_replay: bool) -> LeaseResponse {
+    LeaseResponse {
+        session_id: session.id.clone(),
+        state: session.state,
+        expires_at: rfc3339(session.expires_at_ms),
+        task_id: session.task_id.clone(),
+        attempt_id: session.attempt_id.clone(),
+        profile: session.profile.clone(),
+        idempotent_replay,
+    }
+}
+
+impl Inner {
+    fn lease(&self, request: LeaseRequest) -> Result<LeaseResponse, BrokerError> {
+        check_identifier("task_id", &request.task_id)?;
+        check_identifier("attempt_id", &request.attempt_id)?;
+        let profile = request
+            .profile
+            .unwrap_or_else(|| self.config.default_profile.clone());
+        if self.config.profiles.get(&profile).is_err() {
+            return Err(BrokerError::NotFound(format!("profile {profile:?}")));
+        }
+        let _leasing = self
+            .lease_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(existing) = self
+            .store
+            .session_by_identity(&request.task_id, &request.attempt_id)?
+        {
+            if existing.profile != profile {
+                return Err(BrokerError::LeaseConflict(format!(
+                    "task {:?} attempt {:?} is leased with profile {:?}, not {profile:?}",
+                    request.task_id, request.attempt_id, existing.profile
+                )));
+            }
+            if existing.state == SessionState::Released {
+                return Err(BrokerError::LeaseConflict(format!(
+                    "task {:?} attempt {:?} was already released; use a new attempt_id",
+                    request.task_id, request.attempt_id
+                )));
+            }
+            self.check_live(&existing, "lease")?;
+            return Ok(lease_response(&existing, true));
+        }
+        let n_active = self.store.unreleased_sessions()?.len();
+        if n_active >= self.config.max_sessions {
+            return Err(BrokerError::LeaseConflict(format!(
+                "all {} desktops are leased",
+                self.config.max_sessions
+            )));
+        }
+        let session_id = new_session_id()?;
+        let session_dir = self.config.state_dir.join("sessions").join(&session_id);
+        let mut session = SessionRow {
+            id: session_id,
+            task_id: request.task_id,
+            attempt_id: request.attempt_id,
+            profile,
+            state: SessionState::Leased,
+            created_at_ms: now_ms(),
+            expires_at_ms: 0,
+            expired: false,
+            next_action_index: 0,
+            last_sequence: 0,
+            reset_request_id: None,
+            reset_response: None,
+            reset_sha: None,
+            attempt_path: None,
+            handoff_ms: None,
+            last_frame_ms: None,
+            checkpoint_sha: None,
+            checkpoint_size: None,
+            checkpoint_method: None,
+            last_error_code: None,
+            last_error_message: None,
+            session_dir: session_dir.display().to_string(),
+        };
+        self.renew(&mut session);
+        self.store.insert_session(&session)?;
+        tracing::info!(
+            session_id = session.id,
+            task_id = session.task_id,
+            "lease granted"
+        );
+        Ok(lease_response(&session, false))
+    }
+
+    fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
+        let session = self.load(session_id)?;
+        let last_error = session.last_error_code.as_deref().map(|code| {
+            let code = serde_json::from_value(serde_json::Value::String(code.to_string()))
+                .unwrap_or(ErrorCode::Internal);
+            ErrorBody::new(code, session.last_error_message.clone().unwrap_or_default())
+        });
+        let checkpoint = match (&session.checkpoint_sha, session.checkpoint_size) {
+            (Some(sha256), Some(size)) => Some(CheckpointStatus {
+                sha256: sha256.clone(),
+                size,
+            }),
+            _ => None,
+        };
+        Ok(StatusResponse {
+            session_id: session.id.clone(),
+            state: session.state,
+            task_id: session.task_id.clone(),
+            attempt_id: session.attempt_id.clone(),
+            profile: session.profile.clone(),
+            action_count: session.next_action_index,
+            next_action_index: session.next_action_index,
+            checkpoint,
+            last_error,
+            expires_at: rfc3339(session.expires_at_ms),
+        })
+    }
+
+    pub(crate) fn release(
+        &self,
+        session_id: &str,
+        expired: bool,
+    ) -> Result<ReleaseResponse, BrokerError> {
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let mut session = self.load(session_id)?;
+        if session.state == SessionState::Released {
+            return Ok(ReleaseResponse {
+                session_id: session.id,
+                state: SessionState::Released,
+                released_now: false,
+            });
+        }
+        if let Some(mut backend) = runtime.backend.take()
+            && let Err(error) = backend.shutdown()
+        {
+            tracing::warn!(session_id, error = %error, "failed to shut down a desktop on release");
+        }
+        remove_dir(Path::new(&session.session_dir))?;
+        session.state = SessionState::Released;
+        session.expired = expired;
+        self.store.save_session(&session)?;
+        drop(runtime);
+        self.forget_slot(session_id);
+        tracing::info!(session_id, expired, "session released");
+        Ok(ReleaseResponse {
+            session_id: session.id,
+            state: SessionState::Released,
+            released_now: true,
+        })
+    }
+
+    /// Releases every unreleased session whose lease expired; returns how many.
+    pub(crate) fn release_expired(&self) -> Result<usize, BrokerError> {
+        let now = now_ms();
+        let mut n_released = 0;
+        for session in self.store.unreleased_sessions()? {
+            if session.expires_at_ms < now {
+                self.release(&session.id, true)?;
+                n_released += 1;
+            }
+        }
+        Ok(n_released)
+    }
+}
+
+fn remove_dir(dir: &Path) -> Result<(), BrokerError> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(BrokerError::io("delete the session directory", dir)(error)),
+    }
+}
+
+impl Broker {
+    /// `lease_session`: reserves a desktop, or replays the active lease of the same identity.
+    pub async fn lease(&self, request: LeaseRequest) -> Result<LeaseResponse, BrokerError> {
+        self.run(None, move |inner| inner.lease(request)).await
+    }
+
+    /// `get_status`.
+    pub async fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(None, move |inner| inner.status(&session_id)).await
+    }
+
+    /// `release_session`: idempotent; shuts the desktop down and deletes the session directory.
+    pub async fn release(&self, session_id: &str) -> Result<ReleaseResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(None, move |inner| inner.release(&session_id, false))
+            .await
+    }
+
+    /// Releases expired leases once; returns how many were released.
+    pub async fn release_expired(&self) -> Result<usize, BrokerError> {
+        self.run(None, |inner| inner.release_expired()).await
+    }
+
+    /// Spawns the reaper: every `reaper_interval`, releases expired leases. Abort the handle to
+    /// stop it.
+    pub fn spawn_reaper(&self) -> tokio::task::JoinHandle<()> {
+        let broker = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(broker.inner.config.reaper_interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                match broker.release_expired().await {
+                    Ok(0) => {}
+                    Ok(n_released) => tracing::info!(n_released, "reaper released expired leases"),
+                    Err(error) => tracing::error!(error = %error, "reaper failed"),
+                }
+            }
+        })
+    }
+}

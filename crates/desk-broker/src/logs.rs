@@ -1,0 +1,157 @@
+//! The two per-session input logs, written next to the attempt data and fsynced before the
+//! broker answers.
+//!
+//! `<session>/events.json` (NDJSON, one [`EventRecord`] per line): every low-level input the
+//! desktop reported, in order: `{"timestamp_ms", "type", ...event fields, "sourcePid": -1,
+//! "actionIndex", "provenance"}` with `type` one of `mouse_move`, `click`, `drag`, `scroll`,
+//! `key`, `modifier_change` and `provenance` `broker_action` (an agent action, `actionIndex` is
+//! its index) or `broker_checkpoint` (the controller save gesture; `actionIndex` is the number of
+//! actions accepted before it, i.e. the index the next action would get).
+//!
+//! `<session>/frame_events.json` (NDJSON, one [`FrameEventsRow`] per broker-captured action
+//! frame, including `done` and checkpoint frames): `{"frame", "video_t_ms", "events"}` where
+//! `frame` is the screenshot `sequence`, `video_t_ms` is the frame's capture time minus the
+//! capture time of the reset handoff frame (video time 0), and `events` embeds the inputs the
+//! action produced, each with `video_t_ms` (from the handoff frame) and `t_in_frame_ms` (from the
+//! previous row's frame, or the handoff frame for the first row). Times saturate at 0.
+//!
+//! Invariant: both files are append-only after reset truncates them; each append is fsynced.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use desk_contract::events::{EventRecord, FrameEvent, FrameEventsRow, InputEvent, Provenance};
+
+use crate::error::BrokerError;
+
+/// File name of the raw input log.
+pub(crate) const EVENTS_FILE: &str = "events.json";
+/// File name of the frame-aligned input log.
+pub(crate) const FRAME_EVENTS_FILE: &str = "frame_events.json";
+
+/// The timing context of one logged frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameTiming {
+    /// The screenshot sequence of the frame.
+    pub(crate) sequence: u64,
+    /// Its capture time.
+    pub(crate) captured_at_ms: u64,
+    /// Capture time of the handoff frame.
+    pub(crate) handoff_ms: u64,
+    /// Capture time of the previous logged frame.
+    pub(crate) previous_frame_ms: u64,
+}
+
+/// The two logs of one session.
+#[derive(Debug, Clone)]
+pub(crate) struct EventLogs {
+    events_path: PathBuf,
+    frame_events_path: PathBuf,
+}
+
+fn append_lines(path: &Path, lines: &str) -> Result<(), BrokerError> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(BrokerError::io("open the event log", path))?;
+    file.write_all(lines.as_bytes())
+        .map_err(BrokerError::io("append to the event log", path))?;
+    file.sync_data()
+        .map_err(BrokerError::io("fsync the event log", path))
+}
+
+impl EventLogs {
+    pub(crate) fn new(session_dir: &Path) -> EventLogs {
+        EventLogs {
+            events_path: session_dir.join(EVENTS_FILE),
+            frame_events_path: session_dir.join(FRAME_EVENTS_FILE),
+        }
+    }
+
+    /// Creates or truncates both logs and fsyncs them and their directory.
+    pub(crate) fn init(&self) -> Result<(), BrokerError> {
+        for path in [&self.events_path, &self.frame_events_path] {
+            let file = File::create(path).map_err(BrokerError::io("create the event log", path))?;
+            file.sync_all()
+                .map_err(BrokerError::io("fsync the event log", path))?;
+        }
+        if let Some(dir) = self.events_path.parent() {
+            File::open(dir)
+                .and_then(|handle| handle.sync_all())
+                .map_err(BrokerError::io("fsync the session directory", dir))?;
+        }
+        Ok(())
+    }
+
+    /// Appends one action's events to both logs and one frame row to `frame_events.json`.
+    pub(crate) fn append(
+        &self,
+        events: &[InputEvent],
+        action_index: u64,
+        provenance: Provenance,
+        timing: FrameTiming,
+    ) -> Result<(), BrokerError> {
+        let serialize = BrokerError::json("serialize an event record");
+        let records: Vec<EventRecord> = events
+            .iter()
+            .map(|event| EventRecord {
+                event: event.clone(),
+                source_pid: -1,
+                action_index,
+                provenance,
+            })
+            .collect();
+        let mut event_lines = String::new();
+        for record in &records {
+            match serde_json::to_string(record) {
+                Ok(line) => {
+                    event_lines.push_str(&line);
+                    event_lines.push('\n');
+                }
+                Err(error) => return Err(serialize(error)),
+            }
+        }
+        let row = FrameEventsRow {
+            frame: timing.sequence,
+            video_t_ms: timing.captured_at_ms.saturating_sub(timing.handoff_ms),
+            events: records
+                .into_iter()
+                .map(|record| {
+                    let at = record.event.timestamp_ms;
+                    FrameEvent {
+                        record,
+                        video_t_ms: at.saturating_sub(timing.handoff_ms),
+                        t_in_frame_ms: at.saturating_sub(timing.previous_frame_ms),
+                    }
+                })
+                .collect(),
+        };
+        let mut row_line = serde_json::to_string(&row)
+            .map_err(BrokerError::json("serialize a frame events row"))?;
+        row_line.push('\n');
+        if !event_lines.is_empty() {
+            append_lines(&self.events_path, &event_lines)?;
+        }
+        append_lines(&self.frame_events_path, &row_line)
+    }
+
+    /// The raw input log; empty before reset.
+    pub(crate) fn read_events(&self) -> Result<String, BrokerError> {
+        read_or_empty(&self.events_path)
+    }
+
+    /// The frame-aligned log; empty before reset.
+    pub(crate) fn read_frame_events(&self) -> Result<String, BrokerError> {
+        read_or_empty(&self.frame_events_path)
+    }
+}
+
+fn read_or_empty(path: &Path) -> Result<String, BrokerError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(error) => Err(BrokerError::io("read the event log", path)(error)),
+    }
+}

@@ -1,0 +1,184 @@
+//! Reset and screenshots: creating the session's desktop, preparing the attempt file, the
+//! verified handoff, and live captures.
+//!
+//! Invariants: a reset runs only from `leased` (an identical `request_id` replays the cached
+//! response in any live state); the handoff window must be maximized; screenshot sequences are
+//! strictly increasing per session (persisted in `last_sequence`).
+
+use std::path::Path;
+
+use desk_contract::ErrorCode;
+use desk_contract::api::{ResetRequest, ResetResponse, Screenshot, SessionState};
+use desk_desktop::BackendError;
+
+use crate::broker::{Broker, Inner, screenshot, wrong_state};
+use crate::config::BackendRequest;
+use crate::error::BrokerError;
+use crate::logs::EventLogs;
+use crate::util::{check_identifier, sha256_hex};
+
+/// SHA-256 and size of a file.
+pub(crate) fn file_digest(path: &Path) -> Result<(String, u64, Vec<u8>), BrokerError> {
+    let bytes = std::fs::read(path).map_err(BrokerError::io("read the attempt file", path))?;
+    let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    Ok((sha256_hex(&bytes), size, bytes))
+}
+
+impl Inner {
+    fn reset(&self, session_id: &str, request: ResetRequest) -> Result<ResetResponse, BrokerError> {
+        check_identifier("request_id", &request.request_id)?;
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let mut session = self.load(session_id)?;
+        self.check_live(&session, "reset")?;
+        if session.reset_request_id.as_deref() == Some(request.request_id.as_str())
+            && let Some(cached) = &session.reset_response
+        {
+            let mut response: ResetResponse = serde_json::from_str(cached)
+                .map_err(BrokerError::json("read the cached reset response"))?;
+            response.idempotent_replay = true;
+            return Ok(response);
+        }
+        if session.state != SessionState::Leased {
+            return Err(wrong_state("reset", &session));
+        }
+        let session_dir = Path::new(&session.session_dir).to_path_buf();
+        std::fs::create_dir_all(&session_dir).map_err(BrokerError::io(
+            "create the session directory",
+            &session_dir,
+        ))?;
+        let profile = self
+            .config
+            .profiles
+            .get(&session.profile)
+            .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
+        let prepared = profile
+            .prepare(&session_dir)
+            .map_err(BrokerError::Profile)?;
+
+        if runtime.backend.is_none() {
+            let backend = self
+                .factory
+                .create(&BackendRequest {
+                    session_id: session_id.to_string(),
+                    session_dir: session_dir.clone(),
+                    display: self.config.display,
+                })
+                .map_err(BrokerError::desktop("create the desktop"))?;
+            runtime.display = backend.display_size();
+            runtime.backend = Some(backend);
+        }
+        let Some(backend) = runtime.backend.as_mut() else {
+            return Err(BrokerError::Internal(
+                "desktop missing after creation".to_string(),
+            ));
+        };
+        let handoff = backend
+            .start_app(&prepared.launch)
+            .map_err(|error| match error {
+                BackendError::AppNotMaximized(message) => BrokerError::AppNotMaximized(message),
+                other => BrokerError::Desktop {
+                    operation: "reset",
+                    source: other,
+                },
+            })
+            .and_then(|handoff| {
+                if handoff.window.maximized {
+                    Ok(handoff)
+                } else {
+                    Err(BrokerError::AppNotMaximized(format!(
+                        "window {:?} was not maximized",
+                        handoff.window.title
+                    )))
+                }
+            });
+        let handoff = match handoff {
+            Ok(handoff) => handoff,
+            Err(error) => {
+                let code = match error {
+                    BrokerError::AppNotMaximized(_) => ErrorCode::AppNotMaximized,
+                    _ => ErrorCode::DesktopFailed,
+                };
+                session.last_error_code = Some(code.as_str().to_string());
+                session.last_error_message = Some(error.to_string());
+                self.store.save_session(&session)?;
+                return Err(error);
+            }
+        };
+        let (reset_sha, _, _) = file_digest(&prepared.attempt_path)?;
+        EventLogs::new(&session_dir).init()?;
+        let sequence = session.last_sequence + 1;
+        let response = ResetResponse {
+            session_id: session.id.clone(),
+            state: SessionState::Ready,
+            window: handoff.window.clone(),
+            screenshot: screenshot(&handoff.frame, sequence),
+            dismissed_overlays: handoff.dismissed_overlays.clone(),
+            elapsed_ms: handoff.elapsed_ms,
+            idempotent_replay: false,
+        };
+        session.state = SessionState::Ready;
+        session.last_sequence = sequence;
+        session.reset_request_id = Some(request.request_id);
+        session.reset_response =
+            Some(serde_json::to_string(&response).map_err(BrokerError::json("cache the reset"))?);
+        session.reset_sha = Some(reset_sha);
+        session.attempt_path = Some(prepared.attempt_path.display().to_string());
+        session.handoff_ms = Some(handoff.frame.captured_at_ms);
+        session.last_frame_ms = Some(handoff.frame.captured_at_ms);
+        session.last_error_code = None;
+        session.last_error_message = None;
+        self.renew(&mut session);
+        self.store.save_session(&session)?;
+        tracing::info!(session_id, elapsed_ms = handoff.elapsed_ms, "session reset");
+        Ok(response)
+    }
+
+    fn screenshot(&self, session_id: &str) -> Result<Screenshot, BrokerError> {
+        self.load(session_id)?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let mut session = self.load(session_id)?;
+        self.check_live(&session, "screenshot")?;
+        if !matches!(session.state, SessionState::Ready | SessionState::Done) {
+            return Err(wrong_state("screenshot", &session));
+        }
+        let Some(backend) = runtime.backend.as_mut() else {
+            return Err(BrokerError::Internal(
+                "ready session without a desktop".to_string(),
+            ));
+        };
+        let frame = backend
+            .capture()
+            .map_err(BrokerError::desktop("capture a screenshot"))?;
+        session.last_sequence += 1;
+        self.renew(&mut session);
+        self.store.save_session(&session)?;
+        Ok(screenshot(&frame, session.last_sequence))
+    }
+}
+
+impl Broker {
+    /// `reset_session`: prepares the attempt, starts the app and returns the handoff screenshot.
+    pub async fn reset(
+        &self,
+        session_id: &str,
+        request: ResetRequest,
+    ) -> Result<ResetResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.reset(&session_id, request)
+        })
+        .await
+    }
+
+    /// `get_screenshot`.
+    pub async fn screenshot(&self, session_id: &str) -> Result<Screenshot, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.screenshot(&session_id)
+        })
+        .await
+    }
+}

@@ -1,0 +1,307 @@
+//! The durable session store: one SQLite database (`<state_dir>/broker.sqlite3`, WAL,
+//! `synchronous=FULL`) with schema migrations in code, keyed by `PRAGMA user_version`.
+//!
+//! Tables: `sessions` (one row per lease, whole-row writes) and `actions` (the journal, see
+//! `journal.rs`). Invariant: every write that must survive a crash is committed before the
+//! broker acts on it; callers serialize writes per session under the session lock.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use desk_contract::api::SessionState;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::error::BrokerError;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    attempt_id TEXT NOT NULL,
+    profile TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    expired INTEGER NOT NULL DEFAULT 0,
+    next_action_index INTEGER NOT NULL DEFAULT 0,
+    last_sequence INTEGER NOT NULL DEFAULT 0,
+    reset_request_id TEXT,
+    reset_response TEXT,
+    reset_sha TEXT,
+    attempt_path TEXT,
+    handoff_ms INTEGER,
+    last_frame_ms INTEGER,
+    checkpoint_sha TEXT,
+    checkpoint_size INTEGER,
+    checkpoint_method TEXT,
+    last_error_code TEXT,
+    last_error_message TEXT,
+    session_dir TEXT NOT NULL,
+    UNIQUE (task_id, attempt_id)
+);
+CREATE TABLE actions (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    action_index INTEGER NOT NULL,
+    request_id TEXT NOT NULL,
+    request_digest TEXT NOT NULL,
+    action_type TEXT NOT NULL,
+    intent TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'complete', 'unknown')),
+    response TEXT,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (session_id, action_index),
+    UNIQUE (session_id, request_id)
+);
+CREATE INDEX actions_by_status ON actions (status);
+"#];
+
+/// One session row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionRow {
+    pub(crate) id: String,
+    pub(crate) task_id: String,
+    pub(crate) attempt_id: String,
+    pub(crate) profile: String,
+    pub(crate) state: SessionState,
+    pub(crate) created_at_ms: u64,
+    pub(crate) expires_at_ms: u64,
+    /// Set when the reaper released the session because its lease expired.
+    pub(crate) expired: bool,
+    pub(crate) next_action_index: u64,
+    /// The sequence of the last screenshot handed out; the next one is larger.
+    pub(crate) last_sequence: u64,
+    pub(crate) reset_request_id: Option<String>,
+    pub(crate) reset_response: Option<String>,
+    pub(crate) reset_sha: Option<String>,
+    pub(crate) attempt_path: Option<String>,
+    /// Capture time of the handoff frame: video time 0 of `frame_events.json`.
+    pub(crate) handoff_ms: Option<u64>,
+    /// Capture time of the last frame written to `frame_events.json`.
+    pub(crate) last_frame_ms: Option<u64>,
+    pub(crate) checkpoint_sha: Option<String>,
+    pub(crate) checkpoint_size: Option<u64>,
+    pub(crate) checkpoint_method: Option<String>,
+    pub(crate) last_error_code: Option<String>,
+    pub(crate) last_error_message: Option<String>,
+    pub(crate) session_dir: String,
+}
+
+pub(crate) fn to_sql(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn from_sql(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn opt_from_sql(value: Option<i64>) -> Option<u64> {
+    value.map(from_sql)
+}
+
+const COLUMNS: &str = "id, task_id, attempt_id, profile, state, created_at_ms, expires_at_ms, \
+    expired, next_action_index, last_sequence, reset_request_id, reset_response, reset_sha, \
+    attempt_path, handoff_ms, last_frame_ms, checkpoint_sha, checkpoint_size, checkpoint_method, \
+    last_error_code, last_error_message, session_dir";
+
+fn row_to_session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    let state_text: String = row.get(4)?;
+    let state = SessionState::parse(&state_text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            4,
+            rusqlite::types::Type::Text,
+            format!("unknown session state {state_text:?}").into(),
+        )
+    })?;
+    Ok(SessionRow {
+        id: row.get(0)?,
+        task_id: row.get(1)?,
+        attempt_id: row.get(2)?,
+        profile: row.get(3)?,
+        state,
+        created_at_ms: from_sql(row.get(5)?),
+        expires_at_ms: from_sql(row.get(6)?),
+        expired: row.get::<_, i64>(7)? != 0,
+        next_action_index: from_sql(row.get(8)?),
+        last_sequence: from_sql(row.get(9)?),
+        reset_request_id: row.get(10)?,
+        reset_response: row.get(11)?,
+        reset_sha: row.get(12)?,
+        attempt_path: row.get(13)?,
+        handoff_ms: opt_from_sql(row.get(14)?),
+        last_frame_ms: opt_from_sql(row.get(15)?),
+        checkpoint_sha: row.get(16)?,
+        checkpoint_size: opt_from_sql(row.get(17)?),
+        checkpoint_method: row.get(18)?,
+        last_error_code: row.get(19)?,
+        last_error_message: row.get(20)?,
+        session_dir: row.get(21)?,
+    })
+}
+
+/// The store. All methods are blocking; call them from blocking threads.
+#[derive(Debug)]
+pub(crate) struct Store {
+    connection: Mutex<Connection>,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `path`.
+    pub(crate) fn open(path: &Path) -> Result<Store, BrokerError> {
+        let mut connection = Connection::open(path).map_err(BrokerError::store("open"))?;
+        connection
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+            )
+            .map_err(BrokerError::store("configure"))?;
+        connection
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(BrokerError::store("configure"))?;
+        let version: i64 = connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(BrokerError::store("read the schema version"))?;
+        let tx = connection
+            .transaction()
+            .map_err(BrokerError::store("migrate"))?;
+        for (migration_idx, migration) in MIGRATIONS.iter().enumerate() {
+            let target = i64::try_from(migration_idx + 1).unwrap_or(i64::MAX);
+            if version < target {
+                tx.execute_batch(migration)
+                    .map_err(BrokerError::store("migrate"))?;
+                tx.pragma_update(None, "user_version", target)
+                    .map_err(BrokerError::store("migrate"))?;
+            }
+        }
+        tx.commit().map_err(BrokerError::store("migrate"))?;
+        Ok(Store {
+            connection: Mutex::new(connection),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a half-written transaction behind: an
+        // uncommitted rusqlite transaction rolls back on drop.
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn insert_session(&self, session: &SessionRow) -> Result<(), BrokerError> {
+        let connection = self.lock();
+        connection
+            .execute(
+                &format!(
+                    "INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
+                     ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
+                ),
+                params![
+                    session.id,
+                    session.task_id,
+                    session.attempt_id,
+                    session.profile,
+                    session.state.as_str(),
+                    to_sql(session.created_at_ms),
+                    to_sql(session.expires_at_ms),
+                    i64::from(session.expired),
+                    to_sql(session.next_action_index),
+                    to_sql(session.last_sequence),
+                    session.reset_request_id,
+                    session.reset_response,
+                    session.reset_sha,
+                    session.attempt_path,
+                    session.handoff_ms.map(to_sql),
+                    session.last_frame_ms.map(to_sql),
+                    session.checkpoint_sha,
+                    session.checkpoint_size.map(to_sql),
+                    session.checkpoint_method,
+                    session.last_error_code,
+                    session.last_error_message,
+                    session.session_dir,
+                ],
+            )
+            .map_err(BrokerError::store("insert a session"))?;
+        Ok(())
+    }
+
+    /// Writes every mutable column of `session`.
+    pub(crate) fn save_session(&self, session: &SessionRow) -> Result<(), BrokerError> {
+        save_session_on(&self.lock(), session)
+    }
+
+    pub(crate) fn session(&self, session_id: &str) -> Result<Option<SessionRow>, BrokerError> {
+        self.lock()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
+                [session_id],
+                row_to_session,
+            )
+            .optional()
+            .map_err(BrokerError::store("read a session"))
+    }
+
+    pub(crate) fn session_by_identity(
+        &self,
+        task_id: &str,
+        attempt_id: &str,
+    ) -> Result<Option<SessionRow>, BrokerError> {
+        self.lock()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM sessions WHERE task_id = ?1 AND attempt_id = ?2"),
+                [task_id, attempt_id],
+                row_to_session,
+            )
+            .optional()
+            .map_err(BrokerError::store("find a lease"))
+    }
+
+    /// Sessions not yet released.
+    pub(crate) fn unreleased_sessions(&self) -> Result<Vec<SessionRow>, BrokerError> {
+        let connection = self.lock();
+        let mut statement = connection
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM sessions WHERE state != 'released'"
+            ))
+            .map_err(BrokerError::store("list sessions"))?;
+        let rows = statement
+            .query_map([], row_to_session)
+            .map_err(BrokerError::store("list sessions"))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(BrokerError::store("list sessions"))
+    }
+}
+
+pub(crate) fn save_session_on(
+    connection: &Connection,
+    session: &SessionRow,
+) -> Result<(), BrokerError> {
+    connection
+        .execute(
+            "UPDATE sessions SET state = ?2, expires_at_ms = ?3, expired = ?4, \
+             next_action_index = ?5, last_sequence = ?6, reset_request_id = ?7, \
+             reset_response = ?8, reset_sha = ?9, attempt_path = ?10, handoff_ms = ?11, \
+             last_frame_ms = ?12, checkpoint_sha = ?13, checkpoint_size = ?14, \
+             checkpoint_method = ?15, last_error_code = ?16, last_error_message = ?17 \
+             WHERE id = ?1",
+            params![
+                session.id,
+                session.state.as_str(),
+                to_sql(session.expires_at_ms),
+                i64::from(session.expired),
+                to_sql(session.next_action_index),
+                to_sql(session.last_sequence),
+                session.reset_request_id,
+                session.reset_response,
+                session.reset_sha,
+                session.attempt_path,
+                session.handoff_ms.map(to_sql),
+                session.last_frame_ms.map(to_sql),
+                session.checkpoint_sha,
+                session.checkpoint_size.map(to_sql),
+                session.checkpoint_method,
+                session.last_error_code,
+                session.last_error_message,
+            ],
+        )
+        .map_err(BrokerError::store("update a session"))?;
+    Ok(())
+}

@@ -1,0 +1,8 @@
+//! Integration tests of the broker over its HTTP router, with `FakeDesktop` desktops.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod invalid;
+mod lifecycle;
+mod recovery;
+mod replay;
+mod support;

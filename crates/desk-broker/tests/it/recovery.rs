@@ -1,0 +1,89 @@
+//! Restart recovery: a `pending` journal row left by a crash becomes `unknown`, its session
+//! `error`, and a retry is refused without touching the new desktop.
+
+use axum::http::StatusCode;
+use desk_broker::router;
+use desk_desktop::fake::FakeHandle;
+
+use crate::support::{Harness, click, config, open_broker};
+
+#[tokio::test]
+async fn pending_action_becomes_unknown_after_restart() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "r0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    let state_dir = harness.dir.path().to_path_buf();
+    drop(harness.app);
+    drop(harness.broker);
+
+    // Simulate a crash between the pending commit and the outcome: the row is still pending.
+    let db = rusqlite::Connection::open(state_dir.join("broker.sqlite3")).unwrap();
+    db.execute("UPDATE actions SET status = 'pending', response = NULL", [])
+        .unwrap();
+    db.execute("UPDATE sessions SET state = 'running'", [])
+        .unwrap();
+    drop(db);
+
+    let fresh = FakeHandle::default();
+    let broker = open_broker(config(state_dir.clone()), &fresh);
+    let restarted = Harness {
+        app: router(broker.clone()),
+        broker,
+        fake: fresh,
+        dir: harness.dir,
+    };
+    let status_body = restarted.status(&id).await;
+    assert_eq!(status_body["state"], "error");
+    assert_eq!(status_body["last_error"]["code"], "input_outcome_unknown");
+
+    let (status, body) = restarted.act(&id, "r0", 0, click(5, 5)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some("input_outcome_unknown")
+        )
+    );
+    let (status, body) = restarted.act(&id, "r1", 1, click(5, 5)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("invalid_state"))
+    );
+    assert_eq!(
+        restarted.fake.n_inputs(),
+        0,
+        "the new desktop received nothing"
+    );
+
+    let db = rusqlite::Connection::open(state_dir.join("broker.sqlite3")).unwrap();
+    let journal_status: String = db
+        .query_row("SELECT status FROM actions", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(journal_status, "unknown");
+
+    // Release still works and is idempotent.
+    let (status, _) = restarted
+        .call("DELETE", &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn ready_sessions_lose_their_desktop_on_restart() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let state_dir = harness.dir.path().to_path_buf();
+    drop(harness.broker);
+    let fresh = FakeHandle::default();
+    let broker = open_broker(config(state_dir), &fresh);
+    let restarted = Harness {
+        app: router(broker.clone()),
+        broker,
+        fake: fresh,
+        dir: harness.dir,
+    };
+    let status_body = restarted.status(&id).await;
+    assert_eq!(status_body["state"], "error");
+    assert_eq!(status_body["last_error"]["code"], "desktop_failed");
+}
