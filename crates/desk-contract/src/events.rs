@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::action::Button;
 
 /// One low-level input the worker sent, in order.
+///
+/// No `deny_unknown_fields` here or on [`InputEvent`]: both are flattened into larger records,
+/// and serde cannot deserialize a flattened type that denies unknown fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum InputEventKind {
     /// The pointer moved to a point with no button held.
     MouseMove {
@@ -70,7 +73,6 @@ pub enum InputEventKind {
 
 /// A low-level input with the wall-clock time it was sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct InputEvent {
     /// Milliseconds since the Unix epoch when the worker sent it.
     pub timestamp_ms: u64,
