@@ -9,8 +9,9 @@
 //! backend sees it, and `complete` with its cached response after; a `pending` row found at
 //! startup becomes `unknown` and is never re-injected (see [`journal`](crate::journal)).
 //!
-//! Entry points for the binary: [`BrokerConfig::new`], [`Broker::open`], [`serve_unix`] (or
-//! [`router`] for tests and other listeners).
+//! Entry points for the binary: [`BrokerConfig::new`], [`Broker::open`], [`Broker::spawn_reaper`],
+//! [`serve_unix`] (or [`router`] for tests and other listeners) and, on shutdown,
+//! [`Broker::shutdown_backends`].
 #![forbid(unsafe_code)]
 
 mod actions;

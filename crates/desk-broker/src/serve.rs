@@ -2,7 +2,8 @@
 //!
 //! The socket file is created with mode 0600 right after bind (put it in a 0700 directory to
 //! close the window between bind and chmod). A stale socket file nobody listens on is removed; a
-//! live one is an error. The reaper runs while serving. The socket file is removed on exit.
+//! live one is an error. The socket file is removed on exit. Serving does not start the lease
+//! reaper: call [`crate::Broker::spawn_reaper`] once beside it.
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -40,7 +41,7 @@ fn remove_stale_socket(path: &Path) -> Result<(), BrokerError> {
 }
 
 /// Serves `broker` on the Unix socket at `path` until `shutdown` resolves, then finishes
-/// in-flight requests and returns. Starts the reaper for the duration.
+/// in-flight requests and returns.
 pub async fn serve_unix(
     path: &Path,
     broker: Broker,
@@ -52,11 +53,9 @@ pub async fn serve_unix(
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(BrokerError::io("chmod the socket", path))?;
     tracing::info!(socket = %path.display(), "broker listening");
-    let reaper = broker.spawn_reaper();
     let served = axum::serve(listener, router(broker))
         .with_graceful_shutdown(shutdown)
         .await;
-    reaper.abort();
     let _ = std::fs::remove_file(path);
     served.map_err(BrokerError::io("serve", path))
 }

@@ -401,3 +401,34 @@ async fn openapi_documents_every_route() {
         assert!(codes.contains(code), "{code}");
     }
 }
+
+#[tokio::test]
+async fn reaper_releases_expired_leases() {
+    let harness = Harness::with(|config| {
+        config.lease_ttl = std::time::Duration::from_millis(100);
+        config.reaper_interval = std::time::Duration::from_millis(20);
+    });
+    let id = harness.lease("t", "a").await;
+    let reaper = harness.broker.spawn_reaper();
+    let mut state = Value::Null;
+    for _ in 0..300 {
+        state = harness.status(&id).await["state"].clone();
+        if state == "released" {
+            break;
+        }
+        tokio::time::sleep(SHORT).await;
+    }
+    reaper.abort();
+    assert_eq!(state, "released");
+    let (status, body) = harness
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/reset"),
+            Some(json!({"request_id": "r"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::GONE, Some("lease_expired"))
+    );
+}
