@@ -1,1 +1,59 @@
-fn main() {}
+//! The `deskbroker` binary: thin wiring of the library crates behind clap subcommands.
+//!
+//! `serve` runs the broker, `session …` calls it, `demo` is the main job, `perf` measures, and
+//! the hidden `worker` is the per-session desktop worker the broker starts.
+#![forbid(unsafe_code)]
+#![allow(clippy::print_stdout)]
+
+mod cli;
+mod demo;
+mod dxf_check;
+mod local;
+mod paths;
+mod perf;
+mod session;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn init_logging(filter: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_logging(&cli.log);
+    let result = match cli.command {
+        // The worker is synchronous and owns stdin/stdout for its protocol.
+        cli::Command::Worker => desk_x11::run_stdio().map_err(anyhow::Error::from),
+        command => run_async(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_async(command: cli::Command) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match command {
+            cli::Command::Serve(args) => local::serve(args).await,
+            cli::Command::Session(command) => session::run(command).await,
+            cli::Command::Demo(args) => demo::run(args).await,
+            cli::Command::Perf(args) => perf::run(args).await,
+            cli::Command::Worker => Ok(()),
+        }
+    })
+}

@@ -1,0 +1,220 @@
+//! Command-line definitions: every subcommand, its flags and its help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// deskbroker: a control plane that gives computer-use agents real desktops.
+///
+/// It leases a private Xvfb desktop per session, resets it to a pinned state with the target app
+/// maximized, executes validated actions exactly once per request id, waits for bounded visual
+/// stability, records input logs, and checkpoints the saved artifact.
+///
+/// Start here:
+///   deskbroker demo                  # everything at once: broker, LibreCAD, a drawing, checks
+///   deskbroker serve                 # run the broker on a Unix socket
+///   deskbroker session lease --task-id t1 --attempt-id a1
+///   deskbroker perf                  # latency against peer tools on the same display
+#[derive(Debug, Parser)]
+#[command(name = "deskbroker", version, about, long_about, verbatim_doc_comment)]
+pub(crate) struct Cli {
+    /// Log filter (also RUST_LOG), e.g. `info` or `deskbroker=debug`.
+    #[arg(long, global = true, default_value = "info", env = "DESKBROKER_LOG")]
+    pub(crate) log: String,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the broker daemon: JSON over HTTP on a Unix socket (mode 0600).
+    Serve(ServeArgs),
+    /// Call broker operations from a shell; prints JSON responses.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// The main job: start a broker, draw a figure in LibreCAD through broker actions,
+    /// checkpoint, retrieve and check the DXF, and write a run folder.
+    Demo(DemoArgs),
+    /// Measure capture+encode and click→settled-screenshot latency against peer tools.
+    Perf(PerfArgs),
+    /// Internal: the desktop worker. Speaks JSON lines on stdin/stdout; started by the broker.
+    #[command(hide = true)]
+    Worker,
+}
+
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BrokerArgs {
+    /// Directory for the SQLite store and session data.
+    /// [default: $XDG_STATE_HOME/deskbroker, or ~/.local/state/deskbroker]
+    #[arg(long, env = "DESKBROKER_STATE_DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+    /// Extra app profiles (*.toml) that add to or replace the built-in `librecad` and `generic`.
+    #[arg(long, env = "DESKBROKER_PROFILES")]
+    pub(crate) profiles: Option<PathBuf>,
+    /// Display size of each session's desktop, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1920x1080", value_parser = parse_size)]
+    pub(crate) display: (u32, u32),
+    /// Lease lifetime in seconds; expired sessions are released by a reaper.
+    #[arg(long, default_value_t = 1800)]
+    pub(crate) lease_ttl_secs: u64,
+    /// Profile used when a lease names none.
+    #[arg(long, default_value = "librecad")]
+    pub(crate) default_profile: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Unix socket to listen on.
+    /// [default: $XDG_RUNTIME_DIR/deskbroker.sock, or /tmp/deskbroker-$UID/deskbroker.sock]
+    #[arg(long, env = "DESKBROKER_SOCKET")]
+    pub(crate) socket: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ClientArgs {
+    /// The broker's Unix socket (same default as `serve`).
+    #[arg(long, env = "DESKBROKER_SOCKET", global = true)]
+    pub(crate) socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionCommand {
+    /// Lease a desktop for (task, attempt); replaying the same pair returns the same lease.
+    Lease {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[arg(long)]
+        task_id: String,
+        #[arg(long)]
+        attempt_id: String,
+        /// App profile (default: the broker's default).
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// Reset: start the app maximized and hand off the first screenshot.
+    Reset {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+        /// Idempotency key.
+        #[arg(long)]
+        request_id: String,
+        /// Write the screenshot PNG here instead of printing base64.
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+    /// Take a screenshot.
+    Screenshot {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+        /// Write the PNG here instead of printing base64.
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+    /// Execute one action, e.g. --action '{"type":"click","x":10,"y":20,"intent":"focus"}'.
+    Act {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+        #[arg(long)]
+        request_id: String,
+        #[arg(long)]
+        expected_action_index: u64,
+        /// The action as JSON.
+        #[arg(long)]
+        action: String,
+        /// Write the resulting PNG here instead of printing base64.
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+    /// Save the attempt file (already saved, or the profile's save gesture).
+    Checkpoint {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+    },
+    /// Retrieve the checkpointed artifact.
+    Artifact {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+        /// Write the file here.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print events.json (NDJSON).
+    Events {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+    },
+    /// Print frame_events.json (NDJSON).
+    FrameEvents {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+    },
+    /// Print the session's status.
+    Status {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+    },
+    /// Release the session: stop the desktop and delete attempt data. Idempotent.
+    Release {
+        #[command(flatten)]
+        client: ClientArgs,
+        session_id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Run folder for screenshots, logs and the DXF. [default: ./runs/demo-<unix time>]
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PerfArgs {
+    /// Samples per measurement.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) samples: usize,
+    /// Folder with the peer scripts (xdotool_scrot_peer.sh, pyautogui_peer.py, …).
+    #[arg(long, default_value = "../shared/peers")]
+    pub(crate) peers: PathBuf,
+    /// Python with pyautogui/mss/pillow for the Python peers (see peers/setup.sh).
+    #[arg(long)]
+    pub(crate) peer_python: Option<PathBuf>,
+    /// Skip the peers; measure deskbroker only.
+    #[arg(long)]
+    pub(crate) no_peers: bool,
+    /// Also measure LibreCAD resets to a verified handoff (this many).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) resets: usize,
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+}
+
+fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let (width, height) = text
+        .split_once('x')
+        .ok_or_else(|| format!("expected WIDTHxHEIGHT, got {text:?}"))?;
+    let width: u32 = width
+        .parse()
+        .map_err(|_| format!("bad width in {text:?}"))?;
+    let height: u32 = height
+        .parse()
+        .map_err(|_| format!("bad height in {text:?}"))?;
+    if !(64..=8192).contains(&width) || !(64..=8192).contains(&height) {
+        return Err(format!(
+            "display {text} is outside 64..=8192 pixels per side"
+        ));
+    }
+    Ok((width, height))
+}

@@ -1,0 +1,135 @@
+//! `deskbroker session …`: every broker operation from a shell, printing JSON.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use desk_client::Client;
+use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, Screenshot};
+use serde::Serialize;
+
+use crate::cli::{ClientArgs, SessionCommand};
+use crate::paths::default_socket;
+
+fn client(args: &ClientArgs) -> Client {
+    Client::new(args.socket.clone().unwrap_or_else(default_socket))
+}
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Writes the screenshot's PNG to `path` and blanks the base64 in what is printed.
+fn divert_png(screenshot: &mut Screenshot, path: Option<&PathBuf>) -> Result<()> {
+    if let Some(path) = path {
+        let bytes = desk_contract::b64::decode(&screenshot.png_base64)
+            .context("broker sent a screenshot that is not base64")?;
+        write_file(path, &bytes)?;
+        screenshot.png_base64 = format!("<{} bytes written to {}>", bytes.len(), path.display());
+    }
+    Ok(())
+}
+
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("failed to write {}", path.display()))
+}
+
+pub(crate) async fn run(command: SessionCommand) -> Result<()> {
+    match command {
+        SessionCommand::Lease {
+            client: args,
+            task_id,
+            attempt_id,
+            profile,
+        } => {
+            let request = LeaseRequest {
+                task_id,
+                attempt_id,
+                profile,
+            };
+            print_json(&client(&args).lease(&request).await?)
+        }
+        SessionCommand::Reset {
+            client: args,
+            session_id,
+            request_id,
+            png,
+        } => {
+            let mut response = client(&args)
+                .reset(&session_id, &ResetRequest { request_id })
+                .await?;
+            divert_png(&mut response.screenshot, png.as_ref())?;
+            print_json(&response)
+        }
+        SessionCommand::Screenshot {
+            client: args,
+            session_id,
+            png,
+        } => {
+            let mut screenshot = client(&args).screenshot(&session_id).await?;
+            divert_png(&mut screenshot, png.as_ref())?;
+            print_json(&screenshot)
+        }
+        SessionCommand::Act {
+            client: args,
+            session_id,
+            request_id,
+            expected_action_index,
+            action,
+            png,
+        } => {
+            let action = serde_json::from_str(&action).context("--action is not a valid action")?;
+            let request = ActionRequest {
+                request_id,
+                expected_action_index,
+                action,
+            };
+            let mut response = client(&args).act(&session_id, &request).await?;
+            divert_png(&mut response.screenshot, png.as_ref())?;
+            print_json(&response)
+        }
+        SessionCommand::Checkpoint {
+            client: args,
+            session_id,
+        } => print_json(&client(&args).checkpoint(&session_id).await?),
+        SessionCommand::Artifact {
+            client: args,
+            session_id,
+            out,
+        } => {
+            let artifact = client(&args).artifact(&session_id).await?;
+            let bytes = desk_contract::b64::decode(&artifact.bytes_base64)
+                .context("broker sent an artifact that is not base64")?;
+            write_file(&out, &bytes)?;
+            println!(
+                "{} bytes, sha256 {}, written to {}",
+                artifact.size,
+                artifact.sha256,
+                out.display()
+            );
+            Ok(())
+        }
+        SessionCommand::Events {
+            client: args,
+            session_id,
+        } => {
+            print!("{}", client(&args).events(&session_id).await?);
+            Ok(())
+        }
+        SessionCommand::FrameEvents {
+            client: args,
+            session_id,
+        } => {
+            print!("{}", client(&args).frame_events(&session_id).await?);
+            Ok(())
+        }
+        SessionCommand::Status {
+            client: args,
+            session_id,
+        } => print_json(&client(&args).status(&session_id).await?),
+        SessionCommand::Release {
+            client: args,
+            session_id,
+        } => print_json(&client(&args).release(&session_id).await?),
+    }
+}

@@ -1,0 +1,8 @@
+//! Real-stack tests of the `deskbroker` binary: a broker process on a Unix socket, real Xvfb
+//! desktops, the probe window recording exactly what it receives, and LibreCAD end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod crash;
+mod librecad;
+mod probe;
+mod support;

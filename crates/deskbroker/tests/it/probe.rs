@@ -1,0 +1,211 @@
+//! Exactly-once through the whole stack: broker process → worker → XTEST → the probe window,
+//! asserting on what the probe recorded, with retried request ids.
+
+use std::path::Path;
+use std::time::Duration;
+
+use desk_client::{Client, ClientError};
+use desk_contract::ErrorCode;
+use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest};
+use serde_json::{Value, json};
+
+use crate::support::{Broker, xvfb_available};
+
+/// The probe's log, one JSON object per received X event.
+pub(crate) fn probe_events(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+pub(crate) fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
+/// Text reconstructed from the probe's key presses.
+pub(crate) fn typed_text(events: &[Value]) -> String {
+    of_type(events, "key_press")
+        .iter()
+        .filter_map(|event| event["char"].as_str())
+        .collect()
+}
+
+pub(crate) async fn act(
+    client: &Client,
+    session: &str,
+    request_id: &str,
+    index: u64,
+    action: Value,
+) -> Result<desk_contract::api::ActionResponse, ClientError> {
+    let request = ActionRequest {
+        request_id: request_id.to_string(),
+        expected_action_index: index,
+        action: serde_json::from_value(action).unwrap(),
+    };
+    client.act(session, &request).await
+}
+
+/// Waits until the probe has logged at least `n` events (X delivery is asynchronous).
+pub(crate) fn wait_for_events(log: &Path, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let events = probe_events(log);
+        if events.len() >= n {
+            return events;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    probe_events(log)
+}
+
+pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
+    let client = broker.client();
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: "probe".into(),
+            attempt_id: attempt.into(),
+            profile: Some("probe".into()),
+        })
+        .await
+        .unwrap();
+    let reset = client
+        .reset(
+            &lease.session_id,
+            &ResetRequest {
+                request_id: "reset-1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        reset.window.maximized,
+        "probe window must be maximized at handoff"
+    );
+    assert!(reset.screenshot.app_maximized);
+    lease.session_id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retried_actions_reach_the_probe_exactly_once() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let broker = Broker::start(root.path(), None);
+    broker.add_probe_profile(&log);
+    let client = broker.client();
+    let session = leased_probe(&broker, "exactly-once").await;
+    let baseline = probe_events(&log).len();
+
+    // A right click, sent twice with the same request id.
+    let click = json!({"type": "click", "x": 321, "y": 234, "button": "right", "intent": "probe right click"});
+    let first = act(&client, &session, "click-1", 0, click.clone())
+        .await
+        .unwrap();
+    assert!(!first.idempotent_replay);
+    assert_eq!(first.action_index, 0);
+    let second = act(&client, &session, "click-1", 0, click.clone())
+        .await
+        .unwrap();
+    assert!(
+        second.idempotent_replay,
+        "a retry must replay the cached response"
+    );
+    assert_eq!(second.screenshot.sha256, first.screenshot.sha256);
+    // Same id, different content: a conflict, and nothing sent.
+    let moved = json!({"type": "click", "x": 322, "y": 234, "button": "right", "intent": "probe right click"});
+    let conflict = act(&client, &session, "click-1", 0, moved)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(conflict, ClientError::Api(ref body) if body.code == ErrorCode::ActionSequenceConflict),
+        "{conflict:?}"
+    );
+
+    // Typed text with characters shells and keymaps get wrong, retried once.
+    let text = "-<a> \"quoted\" 'single' ~|\\ {x}=1;";
+    let typed = json!({"type": "type", "text": text, "intent": "type tricky text"});
+    act(&client, &session, "type-1", 1, typed.clone())
+        .await
+        .unwrap();
+    assert!(
+        act(&client, &session, "type-1", 1, typed)
+            .await
+            .unwrap()
+            .idempotent_replay
+    );
+
+    // A chord with a modifier, retried.
+    let chord = json!({"type": "key", "keys": ["ctrl", "s"], "intent": "save chord"});
+    act(&client, &session, "key-1", 2, chord.clone())
+        .await
+        .unwrap();
+    assert!(
+        act(&client, &session, "key-1", 2, chord)
+            .await
+            .unwrap()
+            .idempotent_replay
+    );
+
+    let events = wait_for_events(&log, baseline + 4);
+    let events = &events[baseline..];
+    let presses = of_type(events, "button_press");
+    assert_eq!(presses.len(), 1, "exactly one button press: {presses:?}");
+    assert_eq!(presses[0]["button"], 3);
+    assert_eq!(
+        (presses[0]["root_x"].as_i64(), presses[0]["root_y"].as_i64()),
+        (Some(321), Some(234))
+    );
+    assert_eq!(of_type(events, "button_release").len(), 1);
+    assert_eq!(
+        typed_text(events),
+        format!("{text}s"),
+        "typed once, then the chord's s"
+    );
+    let s_press = of_type(events, "key_press")
+        .into_iter()
+        .find(|event| event["char"] == "s")
+        .unwrap();
+    let control_mask = 1 << 2;
+    assert_ne!(
+        s_press["state"].as_u64().unwrap() & control_mask,
+        0,
+        "ctrl held during s"
+    );
+
+    let status = client.status(&session).await.unwrap();
+    assert_eq!(status.next_action_index, 3);
+    let log_text = client.events(&session).await.unwrap();
+    let records: Vec<Value> = log_text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        records
+            .iter()
+            .all(|r| r["sourcePid"] == -1 && r["provenance"] == "broker_action")
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["type"] == "click" && r["pressed"] == true)
+            .count(),
+        1
+    );
+    let frames = client.frame_events(&session).await.unwrap();
+    assert_eq!(
+        frames.lines().count(),
+        3,
+        "one frame row per executed action"
+    );
+    client.release(&session).await.unwrap();
+    assert!(
+        !client.release(&session).await.unwrap().released_now,
+        "release is idempotent"
+    );
+}

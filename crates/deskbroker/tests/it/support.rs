@@ -1,0 +1,166 @@
+//! Test support: a broker subprocess, the probe profile, and the Xvfb availability rule.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use desk_client::Client;
+
+/// Whether real-desktop tests can run. Without Xvfb they print `skipped: Xvfb not found` and
+/// pass, unless `DESK_REQUIRE_XVFB=1` (CI), where a missing Xvfb fails.
+pub(crate) fn xvfb_available() -> bool {
+    let found = Command::new("sh")
+        .args(["-c", "command -v Xvfb && command -v openbox"])
+        .stdout(Stdio::null())
+        .status()
+        .map(|status| status.success())
+        .unwrap_or(false);
+    if !found {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "Xvfb/openbox not found but DESK_REQUIRE_XVFB=1"
+        );
+        println!("skipped: Xvfb not found");
+    }
+    found
+}
+
+/// The `deskbroker` binary under test.
+pub(crate) fn deskbroker() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_deskbroker"))
+}
+
+/// The probe window binary, built by desk-test-support in the same target directory.
+pub(crate) fn probe_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/it-<hash> → target/<profile>/desk-probe
+    let path = exe.parent().unwrap().parent().unwrap().join("desk-probe");
+    assert!(
+        path.exists(),
+        "probe binary missing at {}; build desk-test-support",
+        path.display()
+    );
+    path
+}
+
+/// A broker subprocess with its own state directory and socket; SIGKILLed on drop.
+pub(crate) struct Broker {
+    child: Option<Child>,
+    pub(crate) socket: PathBuf,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) profiles: PathBuf,
+}
+
+impl Broker {
+    /// Starts `deskbroker serve` with `fault` in `DESKBROKER_FAULT` when given.
+    pub(crate) fn start(root: &Path, fault: Option<&str>) -> Broker {
+        let state_dir = root.join("state");
+        let profiles = root.join("profiles");
+        std::fs::create_dir_all(&profiles).unwrap();
+        let socket = root.join("broker.sock");
+        let mut broker = Broker {
+            child: None,
+            socket,
+            state_dir,
+            profiles,
+        };
+        broker.spawn(fault);
+        broker
+    }
+
+    fn spawn(&mut self, fault: Option<&str>) {
+        let _ = std::fs::remove_file(&self.socket);
+        let mut command = Command::new(deskbroker());
+        command
+            .arg("serve")
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--state-dir")
+            .arg(&self.state_dir)
+            .arg("--profiles")
+            .arg(&self.profiles)
+            .args(["--display", "1280x800", "--default-profile", "probe"])
+            .env_remove("DESKBROKER_FAULT")
+            .stdin(Stdio::null());
+        if let Some(fault) = fault {
+            command.env("DESKBROKER_FAULT", fault);
+        }
+        self.child = Some(command.spawn().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.socket.exists() {
+            assert!(Instant::now() < deadline, "broker socket did not appear");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Restarts the broker on the same state (after it died or was killed).
+    pub(crate) fn restart(&mut self, fault: Option<&str>) {
+        self.kill();
+        self.spawn(fault);
+    }
+
+    /// Waits for the broker process to exit by itself and returns its wait status.
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().unwrap();
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.child = None;
+                return status;
+            }
+            assert!(Instant::now() < deadline, "broker did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub(crate) fn client(&self) -> Client {
+        Client::new(self.socket.clone())
+    }
+
+    /// Writes a `probe` profile that runs the probe window, recording to `log`.
+    pub(crate) fn add_probe_profile(&self, log: &Path) {
+        let text = format!(
+            r#"name = "probe"
+command = ["{probe}", "--out", "{log}"]
+[attempt]
+filename = "attempt.txt"
+template = "fresh"
+[window]
+class = "deskprobe"
+maximize = true
+timeout_ms = 15000
+"#,
+            probe = probe_binary().display(),
+            log = log.display()
+        );
+        std::fs::write(self.profiles.join("probe.toml"), text).unwrap();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Whether any process is still running whose command line mentions `needle`.
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(needle) {
+            found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
