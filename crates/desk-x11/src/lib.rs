@@ -1,1 +1,47 @@
-//! desk-x11.
+//! The X11 desktop worker: the only code in deskbroker that connects to an X server.
+//!
+//! It speaks the JSONL worker protocol of `desk_contract::worker` over stdin/stdout
+//! ([`run_stdio`], [`serve`]) and implements every operation on an [`X11Session`]: capture through
+//! MIT-SHM (core `GetImage` as fallback) with fast PNG encoding, input through XTEST with a
+//! record of every low-level event, EWMH window facts, app handoff and the settle wait.
+//!
+//! Invariants: stdout is the protocol and nothing else writes to it; `unsafe` code lives only in
+//! `shm.rs`; input is injected exactly once per `execute` and never retried; keys and buttons
+//! left held are released after every action.
+
+mod capture;
+mod error;
+mod handoff;
+mod input;
+mod keymap;
+mod session;
+mod settle;
+mod shm;
+mod window;
+mod worker;
+
+pub use capture::{CaptureStats, Capturer, RawFrame, epoch_ms, measure_capture, sha256_hex};
+pub use error::X11Error;
+pub use input::{button_code, button_name};
+pub use keymap::{
+    Keymap, Resolved, XK_ALT_L, XK_CONTROL_L, XK_SHIFT_L, char_keysym, key_keysym, keysym_name,
+    modifier_keysym, named_keysym,
+};
+pub use session::X11Session;
+pub use settle::SAMPLE_INTERVAL;
+pub use worker::{handle, run_stdio, serve};
+
+/// Connects to `display` (or `$DISPLAY`) and measures capture+encode over `n_frames` frames.
+pub fn bench_capture(display: Option<&str>, n_frames: usize) -> Result<CaptureStats, X11Error> {
+    let mut session = X11Session::connect(display)?;
+    let stats = session.bench(n_frames);
+    session.close();
+    stats
+}
+
+impl X11Session {
+    /// Measures capture+encode on this session's display.
+    pub fn bench(&mut self, n_frames: usize) -> Result<CaptureStats, X11Error> {
+        measure_capture(&self.conn, &mut self.capturer, n_frames)
+    }
+}

@@ -1,0 +1,377 @@
+//! Screen capture: raw BGRX frames through MIT-SHM (or core `GetImage` when SHM is missing or
+//! fails), PNG encoding, hashing, and a capture+encode benchmark.
+//!
+//! Invariant: a [`RawFrame`] always holds `width * height` pixels of 4 bytes (B, G, R, pad) with
+//! no row padding; every conversion and comparison relies on it.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use x11rb::connection::{Connection, RequestConnection};
+use x11rb::protocol::shm::{self, ConnectionExt as _};
+use x11rb::protocol::xproto::{ConnectionExt as _, ImageFormat, ImageOrder, Window};
+use x11rb::rust_connection::RustConnection;
+
+use crate::error::X11Error;
+use crate::shm::ShmMapping;
+
+/// A raw screen image: 4 bytes per pixel (B, G, R, pad), rows packed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    // Invariant: `pixels.len() == width * height * 4`.
+    width: u32,
+    height: u32,
+    pixels: Vec<u8>,
+    captured_at_ms: u64,
+}
+
+impl RawFrame {
+    /// Builds a frame from packed BGRX pixels; `None` when the length does not match.
+    pub fn from_bgrx(width: u32, height: u32, pixels: Vec<u8>) -> Option<RawFrame> {
+        let expected = usize::try_from(u64::from(width) * u64::from(height) * 4).ok()?;
+        (pixels.len() == expected).then_some(RawFrame {
+            width,
+            height,
+            pixels,
+            captured_at_ms: epoch_ms(),
+        })
+    }
+
+    /// Width in pixels.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+    /// Height in pixels.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+    /// Milliseconds since the Unix epoch at capture.
+    pub fn captured_at_ms(&self) -> u64 {
+        self.captured_at_ms
+    }
+    /// The (r, g, b) value of one pixel, or `None` outside the frame.
+    pub fn rgb_at(&self, x: u32, y: u32) -> Option<(u8, u8, u8)> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        let offset = (usize::try_from(y).ok()? * usize::try_from(self.width).ok()?
+            + usize::try_from(x).ok()?)
+            * 4;
+        let pixel = self.pixels.get(offset..offset + 4)?;
+        Some((pixel[2], pixel[1], pixel[0]))
+    }
+
+    /// Counts pixels whose color differs from `other`'s; a size mismatch counts every pixel.
+    pub fn changed_pixels(&self, other: &RawFrame) -> u64 {
+        if self.width != other.width || self.height != other.height {
+            return u64::from(self.width) * u64::from(self.height);
+        }
+        if self.pixels == other.pixels {
+            return 0;
+        }
+        let n_changed = self
+            .pixels
+            .chunks_exact(4)
+            .zip(other.pixels.chunks_exact(4))
+            .filter(|(a, b)| a[..3] != b[..3])
+            .count();
+        u64::try_from(n_changed).unwrap_or(u64::MAX)
+    }
+
+    /// Whether any pixel differs from `other`.
+    pub fn differs_from(&self, other: &RawFrame) -> bool {
+        self.changed_pixels(other) > 0
+    }
+
+    /// Converts to packed RGB bytes.
+    pub fn to_rgb(&self) -> Vec<u8> {
+        let mut rgb = Vec::with_capacity(self.pixels.len() / 4 * 3);
+        for pixel in self.pixels.chunks_exact(4) {
+            rgb.extend_from_slice(&[pixel[2], pixel[1], pixel[0]]);
+        }
+        rgb
+    }
+
+    /// Encodes as an RGB PNG with `png`'s fast (fdeflate) compression.
+    pub fn encode_png(&self) -> Result<Vec<u8>, X11Error> {
+        let rgb = self.to_rgb();
+        let mut out = Vec::with_capacity(rgb.len() / 8);
+        let mut encoder = png::Encoder::new(&mut out, self.width, self.height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let mut writer = encoder.write_header()?;
+        writer.write_image_data(&rgb)?;
+        writer.finish()?;
+        Ok(out)
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn epoch_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+struct ShmState {
+    segment: shm::Seg,
+    mapping: ShmMapping,
+}
+
+/// Captures the root window of one screen.
+pub struct Capturer {
+    root: Window,
+    width: u16,
+    height: u16,
+    // Invariant: `Some` only while the segment is attached on the server.
+    shm: Option<ShmState>,
+}
+
+impl Capturer {
+    /// Prepares capture of `root` (`width` x `height`), attaching an SHM segment when possible.
+    pub fn new(
+        conn: &RustConnection,
+        root: Window,
+        width: u16,
+        height: u16,
+    ) -> Result<Capturer, X11Error> {
+        check_pixel_format(conn)?;
+        let mut capturer = Capturer {
+            root,
+            width,
+            height,
+            shm: None,
+        };
+        match attach_shm(conn, width, height) {
+            Ok(state) => capturer.shm = Some(state),
+            Err(error) => tracing::warn!(%error, "mit-shm unavailable, using core GetImage"),
+        }
+        Ok(capturer)
+    }
+
+    /// `mit-shm` or `get-image`.
+    pub fn path_name(&self) -> &'static str {
+        if self.shm.is_some() {
+            "mit-shm"
+        } else {
+            "get-image"
+        }
+    }
+
+    /// Captures one raw frame. An SHM failure switches to core `GetImage` for good.
+    pub fn capture_raw(&mut self, conn: &RustConnection) -> Result<RawFrame, X11Error> {
+        if let Some(state) = &self.shm {
+            match self.capture_shm(conn, state) {
+                Ok(frame) => return Ok(frame),
+                Err(error) => {
+                    tracing::warn!(%error, "mit-shm capture failed, falling back to GetImage");
+                    if let Some(state) = self.shm.take() {
+                        // Best effort: the segment may already be gone with the error.
+                        let _ = conn.shm_detach(state.segment);
+                    }
+                }
+            }
+        }
+        self.capture_core(conn)
+    }
+
+    fn capture_shm(&self, conn: &RustConnection, state: &ShmState) -> Result<RawFrame, X11Error> {
+        let reply = conn
+            .shm_get_image(
+                self.root,
+                0,
+                0,
+                self.width,
+                self.height,
+                u32::MAX,
+                ImageFormat::Z_PIXMAP.into(),
+                state.segment,
+                0,
+            )
+            .map_err(X11Error::conn("shm get image"))?
+            .reply()
+            .map_err(X11Error::reply("shm get image"))?;
+        let len = self.n_bytes();
+        if usize::try_from(reply.size).unwrap_or(0) < len {
+            return Err(X11Error::Shm(format!(
+                "shm image has {} bytes, need {len}",
+                reply.size
+            )));
+        }
+        let captured_at_ms = epoch_ms();
+        let pixels = state.mapping.bytes().get(..len).map(<[u8]>::to_vec);
+        let pixels = pixels.ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
+        Ok(self.frame(pixels, captured_at_ms))
+    }
+
+    fn capture_core(&self, conn: &RustConnection) -> Result<RawFrame, X11Error> {
+        let reply = conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                self.root,
+                0,
+                0,
+                self.width,
+                self.height,
+                u32::MAX,
+            )
+            .map_err(X11Error::conn("get image"))?
+            .reply()
+            .map_err(X11Error::reply("get image"))?;
+        let captured_at_ms = epoch_ms();
+        let len = self.n_bytes();
+        let mut pixels = reply.data;
+        if pixels.len() < len {
+            return Err(X11Error::Shm(format!(
+                "image has {} bytes, need {len}",
+                pixels.len()
+            )));
+        }
+        pixels.truncate(len);
+        Ok(self.frame(pixels, captured_at_ms))
+    }
+
+    fn n_bytes(&self) -> usize {
+        usize::from(self.width) * usize::from(self.height) * 4
+    }
+
+    fn frame(&self, pixels: Vec<u8>, captured_at_ms: u64) -> RawFrame {
+        RawFrame {
+            width: u32::from(self.width),
+            height: u32::from(self.height),
+            pixels,
+            captured_at_ms,
+        }
+    }
+
+    /// Detaches the SHM segment, if any.
+    pub fn close(&mut self, conn: &RustConnection) {
+        if let Some(state) = self.shm.take() {
+            let _ = conn.shm_detach(state.segment);
+        }
+    }
+}
+
+fn check_pixel_format(conn: &RustConnection) -> Result<(), X11Error> {
+    let setup = conn.setup();
+    if setup.image_byte_order != ImageOrder::LSB_FIRST {
+        return Err(X11Error::Shm(
+            "only lsb-first image byte order is supported".to_string(),
+        ));
+    }
+    let has_32bpp = setup
+        .pixmap_formats
+        .iter()
+        .any(|format| format.depth == 24 && format.bits_per_pixel == 32);
+    if !has_32bpp {
+        return Err(X11Error::Shm(
+            "only 24-bit depth at 32 bits per pixel is supported".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn attach_shm(conn: &RustConnection, width: u16, height: u16) -> Result<ShmState, X11Error> {
+    if conn
+        .extension_information(shm::X11_EXTENSION_NAME)
+        .map_err(X11Error::conn("query shm"))?
+        .is_none()
+    {
+        return Err(X11Error::MissingExtension {
+            name: "MIT-SHM",
+            major: 1,
+            minor: 2,
+        });
+    }
+    let version = conn
+        .shm_query_version()
+        .map_err(X11Error::conn("query shm"))?
+        .reply()
+        .map_err(X11Error::reply("query shm"))?;
+    if (version.major_version, version.minor_version) < (1, 2) {
+        return Err(X11Error::MissingExtension {
+            name: "MIT-SHM",
+            major: 1,
+            minor: 2,
+        });
+    }
+    let len = usize::from(width) * usize::from(height) * 4;
+    let mapping = ShmMapping::create(len).map_err(X11Error::Shm)?;
+    let segment = conn
+        .generate_id()
+        .map_err(X11Error::reply_or_id("shm attach"))?;
+    let fd = mapping.dup_fd().map_err(X11Error::Shm)?;
+    conn.shm_attach_fd(segment, fd, false)
+        .map_err(X11Error::conn("shm attach"))?
+        .check()
+        .map_err(X11Error::reply("shm attach"))?;
+    Ok(ShmState { segment, mapping })
+}
+
+/// Timing of capture+encode over several frames.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureStats {
+    /// Frames measured.
+    pub n_frames: usize,
+    /// The capture path used.
+    pub capture_path: &'static str,
+    /// Median raw capture time.
+    pub capture_median: Duration,
+    /// Median PNG encode time (conversion included).
+    pub encode_median: Duration,
+    /// Median capture+encode time.
+    pub total_median: Duration,
+    /// 95th percentile capture+encode time.
+    pub total_p95: Duration,
+    /// Size of the last PNG.
+    pub png_bytes: usize,
+}
+
+/// Measures capture+encode over `n_frames` frames (at least one).
+pub fn measure_capture(
+    conn: &RustConnection,
+    capturer: &mut Capturer,
+    n_frames: usize,
+) -> Result<CaptureStats, X11Error> {
+    let n_frames = n_frames.max(1);
+    let (mut captures, mut encodes, mut totals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut png_bytes = 0;
+    for _ in 0..n_frames {
+        let started = Instant::now();
+        let raw = capturer.capture_raw(conn)?;
+        let captured = Instant::now();
+        let png = raw.encode_png()?;
+        let _hash = sha256_hex(&png);
+        let finished = Instant::now();
+        png_bytes = png.len();
+        captures.push(captured - started);
+        encodes.push(finished - captured);
+        totals.push(finished - started);
+    }
+    Ok(CaptureStats {
+        n_frames,
+        capture_path: capturer.path_name(),
+        capture_median: percentile(&mut captures, 50),
+        encode_median: percentile(&mut encodes, 50),
+        total_median: percentile(&mut totals, 50),
+        total_p95: percentile(&mut totals, 95),
+        png_bytes,
+    })
+}
+
+fn percentile(samples: &mut [Duration], percent: usize) -> Duration {
+    samples.sort();
+    let idx = (samples.len().saturating_sub(1) * percent).div_ceil(100);
+    samples.get(idx).copied().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+//! The crate's one error type, [`X11Error`], and its mapping onto worker failure kinds.
+//!
+//! Invariant: whether input had already been sent when an error happened is decided by the
+//! caller (see `session.rs`), never guessed here; this module only carries context.
+
+use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
+use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
+
+/// Everything that can go wrong while talking to the X server or serving the worker protocol.
+#[derive(Debug, thiserror::Error)]
+pub enum X11Error {
+    /// The display could not be opened.
+    #[error("failed to open display {display}: {source}")]
+    Connect {
+        /// The `$DISPLAY` value used.
+        display: String,
+        /// The underlying error.
+        source: ConnectError,
+    },
+    /// The connection broke.
+    #[error("x11 connection failed during {operation}: {source}")]
+    Connection {
+        /// What was being done.
+        operation: &'static str,
+        /// The underlying error.
+        source: ConnectionError,
+    },
+    /// The server answered a request with an error.
+    #[error("x11 request failed during {operation}: {source}")]
+    Reply {
+        /// What was being done.
+        operation: &'static str,
+        /// The underlying error.
+        source: ReplyError,
+    },
+    /// A required extension is missing.
+    #[error("x11 extension {name} is missing (need version {major}.{minor})")]
+    MissingExtension {
+        /// Extension name.
+        name: &'static str,
+        /// Required major version.
+        major: u32,
+        /// Required minor version.
+        minor: u32,
+    },
+    /// Shared memory could not be set up.
+    #[error("failed to set up mit-shm segment: {0}")]
+    Shm(String),
+    /// PNG encoding failed.
+    #[error("failed to encode png: {0}")]
+    Encode(#[from] png::EncodingError),
+    /// Reading requests or writing responses failed.
+    #[error("worker pipe failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The request cannot be executed on this display; nothing was sent.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The app's window did not appear.
+    #[error("app window not found: {0}")]
+    AppWindowNotFound(String),
+    /// The app's window was not observed maximized.
+    #[error("app window not maximized: {0}")]
+    AppNotMaximized(String),
+}
+
+impl X11Error {
+    /// Wraps a connection error with the operation's name.
+    pub(crate) fn conn(operation: &'static str) -> impl FnOnce(ConnectionError) -> X11Error {
+        move |source| X11Error::Connection { operation, source }
+    }
+
+    /// Wraps a reply error with the operation's name.
+    pub(crate) fn reply(operation: &'static str) -> impl FnOnce(ReplyError) -> X11Error {
+        move |source| X11Error::Reply { operation, source }
+    }
+
+    /// Wraps a reply-or-id error with the operation's name.
+    pub(crate) fn reply_or_id(operation: &'static str) -> impl FnOnce(ReplyOrIdError) -> X11Error {
+        move |source| match source {
+            ReplyOrIdError::ConnectionError(source) => X11Error::Connection { operation, source },
+            ReplyOrIdError::X11Error(error) => X11Error::Reply {
+                operation,
+                source: ReplyError::X11Error(error),
+            },
+            ReplyOrIdError::IdsExhausted => {
+                X11Error::Shm(format!("x11 ids exhausted during {operation}"))
+            }
+        }
+    }
+
+    /// The failure sent to the broker when no input had been sent yet.
+    pub fn to_failure(&self) -> WorkerFailure {
+        let kind = match self {
+            X11Error::InvalidRequest(_) => WorkerFailureKind::InvalidRequest,
+            X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,
+            X11Error::AppNotMaximized(_) => WorkerFailureKind::AppNotMaximized,
+            _ => WorkerFailureKind::DesktopFailed,
+        };
+        WorkerFailure {
+            kind,
+            message: self.to_string(),
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! [`X11Session`]: one connection to one display and the implementation of every worker
+//! operation except `await_app` (see `handoff.rs`).
+//!
+//! Invariants: coordinates are re-checked against the live display before any input; an error
+//! after the first input request is reported as `outcome_unknown`, before it as
+//! `desktop_failed`; held keys and buttons are released after every action, also on failure.
+
+use std::time::Instant;
+
+use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame};
+use desk_contract::geometry::{DisplaySize, ScreenPoint};
+use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
+use desk_contract::validate::InputAction;
+use desk_contract::worker::{HelloInfo, WORKER_PROTOCOL_VERSION, WorkerFailure, WorkerFailureKind};
+use x11rb::connection::Connection;
+use x11rb::protocol::xproto::Window;
+use x11rb::protocol::xtest::ConnectionExt as _;
+use x11rb::rust_connection::RustConnection;
+
+use crate::capture::{Capturer, RawFrame, sha256_hex};
+use crate::error::X11Error;
+use crate::input::{Held, Injector};
+use crate::keymap::Keymap;
+use crate::settle::{millis, wait_for_stable};
+use crate::window::{Atoms, Windows};
+
+/// The app whose window `await_app` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AppWindow {
+    pub(crate) pid: u32,
+    pub(crate) window: Window,
+}
+
+/// A live session on one X display.
+pub struct X11Session {
+    pub(crate) conn: RustConnection,
+    pub(crate) root: Window,
+    pub(crate) display: DisplaySize,
+    pub(crate) atoms: Atoms,
+    pub(crate) capturer: Capturer,
+    pub(crate) keymap: Keymap,
+    pub(crate) app: Option<AppWindow>,
+    vendor: String,
+}
+
+impl X11Session {
+    /// Connects to `display` (or `$DISPLAY` when `None`) and checks for XTEST.
+    pub fn connect(display: Option<&str>) -> Result<X11Session, X11Error> {
+        let name = display
+            .map(str::to_string)
+            .or_else(|| std::env::var("DISPLAY").ok())
+            .unwrap_or_default();
+        let (conn, screen_idx) =
+            RustConnection::connect(display).map_err(|source| X11Error::Connect {
+                display: name,
+                source,
+            })?;
+        X11Session::new(conn, screen_idx)
+    }
+
+    /// Wraps an open connection.
+    pub fn new(conn: RustConnection, screen_idx: usize) -> Result<X11Session, X11Error> {
+        let screen = conn.setup().roots.get(screen_idx).cloned().ok_or_else(|| {
+            X11Error::InvalidRequest(format!("screen {screen_idx} does not exist"))
+        })?;
+        let vendor = String::from_utf8_lossy(&conn.setup().vendor).into_owned();
+        conn.xtest_get_version(2, 2)
+            .map_err(X11Error::conn("query xtest"))?
+            .reply()
+            .map_err(|_| X11Error::MissingExtension {
+                name: "XTEST",
+                major: 2,
+                minor: 2,
+            })?;
+        let atoms = Atoms::new(&conn)
+            .map_err(X11Error::conn("intern atoms"))?
+            .reply()
+            .map_err(X11Error::reply("intern atoms"))?;
+        let root = screen.root;
+        let (width, height) = (screen.width_in_pixels, screen.height_in_pixels);
+        let capturer = Capturer::new(&conn, root, width, height)?;
+        let keymap = Keymap::load(&conn)?;
+        let display = DisplaySize {
+            width: u32::from(width),
+            height: u32::from(height),
+        };
+        Ok(X11Session {
+            conn,
+            root,
+            display,
+            atoms,
+            capturer,
+            keymap,
+            app: None,
+            vendor,
+        })
+    }
+
+    pub(crate) fn windows(&self) -> Windows<'_> {
+        Windows {
+            conn: &self.conn,
+            atoms: &self.atoms,
+            root: self.root,
+        }
+    }
+
+    /// The display size.
+    pub fn display(&self) -> DisplaySize {
+        self.display
+    }
+
+    /// The connection, for tests and benchmarks.
+    pub fn connection(&self) -> &RustConnection {
+        &self.conn
+    }
+
+    /// The app's pid, once `await_app` found it.
+    pub fn app_pid(&self) -> Option<u32> {
+        self.app.map(|app| app.pid)
+    }
+
+    /// Answers `hello`.
+    pub fn hello(&self) -> HelloInfo {
+        HelloInfo {
+            protocol_version: WORKER_PROTOCOL_VERSION,
+            display: self.display,
+            capture_path: self.capturer.path_name().to_string(),
+            server_vendor: self.vendor.clone(),
+        }
+    }
+
+    /// Captures one raw frame.
+    pub fn capture_raw(&mut self) -> Result<RawFrame, X11Error> {
+        self.capturer.capture_raw(&self.conn)
+    }
+
+    /// Encodes a raw frame into a contract [`Frame`], reading the app's maximized state.
+    pub fn encode(&self, raw: &RawFrame) -> Result<Frame, X11Error> {
+        let png = raw.encode_png()?;
+        let app_maximized = match self.app {
+            Some(app) => self.windows().maximized(app.window).unwrap_or(false),
+            None => false,
+        };
+        Ok(Frame {
+            sha256: sha256_hex(&png),
+            png,
+            width: raw.width(),
+            height: raw.height(),
+            captured_at_ms: raw.captured_at_ms(),
+            app_maximized,
+        })
+    }
+
+    /// Answers `capture`.
+    pub fn capture(&mut self) -> Result<Frame, X11Error> {
+        let raw = self.capture_raw()?;
+        self.encode(&raw)
+    }
+
+    /// Answers `facts`.
+    pub fn facts(&self) -> Result<DesktopFacts, X11Error> {
+        let app_pid = self.app_pid();
+        let windows = self.windows();
+        let app_window = match self.app {
+            Some(app) => windows.facts(app.window, app_pid).ok(),
+            None => None,
+        };
+        Ok(DesktopFacts {
+            display: self.display,
+            focus: windows.focus(app_pid)?,
+            app_window,
+            held: Held::query(&self.conn, self.root)?.names(&self.keymap),
+        })
+    }
+
+    /// Answers `release_held`: releases every held key and button and names them.
+    pub fn release_held(&mut self) -> Result<Vec<String>, X11Error> {
+        let held = Held::query(&self.conn, self.root)?;
+        let names = held.names(&self.keymap);
+        if !held.is_empty() {
+            tracing::info!(?names, "releasing held keys and buttons");
+            held.release(&self.conn, self.root)?;
+        }
+        Ok(names)
+    }
+
+    fn check_point(&self, point: ScreenPoint) -> Result<(), WorkerFailure> {
+        let inside = self
+            .display
+            .contains(i64::from(point.x), i64::from(point.y));
+        if inside {
+            return Ok(());
+        }
+        Err(WorkerFailure {
+            kind: WorkerFailureKind::InvalidRequest,
+            message: format!(
+                "point ({}, {}) is outside the {} display",
+                point.x, point.y, self.display
+            ),
+        })
+    }
+
+    fn check_action(&self, action: &InputAction) -> Result<(), WorkerFailure> {
+        match action {
+            InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => {
+                self.check_point(*at)
+            }
+            InputAction::Move { to, .. } => self.check_point(*to),
+            InputAction::Drag { path, .. } => {
+                if path.len() < 2 {
+                    return Err(WorkerFailure {
+                        kind: WorkerFailureKind::InvalidRequest,
+                        message: "a drag needs at least two points".into(),
+                    });
+                }
+                path.iter().try_for_each(|point| self.check_point(*point))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Answers `execute`: inject once, release held inputs, settle, capture.
+    pub fn execute(
+        &mut self,
+        action: &InputAction,
+        policy: &SettlePolicy,
+    ) -> Result<ActionOutcome, WorkerFailure> {
+        self.check_action(action)?;
+        let app_pid = self.app_pid();
+        let before_failed = |error: X11Error| WorkerFailure {
+            kind: WorkerFailureKind::DesktopFailed,
+            message: error.to_string(),
+        };
+        let unknown = |error: X11Error| WorkerFailure {
+            kind: WorkerFailureKind::OutcomeUnknown,
+            message: error.to_string(),
+        };
+        let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
+        let before = self.capture_raw().map_err(before_failed)?;
+        let input_started = Instant::now();
+        let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
+        let injected = inject(&mut injector, action, focus_before.pointer);
+        let sent_any = injector.sent_any();
+        let events = injector.into_events();
+        let restored = self.keymap.restore(&self.conn);
+        let released = self.release_held();
+        let input_ms = millis(input_started.elapsed());
+        let classify = |error: X11Error| {
+            if sent_any {
+                unknown(error)
+            } else {
+                before_failed(error)
+            }
+        };
+        injected.map_err(classify)?;
+        restored.map_err(classify)?;
+        let released_after = released.map_err(classify)?;
+        let (outcome, frame, wait_ms, n_samples) = if matches!(action, InputAction::Done) {
+            let frame = self.capture_raw().map_err(classify)?;
+            (SettleOutcome::Skipped, frame, 0, 0)
+        } else {
+            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, before.clone())
+                .map_err(classify)?;
+            (
+                settled.outcome,
+                settled.frame,
+                settled.wait_ms,
+                settled.n_samples,
+            )
+        };
+        let changed_pixels = frame.changed_pixels(&before);
+        let focus_after = self.windows().focus(app_pid).map_err(classify)?;
+        let frame = self.encode(&frame).map_err(classify)?;
+        Ok(ActionOutcome {
+            events,
+            focus_before,
+            focus_after,
+            released_after,
+            settle: SettleReport {
+                outcome,
+                wait_ms,
+                changed_pixels,
+                n_samples,
+                post_action_visual_stable: outcome == SettleOutcome::Stable,
+            },
+            frame,
+            input_ms,
+        })
+    }
+
+    /// Releases held inputs and detaches shared memory; the session stays usable for capture
+    /// through core `GetImage`.
+    pub fn close(&mut self) {
+        if let Err(error) = self.release_held() {
+            tracing::warn!(%error, "failed to release held inputs at shutdown");
+        }
+        let _ = self.keymap.restore(&self.conn);
+        self.capturer.close(&self.conn);
+        let _ = self.conn.flush();
+    }
+}
+
+fn inject(
+    injector: &mut Injector<'_>,
+    action: &InputAction,
+    pointer: ScreenPoint,
+) -> Result<(), X11Error> {
+    match action {
+        InputAction::Click {
+            at,
+            button,
+            modifiers,
+        } => injector.click(*at, *button, modifiers, 1)?,
+        InputAction::DoubleClick {
+            at,
+            button,
+            modifiers,
+        } => injector.click(*at, *button, modifiers, 2)?,
+        InputAction::Drag {
+            path,
+            button,
+            duration_ms,
+            modifiers,
+        } => injector.drag(path, *button, *duration_ms, modifiers)?,
+        InputAction::Move { to, duration_ms } => injector.move_to(pointer, *to, *duration_ms)?,
+        InputAction::Scroll { dx, dy, modifiers } => {
+            injector.scroll(pointer, *dx, *dy, modifiers)?
+        }
+        InputAction::Key { keys } => injector.chord(keys)?,
+        InputAction::Type { text } => injector.type_text(text)?,
+        InputAction::Wait { milliseconds } => {
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(*milliseconds)))
+        }
+        InputAction::Done => {}
+    }
+    if injector.sent_any() {
+        injector.sync()?;
+    }
+    Ok(())
+}

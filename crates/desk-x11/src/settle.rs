@@ -1,0 +1,73 @@
+//! The settle wait: sample raw frames about every 20 ms, note when the screen last changed, and
+//! let [`SettlePolicy::decide`] say when to stop.
+//!
+//! Invariant: settling never fails because the screen kept changing; it gives up with
+//! `still_changing` and the freshest frame. Only an X error ends it with an error.
+
+use std::time::{Duration, Instant};
+
+use desk_contract::settle::{SettleDecision, SettleOutcome, SettlePolicy};
+use x11rb::rust_connection::RustConnection;
+
+use crate::capture::{Capturer, RawFrame};
+use crate::error::X11Error;
+
+/// Interval between samples.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What one settle wait observed.
+#[derive(Debug, Clone)]
+pub(crate) struct Settled {
+    /// `stable` or `still_changing`.
+    pub(crate) outcome: SettleOutcome,
+    /// The freshest frame.
+    pub(crate) frame: RawFrame,
+    /// Time waited.
+    pub(crate) wait_ms: u64,
+    /// Frames sampled.
+    pub(crate) n_samples: u32,
+}
+
+/// Waits for the screen to stop changing, starting from `first` (the frame before the wait).
+pub(crate) fn wait_for_stable(
+    conn: &RustConnection,
+    capturer: &mut Capturer,
+    policy: &SettlePolicy,
+    first: RawFrame,
+) -> Result<Settled, X11Error> {
+    let started = Instant::now();
+    let mut previous = first;
+    let mut last_change_ms: Option<u64> = None;
+    let mut n_samples = 0u32;
+    let mut next_sample = started + SAMPLE_INTERVAL;
+    loop {
+        let now = Instant::now();
+        if next_sample > now {
+            std::thread::sleep(next_sample - now);
+        }
+        next_sample += SAMPLE_INTERVAL;
+        let sample = capturer.capture_raw(conn)?;
+        n_samples = n_samples.saturating_add(1);
+        let elapsed_ms = millis(started.elapsed());
+        if sample.differs_from(&previous) {
+            last_change_ms = Some(elapsed_ms);
+        }
+        previous = sample;
+        let outcome = match policy.decide(elapsed_ms, last_change_ms) {
+            SettleDecision::Continue => continue,
+            SettleDecision::Settled => SettleOutcome::Stable,
+            SettleDecision::GiveUp => SettleOutcome::StillChanging,
+        };
+        return Ok(Settled {
+            outcome,
+            frame: previous,
+            wait_ms: elapsed_ms,
+            n_samples,
+        });
+    }
+}
+
+/// Whole milliseconds of a duration, saturating.
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

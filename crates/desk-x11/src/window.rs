@@ -1,0 +1,241 @@
+//! EWMH/ICCCM window facts and requests: client lists, pid/title/class/state/geometry,
+//! maximize and activate client messages, focus and pointer.
+//!
+//! Invariant: nothing here sends input; requests to the window manager go through root-window
+//! client messages only.
+
+use desk_contract::desktop::{FocusFacts, WindowFacts, WindowRect};
+use desk_contract::geometry::ScreenPoint;
+use x11rb::protocol::xproto::{
+    AtomEnum, ClientMessageEvent, ConnectionExt as _, EventMask, Window,
+};
+use x11rb::rust_connection::RustConnection;
+
+use crate::error::X11Error;
+
+x11rb::atom_manager! {
+    /// Interned EWMH atoms.
+    pub(crate) Atoms: AtomsCookie {
+        _NET_ACTIVE_WINDOW,
+        _NET_CLIENT_LIST,
+        _NET_WM_PID,
+        _NET_WM_NAME,
+        _NET_WM_STATE,
+        _NET_WM_STATE_MAXIMIZED_VERT,
+        _NET_WM_STATE_MAXIMIZED_HORZ,
+        _NET_SUPPORTING_WM_CHECK,
+        UTF8_STRING,
+    }
+}
+
+/// `_NET_WM_STATE_ADD`.
+const NET_WM_STATE_ADD: u32 = 1;
+/// Source indication "application" for EWMH requests.
+const SOURCE_APPLICATION: u32 = 1;
+
+/// Reads windows and talks to the window manager.
+pub(crate) struct Windows<'a> {
+    /// The connection.
+    pub(crate) conn: &'a RustConnection,
+    /// Interned atoms.
+    pub(crate) atoms: &'a Atoms,
+    /// The root window.
+    pub(crate) root: Window,
+}
+
+impl Windows<'_> {
+    fn cardinals(&self, window: Window, property: u32) -> Result<Vec<u32>, X11Error> {
+        let reply = self
+            .conn
+            .get_property(false, window, property, AtomEnum::ANY, 0, 1024)
+            .map_err(X11Error::conn("get property"))?
+            .reply()
+            .map_err(X11Error::reply("get property"))?;
+        Ok(reply.value32().map(Iterator::collect).unwrap_or_default())
+    }
+
+    fn text(&self, window: Window, property: u32) -> Result<Option<String>, X11Error> {
+        let reply = self
+            .conn
+            .get_property(false, window, property, AtomEnum::ANY, 0, 4096)
+            .map_err(X11Error::conn("get property"))?
+            .reply()
+            .map_err(X11Error::reply("get property"))?;
+        if reply.format != 8 || reply.value.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(String::from_utf8_lossy(&reply.value).into_owned()))
+    }
+
+    /// Top-level client windows: `_NET_CLIENT_LIST`, else the root's children.
+    pub(crate) fn clients(&self) -> Result<Vec<Window>, X11Error> {
+        let listed = self.cardinals(self.root, self.atoms._NET_CLIENT_LIST)?;
+        if !listed.is_empty() {
+            return Ok(listed);
+        }
+        // With a window manager running, an unlisted window is not managed yet: requests to it
+        // would be ignored, so wait for the manager to list it.
+        if !self
+            .cardinals(self.root, self.atoms._NET_SUPPORTING_WM_CHECK)?
+            .is_empty()
+        {
+            return Ok(Vec::new());
+        }
+        let tree = self
+            .conn
+            .query_tree(self.root)
+            .map_err(X11Error::conn("query tree"))?
+            .reply()
+            .map_err(X11Error::reply("query tree"))?;
+        Ok(tree.children)
+    }
+
+    /// `_NET_WM_PID`.
+    pub(crate) fn pid(&self, window: Window) -> Result<Option<u32>, X11Error> {
+        Ok(self
+            .cardinals(window, self.atoms._NET_WM_PID)?
+            .first()
+            .copied())
+    }
+
+    /// `_NET_WM_NAME`, else `WM_NAME`, else empty.
+    pub(crate) fn title(&self, window: Window) -> Result<String, X11Error> {
+        if let Some(title) = self.text(window, self.atoms._NET_WM_NAME)? {
+            return Ok(title);
+        }
+        Ok(self
+            .text(window, AtomEnum::WM_NAME.into())?
+            .unwrap_or_default())
+    }
+
+    /// The class part of `WM_CLASS`.
+    pub(crate) fn class(&self, window: Window) -> Result<String, X11Error> {
+        let raw = self
+            .text(window, AtomEnum::WM_CLASS.into())?
+            .unwrap_or_default();
+        let mut parts = raw.split('\0');
+        let _instance = parts.next();
+        Ok(parts.next().unwrap_or_default().to_string())
+    }
+
+    /// Whether `_NET_WM_STATE` holds both maximized atoms.
+    pub(crate) fn maximized(&self, window: Window) -> Result<bool, X11Error> {
+        let state = self.cardinals(window, self.atoms._NET_WM_STATE)?;
+        Ok(state.contains(&self.atoms._NET_WM_STATE_MAXIMIZED_VERT)
+            && state.contains(&self.atoms._NET_WM_STATE_MAXIMIZED_HORZ))
+    }
+
+    /// Geometry translated to root coordinates.
+    pub(crate) fn rect(&self, window: Window) -> Result<WindowRect, X11Error> {
+        let geometry = self
+            .conn
+            .get_geometry(window)
+            .map_err(X11Error::conn("get geometry"))?
+            .reply()
+            .map_err(X11Error::reply("get geometry"))?;
+        let translated = self
+            .conn
+            .translate_coordinates(window, self.root, 0, 0)
+            .map_err(X11Error::conn("translate coordinates"))?
+            .reply()
+            .map_err(X11Error::reply("translate coordinates"))?;
+        Ok(WindowRect {
+            x: i32::from(translated.dst_x),
+            y: i32::from(translated.dst_y),
+            width: u32::from(geometry.width),
+            height: u32::from(geometry.height),
+        })
+    }
+
+    /// Everything about one window.
+    pub(crate) fn facts(
+        &self,
+        window: Window,
+        app_pid: Option<u32>,
+    ) -> Result<WindowFacts, X11Error> {
+        let pid = self.pid(window)?;
+        Ok(WindowFacts {
+            window_id: window,
+            pid,
+            title: self.title(window)?,
+            class: self.class(window)?,
+            maximized: self.maximized(window)?,
+            rect: self.rect(window)?,
+            is_app: app_pid.is_some() && pid == app_pid,
+        })
+    }
+
+    /// `_NET_ACTIVE_WINDOW`, when set and non-zero.
+    pub(crate) fn active(&self) -> Result<Option<Window>, X11Error> {
+        let active = self.cardinals(self.root, self.atoms._NET_ACTIVE_WINDOW)?;
+        Ok(active.first().copied().filter(|window| *window != 0))
+    }
+
+    /// The pointer position and button/modifier mask.
+    pub(crate) fn pointer(&self) -> Result<(ScreenPoint, u16), X11Error> {
+        let reply = self
+            .conn
+            .query_pointer(self.root)
+            .map_err(X11Error::conn("query pointer"))?
+            .reply()
+            .map_err(X11Error::reply("query pointer"))?;
+        let point = ScreenPoint {
+            x: u32::try_from(reply.root_x.max(0)).unwrap_or(0),
+            y: u32::try_from(reply.root_y.max(0)).unwrap_or(0),
+        };
+        Ok((point, u16::from(reply.mask)))
+    }
+
+    /// Focus and pointer. A vanished active window is reported as none.
+    pub(crate) fn focus(&self, app_pid: Option<u32>) -> Result<FocusFacts, X11Error> {
+        let active = match self.active()? {
+            Some(window) => match self.facts(window, app_pid) {
+                Ok(facts) => Some(facts),
+                Err(X11Error::Reply { .. }) => None,
+                Err(other) => return Err(other),
+            },
+            None => None,
+        };
+        let (pointer, _) = self.pointer()?;
+        Ok(FocusFacts { active, pointer })
+    }
+
+    fn client_message(&self, window: Window, kind: u32, data: [u32; 5]) -> Result<(), X11Error> {
+        let event = ClientMessageEvent::new(32, window, kind, data);
+        self.conn
+            .send_event(
+                false,
+                self.root,
+                EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+                event,
+            )
+            .map_err(X11Error::conn("send client message"))?
+            .check()
+            .map_err(X11Error::reply("send client message"))
+    }
+
+    /// Asks the window manager to maximize `window` both ways.
+    pub(crate) fn request_maximize(&self, window: Window) -> Result<(), X11Error> {
+        let atoms = self.atoms;
+        self.client_message(
+            window,
+            atoms._NET_WM_STATE,
+            [
+                NET_WM_STATE_ADD,
+                atoms._NET_WM_STATE_MAXIMIZED_VERT,
+                atoms._NET_WM_STATE_MAXIMIZED_HORZ,
+                SOURCE_APPLICATION,
+                0,
+            ],
+        )
+    }
+
+    /// Asks the window manager to activate (raise and focus) `window`.
+    pub(crate) fn activate(&self, window: Window) -> Result<(), X11Error> {
+        self.client_message(
+            window,
+            self.atoms._NET_ACTIVE_WINDOW,
+            [SOURCE_APPLICATION, x11rb::CURRENT_TIME, 0, 0, 0],
+        )
+    }
+}

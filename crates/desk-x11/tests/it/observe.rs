@@ -1,0 +1,120 @@
+//! Capture, settle and facts on a real display.
+
+use desk_contract::settle::SettleOutcome;
+use desk_contract::validate::InputAction;
+use desk_test_support::PROBE_RGB;
+
+use crate::desk::{desk, point};
+
+fn decode(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    (info.width, info.height, buffer)
+}
+
+#[test]
+fn capture_shows_probe_color_at_display_size() {
+    let Some(mut desk) = desk(1280, 800) else {
+        return;
+    };
+    let hello = desk.session.hello();
+    assert_eq!(hello.capture_path, "mit-shm");
+    assert_eq!((hello.display.width, hello.display.height), (1280, 800));
+    let frame = desk.session.capture().unwrap();
+    assert_eq!((frame.width, frame.height), (1280, 800));
+    assert_eq!(frame.sha256, desk_x11::sha256_hex(&frame.png));
+    assert!(frame.app_maximized);
+    let (width, height, rgb) = decode(&frame.png);
+    assert_eq!((width, height), (1280, 800));
+    // The maximized client covers everything below openbox's title bar.
+    for (x, y) in [(640, 400), (10, 100), (1270, 790), (900, 200)] {
+        let offset = (y * 1280 + x) * 3;
+        assert_eq!(
+            (rgb[offset], rgb[offset + 1], rgb[offset + 2]),
+            PROBE_RGB,
+            "pixel ({x}, {y})"
+        );
+    }
+}
+
+#[test]
+fn settle_is_stable_on_static_screen() {
+    let Some(mut desk) = desk(800, 600) else {
+        return;
+    };
+    let (outcome, _) = desk.run(InputAction::Move {
+        to: point(20, 300),
+        duration_ms: 0,
+    });
+    assert_eq!(outcome.settle.outcome, SettleOutcome::Stable);
+    assert!(outcome.settle.post_action_visual_stable);
+    assert!(
+        (390..=550).contains(&outcome.settle.wait_ms),
+        "waited {} ms",
+        outcome.settle.wait_ms
+    );
+    assert_eq!(outcome.settle.changed_pixels, 0);
+    assert!(outcome.settle.n_samples >= 10);
+}
+
+#[test]
+fn done_skips_settle_and_sends_nothing() {
+    let Some(mut desk) = desk(800, 600) else {
+        return;
+    };
+    let (outcome, events) = desk.run(InputAction::Done);
+    assert_eq!(outcome.settle.outcome, SettleOutcome::Skipped);
+    assert!(outcome.events.is_empty());
+    assert!(events.is_empty());
+    assert_eq!((outcome.frame.width, outcome.frame.height), (800, 600));
+}
+
+#[test]
+fn release_held_releases_what_is_down() {
+    let Some(mut desk) = desk(800, 600) else {
+        return;
+    };
+    // Hold Shift and the left button behind the worker's back, through XTEST on another client.
+    let conn = desk.xvfb.connect();
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xtest::ConnectionExt as _;
+    use x11rb::wrapper::ConnectionExt as _;
+    let root = conn.setup().roots[0].root;
+    let shift_keycode = desk_x11::Keymap::load(&conn)
+        .unwrap()
+        .lookup(desk_x11::XK_SHIFT_L)
+        .unwrap()
+        .keycode;
+    conn.xtest_fake_input(2, shift_keycode, 0, root, 0, 0, 0)
+        .unwrap();
+    conn.xtest_fake_input(4, 1, 0, root, 0, 0, 0).unwrap();
+    conn.sync().unwrap();
+    let mut held = desk.session.facts().unwrap().held;
+    held.sort();
+    assert_eq!(held, ["mouse_left", "shift"]);
+    let mut released = desk.session.release_held().unwrap();
+    released.sort();
+    assert_eq!(released, ["mouse_left", "shift"]);
+    desk.assert_nothing_held();
+}
+
+#[test]
+fn capture_encode_benchmark_1080p() {
+    let Some(desk) = desk(1920, 1080) else { return };
+    let stats = desk_x11::bench_capture(Some(desk.xvfb.display()), 30).unwrap();
+    println!(
+        "capture+encode 1920x1080 via {}: median {:?} (capture {:?}, encode {:?}), p95 {:?}, {} bytes",
+        stats.capture_path,
+        stats.total_median,
+        stats.capture_median,
+        stats.encode_median,
+        stats.total_p95,
+        stats.png_bytes
+    );
+    assert_eq!(stats.capture_path, "mit-shm");
+    // Generous bound for debug builds on a busy 2-core machine; release is measured separately.
+    assert!(stats.total_median < std::time::Duration::from_millis(250));
+}
