@@ -1,0 +1,120 @@
+use super::*;
+use crate::dxf_write::to_drawing;
+use crate::model::Entity;
+
+#[test]
+fn bulge_of_one_is_a_ccw_half_circle() {
+    let arc = bulge_arc(Point::new(0.0, 0.0), Point::new(20.0, 0.0), 1.0);
+    let Some(Geometry::Arc {
+        center,
+        r,
+        start_deg,
+        end_deg,
+    }) = arc
+    else {
+        panic!("expected an arc, got {arc:?}");
+    };
+    assert!(center.dist(Point::new(10.0, 0.0)) < 1e-9);
+    assert!((r - 10.0).abs() < 1e-9);
+    // Counter-clockwise from (0,0) to (20,0) around (10,0) passes below: 180 → 360.
+    assert!((start_deg - 180.0).abs() < 1e-9, "{start_deg}");
+    assert!(
+        end_deg.abs() < 1e-9 || (end_deg - 360.0).abs() < 1e-9,
+        "{end_deg}"
+    );
+}
+
+#[test]
+fn bulged_polyline_splits_into_lines_and_arcs() {
+    let pieces = polyline_pieces(
+        &[
+            (Point::new(0.0, 0.0), 0.0),
+            (Point::new(10.0, 0.0), -1.0),
+            (Point::new(10.0, 10.0), 0.0),
+        ],
+        false,
+    );
+    assert_eq!(pieces.len(), 2);
+    assert!(matches!(pieces[0], Geometry::Line { .. }));
+    assert!(matches!(pieces[1], Geometry::Arc { .. }));
+}
+
+#[test]
+fn mtext_codes_are_stripped() {
+    assert_eq!(strip_mtext("{\\fArial|b0;PLATE}\\PA"), "PLATE A");
+    assert_eq!(strip_mtext("\\A1;Hello"), "Hello");
+}
+
+#[test]
+fn raw_scan_finds_forbidden_names() {
+    let text = b"  0\nSECTION\n  2\nENTITIES\n  0\nOLE2FRAME\n  0\nPDFUNDERLAY\n  0\nENDSEC\n";
+    assert_eq!(
+        raw_forbidden_scan(text),
+        vec![Forbidden::Ole, Forbidden::Underlay]
+    );
+}
+
+#[test]
+fn model_round_trips_through_dxf() -> Result<(), String> {
+    let model = Model {
+        entities: vec![
+            Entity::on_layer(
+                "OUTLINE",
+                Geometry::Polyline {
+                    points: vec![
+                        Point::new(0.0, 0.0),
+                        Point::new(10.0, 0.0),
+                        Point::new(10.0, 5.0),
+                    ],
+                    closed: true,
+                },
+            ),
+            Entity::new(Geometry::Arc {
+                center: Point::new(1.0, 2.0),
+                r: 3.0,
+                start_deg: 10.0,
+                end_deg: 200.0,
+            }),
+            Entity::on_layer(
+                "DIMS",
+                Geometry::LinearDim {
+                    p1: Point::new(0.0, 0.0),
+                    p2: Point::new(10.0, 5.0),
+                    dim_line_point: Point::new(3.0, 9.0),
+                    kind: DimKind::Aligned,
+                },
+            ),
+            Entity::on_layer(
+                "DIMS",
+                Geometry::RadialDim {
+                    center: Point::new(5.0, 5.0),
+                    point_on_circle: Point::new(8.0, 9.0),
+                    diameter: true,
+                },
+            ),
+            Entity::on_layer(
+                "TEXT",
+                Geometry::Text {
+                    insert: Point::new(1.0, 1.0),
+                    height: 2.5,
+                    value: "NOTE".to_owned(),
+                },
+            ),
+        ],
+    };
+    let mut bytes = Vec::new();
+    to_drawing(&model)
+        .save(&mut bytes)
+        .map_err(|err| err.to_string())?;
+    let outcome = read_dxf_bytes(&bytes)?;
+    assert!(outcome.forbidden.is_empty());
+    assert_eq!(outcome.model.entities.len(), model.entities.len());
+    for (read, written) in outcome.model.entities.iter().zip(&model.entities) {
+        assert_eq!(read.layer, written.layer);
+        assert_eq!(
+            read.geometry.measured_value().map(|v| (v * 1e6).round()),
+            written.geometry.measured_value().map(|v| (v * 1e6).round())
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! DXF writing of gold drawings.
+//!
+//! Output is R2007 (LibreCAD's own save format) in millimetres with every used layer in the
+//! LAYER table. Invariant: the bytes depend only on the model: the header's clock-derived
+//! dates and random GUIDs are pinned to fixed values.
+
+use std::path::Path;
+
+use dxf::entities::{self as dx, EntityType};
+use dxf::enums::{AcadVersion, DimensionType, Units};
+use dxf::{Drawing, LwPolylineVertex};
+
+use crate::error::CadError;
+use crate::model::{DimKind, Geometry, Model, Point};
+
+/// Writes `model` as a DXF R2007 file in millimetres.
+pub fn write_dxf(model: &Model, path: &Path) -> Result<(), CadError> {
+    let drawing = to_drawing(model);
+    drawing.save_file(path).map_err(|err| CadError::Dxf {
+        op: "write",
+        path: path.to_owned(),
+        message: err.to_string(),
+    })
+}
+
+/// Builds the `dxf` drawing for `model`.
+pub(crate) fn to_drawing(model: &Model) -> Drawing {
+    let mut drawing = Drawing::new();
+    drawing.header.version = AcadVersion::R2007;
+    drawing.header.default_drawing_units = Units::Millimeters;
+    pin_header_stamps(&mut drawing.header);
+    for name in model.layers() {
+        if name != "0" {
+            drawing.add_layer(dxf::tables::Layer {
+                name,
+                ..Default::default()
+            });
+        }
+    }
+    for entity in &model.entities {
+        let specific = to_specific(&entity.geometry);
+        drawing.add_entity(dx::Entity {
+            common: dx::EntityCommon {
+                layer: entity.layer.clone(),
+                ..Default::default()
+            },
+            specific,
+        });
+    }
+    drawing
+}
+
+/// Replaces the clock- and random-derived header fields so gold files are byte-stable.
+fn pin_header_stamps(header: &mut dxf::Header) {
+    use chrono::{NaiveDate, TimeZone};
+    if let Some(naive) = NaiveDate::from_ymd_opt(2025, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0)) {
+        if let Some(local) = chrono::Local.from_local_datetime(&naive).earliest() {
+            header.creation_date = local;
+            header.update_date = local;
+        }
+        let universal = chrono::Utc.from_utc_datetime(&naive);
+        header.creation_date_universal = universal;
+        header.update_date_universal = universal;
+    }
+    header.fingerprint_guid = uuid::Uuid::nil();
+    header.version_guid = uuid::Uuid::nil();
+    header.time_in_drawing = std::time::Duration::ZERO;
+    header.user_elapsed_timer = std::time::Duration::ZERO;
+}
+
+fn dxf_point(p: Point) -> dxf::Point {
+    dxf::Point::new(p.x, p.y, 0.0)
+}
+
+fn to_specific(geometry: &Geometry) -> EntityType {
+    let measured = geometry.measured_value().unwrap_or(0.0);
+    match geometry {
+        Geometry::Line { a, b } => EntityType::Line(dx::Line::new(dxf_point(*a), dxf_point(*b))),
+        Geometry::Circle { center, r } => {
+            EntityType::Circle(dx::Circle::new(dxf_point(*center), *r))
+        }
+        Geometry::Arc {
+            center,
+            r,
+            start_deg,
+            end_deg,
+        } => EntityType::Arc(dx::Arc::new(dxf_point(*center), *r, *start_deg, *end_deg)),
+        Geometry::Polyline { points, closed } => {
+            let mut poly = dx::LwPolyline::default();
+            poly.set_is_closed(*closed);
+            poly.vertices = points
+                .iter()
+                .map(|p| LwPolylineVertex {
+                    x: p.x,
+                    y: p.y,
+                    ..Default::default()
+                })
+                .collect();
+            EntityType::LwPolyline(poly)
+        }
+        Geometry::Text {
+            insert,
+            height,
+            value,
+        } => EntityType::Text(dx::Text {
+            location: dxf_point(*insert),
+            text_height: *height,
+            value: value.clone(),
+            ..Default::default()
+        }),
+        Geometry::LinearDim {
+            p1,
+            p2,
+            dim_line_point,
+            kind,
+        } => {
+            let mut dim = dx::RotatedDimension::default();
+            dim.dimension_base.definition_point_1 = dxf_point(*dim_line_point);
+            dim.dimension_base.text_mid_point = dxf_point(*dim_line_point);
+            dim.dimension_base.actual_measurement = measured;
+            dim.dimension_base.dimension_style_name = "Standard".to_owned();
+            dim.definition_point_2 = dxf_point(*p1);
+            dim.definition_point_3 = dxf_point(*p2);
+            match kind {
+                DimKind::Horizontal => {
+                    dim.dimension_base.dimension_type = DimensionType::RotatedHorizontalOrVertical;
+                    dim.rotation_angle = 0.0;
+                }
+                DimKind::Vertical => {
+                    dim.dimension_base.dimension_type = DimensionType::RotatedHorizontalOrVertical;
+                    dim.rotation_angle = 90.0;
+                }
+                DimKind::Aligned => dim.dimension_base.dimension_type = DimensionType::Aligned,
+            }
+            EntityType::RotatedDimension(dim)
+        }
+        Geometry::RadialDim {
+            center,
+            point_on_circle,
+            diameter,
+        } => {
+            if *diameter {
+                let far = Point::new(
+                    2.0 * center.x - point_on_circle.x,
+                    2.0 * center.y - point_on_circle.y,
+                );
+                let mut dim = dx::DiameterDimension::default();
+                dim.dimension_base.dimension_type = DimensionType::Diameter;
+                dim.dimension_base.definition_point_1 = dxf_point(far);
+                dim.dimension_base.text_mid_point = dxf_point(*point_on_circle);
+                dim.dimension_base.actual_measurement = measured;
+                dim.dimension_base.dimension_style_name = "Standard".to_owned();
+                dim.definition_point_2 = dxf_point(*point_on_circle);
+                EntityType::DiameterDimension(dim)
+            } else {
+                let mut dim = dx::RadialDimension::default();
+                dim.dimension_base.dimension_type = DimensionType::Radius;
+                dim.dimension_base.definition_point_1 = dxf_point(*center);
+                dim.dimension_base.text_mid_point = dxf_point(*point_on_circle);
+                dim.dimension_base.actual_measurement = measured;
+                dim.dimension_base.dimension_style_name = "Standard".to_owned();
+                dim.definition_point_2 = dxf_point(*point_on_circle);
+                EntityType::RadialDimension(dim)
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Scorer-side CAD code for the open LibreCAD/DXF benchmark.
+//!
+//! This crate is trusted evaluator code: it knows nothing about the broker, HTTP or X11.
+//! It owns the normalized 2D drawing model ([`model`]), DXF reading and writing ([`dxf_io`]),
+//! the deterministic task corpus ([`corpus`]), the reference renderer ([`render`]) and the
+//! similarity scorer ([`score`]). Every output is a pure function of its inputs: no clock,
+//! no randomness outside the seeded corpus generator, no hash-map iteration order.
+#![forbid(unsafe_code)]
+
+pub mod corpus;
+pub mod dxf_io;
+mod dxf_write;
+mod error;
+mod generate;
+mod matching;
+pub mod model;
+mod normalize;
+pub mod render;
+pub mod score;
+
+pub use corpus::{
+    Budgets, CONTRACT_VERSION, CORPUS_VERSION, DrawingType, Level, Split, Task, TaskId,
+    generate_corpus, load_gold, load_tasks, write_corpus,
+};
+pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, write_dxf};
+pub use error::CadError;
+pub use model::{DimKind, Entity, Geometry, Model, Point};
+pub use render::{render_png, render_svg};
+pub use score::{CategoryScore, ScoreReport, ZeroReason, score, score_model};

@@ -1,0 +1,314 @@
+//! Similarity scoring of a candidate DXF against a gold drawing.
+//!
+//! # Zero rules
+//! The score is 0 with a [`ZeroReason`] when the candidate file is missing, unreadable (not a
+//! DXF, or the parser fails), empty (no scorable model-space entity), or contains a raster
+//! IMAGE, an OLE object (OLEFRAME/OLE2FRAME), an underlay (PDF/DWF/DGN) or an external
+//! reference (xref block or XREF object).
+//!
+//! # Categories
+//! Entities are normalized into items, then matched 1:1 per category with a deterministic
+//! greedy matcher (lowest cost first):
+//! - **geometry**: straight segments (lines, and every polyline edge, so a rectangle drawn as
+//!   four lines equals one closed polyline; zero-length edges dropped; direction ignored),
+//!   circles (center and radius), arcs (center, radius, start and end points).
+//! - **dimensions**: linear dimensions match on kind (horizontal, vertical, aligned), the two
+//!   extension-line origins (either order) and the measured value; radius and diameter
+//!   dimensions on kind, center and value. Where the dimension line sits is not scored.
+//! - **annotations**: text value (trimmed, inner whitespace collapsed, case-sensitive) and
+//!   insertion point.
+//! - **layers**: only when the gold uses a layer other than `0`: a matched pair from the three
+//!   categories above counts when both sit on the same layer (case-insensitive).
+//!
+//! # Tolerances
+//! Points and radii: [`POINT_TOL_MM`] (0.05 mm). Dimension values: [`VALUE_TOL_REL`] (0.5 %)
+//! of the gold value, at least 0.05 mm. Text insertion points: [`TEXT_TOL_MM`] (0.5 mm).
+//!
+//! # Weights
+//! Per category F1 = 2·matched / (gold + candidate). Overall = weighted mean of the F1 of the
+//! categories the gold contains: geometry 0.50, dimensions 0.25, annotations 0.10, layers
+//! 0.15, renormalized over the included categories. Candidate items in a category the gold
+//! lacks are ignored for the score and reported as a flag.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dxf_io::{Forbidden, read_dxf_bytes};
+use crate::matching::greedy_match;
+use crate::model::Model;
+use crate::normalize::{Item, item_cost, items};
+
+/// Version of these scoring rules.
+pub const SCORER_VERSION: &str = "deskbroker-cad-scorer-v1";
+/// Point and radius tolerance in mm.
+pub const POINT_TOL_MM: f64 = 0.05;
+/// Relative tolerance on dimension values.
+pub const VALUE_TOL_REL: f64 = 0.005;
+/// Text insertion point tolerance in mm.
+pub const TEXT_TOL_MM: f64 = 0.5;
+/// Category weights before renormalization.
+pub const WEIGHTS: [(Category, f64); 4] = [
+    (Category::Geometry, 0.50),
+    (Category::Dimensions, 0.25),
+    (Category::Annotations, 0.10),
+    (Category::Layers, 0.15),
+];
+
+/// Why a submission scored zero outright.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZeroReason {
+    /// No file at the candidate path.
+    Missing,
+    /// Not a DXF, or the parser failed.
+    Unreadable,
+    /// No scorable model-space entity.
+    Empty,
+    /// Contains a raster image.
+    Raster,
+    /// Contains an OLE object.
+    Ole,
+    /// Contains an underlay.
+    Underlay,
+    /// Contains an external reference.
+    Xref,
+}
+
+/// A scoring category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Segments, circles and arcs.
+    Geometry,
+    /// Linear, radius and diameter dimensions.
+    Dimensions,
+    /// Text.
+    Annotations,
+    /// Layer assignment of matched items.
+    Layers,
+}
+
+/// One category's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CategoryScore {
+    /// The category.
+    pub category: Category,
+    /// Whether the gold contains this category (otherwise it does not count).
+    pub included: bool,
+    /// Weight after renormalization (0 when excluded).
+    pub weight: f64,
+    /// Gold item count.
+    pub gold: usize,
+    /// Candidate item count.
+    pub candidate: usize,
+    /// Matched pairs.
+    pub matched: usize,
+    /// F1 in [0, 1].
+    pub f1: f64,
+}
+
+/// The scorer's verdict on one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoreReport {
+    /// [`SCORER_VERSION`].
+    pub scorer_version: String,
+    /// Overall similarity in [0, 1].
+    pub score: f64,
+    /// Set when the submission scored zero by rule.
+    pub zero_reason: Option<ZeroReason>,
+    /// Human-readable detail for a zero.
+    pub message: Option<String>,
+    /// Per-category breakdown (empty for zero-rule reports).
+    pub categories: Vec<CategoryScore>,
+    /// Sorted, deduplicated machine-readable flags.
+    pub flags: Vec<String>,
+    /// Reader notes (skipped entities and the like).
+    pub notes: Vec<String>,
+}
+
+impl ScoreReport {
+    fn zero(reason: ZeroReason, message: String, notes: Vec<String>) -> Self {
+        Self {
+            scorer_version: SCORER_VERSION.to_owned(),
+            score: 0.0,
+            zero_reason: Some(reason),
+            message: Some(message),
+            categories: Vec::new(),
+            flags: Vec::new(),
+            notes,
+        }
+    }
+}
+
+/// Scores the DXF at `candidate_path` against `gold`. Never fails: problems are zeros.
+pub fn score(gold: &Model, candidate_path: &Path) -> ScoreReport {
+    let bytes = match std::fs::read(candidate_path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return ScoreReport::zero(ZeroReason::Missing, "no candidate file".to_owned(), vec![]);
+        }
+        Err(err) => {
+            return ScoreReport::zero(
+                ZeroReason::Unreadable,
+                format!("failed to read candidate: {err}"),
+                vec![],
+            );
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return ScoreReport::zero(
+            ZeroReason::Empty,
+            "candidate file is empty".to_owned(),
+            vec![],
+        );
+    }
+    if !looks_like_dxf(&bytes) {
+        return ScoreReport::zero(
+            ZeroReason::Unreadable,
+            "candidate is not a DXF".to_owned(),
+            vec![],
+        );
+    }
+    let outcome = match read_dxf_bytes(&bytes) {
+        Ok(outcome) => outcome,
+        Err(message) => {
+            return ScoreReport::zero(
+                ZeroReason::Unreadable,
+                format!("failed to parse candidate dxf: {message}"),
+                vec![],
+            );
+        }
+    };
+    if let Some(first) = outcome.forbidden.first() {
+        let reason = match first {
+            Forbidden::Raster => ZeroReason::Raster,
+            Forbidden::Ole => ZeroReason::Ole,
+            Forbidden::Underlay => ZeroReason::Underlay,
+            Forbidden::Xref => ZeroReason::Xref,
+        };
+        return ScoreReport::zero(
+            reason,
+            format!(
+                "candidate contains forbidden content: {:?}",
+                outcome.forbidden
+            ),
+            outcome.notes,
+        );
+    }
+    if outcome.model.entities.is_empty() {
+        return ScoreReport::zero(
+            ZeroReason::Empty,
+            "candidate has no scorable model-space entity".to_owned(),
+            outcome.notes,
+        );
+    }
+    let mut report = score_model(gold, &outcome.model);
+    report.notes = outcome.notes;
+    report
+}
+
+/// Whether `bytes` plausibly hold an ASCII or binary DXF.
+fn looks_like_dxf(bytes: &[u8]) -> bool {
+    if bytes.starts_with(b"AutoCAD Binary DXF") {
+        return true;
+    }
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.lines().map(str::trim);
+    matches!((lines.next(), lines.next()), (Some("0"), Some("SECTION")))
+        || text.lines().take(40).any(|l| l.trim() == "SECTION")
+}
+
+fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
+    if n_gold + n_candidate == 0 {
+        return 0.0;
+    }
+    2.0 * matched as f64 / (n_gold + n_candidate) as f64
+}
+
+/// Scores an already-read candidate model against `gold`.
+pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {
+    let gold_items = items(gold);
+    let candidate_items = items(candidate);
+    let mut categories = Vec::new();
+    let mut flags = Vec::new();
+    let mut n_layer_correct = 0;
+    for category in [
+        Category::Geometry,
+        Category::Dimensions,
+        Category::Annotations,
+    ] {
+        let gold_of: Vec<&(Item, String)> = gold_items
+            .iter()
+            .filter(|(i, _)| i.category() == category)
+            .collect();
+        let candidate_of: Vec<&(Item, String)> = candidate_items
+            .iter()
+            .filter(|(i, _)| i.category() == category)
+            .collect();
+        let pairs = greedy_match(gold_of.len(), candidate_of.len(), |g, c| {
+            item_cost(&gold_of[g].0, &candidate_of[c].0)
+        });
+        n_layer_correct += pairs
+            .iter()
+            .filter(|(g, c)| gold_of[*g].1 == candidate_of[*c].1)
+            .count();
+        let included = !gold_of.is_empty();
+        if !included && !candidate_of.is_empty() {
+            flags.push(format!("ignored_extra_{category:?}").to_ascii_lowercase());
+        }
+        categories.push(CategoryScore {
+            category,
+            included,
+            weight: 0.0,
+            gold: gold_of.len(),
+            candidate: candidate_of.len(),
+            matched: pairs.len(),
+            f1: f1(pairs.len(), gold_of.len(), candidate_of.len()),
+        });
+    }
+    let layers_included = gold.uses_named_layers();
+    categories.push(CategoryScore {
+        category: Category::Layers,
+        included: layers_included,
+        weight: 0.0,
+        gold: gold_items.len(),
+        candidate: candidate_items.len(),
+        matched: n_layer_correct,
+        f1: f1(n_layer_correct, gold_items.len(), candidate_items.len()),
+    });
+    let total_weight: f64 = categories
+        .iter()
+        .filter(|c| c.included)
+        .map(|c| category_weight(c.category))
+        .sum();
+    let mut overall = 0.0;
+    for category in &mut categories {
+        if category.included && total_weight > 0.0 {
+            category.weight = category_weight(category.category) / total_weight;
+            overall += category.weight * category.f1;
+        }
+    }
+    if candidate_items.is_empty() {
+        flags.push("no_scorable_items".to_owned());
+    }
+    flags.sort();
+    flags.dedup();
+    ScoreReport {
+        scorer_version: SCORER_VERSION.to_owned(),
+        score: overall.clamp(0.0, 1.0),
+        zero_reason: None,
+        message: None,
+        categories,
+        flags,
+        notes: Vec::new(),
+    }
+}
+
+fn category_weight(category: Category) -> f64 {
+    WEIGHTS
+        .iter()
+        .find(|(c, _)| *c == category)
+        .map_or(0.0, |(_, w)| *w)
+}

@@ -1,0 +1,123 @@
+//! Corpus generation: determinism, public/private separation, task shape.
+
+use std::path::Path;
+
+use desk_cad::{Level, Split, generate_corpus, load_gold, load_tasks, score_model, write_corpus};
+
+fn read_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn corpus_is_deterministic_and_separates_gold() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let tasks = write_corpus(&first.path().join("public"), &first.path().join("gold")).unwrap();
+    write_corpus(&second.path().join("public"), &second.path().join("gold")).unwrap();
+    let tree_first = read_tree(first.path());
+    let tree_second = read_tree(second.path());
+    assert_eq!(tree_first.len(), tree_second.len());
+    for (a, b) in tree_first.iter().zip(&tree_second) {
+        assert_eq!(a.0, b.0);
+        assert!(a.1 == b.1, "{} differs between runs", a.0);
+    }
+    // 28 tasks: tasks.json + 28 PNGs public, 28 DXFs private.
+    assert_eq!(tasks.len(), 28);
+    assert_eq!(tree_first.len(), 1 + 28 + 28);
+    let public = read_tree(&first.path().join("public"));
+    assert!(public.iter().all(|(name, bytes)| {
+        !name.ends_with(".dxf") && !String::from_utf8_lossy(bytes).contains("gold")
+    }));
+    if let Ok(out) = std::env::var("DESK_CAD_CORPUS_OUT") {
+        let out = Path::new(&out);
+        write_corpus(&out.join("public"), &out.join("gold")).unwrap();
+    }
+}
+
+#[test]
+fn tasks_have_levels_splits_and_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_corpus(&dir.path().join("public"), &dir.path().join("gold")).unwrap();
+    let tasks = load_tasks(&dir.path().join("public")).unwrap();
+    assert_eq!(tasks, written);
+    assert_eq!(tasks[0].id.as_str(), "task-001");
+    assert_eq!(tasks[27].id.as_str(), "task-028");
+    let n_dev = tasks.iter().filter(|t| t.split == Split::Dev).count();
+    assert_eq!(n_dev, 4);
+    for level in [Level::L1, Level::L2, Level::L3, Level::L4] {
+        assert_eq!(tasks.iter().filter(|t| t.level == level).count(), 7);
+    }
+    for task in &tasks {
+        assert!(task.prompt.contains(&task.reference_image));
+        assert!(task.prompt.contains("Ctrl+S"));
+        assert!(task.prompt.contains("mm"));
+        assert_eq!(task.units, "mm");
+        assert_eq!(task.budgets.max_actions, 5000);
+        assert_eq!(task.budgets.wall_time_s, 900);
+        assert!(
+            dir.path()
+                .join("public")
+                .join(&task.reference_image)
+                .is_file()
+        );
+        let gold = load_gold(&dir.path().join("gold"), &task.id).unwrap();
+        assert!(!gold.entities.is_empty());
+    }
+    let json = std::fs::read_to_string(dir.path().join("public/tasks.json")).unwrap();
+    assert!(json.contains("\"drawing_type\": \"2d\""));
+    assert!(json.contains("deskbroker-cad-corpus-v1"));
+    assert!(json.contains("deskbroker-bench-contract-v1"));
+}
+
+#[test]
+fn coordinates_stay_on_grid_and_in_bounds() {
+    for item in generate_corpus() {
+        for entity in &item.gold.entities {
+            let points: Vec<desk_cad::Point> = match &entity.geometry {
+                desk_cad::Geometry::Line { a, b } => vec![*a, *b],
+                desk_cad::Geometry::Polyline { points, .. } => points.clone(),
+                desk_cad::Geometry::Circle { center, .. } => vec![*center],
+                desk_cad::Geometry::Text { insert, .. } => vec![*insert],
+                _ => vec![],
+            };
+            for p in points {
+                assert!(
+                    (0.0..=300.0).contains(&p.x) && (0.0..=200.0).contains(&p.y),
+                    "{p:?}"
+                );
+                assert!(
+                    (p.x / 5.0).fract() == 0.0 && (p.y / 5.0).fract() == 0.0,
+                    "{p:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gold_scores_one_against_itself_for_every_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_corpus(&dir.path().join("public"), &dir.path().join("gold")).unwrap();
+    let generated = generate_corpus();
+    for (task, item) in tasks.iter().zip(&generated) {
+        let gold_path = dir.path().join("gold").join(format!("{}.dxf", task.id));
+        let report = desk_cad::score(&item.gold, &gold_path);
+        assert_eq!(report.score, 1.0, "{}: {report:?}", task.id);
+        let reread = load_gold(&dir.path().join("gold"), &task.id).unwrap();
+        assert_eq!(score_model(&reread, &item.gold).score, 1.0);
+    }
+}

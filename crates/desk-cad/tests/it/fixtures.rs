@@ -1,0 +1,103 @@
+//! Real LibreCAD 2.2 saves (DXF R2007, AC1021) parse into the expected entities.
+//!
+//! `librecad_rect_circle.dxf`: `line` 0,0 → 100,0 → 100,50 → 0,50 → close; `circle` 50,25 r10.
+//! `librecad_mixed.dxf`: a closed `polyline` 0,0 120,0 120,80 0,80; `dimhorizontal`,
+//! `dimvertical` and `dimaligned` on its edges/diagonal; a `line` 0,100 → 120,100; a
+//! three-point `arc` (center 60,40, r20, 0°→90°); a `circle` 30,30 r15; the text `PLATE A`.
+
+use std::path::PathBuf;
+
+use desk_cad::dxf_io::read_dxf;
+use desk_cad::{DimKind, Entity, Geometry, Model, Point, score};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn p(x: f64, y: f64) -> Point {
+    Point::new(x, y)
+}
+
+#[test]
+fn librecad_lines_and_circle() {
+    let outcome = read_dxf(&fixture("librecad_rect_circle.dxf")).unwrap();
+    assert!(outcome.forbidden.is_empty());
+    let entities = &outcome.model.entities;
+    assert_eq!(entities.len(), 5, "{entities:?}");
+    assert_eq!(
+        entities[0].geometry,
+        Geometry::Line {
+            a: p(0.0, 0.0),
+            b: p(100.0, 0.0)
+        }
+    );
+    assert_eq!(
+        entities[4].geometry,
+        Geometry::Circle {
+            center: p(50.0, 25.0),
+            r: 10.0
+        }
+    );
+    assert!(entities.iter().all(|e| e.layer == "0"));
+    // The same rectangle as a gold closed polyline scores 1.0 against the LibreCAD lines.
+    let gold = Model {
+        entities: vec![
+            Entity::new(Geometry::Polyline {
+                points: vec![p(0.0, 0.0), p(100.0, 0.0), p(100.0, 50.0), p(0.0, 50.0)],
+                closed: true,
+            }),
+            Entity::new(Geometry::Circle {
+                center: p(50.0, 25.0),
+                r: 10.0,
+            }),
+        ],
+    };
+    assert_eq!(
+        score(&gold, &fixture("librecad_rect_circle.dxf")).score,
+        1.0
+    );
+}
+
+#[test]
+fn librecad_mixed_drawing() {
+    let outcome = read_dxf(&fixture("librecad_mixed.dxf")).unwrap();
+    assert!(outcome.forbidden.is_empty(), "{:?}", outcome.forbidden);
+    let geometries: Vec<&Geometry> = outcome.model.entities.iter().map(|e| &e.geometry).collect();
+    assert_eq!(geometries.len(), 8, "{geometries:?}");
+    assert!(
+        matches!(geometries[0], Geometry::Polyline { points, closed: true } if points.len() == 4)
+    );
+    let kinds: Vec<(DimKind, f64)> = geometries
+        .iter()
+        .filter_map(|g| match g {
+            Geometry::LinearDim { kind, .. } => Some((*kind, g.measured_value().unwrap())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds.len(), 3);
+    assert_eq!(kinds[0], (DimKind::Horizontal, 120.0));
+    assert_eq!(kinds[1], (DimKind::Vertical, 80.0));
+    assert_eq!(kinds[2].0, DimKind::Aligned);
+    assert!((kinds[2].1 - 144.222_051).abs() < 1e-5);
+    let Geometry::Arc {
+        center,
+        r,
+        start_deg,
+        end_deg,
+    } = geometries[5]
+    else {
+        panic!("expected the arc, got {:?}", geometries[5]);
+    };
+    assert!(center.dist(p(60.0, 40.0)) < 1e-4 && (r - 20.0).abs() < 1e-4);
+    assert!(start_deg.abs() < 1e-3 && (end_deg - 90.0).abs() < 1e-3);
+    assert_eq!(
+        geometries[6],
+        &Geometry::Circle {
+            center: p(30.0, 30.0),
+            r: 15.0
+        }
+    );
+    assert!(matches!(geometries[7], Geometry::Text { value, .. } if value == "PLATE A"));
+}
