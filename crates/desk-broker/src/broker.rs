@@ -87,6 +87,10 @@ impl Broker {
             );
         }
         for mut session in store.unreleased_sessions()? {
+            let n_reaped = factory.reap_orphans(std::path::Path::new(&session.session_dir));
+            if n_reaped > 0 {
+                tracing::info!(session_id = %session.id, n_reaped, "reaped processes of a lost desktop");
+            }
             if matches!(session.state, SessionState::Ready | SessionState::Running) {
                 session.state = SessionState::Error;
                 session.last_error_code = Some(ErrorCode::DesktopFailed.as_str().to_string());

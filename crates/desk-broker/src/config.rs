@@ -1,6 +1,6 @@
 //! Broker configuration and the [`BackendFactory`] through which the binary injects desktops.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use desk_contract::{DisplaySize, SettlePolicy};
@@ -24,6 +24,14 @@ pub struct BackendRequest {
 pub trait BackendFactory: Send + Sync + 'static {
     /// Creates the desktop for `request`.
     fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError>;
+
+    /// Kills whatever a previous broker run left running for the session whose directory is
+    /// `session_dir` (its desktop did not survive the restart). Returns how many processes were
+    /// found. Called at startup for every unreleased session and on release when the session has
+    /// no live desktop. The default finds nothing.
+    fn reap_orphans(&self, _session_dir: &Path) -> usize {
+        0
+    }
 }
 
 impl<F> BackendFactory for F

@@ -149,10 +149,22 @@ impl Inner {
                 released_now: false,
             });
         }
-        if let Some(mut backend) = runtime.backend.take()
-            && let Err(error) = backend.shutdown()
-        {
-            tracing::warn!(session_id, error = %error, "failed to shut down a desktop on release");
+        match runtime.backend.take() {
+            Some(mut backend) => {
+                if let Err(error) = backend.shutdown() {
+                    tracing::warn!(session_id, error = %error, "failed to shut down a desktop on release");
+                }
+            }
+            None => {
+                let n_reaped = self.factory.reap_orphans(Path::new(&session.session_dir));
+                if n_reaped > 0 {
+                    tracing::info!(
+                        session_id,
+                        n_reaped,
+                        "reaped processes left by an earlier broker run"
+                    );
+                }
+            }
         }
         remove_dir(Path::new(&session.session_dir))?;
         session.state = SessionState::Released;

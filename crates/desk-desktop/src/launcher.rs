@@ -96,11 +96,17 @@ fn log_file(dir: &Path, name: &str) -> Result<File, BackendError> {
     })
 }
 
+/// The start time of a live (not zombie) process, in clock ticks since boot.
 fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses; fields resume after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace();
+    // Field 3, the state: a zombie has exited and only waits for its parent to reap it.
+    if fields.next()? == "Z" {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 fn kill_group(pid: u32) {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use desk_broker::{BackendRequest, Broker, BrokerConfig};
+use desk_broker::{BackendFactory, BackendRequest, Broker, BrokerConfig};
 use desk_client::Client;
 use desk_contract::DisplaySize;
 use desk_desktop::{BackendError, DesktopBackend, LocalDesktop, LocalDesktopConfig, ProfileSet};
@@ -19,6 +19,26 @@ use crate::paths::{default_socket, default_state_dir};
 fn worker_command() -> Result<Vec<String>> {
     let exe = std::env::current_exe().context("failed to locate the deskbroker executable")?;
     Ok(vec![exe.display().to_string(), "worker".to_string()])
+}
+
+/// Creates a [`LocalDesktop`] per session and reaps what a crashed broker left behind.
+struct LocalFactory {
+    worker: Vec<String>,
+}
+
+impl BackendFactory for LocalFactory {
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        let config = LocalDesktopConfig::new(
+            request.display,
+            self.worker.clone(),
+            request.session_dir.clone(),
+        );
+        Ok(Box::new(LocalDesktop::start(config)?))
+    }
+
+    fn reap_orphans(&self, session_dir: &Path) -> usize {
+        desk_desktop::launcher::reap_recorded(session_dir)
+    }
 }
 
 fn build_broker(args: &BrokerArgs) -> Result<Broker> {
@@ -35,11 +55,8 @@ fn build_broker(args: &BrokerArgs) -> Result<Broker> {
     config.lease_ttl = Duration::from_secs(args.lease_ttl_secs);
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
-    let worker = worker_command()?;
-    let factory = move |request: &BackendRequest| -> Result<Box<dyn DesktopBackend>, BackendError> {
-        let config =
-            LocalDesktopConfig::new(request.display, worker.clone(), request.session_dir.clone());
-        Ok(Box::new(LocalDesktop::start(config)?))
+    let factory = LocalFactory {
+        worker: worker_command()?,
     };
     Broker::open(config, factory)
         .with_context(|| format!("failed to open broker state in {}", state_dir.display()))

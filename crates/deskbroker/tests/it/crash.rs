@@ -18,8 +18,7 @@ async fn crash_case(fault: &str, expected_presses: usize) {
     }
     let root = tempfile::tempdir().unwrap();
     let log = root.path().join("probe.ndjson");
-    let mut broker = Broker::start(root.path(), Some(fault));
-    broker.add_probe_profile(&log);
+    let mut broker = Broker::start(root.path(), Some(fault), &log);
     let session = leased_probe(&broker, fault).await;
     let baseline = probe_events(&log).len();
     let click = json!({"type": "click", "x": 200, "y": 150, "button": "left", "intent": "click before the crash"});

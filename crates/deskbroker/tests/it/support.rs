@@ -52,8 +52,9 @@ pub(crate) struct Broker {
 }
 
 impl Broker {
-    /// Starts `deskbroker serve` with `fault` in `DESKBROKER_FAULT` when given.
-    pub(crate) fn start(root: &Path, fault: Option<&str>) -> Broker {
+    /// Starts `deskbroker serve` with `fault` in `DESKBROKER_FAULT` when given, offering a
+    /// `probe` profile (the default) whose probe window records to `probe_log`.
+    pub(crate) fn start(root: &Path, fault: Option<&str>, probe_log: &Path) -> Broker {
         let state_dir = root.join("state");
         let profiles = root.join("profiles");
         std::fs::create_dir_all(&profiles).unwrap();
@@ -64,6 +65,7 @@ impl Broker {
             state_dir,
             profiles,
         };
+        broker.add_probe_profile(probe_log);
         broker.spawn(fault);
         broker
     }
@@ -125,7 +127,7 @@ impl Broker {
     }
 
     /// Writes a `probe` profile that runs the probe window, recording to `log`.
-    pub(crate) fn add_probe_profile(&self, log: &Path) {
+    fn add_probe_profile(&self, log: &Path) {
         let text = format!(
             r#"name = "probe"
 command = ["{probe}", "--out", "{log}"]
