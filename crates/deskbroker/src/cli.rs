@@ -35,6 +35,9 @@ pub(crate) enum Command {
     /// The main job: start a broker, draw a figure in LibreCAD through broker actions,
     /// checkpoint, retrieve and check the DXF, and write a run folder.
     Demo(DemoArgs),
+    /// The CAD benchmark: run agents on LibreCAD tasks and score the saved drawings.
+    #[command(subcommand)]
+    Bench(crate::bench::BenchCommand),
     /// Measure capture+encode and click→settled-screenshot latency against peer tools.
     Perf(PerfArgs),
     /// Internal: the desktop worker. Speaks JSON lines on stdin/stdout; started by the broker.

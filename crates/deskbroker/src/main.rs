@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
+mod bench;
 mod cli;
 mod demo;
 mod dxf_check;
@@ -52,6 +53,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Serve(args) => local::serve(args).await,
             cli::Command::Session(command) => session::run(command).await,
             cli::Command::Demo(args) => demo::run(args).await,
+            cli::Command::Bench(command) => bench::run(command).await,
             cli::Command::Perf(args) => perf::run(args).await,
             cli::Command::Worker => Ok(()),
         }
