@@ -149,7 +149,7 @@ impl Openbox {
                 .value32()
                 .is_some_and(|mut values| values.next().is_some())
             {
-                return openbox;
+                break;
             }
             assert!(
                 started.elapsed() < START_TIMEOUT,
@@ -157,6 +157,8 @@ impl Openbox {
             );
             std::thread::sleep(Duration::from_millis(25));
         }
+        wait_until_managing(&conn, root);
+        openbox
     }
 }
 

@@ -85,9 +85,11 @@ impl RawFrame {
 
     /// Converts to packed RGB bytes.
     pub fn to_rgb(&self) -> Vec<u8> {
-        let mut rgb = Vec::with_capacity(self.pixels.len() / 4 * 3);
-        for pixel in self.pixels.chunks_exact(4) {
-            rgb.extend_from_slice(&[pixel[2], pixel[1], pixel[0]]);
+        let mut rgb = vec![0u8; self.pixels.len() / 4 * 3];
+        for (dst, src) in rgb.chunks_exact_mut(3).zip(self.pixels.chunks_exact(4)) {
+            dst[0] = src[2];
+            dst[1] = src[1];
+            dst[2] = src[0];
         }
         rgb
     }
@@ -201,7 +203,7 @@ impl Capturer {
             .map_err(X11Error::reply("shm get image"))?;
         let len = self.n_bytes();
         if usize::try_from(reply.size).unwrap_or(0) < len {
-            return Err(X11Error::Shm(format!(
+            return Err(X11Error::Capture(format!(
                 "shm image has {} bytes, need {len}",
                 reply.size
             )));
@@ -230,7 +232,7 @@ impl Capturer {
         let len = self.n_bytes();
         let mut pixels = reply.data;
         if pixels.len() < len {
-            return Err(X11Error::Shm(format!(
+            return Err(X11Error::Capture(format!(
                 "image has {} bytes, need {len}",
                 pixels.len()
             )));
@@ -263,7 +265,7 @@ impl Capturer {
 fn check_pixel_format(conn: &RustConnection) -> Result<(), X11Error> {
     let setup = conn.setup();
     if setup.image_byte_order != ImageOrder::LSB_FIRST {
-        return Err(X11Error::Shm(
+        return Err(X11Error::Capture(
             "only lsb-first image byte order is supported".to_string(),
         ));
     }
@@ -272,7 +274,7 @@ fn check_pixel_format(conn: &RustConnection) -> Result<(), X11Error> {
         .iter()
         .any(|format| format.depth == 24 && format.bits_per_pixel == 32);
     if !has_32bpp {
-        return Err(X11Error::Shm(
+        return Err(X11Error::Capture(
             "only 24-bit depth at 32 bits per pixel is supported".into(),
         ));
     }

@@ -46,6 +46,15 @@ pub enum X11Error {
     /// Shared memory could not be set up.
     #[error("failed to set up mit-shm segment: {0}")]
     Shm(String),
+    /// The client ran out of X resource ids.
+    #[error("x11 resource ids exhausted during {operation}")]
+    IdsExhausted {
+        /// What was being done.
+        operation: &'static str,
+    },
+    /// The screen image could not be read or has an unsupported format.
+    #[error("failed to capture screen: {0}")]
+    Capture(String),
     /// PNG encoding failed.
     #[error("failed to encode png: {0}")]
     Encode(#[from] png::EncodingError),
@@ -82,9 +91,7 @@ impl X11Error {
                 operation,
                 source: ReplyError::X11Error(error),
             },
-            ReplyOrIdError::IdsExhausted => {
-                X11Error::Shm(format!("x11 ids exhausted during {operation}"))
-            }
+            ReplyOrIdError::IdsExhausted => X11Error::IdsExhausted { operation },
         }
     }
 

@@ -257,13 +257,13 @@ impl Keymap {
         if let Some(resolved) = self.lookup(keysym) {
             return Ok(resolved);
         }
-        if let Some((keycode, carried)) = self.borrowed {
-            if carried == keysym {
-                return Ok(Resolved {
-                    keycode,
-                    shift: false,
-                });
-            }
+        if let Some((keycode, carried)) = self.borrowed
+            && carried == keysym
+        {
+            return Ok(Resolved {
+                keycode,
+                shift: false,
+            });
         }
         let keycode = match self.borrowed {
             Some((keycode, _)) => keycode,

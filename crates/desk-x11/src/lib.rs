@@ -12,6 +12,7 @@
 mod capture;
 mod error;
 mod handoff;
+mod held;
 mod input;
 mod keymap;
 mod session;
@@ -22,7 +23,8 @@ mod worker;
 
 pub use capture::{CaptureStats, Capturer, RawFrame, epoch_ms, measure_capture, sha256_hex};
 pub use error::X11Error;
-pub use input::{button_code, button_name};
+pub use held::button_name;
+pub use input::button_code;
 pub use keymap::{
     Keymap, Resolved, XK_ALT_L, XK_CONTROL_L, XK_SHIFT_L, char_keysym, key_keysym, keysym_name,
     modifier_keysym, named_keysym,

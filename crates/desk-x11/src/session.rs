@@ -19,10 +19,16 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::capture::{Capturer, RawFrame, sha256_hex};
 use crate::error::X11Error;
-use crate::input::{Held, Injector};
+use crate::held::Held;
+use crate::input::Injector;
 use crate::keymap::Keymap;
 use crate::settle::{millis, wait_for_stable};
 use crate::window::{Atoms, Windows};
+
+/// How often a non-empty held set is re-read before releasing.
+const HELD_RECHECKS: u32 = 5;
+/// Interval between those re-reads.
+const HELD_RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The app whose window `await_app` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,8 +180,18 @@ impl X11Session {
     }
 
     /// Answers `release_held`: releases every held key and button and names them.
+    ///
+    /// A window manager's synchronous button grab can hold back our own release for a moment,
+    /// so a non-empty answer is re-read a few times before anything is released.
     pub fn release_held(&mut self) -> Result<Vec<String>, X11Error> {
-        let held = Held::query(&self.conn, self.root)?;
+        let mut held = Held::query(&self.conn, self.root)?;
+        for _ in 0..HELD_RECHECKS {
+            if held.is_empty() {
+                break;
+            }
+            std::thread::sleep(HELD_RECHECK_INTERVAL);
+            held = Held::query(&self.conn, self.root)?;
+        }
         let names = held.names(&self.keymap);
         if !held.is_empty() {
             tracing::info!(?names, "releasing held keys and buttons");

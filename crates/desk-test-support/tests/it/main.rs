@@ -51,7 +51,7 @@ fn probe_is_managed_by_openbox() {
             .unwrap()
             .reply()
             .unwrap();
-        if reply.value32().unwrap().count() == 1 {
+        if reply.value32().is_some_and(|values| values.count() == 1) {
             break;
         }
         assert!(

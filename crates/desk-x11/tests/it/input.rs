@@ -32,7 +32,7 @@ fn click_lands_once_at_exact_pixel_with_each_button() {
                 (at.x as i32, at.y as i32, Some(code))
             );
         }
-        assert!(outcome.released_after.is_empty());
+        assert_eq!(outcome.released_after, Vec::<String>::new(), "{button:?}");
         let n_clicks = outcome
             .events
             .iter()
