@@ -101,7 +101,11 @@ impl RawFrame {
         let mut encoder = png::Encoder::new(&mut out, self.width, self.height);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
+        // fdeflate's fast mode paired with the fixed Up filter: `Compression::Fast` would pick
+        // the adaptive filter, which tries all five filters on every row (about 3× slower on UI
+        // frames for a few percent smaller files).
         encoder.set_compression(png::Compression::Fast);
+        encoder.set_filter(png::Filter::Up);
         let mut writer = encoder.write_header()?;
         writer.write_image_data(&rgb)?;
         writer.finish()?;

@@ -74,12 +74,12 @@ pub enum X11Error {
 
 impl X11Error {
     /// Wraps a connection error with the operation's name.
-    pub(crate) fn conn(operation: &'static str) -> impl FnOnce(ConnectionError) -> X11Error {
+    pub(crate) fn conn(operation: &'static str) -> impl Fn(ConnectionError) -> X11Error + Copy {
         move |source| X11Error::Connection { operation, source }
     }
 
     /// Wraps a reply error with the operation's name.
-    pub(crate) fn reply(operation: &'static str) -> impl FnOnce(ReplyError) -> X11Error {
+    pub(crate) fn reply(operation: &'static str) -> impl Fn(ReplyError) -> X11Error + Copy {
         move |source| X11Error::Reply { operation, source }
     }
 

@@ -125,42 +125,58 @@ impl Windows<'_> {
             && state.contains(&self.atoms._NET_WM_STATE_MAXIMIZED_HORZ))
     }
 
-    /// Geometry translated to root coordinates.
-    pub(crate) fn rect(&self, window: Window) -> Result<WindowRect, X11Error> {
-        let geometry = self
-            .conn
-            .get_geometry(window)
-            .map_err(X11Error::conn("get geometry"))?
-            .reply()
-            .map_err(X11Error::reply("get geometry"))?;
-        let translated = self
-            .conn
-            .translate_coordinates(window, self.root, 0, 0)
-            .map_err(X11Error::conn("translate coordinates"))?
-            .reply()
-            .map_err(X11Error::reply("translate coordinates"))?;
-        Ok(WindowRect {
-            x: i32::from(translated.dst_x),
-            y: i32::from(translated.dst_y),
-            width: u32::from(geometry.width),
-            height: u32::from(geometry.height),
-        })
-    }
-
-    /// Everything about one window.
+    /// Everything about one window. All requests are sent before the first reply is read, so
+    /// this costs one round trip, not seven.
     pub(crate) fn facts(
         &self,
         window: Window,
         app_pid: Option<u32>,
     ) -> Result<WindowFacts, X11Error> {
-        let pid = self.pid(window)?;
+        let conn = self.conn;
+        let sent = X11Error::conn("query window facts");
+        let property = |atom: u32, length: u32| {
+            conn.get_property(false, window, atom, AtomEnum::ANY, 0, length)
+        };
+        let pid = property(self.atoms._NET_WM_PID, 1).map_err(sent)?;
+        let net_name = property(self.atoms._NET_WM_NAME, 4096).map_err(sent)?;
+        let wm_name = property(AtomEnum::WM_NAME.into(), 4096).map_err(sent)?;
+        let class = property(AtomEnum::WM_CLASS.into(), 4096).map_err(sent)?;
+        let state = property(self.atoms._NET_WM_STATE, 1024).map_err(sent)?;
+        let geometry = conn.get_geometry(window).map_err(sent)?;
+        let translated = conn
+            .translate_coordinates(window, self.root, 0, 0)
+            .map_err(sent)?;
+        let replied = X11Error::reply("query window facts");
+        let pid = pid.reply().map_err(replied)?;
+        let pid = pid.value32().and_then(|mut values| values.next());
+        let text = |reply: x11rb::protocol::xproto::GetPropertyReply| {
+            (reply.format == 8 && !reply.value.is_empty())
+                .then(|| String::from_utf8_lossy(&reply.value).into_owned())
+        };
+        let net_name = text(net_name.reply().map_err(replied)?);
+        let wm_name = text(wm_name.reply().map_err(replied)?);
+        let raw_class = text(class.reply().map_err(replied)?).unwrap_or_default();
+        let state: Vec<u32> = state
+            .reply()
+            .map_err(replied)?
+            .value32()
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        let geometry = geometry.reply().map_err(replied)?;
+        let translated = translated.reply().map_err(replied)?;
         Ok(WindowFacts {
             window_id: window,
             pid,
-            title: self.title(window)?,
-            class: self.class(window)?,
-            maximized: self.maximized(window)?,
-            rect: self.rect(window)?,
+            title: net_name.or(wm_name).unwrap_or_default(),
+            class: raw_class.split('\0').nth(1).unwrap_or_default().to_string(),
+            maximized: state.contains(&self.atoms._NET_WM_STATE_MAXIMIZED_VERT)
+                && state.contains(&self.atoms._NET_WM_STATE_MAXIMIZED_HORZ),
+            rect: WindowRect {
+                x: i32::from(translated.dst_x),
+                y: i32::from(translated.dst_y),
+                width: u32::from(geometry.width),
+                height: u32::from(geometry.height),
+            },
             is_app: app_pid.is_some() && pid == app_pid,
         })
     }
@@ -171,23 +187,13 @@ impl Windows<'_> {
         Ok(active.first().copied().filter(|window| *window != 0))
     }
 
-    /// The pointer position and button/modifier mask.
-    pub(crate) fn pointer(&self) -> Result<(ScreenPoint, u16), X11Error> {
-        let reply = self
+    /// Focus and pointer. A vanished active window is reported as none. The pointer query
+    /// travels with the active-window query: two round trips in all.
+    pub(crate) fn focus(&self, app_pid: Option<u32>) -> Result<FocusFacts, X11Error> {
+        let pointer = self
             .conn
             .query_pointer(self.root)
-            .map_err(X11Error::conn("query pointer"))?
-            .reply()
-            .map_err(X11Error::reply("query pointer"))?;
-        let point = ScreenPoint {
-            x: u32::try_from(reply.root_x.max(0)).unwrap_or(0),
-            y: u32::try_from(reply.root_y.max(0)).unwrap_or(0),
-        };
-        Ok((point, u16::from(reply.mask)))
-    }
-
-    /// Focus and pointer. A vanished active window is reported as none.
-    pub(crate) fn focus(&self, app_pid: Option<u32>) -> Result<FocusFacts, X11Error> {
+            .map_err(X11Error::conn("query pointer"))?;
         let active = match self.active()? {
             Some(window) => match self.facts(window, app_pid) {
                 Ok(facts) => Some(facts),
@@ -196,7 +202,11 @@ impl Windows<'_> {
             },
             None => None,
         };
-        let (pointer, _) = self.pointer()?;
+        let reply = pointer.reply().map_err(X11Error::reply("query pointer"))?;
+        let pointer = ScreenPoint {
+            x: u32::try_from(reply.root_x.max(0)).unwrap_or(0),
+            y: u32::try_from(reply.root_y.max(0)).unwrap_or(0),
+        };
         Ok(FocusFacts { active, pointer })
     }
 
