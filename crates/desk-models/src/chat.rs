@@ -1,0 +1,237 @@
+//! The OpenAI-compatible Chat Completions adapter (`POST {base_url}/chat/completions`), for
+//! OpenAI and local servers such as vLLM. Function tool only: there is no native computer tool
+//! in this wire format.
+//!
+//! Each turn appends the model's assistant message verbatim, then one `tool` message per pending
+//! tool call id holding the delivery JSON text, then a user message with the screenshot as an
+//! `image_url` data URL (tool messages cannot carry images on every server).
+
+use desk_harness::{
+    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+};
+use serde_json::{Value, json};
+
+use crate::config::{ApiKey, ModelConfig, ModelError};
+use crate::function::parse_arguments;
+use crate::http::{AuthStyle, ModelHttp};
+use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
+use crate::session::{self, Session};
+
+/// The adapter.
+#[derive(Debug)]
+pub(crate) struct ChatAgent {
+    config: ModelConfig,
+    http: ModelHttp,
+    session: Option<Session>,
+    messages: Vec<Value>,
+}
+
+impl ChatAgent {
+    pub(crate) fn new(config: ModelConfig, key: Option<ApiKey>) -> Result<Self, ModelError> {
+        let http = ModelHttp::new(&config, "/chat/completions", key, AuthStyle::Bearer, &[])?;
+        Ok(ChatAgent {
+            config,
+            http,
+            session: None,
+            messages: Vec::new(),
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        self.config.provider.agent_name()
+    }
+
+    fn detail(&self) -> String {
+        self.config
+            .image_detail
+            .clone()
+            .unwrap_or_else(|| "high".to_string())
+    }
+
+    fn push_observation(&mut self, observation: &Observation) -> Result<(), ModelError> {
+        let detail = self.detail();
+        let Some(session) = self.session.as_mut() else {
+            return Err(ModelError::Config("turn called before start".into()));
+        };
+        let screenshot = json!({"type": "image_url", "image_url": {
+            "url": format!("data:image/png;base64,{}", session.screenshot_b64(observation)?),
+            "detail": detail}});
+        let pending = session.take_pending();
+        let mut content = Vec::new();
+        if self.messages.is_empty() {
+            self.messages
+                .push(json!({"role": "system", "content": session.system}));
+            content.push(json!({"type": "text", "text": session.task_text}));
+            content.push(json!({"type": "image_url", "image_url": {
+                "url": format!("data:image/png;base64,{}", session.reference_b64),
+                "detail": "high"}}));
+            content.push(json!({"type": "text", "text": prompt::first_screen_text(observation)}));
+        } else {
+            let text = prompt::tool_result_text(observation, &pending);
+            for call_id in &pending.call_ids {
+                self.messages
+                    .push(json!({"role": "tool", "tool_call_id": call_id, "content": text}));
+            }
+            if pending.call_ids.is_empty() {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            content.push(json!({"type": "text", "text": "The screen after the batch:"}));
+        }
+        let image_idx = content.len();
+        content.push(screenshot);
+        self.messages
+            .push(json!({"role": "user", "content": content}));
+        let item_idx = self.messages.len() - 1;
+        session.inline_screenshot(
+            &mut self.messages,
+            item_idx,
+            &format!("/content/{image_idx}"),
+            json!({"type": "text", "text": session::OMITTED_SCREENSHOT}),
+        );
+        Ok(())
+    }
+
+    fn request_body(&self) -> Value {
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": self.messages,
+            "tools": [{"type": "function", "function": {"name": TOOL_NAME,
+                "description": TOOL_DESCRIPTION, "parameters": prompt::computer_action_schema()}}],
+            "tool_choice": "auto",
+            "parallel_tool_calls": false,
+        });
+        if let Some(effort) = &self.config.reasoning_effort {
+            body["reasoning_effort"] = json!(effort);
+        }
+        if let Some(max) = self.config.max_output_tokens {
+            body["max_completion_tokens"] = json!(max);
+        }
+        body
+    }
+
+    fn read_choice(&mut self, response: &Value) -> Result<TurnOutcome, ModelError> {
+        let Some(message) = response.pointer("/choices/0/message") else {
+            return Err(ModelError::Decode(
+                "the response has no choices[0].message".into(),
+            ));
+        };
+        let mut echoed = json!({"role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null)});
+        if let Some(tool_calls) = message.get("tool_calls").filter(|calls| !calls.is_null()) {
+            echoed["tool_calls"] = tool_calls.clone();
+        }
+        self.messages.push(echoed);
+        let text = message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let calls: Vec<Value> = message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let call_ids: Vec<String> = calls
+            .iter()
+            .filter_map(|call| call.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let Some(session) = self.session.as_mut() else {
+            return Err(ModelError::Config("turn called before start".into()));
+        };
+        session.pending.call_ids = call_ids.clone();
+        let call_id = call_ids.first().cloned();
+        let result = match calls.as_slice() {
+            [] => return Ok(TurnOutcome::NoToolCall { text }),
+            [call] => {
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let arguments = call
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if name != TOOL_NAME {
+                    Err(format!(
+                        "unknown tool `{name}`; the only tool is `{TOOL_NAME}`"
+                    ))
+                } else if call_id.is_none() {
+                    Err("the tool call has no id".to_string())
+                } else {
+                    parse_arguments(arguments, &session.scale)
+                }
+            }
+            _ => Err(format!(
+                "{} tool calls in one turn; send exactly one call per turn",
+                calls.len()
+            )),
+        };
+        Ok(match (result, call_id) {
+            (Ok(actions), Some(call_id)) => TurnOutcome::Actions { call_id, actions },
+            (Ok(_), None) => TurnOutcome::Malformed {
+                call_id: None,
+                error: "the tool call has no id".to_string(),
+            },
+            (Err(error), call_id) => {
+                session.pending.error = Some(error.clone());
+                TurnOutcome::Malformed { call_id, error }
+            }
+        })
+    }
+}
+
+fn usage(response: &Value) -> TokenUsage {
+    TokenUsage {
+        input_tokens: session::count(response, "/usage/prompt_tokens"),
+        output_tokens: session::count(response, "/usage/completion_tokens"),
+        reasoning_tokens: session::count(
+            response,
+            "/usage/completion_tokens_details/reasoning_tokens",
+        ),
+    }
+}
+
+impl Agent for ChatAgent {
+    fn info(&self) -> AgentInfo {
+        AgentInfo {
+            agent: self.name().to_string(),
+            model: Some(self.config.model.clone()),
+        }
+    }
+
+    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let session = Session::start(brief, &self.config)
+                .map_err(|error| session::agent_error(self.name(), error))?;
+            self.session = Some(session);
+            self.messages.clear();
+            Ok(())
+        })
+    }
+
+    fn turn<'a>(
+        &'a mut self,
+        observation: &'a Observation,
+    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
+        Box::pin(async move {
+            let name = self.name();
+            if self.session.is_none() {
+                return Err(session::not_started(name));
+            }
+            self.push_observation(observation)
+                .map_err(|error| session::agent_error(name, error))?;
+            let body = self.request_body();
+            let response = self
+                .http
+                .post(&body)
+                .await
+                .map_err(|error| session::agent_error(name, error))?;
+            let outcome = self
+                .read_choice(&response)
+                .map_err(|error| session::agent_error(name, error))?;
+            Ok(Turn {
+                outcome,
+                usage: usage(&response),
+            })
+        })
+    }
+}

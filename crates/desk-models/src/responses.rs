@@ -1,0 +1,348 @@
+//! The OpenAI Responses API adapter (`POST {base_url}/responses`), function or native tool.
+//!
+//! The conversation is kept client-side (`store: false`): every output item the model returns
+//! (reasoning with its encrypted content, messages, calls) is sent back verbatim in `input`,
+//! followed by this turn's tool result and screenshot:
+//! - function mode: one `function_call_output` per pending call id with the delivery JSON text,
+//!   then a user message with the screenshot as `input_image`;
+//! - native mode: one `computer_call_output` per pending call id carrying the screenshot (and
+//!   acknowledging the call's pending safety checks: the desktop is a disposable sandbox), then a
+//!   user message with the delivery JSON text.
+
+use desk_harness::{
+    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+};
+use serde_json::{Value, json};
+
+use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode};
+use crate::function::parse_arguments;
+use crate::http::{AuthStyle, ModelHttp};
+use crate::native::{NativeBatch, PointerState};
+use crate::native_openai::{call_actions, map_action};
+use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
+use crate::session::{self, Session, excerpt};
+
+/// The adapter.
+#[derive(Debug)]
+pub(crate) struct ResponsesAgent {
+    config: ModelConfig,
+    http: ModelHttp,
+    session: Option<Session>,
+    input: Vec<Value>,
+    pointer: PointerState,
+    pointer_before: PointerState,
+    safety_checks: Vec<Value>,
+}
+
+impl ResponsesAgent {
+    pub(crate) fn new(config: ModelConfig, key: Option<ApiKey>) -> Result<Self, ModelError> {
+        let http = ModelHttp::new(&config, "/responses", key, AuthStyle::Bearer, &[])?;
+        Ok(ResponsesAgent {
+            config,
+            http,
+            session: None,
+            input: Vec::new(),
+            pointer: PointerState::default(),
+            pointer_before: PointerState::default(),
+            safety_checks: Vec::new(),
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        self.config.provider.agent_name()
+    }
+
+    fn native_tool_type(&self) -> &str {
+        self.config.native_tool.as_deref().unwrap_or("computer")
+    }
+
+    fn detail(&self, native: bool) -> String {
+        match (&self.config.image_detail, native) {
+            (Some(detail), _) => detail.clone(),
+            (None, true) if self.native_tool_type() == "computer" => "original".to_string(),
+            (None, _) => "high".to_string(),
+        }
+    }
+
+    fn push_observation(&mut self, observation: &Observation) -> Result<(), ModelError> {
+        let native = self.config.tool_mode == ToolMode::Native;
+        let detail = self.detail(native);
+        let preview = self.native_tool_type() != "computer";
+        let Some(session) = self.session.as_mut() else {
+            return Err(ModelError::Config("turn called before start".into()));
+        };
+        if crate::rejected(observation) {
+            self.pointer = self.pointer_before.clone();
+        }
+        let screenshot_url = format!(
+            "data:image/png;base64,{}",
+            session.screenshot_b64(observation)?
+        );
+        let pending = session.take_pending();
+        let image_part =
+            json!({"type": "input_image", "image_url": screenshot_url, "detail": detail});
+        let placeholder = json!({"type": "input_text", "text": session::OMITTED_SCREENSHOT});
+        if self.input.is_empty() || pending.call_ids.is_empty() {
+            let mut content = Vec::new();
+            if self.input.is_empty() {
+                content.push(json!({"type": "input_text", "text": session.task_text}));
+                content.push(json!({"type": "input_image", "detail": "high",
+                    "image_url": format!("data:image/png;base64,{}", session.reference_b64)}));
+                content.push(
+                    json!({"type": "input_text", "text": prompt::first_screen_text(observation)}),
+                );
+            } else {
+                content.push(json!({"type": "input_text",
+                    "text": prompt::tool_result_text(observation, &pending)}));
+            }
+            let image_idx = content.len();
+            content.push(image_part);
+            self.input.push(json!({"role": "user", "content": content}));
+            let item_idx = self.input.len() - 1;
+            session.inline_screenshot(
+                &mut self.input,
+                item_idx,
+                &format!("/content/{image_idx}"),
+                placeholder,
+            );
+            return Ok(());
+        }
+        let text = prompt::tool_result_text(observation, &pending);
+        if native {
+            let checks = std::mem::take(&mut self.safety_checks);
+            for call_id in &pending.call_ids {
+                let mut output =
+                    json!({"type": "computer_screenshot", "image_url": screenshot_url});
+                if !preview {
+                    output["detail"] = json!(detail);
+                }
+                let mut item =
+                    json!({"type": "computer_call_output", "call_id": call_id, "output": output});
+                if !checks.is_empty() {
+                    item["acknowledged_safety_checks"] = json!(checks);
+                }
+                self.input.push(item);
+            }
+            self.input
+                .push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
+        } else {
+            for call_id in &pending.call_ids {
+                self.input.push(
+                    json!({"type": "function_call_output", "call_id": call_id, "output": text}),
+                );
+            }
+            self.input.push(json!({"role": "user", "content": [
+                {"type": "input_text", "text": "The screen after the batch:"}, image_part]}));
+            let item_idx = self.input.len() - 1;
+            session.inline_screenshot(&mut self.input, item_idx, "/content/1", placeholder);
+        }
+        Ok(())
+    }
+
+    fn request_body(&self) -> Value {
+        let system = self
+            .session
+            .as_ref()
+            .map(|s| s.system.clone())
+            .unwrap_or_default();
+        let tools = match self.config.tool_mode {
+            ToolMode::Function => json!([{"type": "function", "name": TOOL_NAME,
+                "description": TOOL_DESCRIPTION, "parameters": prompt::computer_action_schema(),
+                "strict": false}]),
+            ToolMode::Native => {
+                let tool_type = self.native_tool_type();
+                if tool_type == "computer" {
+                    json!([{"type": "computer"}])
+                } else {
+                    let image = self.session.as_ref().map(|s| s.scale.image());
+                    json!([{"type": tool_type, "environment": "linux",
+                        "display_width": image.map(|i| i.width), "display_height": image.map(|i| i.height)}])
+                }
+            }
+        };
+        let mut body = json!({
+            "model": self.config.model, "instructions": system, "input": self.input,
+            "tools": tools, "parallel_tool_calls": false, "store": false,
+            "include": ["reasoning.encrypted_content"], "truncation": "auto",
+        });
+        if let Some(effort) = &self.config.reasoning_effort {
+            body["reasoning"] = json!({"effort": effort});
+        }
+        if let Some(max) = self.config.max_output_tokens {
+            body["max_output_tokens"] = json!(max);
+        }
+        body
+    }
+
+    fn read_output(&mut self, response: &Value) -> Result<TurnOutcome, ModelError> {
+        let Some(Value::Array(output)) = response.get("output") else {
+            return Err(ModelError::Decode(
+                "the response has no `output` array".into(),
+            ));
+        };
+        self.input.extend(output.iter().cloned());
+        let text: String = output
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("message"))
+            .flat_map(|item| {
+                item.get("content")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|part| part.get("text").and_then(Value::as_str).map(str::to_string))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let calls: Vec<&Value> = output
+            .iter()
+            .filter(|item| {
+                matches!(
+                    item.get("type").and_then(Value::as_str),
+                    Some("function_call" | "computer_call")
+                )
+            })
+            .collect();
+        let call_ids: Vec<String> = calls
+            .iter()
+            .filter_map(|call| {
+                call.get("call_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect();
+        let Some(session) = self.session.as_mut() else {
+            return Err(ModelError::Config("turn called before start".into()));
+        };
+        session.pending.call_ids = call_ids.clone();
+        let call = match calls.as_slice() {
+            [] => return Ok(TurnOutcome::NoToolCall { text }),
+            [call] => *call,
+            _ => {
+                let error = format!(
+                    "{} tool calls in one turn; send exactly one call per turn",
+                    calls.len()
+                );
+                session.pending.error = Some(error.clone());
+                return Ok(TurnOutcome::Malformed {
+                    call_id: call_ids.first().cloned(),
+                    error,
+                });
+            }
+        };
+        let call_id = call_ids.first().cloned();
+        let mapped = match call.get("type").and_then(Value::as_str) {
+            Some("computer_call") => {
+                self.safety_checks = call
+                    .get("pending_safety_checks")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                if !self.safety_checks.is_empty() {
+                    tracing::warn!(
+                        n_checks = self.safety_checks.len(),
+                        "acknowledging the computer call's pending safety checks (sandboxed desktop)"
+                    );
+                }
+                let intent = format!("openai computer tool: {}", excerpt(&text, 200));
+                self.pointer_before = self.pointer.clone();
+                let mut batch = NativeBatch::new(&session.scale, &mut self.pointer, intent);
+                let mapped = call_actions(call).and_then(|actions| {
+                    actions
+                        .iter()
+                        .try_for_each(|action| map_action(&mut batch, action))
+                });
+                let (actions, note) = batch.finish();
+                session.pending.note = note;
+                if mapped.is_err() {
+                    self.pointer = self.pointer_before.clone();
+                }
+                mapped.map(|()| actions)
+            }
+            _ => {
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+                if name == TOOL_NAME {
+                    let arguments = call
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    parse_arguments(arguments, &session.scale)
+                } else {
+                    Err(format!(
+                        "unknown tool `{name}`; the only tool is `{TOOL_NAME}`"
+                    ))
+                }
+            }
+        };
+        Ok(match (mapped, call_id) {
+            (Ok(actions), Some(call_id)) => TurnOutcome::Actions { call_id, actions },
+            (Ok(_), None) => {
+                let error = "the tool call has no call_id".to_string();
+                session.pending.error = Some(error.clone());
+                TurnOutcome::Malformed {
+                    call_id: None,
+                    error,
+                }
+            }
+            (Err(error), call_id) => {
+                session.pending.error = Some(error.clone());
+                TurnOutcome::Malformed { call_id, error }
+            }
+        })
+    }
+}
+
+fn usage(response: &Value) -> TokenUsage {
+    TokenUsage {
+        input_tokens: session::count(response, "/usage/input_tokens"),
+        output_tokens: session::count(response, "/usage/output_tokens"),
+        reasoning_tokens: session::count(response, "/usage/output_tokens_details/reasoning_tokens"),
+    }
+}
+
+impl Agent for ResponsesAgent {
+    fn info(&self) -> AgentInfo {
+        AgentInfo {
+            agent: self.name().to_string(),
+            model: Some(self.config.model.clone()),
+        }
+    }
+
+    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
+        Box::pin(async move {
+            let session = Session::start(brief, &self.config)
+                .map_err(|error| session::agent_error(self.name(), error))?;
+            self.session = Some(session);
+            self.input.clear();
+            self.pointer = PointerState::default();
+            self.pointer_before = PointerState::default();
+            Ok(())
+        })
+    }
+
+    fn turn<'a>(
+        &'a mut self,
+        observation: &'a Observation,
+    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
+        Box::pin(async move {
+            let name = self.name();
+            if self.session.is_none() {
+                return Err(session::not_started(name));
+            }
+            self.push_observation(observation)
+                .map_err(|error| session::agent_error(name, error))?;
+            let body = self.request_body();
+            let response = self
+                .http
+                .post(&body)
+                .await
+                .map_err(|error| session::agent_error(name, error))?;
+            let outcome = self
+                .read_output(&response)
+                .map_err(|error| session::agent_error(name, error))?;
+            Ok(Turn {
+                outcome,
+                usage: usage(&response),
+            })
+        })
+    }
+}
