@@ -176,8 +176,75 @@ async fn retried_actions_reach_the_probe_exactly_once() {
         "ctrl held during s"
     );
 
+    // Pointer gestures, each retried once: still exactly one of each at the probe.
+    let before_gestures = probe_events(&log).len();
+    let gestures = [
+        json!({"type": "double_click", "x": 400, "y": 300, "button": "left", "intent": "double"}),
+        json!({"type": "drag", "path": [{"x": 100, "y": 100}, {"x": 150, "y": 120}, {"x": 220, "y": 180}],
+               "button": "left", "duration_ms": 60, "modifiers": ["shift"], "intent": "drag with shift"}),
+        json!({"type": "scroll", "dx": 0, "dy": 3, "intent": "scroll down three notches"}),
+    ];
+    for (offset, gesture) in gestures.iter().enumerate() {
+        let index = 3 + offset as u64;
+        let request_id = format!("gesture-{index}");
+        act(&client, &session, &request_id, index, gesture.clone())
+            .await
+            .unwrap();
+        let replay = act(&client, &session, &request_id, index, gesture.clone())
+            .await
+            .unwrap();
+        assert!(replay.idempotent_replay);
+    }
+    // 2 press/release pairs + 1 drag pair + 3 wheel pairs = 12 button events.
+    let events = wait_for_events(&log, before_gestures + 12);
+    let events = &events[before_gestures..];
+    let presses = of_type(events, "button_press");
+    let buttons: Vec<i64> = presses
+        .iter()
+        .map(|event| event["button"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        buttons,
+        vec![1, 1, 1, 5, 5, 5],
+        "double click, drag, three wheel-down notches"
+    );
+    assert_eq!(of_type(events, "button_release").len(), 6);
+    let drag_press = presses[2];
+    assert_eq!(
+        (drag_press["root_x"].as_i64(), drag_press["root_y"].as_i64()),
+        (Some(100), Some(100))
+    );
+    assert_ne!(
+        drag_press["state"].as_u64().unwrap() & 1,
+        0,
+        "shift held during the drag"
+    );
+    let drag_release = of_type(events, "button_release")[2];
+    assert_eq!(
+        (
+            drag_release["root_x"].as_i64(),
+            drag_release["root_y"].as_i64()
+        ),
+        (Some(220), Some(180))
+    );
+    let motions: Vec<(i64, i64)> = of_type(events, "motion")
+        .iter()
+        .map(|event| {
+            (
+                event["root_x"].as_i64().unwrap(),
+                event["root_y"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    for point in [(150, 120), (220, 180)] {
+        assert!(
+            motions.contains(&point),
+            "drag point {point:?} missing from {motions:?}"
+        );
+    }
+
     let status = client.status(&session).await.unwrap();
-    assert_eq!(status.next_action_index, 3);
+    assert_eq!(status.next_action_index, 6);
     let log_text = client.events(&session).await.unwrap();
     let records: Vec<Value> = log_text
         .lines()
@@ -193,12 +260,21 @@ async fn retried_actions_reach_the_probe_exactly_once() {
             .iter()
             .filter(|r| r["type"] == "click" && r["pressed"] == true)
             .count(),
-        1
+        4,
+        "right click, double click (2), drag press"
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["type"] == "scroll")
+            .map(|r| r["dy"].as_i64().unwrap())
+            .sum::<i64>(),
+        3
     );
     let frames = client.frame_events(&session).await.unwrap();
     assert_eq!(
         frames.lines().count(),
-        3,
+        6,
         "one frame row per executed action"
     );
     client.release(&session).await.unwrap();
