@@ -3,7 +3,7 @@
 # target app (LibreCAD), accessibility and D-Bus bits, and the peer tools the benchmark compares
 # against. Idempotent: installs only what is missing.
 set -euo pipefail
-packages=(xvfb openbox librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv)
+packages=(xvfb openbox librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -163,6 +163,8 @@ pub trait Agent: Send {
     fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>>;
 
     /// Produces one turn from the current observation.
-    fn turn<'a>(&'a mut self, observation: &'a Observation)
-    -> BoxFuture<'a, Result<Turn, AgentError>>;
+    fn turn<'a>(
+        &'a mut self,
+        observation: &'a Observation,
+    ) -> BoxFuture<'a, Result<Turn, AgentError>>;
 }

@@ -3,13 +3,32 @@
 //! (`desk-cad`).
 //!
 //! The seam to models is the [`Agent`] trait: one turn in, one `computer_action` batch out.
-//! Model adapters (crate `desk-models`) and the model-free agents (`oracle`, `replay`) implement
-//! it.
+//! Model adapters (crate `desk-models`) and the model-free agents ([`OracleAgent`],
+//! [`ReplayAgent`]) implement it. [`run_rollout`] plays one task; [`run_suite`] plays many and
+//! writes `summary.json` and `report.html`. Gold drawings reach only the scorer and the oracle,
+//! never the broker or the desktop.
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod batch;
+mod error;
+pub mod oracle;
+mod play;
+pub mod record;
+pub mod replay;
+pub mod report;
+pub mod rollout;
+pub mod suite;
 
 pub use agent::{
     Agent, AgentError, AgentInfo, BatchDelivery, BoxFuture, DeliveryStatus, Observation,
     ObservedImage, TaskBrief, TokenUsage, Turn, TurnOutcome,
 };
+pub use batch::{BatchRejection, check_batch};
+pub use error::HarnessError;
+pub use oracle::{OracleAgent, oracle_batches};
+pub use play::request_id;
+pub use record::{RolloutRecord, RolloutStatus, TraceItem, TraceTurn, TurnRecord};
+pub use replay::ReplayAgent;
+pub use rollout::{MAX_ACTIONS, RolloutOptions, run_rollout};
+pub use suite::{AgentFactory, SuiteConfig, Summary, format_table, oracle_factory, run_suite};

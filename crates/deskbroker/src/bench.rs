@@ -1,17 +1,345 @@
-//! `deskbroker bench …`: the CAD benchmark (to be filled in).
+//! `deskbroker bench …`: the CAD benchmark. `run` starts an in-process broker and plays tasks
+//! with an agent, `score` scores any DXF against a task's gold, `corpus` writes the corpus.
+//!
+//! The corpus is generated deterministically into a cache
+//! (`$XDG_CACHE_HOME/deskbroker/corpus/<CORPUS_VERSION>/{public,private}`, else `~/.cache/…`)
+//! when absent. Gold (`private/`) is read only here for the scorer and the oracle; it is never
+//! handed to the broker or the desktop.
+//!
+//! Plugging in a model agent: add a variant to [`AgentKind`] and an arm in [`agent_factory`]
+//! returning a factory that builds a `Box<dyn desk_harness::Agent>` per task.
 
-use anyhow::Result;
-use clap::Subcommand;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use desk_cad::{CORPUS_VERSION, Split, Task, load_gold, load_tasks, write_corpus};
+use desk_harness::suite::rollout_dir;
+use desk_harness::{
+    Agent, AgentError, AgentFactory, ReplayAgent, SuiteConfig, format_table, oracle_factory,
+    run_suite,
+};
+
+use crate::cli::BrokerArgs;
+use crate::local::LocalBroker;
 
 /// Benchmark subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
-    /// Score a DXF against a task's gold drawing.
-    Score,
+    /// Run an agent on tasks: in-process broker, one rollout per task, results in --out.
+    Run(RunArgs),
+    /// Score a DXF against a task's gold drawing; prints the ScoreReport as JSON.
+    Score(ScoreArgs),
+    /// Write the public corpus (tasks.json, reference PNGs) and, with --gold-out, the gold DXFs.
+    Corpus(CorpusArgs),
+}
+
+/// Which tasks to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SplitArg {
+    /// The development split (about one task in seven).
+    Dev,
+    /// The evaluation split.
+    Eval,
+    /// Every task.
+    All,
+}
+
+/// The agent that plays. Model adapters (crate `desk-models`) add variants here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AgentKind {
+    /// Solves each task from its gold drawing through the GUI (proves solvability).
+    Oracle,
+    /// Re-runs recorded batches from --replay (a rollout.json, or a previous out directory).
+    Replay,
+}
+
+impl AgentKind {
+    fn name(self) -> &'static str {
+        match self {
+            AgentKind::Oracle => "oracle",
+            AgentKind::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CorpusLocation {
+    /// Public corpus directory (tasks.json, references/). [default: the cache, generated if absent]
+    #[arg(long)]
+    pub(crate) corpus: Option<PathBuf>,
+    /// Scorer-private gold directory. [default: the cache's private/]
+    #[arg(long)]
+    pub(crate) gold: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Which split to run.
+    #[arg(long, value_enum, default_value = "dev")]
+    pub(crate) split: SplitArg,
+    /// Run only these task ids (repeatable); overrides --split.
+    #[arg(long = "task")]
+    pub(crate) tasks: Vec<String>,
+    /// The agent.
+    #[arg(long, value_enum, default_value = "oracle")]
+    pub(crate) agent: AgentKind,
+    /// For --agent replay: a rollout.json, or an out directory of an earlier run.
+    #[arg(long)]
+    pub(crate) replay: Option<PathBuf>,
+    /// Out directory: rollouts/, summary.json, report.html.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Attempt id of the leases. [default: <agent>-<unix ms>]
+    #[arg(long)]
+    pub(crate) attempt_id: Option<String>,
+    #[command(flatten)]
+    pub(crate) corpus: CorpusLocation,
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScoreArgs {
+    /// The task id, e.g. task-004.
+    #[arg(long)]
+    pub(crate) task: String,
+    /// The candidate file (any file; non-DXF content scores 0).
+    #[arg(long)]
+    pub(crate) candidate: PathBuf,
+    #[command(flatten)]
+    pub(crate) corpus: CorpusLocation,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CorpusArgs {
+    /// Where to write the public corpus.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Where to write the gold DXFs (keep this private).
+    #[arg(long)]
+    pub(crate) gold_out: Option<PathBuf>,
 }
 
 pub(crate) async fn run(command: BenchCommand) -> Result<()> {
     match command {
-        BenchCommand::Score => anyhow::bail!("not implemented yet"),
+        BenchCommand::Run(args) => run_bench(args).await,
+        BenchCommand::Score(args) => score(&args),
+        BenchCommand::Corpus(args) => corpus(&args),
     }
+}
+
+fn cache_root() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir)
+                .join(".cache")
+        });
+    base.join("deskbroker").join("corpus").join(CORPUS_VERSION)
+}
+
+/// The public and gold directories, generating the cached corpus when it is absent.
+fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf)> {
+    let root = cache_root();
+    let public = location
+        .corpus
+        .clone()
+        .unwrap_or_else(|| root.join("public"));
+    let gold = location
+        .gold
+        .clone()
+        .unwrap_or_else(|| root.join("private"));
+    let uses_cache = location.corpus.is_none() || location.gold.is_none();
+    if uses_cache && !root.join("public/tasks.json").exists() {
+        let staging = root.with_extension(format!("tmp-{}", std::process::id()));
+        write_corpus(&staging.join("public"), &staging.join("private"))
+            .with_context(|| format!("failed to generate the corpus in {}", staging.display()))?;
+        if let Err(error) = std::fs::rename(&staging, &root) {
+            // Another process may have finished first; its corpus is identical.
+            let _ = std::fs::remove_dir_all(&staging);
+            if !root.join("public/tasks.json").exists() {
+                return Err(error)
+                    .context(format!("failed to move the corpus to {}", root.display()));
+            }
+        }
+    }
+    Ok((public, gold))
+}
+
+fn select_tasks(all: Vec<Task>, args: &RunArgs, replay_task: Option<&str>) -> Result<Vec<Task>> {
+    let mut wanted: Vec<String> = args.tasks.clone();
+    if wanted.is_empty()
+        && let Some(task) = replay_task
+    {
+        wanted.push(task.to_owned());
+    }
+    if !wanted.is_empty() {
+        for id in &wanted {
+            if !all.iter().any(|task| task.id.as_str() == id) {
+                bail!("unknown task {id}");
+            }
+        }
+        return Ok(all
+            .into_iter()
+            .filter(|task| wanted.iter().any(|id| id == task.id.as_str()))
+            .collect());
+    }
+    Ok(all
+        .into_iter()
+        .filter(|task| match args.split {
+            SplitArg::All => true,
+            SplitArg::Dev => task.split == Split::Dev,
+            SplitArg::Eval => task.split == Split::Eval,
+        })
+        .collect())
+}
+
+/// The hook for agents: one factory per run, called once per task.
+pub(crate) fn agent_factory(
+    kind: AgentKind,
+    replay: Option<&Path>,
+    gold_dir: &Path,
+) -> Result<Box<AgentFactory<'static>>> {
+    Ok(match kind {
+        AgentKind::Oracle => Box::new(oracle_factory(gold_dir.to_owned())),
+        AgentKind::Replay => {
+            let source = replay
+                .context("--agent replay needs --replay FILE|DIR")?
+                .to_owned();
+            Box::new(move |task: &Task| {
+                let file = if source.is_dir() {
+                    rollout_dir(&source, task.id.as_str()).join(desk_harness::record::ROLLOUT_FILE)
+                } else {
+                    source.clone()
+                };
+                let agent = ReplayAgent::from_file(&file).map_err(|error| AgentError {
+                    agent: "replay".to_owned(),
+                    message: format!("{:#}", anyhow::Error::from(error)),
+                })?;
+                Ok(Box::new(agent) as Box<dyn Agent>)
+            })
+        }
+    })
+}
+
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+async fn run_bench(args: RunArgs) -> Result<()> {
+    let (public_dir, gold_dir) = corpus_dirs(&args.corpus)?;
+    let all = load_tasks(&public_dir).context("failed to load tasks.json")?;
+    let replay_task = match (&args.replay, args.agent) {
+        (Some(file), AgentKind::Replay) if file.is_file() => {
+            Some(ReplayAgent::from_file(file)?.task_id().to_owned())
+        }
+        _ => None,
+    };
+    let tasks = select_tasks(all, &args, replay_task.as_deref())?;
+    if tasks.is_empty() {
+        bail!("no task selected");
+    }
+    let mut factory = agent_factory(args.agent, args.replay.as_deref(), &gold_dir)?;
+    let attempt_id = args
+        .attempt_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", args.agent.name(), unix_ms()));
+    run_with_factory(
+        &args,
+        &public_dir,
+        &gold_dir,
+        &tasks,
+        attempt_id,
+        factory.as_mut(),
+    )
+    .await
+}
+
+/// Starts a broker, runs `tasks` with agents from `factory`, prints the table.
+pub(crate) async fn run_with_factory(
+    args: &RunArgs,
+    public_dir: &Path,
+    gold_dir: &Path,
+    tasks: &[Task],
+    attempt_id: String,
+    factory: &mut AgentFactory<'_>,
+) -> Result<()> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("failed to create {}", args.out.display()))?;
+    let out = args.out.canonicalize()?;
+    let mut broker_args = args.broker.clone();
+    if broker_args.state_dir.is_none() {
+        broker_args.state_dir = Some(out.join("state"));
+    }
+    let mut socket = out.join("broker.sock");
+    if socket.as_os_str().len() > 100 {
+        socket = std::env::temp_dir().join(format!("deskbroker-bench-{}.sock", std::process::id()));
+    }
+    let config = SuiteConfig {
+        public_dir: public_dir.to_owned(),
+        gold_dir: gold_dir.to_owned(),
+        out_dir: out.clone(),
+        broker_version: env!("CARGO_PKG_VERSION").to_owned(),
+        attempt_id,
+        profile: Some(broker_args.default_profile.clone()),
+        max_actions: None,
+        wall_time: None,
+    };
+    let broker = LocalBroker::start(&broker_args, socket).await?;
+    let result = run_suite(&broker.client(), tasks, &config, factory).await;
+    broker.stop().await;
+    let (summary, _) = result?;
+    print!("{}", format_table(&summary));
+    println!(
+        "results: {} (summary.json, report.html, rollouts/)",
+        out.display()
+    );
+    Ok(())
+}
+
+fn score(args: &ScoreArgs) -> Result<()> {
+    let (public_dir, gold_dir) = corpus_dirs(&args.corpus)?;
+    let tasks = load_tasks(&public_dir)?;
+    let task = tasks
+        .iter()
+        .find(|task| task.id.as_str() == args.task)
+        .with_context(|| format!("unknown task {}", args.task))?;
+    let gold = load_gold(&gold_dir, &task.id)?;
+    let report = desk_cad::score(&gold, &args.candidate);
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn corpus(args: &CorpusArgs) -> Result<()> {
+    let scratch;
+    let gold_dir = match &args.gold_out {
+        Some(dir) => dir.clone(),
+        None => {
+            scratch = std::env::temp_dir().join(format!("deskbroker-gold-{}", std::process::id()));
+            scratch.clone()
+        }
+    };
+    let written = write_corpus(&args.out, &gold_dir);
+    if args.gold_out.is_none() {
+        let _ = std::fs::remove_dir_all(&gold_dir);
+    }
+    let tasks = written?;
+    println!(
+        "wrote {} tasks ({CORPUS_VERSION}) to {}{}",
+        tasks.len(),
+        args.out.display(),
+        args.gold_out
+            .as_ref()
+            .map(|dir| format!(", gold to {}", dir.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
 }

@@ -1,0 +1,332 @@
+//! The oracle agent: solves a task from its gold drawing through the same `computer_action`
+//! path a model uses, as a person at LibreCAD's command line and mouse would, following
+//! `docs/librecad-recipes.md` exactly.
+//!
+//! Every entity is a short deterministic keyboard batch that starts with `ctrl+m` (focus the
+//! command line) and ends with two Escapes. Steps that depend on a dialog, a selection click or
+//! a wait are one-action batches: layer creation through the Layer List dock, the circle click
+//! of radius and diameter dimensions (through the documented view transform), and the Text
+//! dialog. The script is fixed in advance from the gold; observations are not consulted.
+
+use std::collections::VecDeque;
+
+use desk_cad::model::{DimKind, Entity, Geometry, Model, Point};
+use serde_json::{Value, json};
+
+use crate::agent::{
+    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+};
+
+/// Layer List dock: the "Add layer" button, the filter field and the first row (1920x1080).
+const ADD_LAYER: (i64, i64) = (1807, 525);
+const LAYER_FILTER: (i64, i64) = (1767, 492);
+const LAYER_ROW_0: (i64, i64) = (1830, 558);
+/// An empty canvas spot (drawing ≈ (352, 190)), outside every corpus entity.
+const EMPTY_CANVAS: (i64, i64) = (1500, 150);
+
+/// Drawing millimetres → screen pixels of a fresh, never zoomed LibreCAD at 1920x1080:
+/// `px = 92 + 4·x`, `py = 911 − 4·y` (recipes, section 5).
+pub fn drawing_to_screen(point: Point) -> (i64, i64) {
+    // Corpus coordinates stay inside 0..375 x 0..200, so the rounded values fit easily.
+    #[allow(clippy::cast_possible_truncation)]
+    let px = (92.0 + 4.0 * point.x).round() as i64;
+    #[allow(clippy::cast_possible_truncation)]
+    let py = (911.0 - 4.0 * point.y).round() as i64;
+    (px, py)
+}
+
+/// A number as typed at the command line: up to six decimals, trailing zeros trimmed.
+fn num(value: f64) -> String {
+    let text = format!("{value:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+fn pt(point: Point) -> String {
+    format!("{},{}", num(point.x), num(point.y))
+}
+
+fn key(keys: &[&str], intent: &str) -> Value {
+    json!({"type": "key", "keys": keys, "intent": intent})
+}
+
+fn type_text(text: &str, intent: &str) -> Value {
+    json!({"type": "type", "text": text, "intent": intent})
+}
+
+fn click((x, y): (i64, i64), intent: &str) -> Value {
+    json!({"type": "click", "x": x, "y": y, "intent": intent})
+}
+
+fn wait(milliseconds: u64, intent: &str) -> Value {
+    json!({"type": "wait", "milliseconds": milliseconds, "intent": intent})
+}
+
+/// Builds the command-line batch of one command: focus, name, entries, two Escapes.
+fn command(name: &str, entries: &[(String, &str)]) -> Vec<Value> {
+    let mut batch = vec![
+        key(&["ctrl", "m"], "focus the command line"),
+        type_text(name, &format!("start the {name} command")),
+        key(&["return"], "confirm the command"),
+    ];
+    for (entry, intent) in entries {
+        batch.push(type_text(entry, intent));
+        batch.push(key(&["return"], "confirm the entry"));
+    }
+    batch.push(key(&["escape"], "finish the command"));
+    batch.push(key(&["escape"], "back to idle"));
+    batch
+}
+
+/// The scripted batches of a whole drawing, ending with Ctrl+S and `done`.
+pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
+    let mut batches = vec![vec![click(EMPTY_CANVAS, "give the drawing window focus")]];
+    let mut created: Vec<String> = vec!["0".to_owned()];
+    let mut current_layer = "0".to_owned();
+    let mut entity_idx = 0;
+    while let Some(entity) = gold.entities.get(entity_idx) {
+        if !entity.layer.eq_ignore_ascii_case(&current_layer) {
+            layer_batches(&entity.layer, &mut created, &mut batches);
+            current_layer.clone_from(&entity.layer);
+        }
+        // Consecutive connected lines on one layer become one `line` command.
+        let mut chain = vec![entity];
+        while let (Some(last), Some(next)) = (chain.last(), gold.entities.get(entity_idx + 1)) {
+            match (&last.geometry, &next.geometry) {
+                (Geometry::Line { b, .. }, Geometry::Line { a, .. })
+                    if a == b && next.layer == entity.layer =>
+                {
+                    chain.push(next);
+                    entity_idx += 1;
+                }
+                _ => break,
+            }
+        }
+        entity_batches(&chain, &mut batches);
+        entity_idx += 1;
+    }
+    batches.push(vec![
+        key(&["ctrl", "s"], "save the drawing in place"),
+        wait(1000, "let the save finish"),
+        json!({"type": "done", "intent": "the drawing matches the reference"}),
+    ]);
+    batches
+}
+
+/// Makes `layer` current: create it through the dock (it becomes current) or pick it through
+/// the filter.
+fn layer_batches(layer: &str, created: &mut Vec<String>, batches: &mut Vec<Vec<Value>>) {
+    if created.iter().any(|name| name.eq_ignore_ascii_case(layer)) {
+        batches.push(vec![
+            click(LAYER_FILTER, "focus the layer filter"),
+            key(&["ctrl", "a"], "select the filter text"),
+            type_text(layer, &format!("filter the layer list to {layer}")),
+        ]);
+        batches.push(vec![click(LAYER_ROW_0, &format!("make {layer} current"))]);
+        batches.push(vec![
+            click(LAYER_FILTER, "focus the layer filter"),
+            key(&["ctrl", "a"], "select the filter text"),
+            key(&["backspace"], "clear the filter"),
+        ]);
+    } else {
+        batches.push(vec![click(ADD_LAYER, "open the Add layer dialog")]);
+        batches.push(vec![wait(500, "let the Layer Settings dialog map")]);
+        batches.push(vec![
+            type_text(layer, &format!("name the new layer {layer}")),
+            key(
+                &["return"],
+                "confirm the dialog; the new layer becomes current",
+            ),
+        ]);
+        batches.push(vec![wait(200, "let the dialog close")]);
+        created.push(layer.to_owned());
+    }
+}
+
+fn entity_batches(chain: &[&Entity], batches: &mut Vec<Vec<Value>>) {
+    let Some(first) = chain.first() else {
+        return;
+    };
+    match &first.geometry {
+        Geometry::Line { a, .. } => {
+            let mut entries = vec![(pt(*a), "first point of the line")];
+            for entity in chain {
+                if let Geometry::Line { b, .. } = entity.geometry {
+                    entries.push((pt(b), "next point of the line"));
+                }
+            }
+            batches.push(command("line", &entries));
+        }
+        Geometry::Polyline { points, closed } => {
+            let mut entries: Vec<(String, &str)> = points
+                .iter()
+                .map(|p| (pt(*p), "next polyline vertex"))
+                .collect();
+            if *closed {
+                entries.push(("close".to_owned(), "close the polyline"));
+            }
+            batches.push(command("polyline", &entries));
+        }
+        Geometry::Circle { center, r } => batches.push(command(
+            "circle",
+            &[(pt(*center), "circle center"), (num(*r), "circle radius")],
+        )),
+        Geometry::Arc {
+            center,
+            r,
+            start_deg,
+            end_deg,
+        } => batches.push(command(
+            "arc",
+            &[
+                ("center".to_owned(), "switch the arc to center form"),
+                (pt(*center), "arc center"),
+                (num(*r), "arc radius"),
+                (num(*start_deg), "start angle"),
+                (num(*end_deg), "end angle (counter-clockwise)"),
+            ],
+        )),
+        Geometry::LinearDim {
+            p1,
+            p2,
+            dim_line_point,
+            kind,
+        } => {
+            let name = match kind {
+                DimKind::Horizontal => "dimhorizontal",
+                DimKind::Vertical => "dimvertical",
+                DimKind::Aligned => "dimaligned",
+            };
+            batches.push(command(
+                name,
+                &[
+                    (pt(*p1), "first extension-line origin"),
+                    (pt(*p2), "second extension-line origin"),
+                    (pt(*dim_line_point), "dimension line location"),
+                ],
+            ));
+        }
+        Geometry::RadialDim {
+            center,
+            point_on_circle,
+            diameter,
+        } => radial_batches(*center, *point_on_circle, *diameter, batches),
+        Geometry::Text {
+            insert,
+            height,
+            value,
+        } => text_batches(*insert, *height, value, batches),
+    }
+}
+
+fn radial_batches(center: Point, edge: Point, diameter: bool, batches: &mut Vec<Vec<Value>>) {
+    let name = if diameter { "dimdiameter" } else { "dimradius" };
+    batches.push(vec![
+        key(&["ctrl", "m"], "focus the command line"),
+        type_text(name, &format!("start the {name} command")),
+        key(&["return"], "confirm the command"),
+    ]);
+    batches.push(vec![click(
+        drawing_to_screen(edge),
+        "select the circle or arc by its edge",
+    )]);
+    let angle = (edge.y - center.y).atan2(edge.x - center.x).to_degrees();
+    let placement = if diameter {
+        // A typed point sets the diameter's direction (recipes, section 5).
+        let r = center.dist(edge);
+        (pt(center.polar(r + 10.0, angle)), "dimension line position")
+    } else {
+        (num(angle), "dimension angle")
+    };
+    batches.push(vec![
+        key(
+            &["ctrl", "m"],
+            "the click took focus; back to the command line",
+        ),
+        type_text(&placement.0, placement.1),
+        key(&["return"], "confirm the entry"),
+        key(&["escape"], "finish the command"),
+        key(&["escape"], "back to idle"),
+    ]);
+}
+
+fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<Value>>) {
+    batches.push(vec![
+        key(&["ctrl", "m"], "focus the command line"),
+        type_text("text", "start the text command"),
+        key(&["return"], "open the Text dialog"),
+    ]);
+    batches.push(vec![wait(500, "let the Text dialog map")]);
+    batches.push(vec![
+        key(&["ctrl", "a"], "select the old text"),
+        type_text(value, "the text"),
+        key(&["tab"], "to the Height field"),
+        key(&["ctrl", "a"], "select the old height"),
+        type_text(&num(height), "text height"),
+        key(&["tab"], "to the Angle field"),
+        key(&["ctrl", "a"], "select the old angle"),
+        type_text("0", "text angle"),
+        key(&["return"], "OK: close the dialog"),
+    ]);
+    batches.push(vec![wait(200, "let the dialog close")]);
+    batches.push(vec![
+        json!({"type": "move", "x": 600, "y": 400, "intent": "pointer over the canvas"}),
+        json!({"type": "move", "x": 610, "y": 410, "intent": "pointer motion sets the preview"}),
+        type_text(&pt(insert), "insertion point (left baseline)"),
+        key(&["return"], "confirm the insertion point"),
+        key(&["escape"], "finish the command"),
+        key(&["escape"], "back to idle"),
+    ]);
+}
+
+/// Plays [`oracle_batches`] of a gold drawing, one batch per turn.
+pub struct OracleAgent {
+    batches: VecDeque<Vec<Value>>,
+}
+
+impl OracleAgent {
+    /// An oracle for `gold` (read from the scorer-private gold directory by the caller).
+    pub fn new(gold: &Model) -> Self {
+        Self {
+            batches: oracle_batches(gold).into(),
+        }
+    }
+}
+
+impl Agent for OracleAgent {
+    fn info(&self) -> AgentInfo {
+        AgentInfo {
+            agent: "oracle".to_owned(),
+            model: None,
+        }
+    }
+
+    fn start<'a>(&'a mut self, _brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn turn<'a>(
+        &'a mut self,
+        observation: &'a Observation,
+    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
+        let outcome = match self.batches.pop_front() {
+            Some(actions) => TurnOutcome::Actions {
+                call_id: format!("oracle-{}", observation.turn),
+                actions,
+            },
+            None => TurnOutcome::NoToolCall {
+                text: "the oracle script is finished".to_owned(),
+            },
+        };
+        Box::pin(async move {
+            Ok(Turn {
+                outcome,
+                usage: TokenUsage::default(),
+            })
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! `report.html`: a self-contained static page per run (inline CSS, no scripts, no network).
+//!
+//! Per rollout: the reference PNG and the candidate render side by side, the score with its
+//! per-category breakdown, and the trace of intents per turn with a thumbnail of the frame the
+//! agent saw next and links to every intermediate frame. Every link is relative to the out
+//! directory, so the folder can be moved or archived as is.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::{HarnessError, write_file};
+use crate::record::{RolloutRecord, TraceTurn, TurnRecord};
+use crate::suite::Summary;
+
+/// The report's file name inside the out directory.
+pub const REPORT_FILE: &str = "report.html";
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa}\
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #ccc;padding-top:12px}\
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;\
+font-size:13px;text-align:left;vertical-align:top}th{background:#eee}\
+.pair{display:flex;gap:16px;flex-wrap:wrap}.pair figure{margin:0;background:#fff;\
+border:1px solid #ccc;padding:6px}.pair img{width:560px;max-width:100%;display:block}\
+figcaption{font-size:12px;color:#555}.thumb{width:192px;border:1px solid #999}\
+.good{color:#0a0;font-weight:bold}.bad{color:#c00;font-weight:bold}\
+ol{margin:0;padding-left:20px;font-size:12px}details{margin:8px 0}code{font-size:12px}";
+
+/// Writes `report.html` into `out_dir`.
+pub fn write_report(
+    out_dir: &Path,
+    summary: &Summary,
+    records: &[RolloutRecord],
+) -> Result<(), HarnessError> {
+    write_file(
+        &out_dir.join(REPORT_FILE),
+        render(summary, records).as_bytes(),
+    )
+}
+
+/// The report page as a string.
+pub fn render(summary: &Summary, records: &[RolloutRecord]) -> String {
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>deskbroker bench report</title><style>{STYLE}</style></head><body>\
+         <h1>deskbroker bench report</h1><p>{} · {} · {} · deskbroker {} · {} rollouts, \
+         {} done, mean score <b>{:.4}</b>, {:.1} s</p>",
+        escape(&summary.contract_version),
+        escape(&summary.corpus_version),
+        escape(&summary.scorer_version),
+        escape(&summary.broker_version),
+        summary.n_rollouts,
+        summary.n_done,
+        summary.mean_score,
+        summary.total_ms as f64 / 1000.0
+    );
+    html.push_str(
+        "<table><tr><th>task</th><th>level</th><th>agent</th><th>status</th><th>score</th>\
+         <th>actions</th><th>turns</th><th>wall s</th></tr>",
+    );
+    for row in &summary.rollouts {
+        let _ = write!(
+            html,
+            "<tr><td><a href=\"#{id}\">{id}</a></td><td>{:?}</td><td>{}</td><td>{}</td>\
+             <td class=\"{}\">{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
+            row.level,
+            escape(&row.agent.agent),
+            row.status.as_str(),
+            if row.score >= 0.99 { "good" } else { "bad" },
+            row.score,
+            row.actions_used,
+            row.n_turns,
+            row.wall_time_ms as f64 / 1000.0,
+            id = escape(&row.task_id),
+        );
+    }
+    html.push_str("</table>");
+    for record in records {
+        rollout_section(&mut html, record);
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+fn rollout_section(html: &mut String, record: &RolloutRecord) {
+    let base = format!("rollouts/{}/", record.task_id);
+    let link = |rel: &str| escape(&format!("{base}{rel}"));
+    let _ = write!(
+        html,
+        "<h2 id=\"{id}\">{id} · {:?} · {}{} · score {:.4}</h2><p>status <b>{}</b>{} · {} \
+         actions in {} turns ({} refused) · {:.1} s from handoff · tokens {}/{} · \
+         <a href=\"{}\">rollout.json</a></p>",
+        record.level,
+        escape(&record.agent.agent),
+        record
+            .agent
+            .model
+            .as_deref()
+            .map(|m| format!(" ({})", escape(m)))
+            .unwrap_or_default(),
+        record.score.score,
+        record.status.as_str(),
+        record
+            .status_detail
+            .as_deref()
+            .map(|d| format!(": {}", escape(d)))
+            .unwrap_or_default(),
+        record.actions_used,
+        record.n_turns,
+        record.n_rejected_batches,
+        record.wall_time_ms as f64 / 1000.0,
+        record.tokens.input_tokens,
+        record.tokens.output_tokens,
+        link("rollout.json"),
+        id = escape(&record.task_id),
+    );
+    html.push_str("<div class=\"pair\">");
+    let images = [
+        ("reference", record.paths.reference.as_deref()),
+        ("candidate render", record.paths.candidate_render.as_deref()),
+    ];
+    for (caption, path) in images {
+        match path {
+            Some(path) => {
+                let _ = write!(
+                    html,
+                    "<figure><img src=\"{}\" alt=\"{caption}\"><figcaption>{caption}\
+                     </figcaption></figure>",
+                    link(path)
+                );
+            }
+            None => {
+                let _ = write!(
+                    html,
+                    "<figure><p>no {caption}</p><figcaption>{caption}</figcaption></figure>"
+                );
+            }
+        }
+    }
+    html.push_str(
+        "</div><table><tr><th>category</th><th>included</th><th>weight</th>\
+                   <th>gold</th><th>candidate</th><th>matched</th><th>F1</th></tr>",
+    );
+    for category in &record.score.categories {
+        let _ = write!(
+            html,
+            "<tr><td>{:?}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{:.4}</td></tr>",
+            category.category,
+            category.included,
+            category.weight,
+            category.gold,
+            category.candidate,
+            category.matched,
+            category.f1
+        );
+    }
+    html.push_str("</table>");
+    if let Some(reason) = record.score.zero_reason {
+        let _ = write!(
+            html,
+            "<p class=\"bad\">zero: {:?} {}</p>",
+            reason,
+            escape(record.score.message.as_deref().unwrap_or(""))
+        );
+    }
+    let _ = write!(
+        html,
+        "<details><summary>trace: {} turns</summary><table><tr><th>turn</th><th>answer</th>\
+         <th>intents (links to each frame)</th><th>delivery</th><th>frame shown next</th></tr>",
+        record.trace.len()
+    );
+    for turn in &record.trace {
+        trace_row(html, turn, &link);
+    }
+    html.push_str("</table></details>");
+}
+
+fn trace_row(html: &mut String, turn: &TraceTurn, link: &dyn Fn(&str) -> String) {
+    let answer = match &turn.outcome {
+        TurnRecord::Actions { actions, .. } => format!("{} actions", actions.len()),
+        TurnRecord::NoToolCall { text } => format!("no tool call: {}", escape(text)),
+        TurnRecord::Malformed { error, .. } => format!("malformed: {}", escape(error)),
+    };
+    let mut intents = String::from("<ol>");
+    for item in &turn.items {
+        let label = format!("{}: {}", item.action_type, escape(&item.intent));
+        match &item.frame {
+            Some(frame) => {
+                let _ = write!(intents, "<li><a href=\"{}\">{label}</a></li>", link(frame));
+            }
+            None => {
+                let _ = write!(
+                    intents,
+                    "<li>{label} <span class=\"bad\">{}</span></li>",
+                    escape(item.error.as_deref().unwrap_or("not run"))
+                );
+            }
+        }
+    }
+    intents.push_str("</ol>");
+    let delivery = turn
+        .delivery
+        .as_ref()
+        .map(|d| {
+            format!(
+                "{:?}, {} run, changed: {}",
+                d.status, d.n_executed, d.screen_changed
+            )
+        })
+        .unwrap_or_else(|| "none".to_owned());
+    let thumb = turn
+        .final_frame
+        .as_deref()
+        .map(|frame| {
+            format!(
+                "<a href=\"{0}\"><img class=\"thumb\" loading=\"lazy\" src=\"{0}\" \
+                 alt=\"frame\"></a>",
+                link(frame)
+            )
+        })
+        .unwrap_or_default();
+    let _ = write!(
+        html,
+        "<tr><td>{}</td><td>{answer}</td><td>{intents}</td><td>{}</td><td>{thumb}</td></tr>",
+        turn.turn,
+        escape(&delivery)
+    );
+}

@@ -1,0 +1,353 @@
+//! One rollout end to end: lease, reset (the verified handoff), play, checkpoint, retrieval,
+//! release, scoring, and the `rollout.json` record.
+//!
+//! Invariants: the session is always released once leased; the gold model is used only by the
+//! scorer here and never reaches the broker; budgets are clamped to the contract's ceilings.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use desk_cad::{DrawingType, Model, Task};
+use desk_client::Client;
+use desk_contract::DisplaySize;
+use desk_contract::api::{LeaseRequest, ResetRequest, SaveMethod};
+use sha2::{Digest, Sha256};
+
+use crate::agent::{Agent, ObservedImage, TaskBrief, TokenUsage};
+use crate::error::{HarnessError, write_file, write_json};
+use crate::play::{Play, PlayEnd, chain};
+use crate::record::{
+    ArtifactInfo, EffectiveBudgets, ROLLOUT_FILE, RolloutPaths, RolloutRecord, RolloutStatus,
+};
+
+/// The action ceiling of every task.
+pub const MAX_ACTIONS: u64 = 5_000;
+/// Wall time of a 2D task, from the handoff.
+pub const WALL_TIME_2D_S: u64 = 900;
+/// Wall time of a 3D task, from the handoff.
+pub const WALL_TIME_3D_S: u64 = 1_800;
+
+/// How to run one rollout.
+#[derive(Debug, Clone)]
+pub struct RolloutOptions {
+    /// Prefix of every request id; unique per rollout.
+    pub rollout_id: String,
+    /// The lease's attempt id.
+    pub attempt_id: String,
+    /// The rollout's directory (frames, logs, artifact, `rollout.json`).
+    pub dir: PathBuf,
+    /// The deskbroker version, recorded in results.
+    pub broker_version: String,
+    /// App profile; the broker's default when `None`.
+    pub profile: Option<String>,
+    /// A lower action budget (tests); never raises the ceiling.
+    pub max_actions: Option<u64>,
+    /// A lower wall-time budget (tests); never raises the ceiling.
+    pub wall_time: Option<Duration>,
+}
+
+/// Effective budgets: the task's declared action budget clamped to [`MAX_ACTIONS`], and the
+/// contract's wall time for the drawing type.
+pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBudgets, Duration) {
+    let declared_actions = u64::from(task.budgets.max_actions);
+    let mut max_actions = declared_actions.min(MAX_ACTIONS);
+    if let Some(lower) = options.max_actions {
+        max_actions = max_actions.min(lower);
+    }
+    let ceiling_s = match task.drawing_type {
+        DrawingType::TwoD => WALL_TIME_2D_S,
+        DrawingType::ThreeD => WALL_TIME_3D_S,
+    };
+    let wall_time_s = u64::from(task.budgets.wall_time_s).min(ceiling_s);
+    let mut wall_time = Duration::from_secs(wall_time_s);
+    if let Some(lower) = options.wall_time {
+        wall_time = wall_time.min(lower);
+    }
+    let budgets = EffectiveBudgets {
+        max_actions,
+        wall_time_s: wall_time.as_secs(),
+        declared_max_actions: declared_actions,
+        declared_wall_time_s: u64::from(task.budgets.wall_time_s),
+    };
+    (budgets, wall_time)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    let read = |at: usize| {
+        png.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_be_bytes)
+    };
+    (read(16), read(20))
+}
+
+/// Runs one rollout of `task` with `agent` and scores the artifact against `gold`.
+///
+/// Broker and agent failures become the record's status; only local file errors are `Err`.
+pub async fn run_rollout(
+    client: &Client,
+    task: &Task,
+    reference_png: &[u8],
+    gold: &Model,
+    agent: &mut dyn Agent,
+    options: &RolloutOptions,
+) -> Result<RolloutRecord, HarnessError> {
+    let started = Instant::now();
+    let (budgets, wall_time) = effective_budgets(task, options);
+    let dir = &options.dir;
+    std::fs::create_dir_all(dir.join("frames")).map_err(|source| HarnessError::Io {
+        op: "create directory",
+        path: dir.join("frames"),
+        source,
+    })?;
+    write_file(&dir.join("reference.png"), reference_png)?;
+    let mut record = RolloutRecord {
+        contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
+        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
+        broker_version: options.broker_version.clone(),
+        rollout_id: options.rollout_id.clone(),
+        attempt_id: options.attempt_id.clone(),
+        session_id: None,
+        task_id: task.id.to_string(),
+        drawing_type: task.drawing_type,
+        level: task.level,
+        split: task.split,
+        agent: agent.info(),
+        budgets,
+        actions_used: 0,
+        n_turns: 0,
+        n_rejected_batches: 0,
+        wall_time_ms: 0,
+        total_ms: 0,
+        tokens: TokenUsage::default(),
+        status: RolloutStatus::SetupFailed,
+        status_detail: None,
+        score: desk_cad::score(gold, &dir.join("attempt.dxf.missing")),
+        artifact: None,
+        paths: RolloutPaths {
+            frames_dir: "frames".to_owned(),
+            reference: Some("reference.png".to_owned()),
+            ..RolloutPaths::default()
+        },
+        trace: Vec::new(),
+    };
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: task.id.to_string(),
+            attempt_id: options.attempt_id.clone(),
+            profile: options.profile.clone(),
+        })
+        .await;
+    match lease {
+        Err(error) => record.status_detail = Some(format!("lease failed: {}", chain(&error))),
+        Ok(lease) => {
+            record.session_id = Some(lease.session_id.clone());
+            let mut notes = Vec::new();
+            let brief = Brief {
+                task,
+                reference_png,
+                wall_time,
+            };
+            let end = play_session(
+                client,
+                &lease.session_id,
+                &brief,
+                agent,
+                options,
+                &mut record,
+            )
+            .await;
+            if let Some(end) = end {
+                record.status = end.status;
+                record.status_detail = end.detail;
+                record.wall_time_ms = end.wall_time_ms;
+                finish(client, &lease.session_id, dir, &mut record, &mut notes).await;
+            }
+            if let Err(error) = client.release(&lease.session_id).await {
+                notes.push(format!("release failed: {}", chain(&error)));
+            }
+            if !notes.is_empty() {
+                let mut detail = record.status_detail.take().unwrap_or_default();
+                for note in notes {
+                    if !detail.is_empty() {
+                        detail.push_str("; ");
+                    }
+                    detail.push_str(&note);
+                }
+                record.status_detail = Some(detail);
+            }
+        }
+    }
+    score_artifact(gold, dir, &mut record)?;
+    record.total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    write_json(&dir.join(ROLLOUT_FILE), &record)?;
+    Ok(record)
+}
+
+struct Brief<'a> {
+    task: &'a Task,
+    reference_png: &'a [u8],
+    wall_time: Duration,
+}
+
+/// Resets and plays; `None` when the reset failed (the record says why).
+async fn play_session(
+    client: &Client,
+    session_id: &str,
+    brief: &Brief<'_>,
+    agent: &mut dyn Agent,
+    options: &RolloutOptions,
+    record: &mut RolloutRecord,
+) -> Option<PlayEnd> {
+    let reset = client
+        .reset(
+            session_id,
+            &ResetRequest {
+                request_id: format!("{}-reset", options.rollout_id),
+            },
+        )
+        .await;
+    let reset = match reset {
+        Ok(reset) => reset,
+        Err(error) => {
+            record.status_detail = Some(format!("reset failed: {}", chain(&error)));
+            return None;
+        }
+    };
+    // The wall clock starts at the verified handoff.
+    let handoff = Instant::now();
+    let display = DisplaySize {
+        width: reset.screenshot.width,
+        height: reset.screenshot.height,
+    };
+    let (ref_width, ref_height) = png_size(brief.reference_png);
+    let task_brief = TaskBrief {
+        task_id: brief.task.id.to_string(),
+        prompt: brief.task.prompt.clone(),
+        reference: ObservedImage {
+            png: brief.reference_png.to_vec(),
+            width: ref_width,
+            height: ref_height,
+            sequence: 0,
+            sha256: sha256_hex(brief.reference_png),
+        },
+        display,
+        max_actions: record.budgets.max_actions,
+        wall_time_s: record.budgets.wall_time_s,
+    };
+    let mut play = Play {
+        client,
+        session_id: session_id.to_owned(),
+        rollout_id: options.rollout_id.clone(),
+        display,
+        dir: options.dir.clone(),
+        handoff,
+        deadline: handoff + brief.wall_time,
+        max_actions: record.budgets.max_actions,
+        actions_used: 0,
+        next_index: 0,
+        last_sequence: 0,
+        last_shot: task_brief.reference.clone(),
+        last_frame: None,
+        trace: Vec::new(),
+        tokens: TokenUsage::default(),
+        n_rejected: 0,
+    };
+    let end = match play.accept_frame(&reset.screenshot) {
+        Err(detail) => PlayEnd {
+            status: RolloutStatus::FailedClosed,
+            detail: Some(format!("handoff frame: {detail}")),
+            wall_time_ms: 0,
+        },
+        Ok(_) => match agent.start(&task_brief).await {
+            Err(error) => PlayEnd {
+                status: RolloutStatus::AgentFailed,
+                detail: Some(chain(&error)),
+                wall_time_ms: 0,
+            },
+            Ok(()) => play.run(agent).await,
+        },
+    };
+    record.actions_used = play.actions_used;
+    record.n_turns = u32::try_from(play.trace.len()).unwrap_or(u32::MAX);
+    record.n_rejected_batches = play.n_rejected;
+    record.tokens = play.tokens;
+    record.trace = play.trace;
+    Some(end)
+}
+
+/// Checkpoint → artifact → events → frame events; failures become notes.
+async fn finish(
+    client: &Client,
+    session_id: &str,
+    dir: &Path,
+    record: &mut RolloutRecord,
+    notes: &mut Vec<String>,
+) {
+    match client.checkpoint(session_id).await {
+        Err(error) => notes.push(format!("checkpoint failed: {}", chain(&error))),
+        Ok(checkpoint) => match client.artifact(session_id).await {
+            Err(error) => notes.push(format!("artifact retrieval failed: {}", chain(&error))),
+            Ok(artifact) => match desk_contract::b64::decode(&artifact.bytes_base64) {
+                None => notes.push("artifact is not base64".to_owned()),
+                Some(bytes) => {
+                    let name = "attempt.dxf";
+                    match write_file(&dir.join(name), &bytes) {
+                        Err(error) => notes.push(chain(&error)),
+                        Ok(()) => {
+                            record.artifact = Some(ArtifactInfo {
+                                path: name.to_owned(),
+                                sha256: sha256_hex(&bytes),
+                                size: bytes.len() as u64,
+                                save_method: match checkpoint.method {
+                                    SaveMethod::AlreadySaved => "already_saved",
+                                    SaveMethod::ControllerSave => "controller_save",
+                                }
+                                .to_owned(),
+                            });
+                        }
+                    }
+                }
+            },
+        },
+    }
+    let logs = [
+        ("events.json", client.events(session_id).await),
+        ("frame_events.json", client.frame_events(session_id).await),
+    ];
+    for (name, text) in logs {
+        match text {
+            Err(error) => notes.push(format!("retrieving {name} failed: {}", chain(&error))),
+            Ok(text) => match write_file(&dir.join(name), text.as_bytes()) {
+                Err(error) => notes.push(chain(&error)),
+                Ok(()) if name == "events.json" => record.paths.events = Some(name.to_owned()),
+                Ok(()) => record.paths.frame_events = Some(name.to_owned()),
+            },
+        }
+    }
+}
+
+/// Scores the retrieved artifact (a zero when there is none) and renders the candidate.
+fn score_artifact(
+    gold: &Model,
+    dir: &Path,
+    record: &mut RolloutRecord,
+) -> Result<(), HarnessError> {
+    let Some(artifact) = &record.artifact else {
+        return Ok(());
+    };
+    let path = dir.join(&artifact.path);
+    record.score = desk_cad::score(gold, &path);
+    if let Ok(outcome) = desk_cad::read_dxf(&path)
+        && let Ok(png) = desk_cad::render_png(&outcome.model)
+    {
+        write_file(&dir.join("candidate.png"), &png)?;
+        record.paths.candidate_render = Some("candidate.png".to_owned());
+    }
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! A benchmark run: rollouts of many tasks in sequence, one directory each, then
+//! `summary.json`, `report.html` and a terminal table.
+//!
+//! Layout of the out directory: `rollouts/<task-id>/{rollout.json, frames/, events.json,
+//! frame_events.json, attempt.dxf, reference.png, candidate.png}`, `summary.json`,
+//! `report.html`. Gold drawings are read from the private gold directory for the scorer only;
+//! agents that need gold (the oracle) get it through their factory.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use desk_cad::{Task, load_gold};
+use desk_client::Client;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{Agent, AgentError, AgentInfo};
+use crate::error::{HarnessError, write_json};
+use crate::oracle::OracleAgent;
+use crate::record::{ROLLOUT_FILE, RolloutRecord, RolloutStatus};
+use crate::rollout::{RolloutOptions, run_rollout};
+
+/// Builds the agent for one task. Model adapters plug in here.
+pub type AgentFactory<'a> = dyn FnMut(&Task) -> Result<Box<dyn Agent>, AgentError> + 'a;
+
+/// Where a run reads and writes.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    /// Public corpus directory (`tasks.json`, `references/`).
+    pub public_dir: PathBuf,
+    /// Scorer-private gold directory.
+    pub gold_dir: PathBuf,
+    /// The run's out directory.
+    pub out_dir: PathBuf,
+    /// The deskbroker version.
+    pub broker_version: String,
+    /// Attempt id of every lease of this run; rollout ids are `{task}-{attempt}`.
+    pub attempt_id: String,
+    /// App profile; the broker's default when `None`.
+    pub profile: Option<String>,
+    /// A lower action budget (tests).
+    pub max_actions: Option<u64>,
+    /// A lower wall time (tests).
+    pub wall_time: Option<Duration>,
+}
+
+/// One line of the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// Task id.
+    pub task_id: String,
+    /// Level.
+    pub level: desk_cad::Level,
+    /// Split.
+    pub split: desk_cad::Split,
+    /// Agent.
+    pub agent: AgentInfo,
+    /// How it ended.
+    pub status: RolloutStatus,
+    /// Score in [0, 1].
+    pub score: f64,
+    /// Actions executed.
+    pub actions_used: u64,
+    /// Turns.
+    pub n_turns: u32,
+    /// Wall time from the handoff, ms.
+    pub wall_time_ms: u64,
+    /// Whole rollout, ms.
+    pub total_ms: u64,
+    /// The rollout's record, relative to the out directory.
+    pub record: String,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Benchmark contract version.
+    pub contract_version: String,
+    /// Corpus version.
+    pub corpus_version: String,
+    /// Scorer version.
+    pub scorer_version: String,
+    /// deskbroker version.
+    pub broker_version: String,
+    /// Rollouts run.
+    pub n_rollouts: usize,
+    /// Mean score.
+    pub mean_score: f64,
+    /// Rollouts that ended with `done`.
+    pub n_done: usize,
+    /// Milliseconds of the whole run.
+    pub total_ms: u64,
+    /// One row per rollout, in run order.
+    pub rollouts: Vec<SummaryRow>,
+}
+
+/// The oracle factory: reads each task's gold from `gold_dir`.
+pub fn oracle_factory(
+    gold_dir: PathBuf,
+) -> impl FnMut(&Task) -> Result<Box<dyn Agent>, AgentError> {
+    move |task: &Task| {
+        let gold = load_gold(&gold_dir, &task.id).map_err(|error| AgentError {
+            agent: "oracle".to_owned(),
+            message: format!("failed to read the gold drawing of {}: {error}", task.id),
+        })?;
+        Ok(Box::new(OracleAgent::new(&gold)) as Box<dyn Agent>)
+    }
+}
+
+/// Runs every task in order, writes the records, `summary.json` and `report.html`.
+pub async fn run_suite(
+    client: &Client,
+    tasks: &[Task],
+    config: &SuiteConfig,
+    factory: &mut AgentFactory<'_>,
+) -> Result<(Summary, Vec<RolloutRecord>), HarnessError> {
+    let started = Instant::now();
+    let progress = ProgressBar::new(tasks.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template(
+            "{spinner} rollouts {pos}/{len} [{elapsed_precise}] {bar:30} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    progress.enable_steady_tick(Duration::from_millis(200));
+    let mut records = Vec::new();
+    for task in tasks {
+        progress.set_message(format!("{} ({:?})", task.id, task.level));
+        let record = run_one(client, task, config, factory).await;
+        match record {
+            Ok(record) => {
+                progress.println(format!(
+                    "{}: {} score {:.4} in {} actions, {:.1} s",
+                    record.task_id,
+                    record.status.as_str(),
+                    record.score.score,
+                    record.actions_used,
+                    record.wall_time_ms as f64 / 1000.0
+                ));
+                records.push(record);
+            }
+            Err(error) => {
+                progress.abandon();
+                return Err(error);
+            }
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let summary = summarize(&records, config, started.elapsed());
+    write_json(&config.out_dir.join("summary.json"), &summary)?;
+    crate::report::write_report(&config.out_dir, &summary, &records)?;
+    Ok((summary, records))
+}
+
+async fn run_one(
+    client: &Client,
+    task: &Task,
+    config: &SuiteConfig,
+    factory: &mut AgentFactory<'_>,
+) -> Result<RolloutRecord, HarnessError> {
+    let reference_path = config.public_dir.join(&task.reference_image);
+    let reference = std::fs::read(&reference_path).map_err(|source| HarnessError::Io {
+        op: "read",
+        path: reference_path.clone(),
+        source,
+    })?;
+    let gold = load_gold(&config.gold_dir, &task.id)?;
+    let mut agent = factory(task).map_err(|source| HarnessError::Agent {
+        task_id: task.id.to_string(),
+        source,
+    })?;
+    let options = RolloutOptions {
+        rollout_id: format!("{}-{}", task.id, config.attempt_id),
+        attempt_id: config.attempt_id.clone(),
+        dir: rollout_dir(&config.out_dir, task.id.as_str()),
+        broker_version: config.broker_version.clone(),
+        profile: config.profile.clone(),
+        max_actions: config.max_actions,
+        wall_time: config.wall_time,
+    };
+    run_rollout(client, task, &reference, &gold, agent.as_mut(), &options).await
+}
+
+/// The directory of a task's rollout inside an out directory.
+pub fn rollout_dir(out_dir: &Path, task_id: &str) -> PathBuf {
+    out_dir.join("rollouts").join(task_id)
+}
+
+fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration) -> Summary {
+    let rows: Vec<SummaryRow> = records
+        .iter()
+        .map(|record| SummaryRow {
+            task_id: record.task_id.clone(),
+            level: record.level,
+            split: record.split,
+            agent: record.agent.clone(),
+            status: record.status,
+            score: record.score.score,
+            actions_used: record.actions_used,
+            n_turns: record.n_turns,
+            wall_time_ms: record.wall_time_ms,
+            total_ms: record.total_ms,
+            record: format!("rollouts/{}/{ROLLOUT_FILE}", record.task_id),
+        })
+        .collect();
+    let mean_score = if rows.is_empty() {
+        0.0
+    } else {
+        rows.iter().map(|row| row.score).sum::<f64>() / rows.len() as f64
+    };
+    Summary {
+        contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
+        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
+        scorer_version: desk_cad::score::SCORER_VERSION.to_owned(),
+        broker_version: config.broker_version.clone(),
+        n_rollouts: rows.len(),
+        mean_score,
+        n_done: rows
+            .iter()
+            .filter(|row| row.status == RolloutStatus::Done)
+            .count(),
+        total_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        rollouts: rows,
+    }
+}
+
+/// The summary as a fixed-width terminal table.
+pub fn format_table(summary: &Summary) -> String {
+    let mut out = format!(
+        "{:<9} {:<3} {:<5} {:<10} {:<24} {:>7} {:>7} {:>5} {:>8}\n",
+        "task", "lvl", "split", "agent", "status", "score", "actions", "turns", "wall s"
+    );
+    for row in &summary.rollouts {
+        out.push_str(&format!(
+            "{:<9} {:<3} {:<5} {:<10} {:<24} {:>7.4} {:>7} {:>5} {:>8.1}\n",
+            row.task_id,
+            format!("{:?}", row.level),
+            format!("{:?}", row.split).to_ascii_lowercase(),
+            row.agent.agent,
+            row.status.as_str(),
+            row.score,
+            row.actions_used,
+            row.n_turns,
+            row.wall_time_ms as f64 / 1000.0
+        ));
+    }
+    out.push_str(&format!(
+        "{} rollouts, {} done, mean score {:.4}, total {:.1} s ({}, {})\n",
+        summary.n_rollouts,
+        summary.n_done,
+        summary.mean_score,
+        summary.total_ms as f64 / 1000.0,
+        summary.contract_version,
+        summary.corpus_version
+    ));
+    out
+}
