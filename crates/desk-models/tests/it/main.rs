@@ -3,5 +3,6 @@
 
 mod anthropic;
 mod chat;
+mod e2e;
 mod responses;
 mod support;
