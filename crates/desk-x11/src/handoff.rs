@@ -158,7 +158,7 @@ impl X11Session {
             window: main.window,
         });
         let first = self.capture_raw()?;
-        let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, first.clone())?;
+        let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &first)?;
         let window = self.windows().facts(main.window, Some(pid))?;
         let frame = self.encode(&settled.frame)?;
         Ok(Handoff {

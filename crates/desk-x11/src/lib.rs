@@ -21,7 +21,9 @@ mod shm;
 mod window;
 mod worker;
 
-pub use capture::{CaptureStats, Capturer, RawFrame, epoch_ms, measure_capture, sha256_hex};
+pub use capture::{
+    CaptureStats, Capturer, RawFrame, encode_bgrx_png, epoch_ms, measure_capture, sha256_hex,
+};
 pub use error::X11Error;
 pub use held::button_name;
 pub use input::button_code;

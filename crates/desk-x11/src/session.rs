@@ -143,6 +143,16 @@ impl X11Session {
     /// Encodes a raw frame into a contract [`Frame`], reading the app's maximized state.
     pub fn encode(&self, raw: &RawFrame) -> Result<Frame, X11Error> {
         let png = raw.encode_png()?;
+        self.frame(png, raw.width(), raw.height(), raw.captured_at_ms())
+    }
+
+    fn frame(
+        &self,
+        png: Vec<u8>,
+        width: u32,
+        height: u32,
+        captured_at_ms: u64,
+    ) -> Result<Frame, X11Error> {
         let app_maximized = match self.app {
             Some(app) => self.windows().maximized(app.window).unwrap_or(false),
             None => false,
@@ -150,17 +160,18 @@ impl X11Session {
         Ok(Frame {
             sha256: sha256_hex(&png),
             png,
-            width: raw.width(),
-            height: raw.height(),
-            captured_at_ms: raw.captured_at_ms(),
+            width,
+            height,
+            captured_at_ms,
             app_maximized,
         })
     }
 
-    /// Answers `capture`.
+    /// Answers `capture`: encodes straight from the capture buffer.
     pub fn capture(&mut self) -> Result<Frame, X11Error> {
-        let raw = self.capture_raw()?;
-        self.encode(&raw)
+        let (png, captured_at_ms) = self.capturer.capture_png(&self.conn)?;
+        let (width, height) = (self.display.width, self.display.height);
+        self.frame(png, width, height, captured_at_ms)
     }
 
     /// Answers `facts`.
@@ -275,7 +286,7 @@ impl X11Session {
             let frame = self.capture_raw().map_err(classify)?;
             (SettleOutcome::Skipped, frame, 0, 0)
         } else {
-            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, before.clone())
+            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
                 .map_err(classify)?;
             (
                 settled.outcome,

@@ -33,10 +33,11 @@ pub(crate) fn wait_for_stable(
     conn: &RustConnection,
     capturer: &mut Capturer,
     policy: &SettlePolicy,
-    first: RawFrame,
+    first: &RawFrame,
 ) -> Result<Settled, X11Error> {
     let started = Instant::now();
-    let mut previous = first;
+    // The first sample is compared with the borrowed frame before input; no copy of it is made.
+    let mut previous: Option<RawFrame> = None;
     let mut last_change_ms: Option<u64> = None;
     let mut n_samples = 0u32;
     let mut next_sample = started + SAMPLE_INTERVAL;
@@ -49,18 +50,20 @@ pub(crate) fn wait_for_stable(
         let sample = capturer.capture_raw(conn)?;
         n_samples = n_samples.saturating_add(1);
         let elapsed_ms = millis(started.elapsed());
-        if sample.differs_from(&previous) {
+        if sample.differs_from(previous.as_ref().unwrap_or(first)) {
             last_change_ms = Some(elapsed_ms);
         }
-        previous = sample;
         let outcome = match policy.decide(elapsed_ms, last_change_ms) {
-            SettleDecision::Continue => continue,
+            SettleDecision::Continue => {
+                previous = Some(sample);
+                continue;
+            }
             SettleDecision::Settled => SettleOutcome::Stable,
             SettleDecision::GiveUp => SettleOutcome::StillChanging,
         };
         return Ok(Settled {
             outcome,
-            frame: previous,
+            frame: sample,
             wait_ms: elapsed_ms,
             n_samples,
         });
