@@ -26,9 +26,9 @@ use crate::settle::{millis, wait_for_stable};
 use crate::window::{Atoms, Windows};
 
 /// How often a non-empty held set is re-read before releasing.
-const HELD_RECHECKS: u32 = 5;
+const HELD_RECHECKS: u32 = 25;
 /// Interval between those re-reads.
-const HELD_RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+const HELD_RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The app whose window `await_app` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,7 +262,9 @@ impl X11Session {
             kind: WorkerFailureKind::OutcomeUnknown,
             message: error.to_string(),
         };
+        let started = Instant::now();
         let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
+        let focused = Instant::now();
         let before = self.capture_raw().map_err(before_failed)?;
         let input_started = Instant::now();
         let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
@@ -295,9 +297,25 @@ impl X11Session {
                 settled.n_samples,
             )
         };
+        let settled_at = Instant::now();
         let changed_pixels = frame.changed_pixels(&before);
         let focus_after = self.windows().focus(app_pid).map_err(classify)?;
-        let frame = self.encode(&frame).map_err(classify)?;
+        let refocused = Instant::now();
+        let encoded = self.encode(&frame).map_err(classify);
+        self.capturer.recycle(frame);
+        self.capturer.recycle(before);
+        let frame = encoded?;
+        tracing::debug!(
+            focus_before_ms = millis(focused - started),
+            capture_before_ms = millis(input_started - focused),
+            input_ms,
+            settle_ms = millis(settled_at - input_started) - input_ms,
+            wait_ms,
+            compare_and_focus_after_ms = millis(refocused - settled_at),
+            encode_ms = millis(refocused.elapsed()),
+            total_ms = millis(started.elapsed()),
+            "executed action"
+        );
         Ok(ActionOutcome {
             events,
             focus_before,

@@ -55,12 +55,17 @@ pub(crate) fn wait_for_stable(
         }
         let outcome = match policy.decide(elapsed_ms, last_change_ms) {
             SettleDecision::Continue => {
-                previous = Some(sample);
+                if let Some(replaced) = previous.replace(sample) {
+                    capturer.recycle(replaced);
+                }
                 continue;
             }
             SettleDecision::Settled => SettleOutcome::Stable,
             SettleDecision::GiveUp => SettleOutcome::StillChanging,
         };
+        if let Some(replaced) = previous.take() {
+            capturer.recycle(replaced);
+        }
         return Ok(Settled {
             outcome,
             frame: sample,
