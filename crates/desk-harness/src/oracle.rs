@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use desk_cad::model::{DimKind, Entity, Geometry, Model, Point};
+use desk_contract::DisplaySize;
 use serde_json::{Value, json};
 
 use crate::agent::{
@@ -305,8 +306,20 @@ impl Agent for OracleAgent {
         }
     }
 
-    fn start<'a>(&'a mut self, _brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
-        Box::pin(async { Ok(()) })
+    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
+        // The dock positions and the view transform were measured at 1920x1080 only.
+        let result = if brief.display == DisplaySize::FULL_HD {
+            Ok(())
+        } else {
+            Err(AgentError {
+                agent: "oracle".to_owned(),
+                message: format!(
+                    "the oracle's recipes assume a 1920x1080 display, not {}",
+                    brief.display
+                ),
+            })
+        };
+        Box::pin(async move { result })
     }
 
     fn turn<'a>(
@@ -330,3 +343,6 @@ impl Agent for OracleAgent {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

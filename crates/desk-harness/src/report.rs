@@ -183,7 +183,7 @@ fn rollout_section(html: &mut String, record: &RolloutRecord) {
     }
     let _ = write!(
         html,
-        "<details><summary>trace: {} turns</summary><table><tr><th>turn</th><th>answer</th>\
+        "<details open><summary>trace: {} turns</summary><table><tr><th>turn</th><th>answer</th>\
          <th>intents (links to each frame)</th><th>delivery</th><th>frame shown next</th></tr>",
         record.trace.len()
     );

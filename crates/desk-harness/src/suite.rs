@@ -129,14 +129,20 @@ pub async fn run_suite(
         let record = run_one(client, task, config, factory).await;
         match record {
             Ok(record) => {
-                progress.println(format!(
+                let line = format!(
                     "{}: {} score {:.4} in {} actions, {:.1} s",
                     record.task_id,
                     record.status.as_str(),
                     record.score.score,
                     record.actions_used,
                     record.wall_time_ms as f64 / 1000.0
-                ));
+                );
+                if progress.is_hidden() {
+                    // No terminal (CI, logs): plain progress lines on stderr instead of a bar.
+                    eprintln!("{line}");
+                } else {
+                    progress.println(line);
+                }
                 records.push(record);
             }
             Err(error) => {

@@ -1,0 +1,80 @@
+use desk_contract::DisplaySize;
+
+use super::*;
+use crate::batch::check_batch;
+
+fn all_types(batches: &[Vec<Value>]) -> Vec<String> {
+    batches
+        .iter()
+        .flatten()
+        .map(|action| action["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_corpus_script_passes_the_batching_rule() {
+    for generated in desk_cad::generate_corpus() {
+        let batches = oracle_batches(&generated.gold);
+        let n_batches = batches.len();
+        for (batch_idx, batch) in batches.iter().enumerate() {
+            let actions = check_batch(batch, DisplaySize::FULL_HD, 5000).unwrap();
+            let has_done = actions.iter().any(|a| a.type_name() == "done");
+            assert_eq!(
+                has_done,
+                batch_idx + 1 == n_batches,
+                "{}",
+                generated.task.id
+            );
+        }
+    }
+}
+
+#[test]
+fn the_view_transform_matches_the_recipes() {
+    assert_eq!(drawing_to_screen(Point::new(225.0, 50.0)), (992, 711));
+    assert_eq!(drawing_to_screen(Point::new(175.0, 50.0)), (792, 711));
+}
+
+#[test]
+fn connected_lines_share_one_command_and_layers_are_created_once() {
+    let line = |a: (f64, f64), b: (f64, f64)| Geometry::Line {
+        a: Point::new(a.0, a.1),
+        b: Point::new(b.0, b.1),
+    };
+    let gold = Model {
+        entities: vec![
+            Entity::on_layer("OUTLINE", line((0.0, 0.0), (10.0, 0.0))),
+            Entity::on_layer("OUTLINE", line((10.0, 0.0), (10.0, 10.0))),
+            Entity::on_layer(
+                "HOLES",
+                Geometry::Circle {
+                    center: Point::new(5.0, 5.0),
+                    r: 2.5,
+                },
+            ),
+            Entity::on_layer("OUTLINE", line((20.0, 0.0), (30.0, 0.0))),
+        ],
+    };
+    let batches = oracle_batches(&gold);
+    let texts: Vec<&str> = batches
+        .iter()
+        .flatten()
+        .filter_map(|action| action["text"].as_str())
+        .collect();
+    assert_eq!(texts.iter().filter(|t| **t == "line").count(), 2);
+    assert_eq!(
+        texts.iter().filter(|t| **t == "OUTLINE").count(),
+        2,
+        "{texts:?}"
+    );
+    assert!(texts.contains(&"2.5"));
+    // OUTLINE is created once (named in the dialog) and later picked through the filter.
+    let n_add_clicks = batches
+        .iter()
+        .flatten()
+        .filter(|action| action["type"] == "click" && action["x"] == ADD_LAYER.0)
+        .count();
+    assert_eq!(n_add_clicks, 2);
+    let types = all_types(&batches);
+    assert_eq!(types.last().map(String::as_str), Some("done"));
+}

@@ -1,0 +1,121 @@
+//! A whole suite over a fake broker, then its `report.html` rendered in headless Chromium.
+
+use std::path::Path;
+use std::process::Command;
+
+use desk_harness::{Agent, AgentError, SuiteConfig, run_suite};
+
+use crate::support::{Scripted, Served, batch, click, done};
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {name}")])
+                .output()
+                .map(|output| output.status.success())
+                .unwrap_or(false)
+        })
+}
+
+/// Decodes a PNG into RGB(A) rows and counts distinct colors on a coarse grid.
+fn distinct_colors(path: &Path) -> (u32, u32, usize) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    let channels = info.color_type.samples();
+    let mut colors = std::collections::BTreeSet::new();
+    for y in (0..info.height).step_by(4) {
+        for x in (0..info.width).step_by(4) {
+            let at = (y as usize * info.width as usize + x as usize) * channels;
+            colors.insert(buffer[at..at + channels.min(3)].to_vec());
+        }
+    }
+    (info.width, info.height, colors.len())
+}
+
+#[tokio::test]
+async fn the_report_renders_in_headless_chromium() {
+    let served = Served::start().await;
+    let corpus = served.dir.path().join("corpus");
+    let tasks = desk_cad::write_corpus(&corpus.join("public"), &corpus.join("private")).unwrap();
+    let out = served.dir.path().join("out");
+    let config = SuiteConfig {
+        public_dir: corpus.join("public"),
+        gold_dir: corpus.join("private"),
+        out_dir: out.clone(),
+        broker_version: "0.0.0-test".into(),
+        attempt_id: "report".into(),
+        profile: None,
+        max_actions: None,
+        wall_time: None,
+    };
+    let mut factory = |_: &desk_cad::Task| -> Result<Box<dyn Agent>, AgentError> {
+        Ok(Box::new(Scripted::new(vec![
+            batch("c1", vec![click(10, 10), click(20, 20)]),
+            batch("c2", vec![click(30, 30), done()]),
+        ])))
+    };
+    let (summary, records) = run_suite(&served.client(), &tasks[..2], &config, &mut factory)
+        .await
+        .unwrap();
+    assert_eq!(summary.n_rollouts, 2);
+    assert_eq!(records[0].actions_used, 4);
+    assert!(out.join("summary.json").exists());
+    assert!(out.join("rollouts/task-001/rollout.json").exists());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("rollouts/task-001/reference.png"));
+    assert!(html.contains("rollouts/task-002/frames/"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no network"
+    );
+    let table = desk_harness::format_table(&summary);
+    assert!(table.contains("task-001"), "{table}");
+
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "chromium not found but DESK_REQUIRE_XVFB=1"
+        );
+        println!("skipped: chromium not found");
+        served.stop().await;
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let shot = out.join("report-screenshot.png");
+    let output = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1400,1000")
+        .arg(format!("file://{}", out.join("report.html").display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.exists(),
+        "chromium wrote no screenshot: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 20_000,
+        "trivially small screenshot"
+    );
+    let (width, height, n_colors) = distinct_colors(&shot);
+    assert_eq!((width, height), (1400, 1000));
+    assert!(n_colors > 20, "the page looks blank ({n_colors} colors)");
+    if let Ok(keep) = std::env::var("DESK_KEEP_REPORT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+    served.stop().await;
+}

@@ -1,0 +1,170 @@
+//! `deskbroker bench` end to end: the corpus and score subcommands, and the oracle on the real
+//! LibreCAD desktop over the dev split (every task must score at least 0.99), then a replay of
+//! one recorded rollout.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::{deskbroker, xvfb_available};
+
+fn bench(args: &[&str], cache: &Path) -> Output {
+    let output = Command::new(deskbroker())
+        .arg("--log")
+        .arg("warn")
+        .arg("bench")
+        .args(args)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "bench {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn librecad_available() -> bool {
+    let found = Command::new("sh")
+        .args(["-c", "command -v librecad"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !found {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "librecad not found but DESK_REQUIRE_XVFB=1"
+        );
+        println!("skipped: librecad not found");
+    }
+    found
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn corpus_and_score_subcommands() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let public = root.path().join("public");
+    let gold = root.path().join("gold");
+    bench(
+        &[
+            "corpus",
+            "--out",
+            public.to_str().unwrap(),
+            "--gold-out",
+            gold.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let tasks = read_json(&public.join("tasks.json"));
+    assert_eq!(tasks["tasks"].as_array().unwrap().len(), 28);
+    assert!(public.join("references/task-001.png").exists());
+    assert!(!public.join("task-001.dxf").exists(), "no gold in public");
+
+    // The gold itself scores 1, through the cached corpus; a non-DXF scores 0.
+    let output = bench(
+        &[
+            "score",
+            "--task",
+            "task-001",
+            "--candidate",
+            gold.join("task-001.dxf").to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["score"], 1.0, "{report}");
+    let junk = root.path().join("junk.dxf");
+    std::fs::write(&junk, "not a drawing").unwrap();
+    let output = bench(
+        &[
+            "score",
+            "--task",
+            "task-001",
+            "--candidate",
+            junk.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["score"], 0.0);
+    assert_eq!(report["zero_reason"], "unreadable");
+}
+
+#[test]
+fn oracle_solves_the_dev_split_in_librecad() {
+    if !xvfb_available() || !librecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    let out = root.path().join("dev");
+    let output = bench(
+        &[
+            "run",
+            "--split",
+            "dev",
+            "--agent",
+            "oracle",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    let summary = read_json(&out.join("summary.json"));
+    assert_eq!(summary["contract_version"], "deskbroker-bench-contract-v1");
+    let rows = summary["rollouts"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "the dev split has four tasks");
+    for row in rows {
+        let task = row["task_id"].as_str().unwrap();
+        assert!(stdout.contains(task), "the table lists {task}");
+        assert_eq!(row["status"], "done", "{row}");
+        assert!(row["score"].as_f64().unwrap() >= 0.99, "{row}");
+        let dir = out.join("rollouts").join(task);
+        let record = read_json(&dir.join("rollout.json"));
+        assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v1");
+        assert_eq!(record["budgets"]["max_actions"], 5000);
+        assert_eq!(record["budgets"]["wall_time_s"], 900);
+        for key in ["events", "frame_events", "reference", "candidate_render"] {
+            let rel = record["paths"][key].as_str().unwrap();
+            assert!(dir.join(rel).exists(), "{task}: {key} {rel}");
+        }
+        let frame = record["trace"][0]["items"][0]["frame"].as_str().unwrap();
+        assert!(dir.join(frame).exists());
+        assert_eq!(
+            record["artifact"]["sha256"].as_str().unwrap().len(),
+            64,
+            "{task}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("rollouts/task-004/candidate.png"));
+
+    // Replaying the recorded L1 rollout reproduces the drawing.
+    let replay = root.path().join("replay");
+    let recorded = out.join("rollouts/task-004/rollout.json");
+    bench(
+        &[
+            "run",
+            "--agent",
+            "replay",
+            "--replay",
+            recorded.to_str().unwrap(),
+            "--out",
+            replay.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let summary = read_json(&replay.join("summary.json"));
+    let rows = summary["rollouts"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["task_id"], "task-004");
+    assert!(rows[0]["score"].as_f64().unwrap() >= 0.99, "{}", rows[0]);
+}
