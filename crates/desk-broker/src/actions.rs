@@ -19,6 +19,7 @@ use desk_contract::{ErrorCode, InputAction, SettleOutcome, validate_action};
 use crate::broker::{Broker, Inner, screenshot, wrong_state};
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
+use crate::frames;
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::util::{canonical_json, check_identifier, now_ms, sha256_hex};
@@ -60,6 +61,9 @@ impl Inner {
                 (JournalStatus::Complete, Some(cached)) => {
                     let mut response: ActionResponse = serde_json::from_str(&cached)
                         .map_err(BrokerError::json("read a cached action response"))?;
+                    if response.screenshot.png_base64.is_empty() {
+                        frames::load(Path::new(&session.session_dir), &mut response.screenshot)?;
+                    }
                     response.idempotent_replay = true;
                     Ok(response)
                 }
@@ -97,6 +101,7 @@ impl Inner {
         session.state = SessionState::Running;
         session.next_action_index += 1;
         self.renew(&mut session);
+        let begin_started = std::time::Instant::now();
         self.store.begin_action(
             &session,
             &JournalEntry {
@@ -111,6 +116,7 @@ impl Inner {
             },
         )?;
         self.config.fault.fire(FaultHook::KillBeforeInput);
+        let journaled_at = std::time::Instant::now();
 
         let result = if input == InputAction::Done {
             backend.capture().map(|frame| ActionOutcome {
@@ -138,6 +144,7 @@ impl Inner {
             backend.execute(&input, self.config.settle)
         };
         self.config.fault.fire(FaultHook::KillAfterInput);
+        let executed_at = std::time::Instant::now();
 
         let outcome = match result {
             Ok(outcome) => outcome,
@@ -216,8 +223,22 @@ impl Inner {
             },
             screenshot: screenshot(&outcome.frame, sequence),
         };
+        let responded_at = std::time::Instant::now();
+        // The journal caches the response without the screenshot bytes; the frame file holds
+        // them (see `frames`).
+        let session_dir = Path::new(&session.session_dir);
+        if let Err(error) = frames::store(session_dir, &response.screenshot, &outcome.frame.png) {
+            // Delivered but its evidence is incomplete: never replay it.
+            session.state = SessionState::Error;
+            session.last_error_code = Some(ErrorCode::Internal.as_str().to_string());
+            session.last_error_message = Some("failed to store the action frame".to_string());
+            self.store.mark_unknown(&session, action_index)?;
+            return Err(error);
+        }
+        let mut stored = response.clone();
+        stored.screenshot.png_base64 = String::new();
         let cached =
-            serde_json::to_string(&response).map_err(BrokerError::json("cache an action"))?;
+            serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
         session.state = if done {
             SessionState::Done
         } else {
@@ -227,6 +248,20 @@ impl Inner {
         session.last_frame_ms = Some(outcome.frame.captured_at_ms);
         self.store
             .complete_action(&session, action_index, &cached)?;
+        tracing::debug!(
+            session_id,
+            action_index,
+            begin_action_us =
+                u64::try_from((journaled_at - begin_started).as_micros()).unwrap_or(0),
+            before_backend_ms = now_ms()
+                .saturating_sub(accepted_at_ms)
+                .saturating_sub(u64::try_from(journaled_at.elapsed().as_millis()).unwrap_or(0)),
+            backend_ms = u64::try_from((executed_at - journaled_at).as_millis()).unwrap_or(0),
+            logs_and_response_ms =
+                u64::try_from((responded_at - executed_at).as_millis()).unwrap_or(0),
+            cache_commit_ms = u64::try_from(responded_at.elapsed().as_millis()).unwrap_or(0),
+            "action timing"
+        );
         Ok(response)
     }
 }

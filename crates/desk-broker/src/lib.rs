@@ -22,6 +22,7 @@ mod config;
 mod error;
 mod extract;
 mod fault;
+mod frames;
 mod journal;
 mod lease;
 mod logs;

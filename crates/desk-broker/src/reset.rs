@@ -14,6 +14,7 @@ use desk_desktop::BackendError;
 use crate::broker::{Broker, Inner, screenshot, wrong_state};
 use crate::config::BackendRequest;
 use crate::error::BrokerError;
+use crate::frames;
 use crate::logs::EventLogs;
 use crate::util::{check_identifier, sha256_hex};
 
@@ -37,6 +38,9 @@ impl Inner {
         {
             let mut response: ResetResponse = serde_json::from_str(cached)
                 .map_err(BrokerError::json("read the cached reset response"))?;
+            if response.screenshot.png_base64.is_empty() {
+                frames::load(Path::new(&session.session_dir), &mut response.screenshot)?;
+            }
             response.idempotent_replay = true;
             return Ok(response);
         }
@@ -121,8 +125,13 @@ impl Inner {
         session.state = SessionState::Ready;
         session.last_sequence = sequence;
         session.reset_request_id = Some(request.request_id);
+        // The session row is rewritten by every action: it caches the reset without the
+        // screenshot bytes, which live in the frame file (see `frames`).
+        frames::store(&session_dir, &response.screenshot, &handoff.frame.png)?;
+        let mut stored = response.clone();
+        stored.screenshot.png_base64 = String::new();
         session.reset_response =
-            Some(serde_json::to_string(&response).map_err(BrokerError::json("cache the reset"))?);
+            Some(serde_json::to_string(&stored).map_err(BrokerError::json("cache the reset"))?);
         session.reset_sha = Some(reset_sha);
         session.attempt_path = Some(prepared.attempt_path.display().to_string());
         session.handoff_ms = Some(handoff.frame.captured_at_ms);

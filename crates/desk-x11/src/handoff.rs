@@ -160,7 +160,15 @@ impl X11Session {
         let first = self.capture_raw()?;
         let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &first)?;
         let window = self.windows().facts(main.window, Some(pid))?;
-        let frame = self.encode(&settled.frame)?;
+        let frame = match settled.png.clone() {
+            Some(png) => self.frame(
+                png,
+                settled.frame.width(),
+                settled.frame.height(),
+                settled.frame.captured_at_ms(),
+            )?,
+            None => self.encode(&settled.frame)?,
+        };
         Ok(Handoff {
             window,
             frame,

@@ -146,7 +146,7 @@ impl X11Session {
         self.frame(png, raw.width(), raw.height(), raw.captured_at_ms())
     }
 
-    fn frame(
+    pub(crate) fn frame(
         &self,
         png: Vec<u8>,
         width: u32,
@@ -284,9 +284,9 @@ impl X11Session {
         injected.map_err(classify)?;
         restored.map_err(classify)?;
         let released_after = released.map_err(classify)?;
-        let (outcome, frame, wait_ms, n_samples) = if matches!(action, InputAction::Done) {
+        let (outcome, frame, wait_ms, n_samples, png) = if matches!(action, InputAction::Done) {
             let frame = self.capture_raw().map_err(classify)?;
-            (SettleOutcome::Skipped, frame, 0, 0)
+            (SettleOutcome::Skipped, frame, 0, 0, None)
         } else {
             let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
                 .map_err(classify)?;
@@ -295,13 +295,19 @@ impl X11Session {
                 settled.frame,
                 settled.wait_ms,
                 settled.n_samples,
+                settled.png,
             )
         };
         let settled_at = Instant::now();
         let changed_pixels = frame.changed_pixels(&before);
         let focus_after = self.windows().focus(app_pid).map_err(classify)?;
         let refocused = Instant::now();
-        let encoded = self.encode(&frame).map_err(classify);
+        let encoded = match png {
+            // Encoded during the quiet wait from identical pixels.
+            Some(png) => self.frame(png, frame.width(), frame.height(), frame.captured_at_ms()),
+            None => self.encode(&frame),
+        }
+        .map_err(classify);
         self.capturer.recycle(frame);
         self.capturer.recycle(before);
         let frame = encoded?;

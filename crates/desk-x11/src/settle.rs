@@ -26,6 +26,8 @@ pub(crate) struct Settled {
     pub(crate) wait_ms: u64,
     /// Frames sampled.
     pub(crate) n_samples: u32,
+    /// The PNG of `frame`'s pixels when it was encoded during the quiet wait.
+    pub(crate) png: Option<Vec<u8>>,
 }
 
 /// Waits for the screen to stop changing, starting from `first` (the frame before the wait).
@@ -41,6 +43,10 @@ pub(crate) fn wait_for_stable(
     let mut last_change_ms: Option<u64> = None;
     let mut n_samples = 0u32;
     let mut next_sample = started + SAMPLE_INTERVAL;
+    // Invariant: when `Some`, the PNG of the latest sample's pixels. Settling means the content
+    // stopped changing, so the frame finally returned usually has exactly these pixels and its
+    // encoding, done while waiting for quiet, is off the critical path.
+    let mut encoded: Option<Vec<u8>> = None;
     loop {
         let now = Instant::now();
         if next_sample > now {
@@ -50,11 +56,19 @@ pub(crate) fn wait_for_stable(
         let sample = capturer.capture_raw(conn)?;
         n_samples = n_samples.saturating_add(1);
         let elapsed_ms = millis(started.elapsed());
-        if sample.differs_from(previous.as_ref().unwrap_or(first)) {
+        let changed = sample.differs_from(previous.as_ref().unwrap_or(first));
+        if changed {
             last_change_ms = Some(elapsed_ms);
+        }
+        if changed || previous.is_none() {
+            encoded = None;
         }
         let outcome = match policy.decide(elapsed_ms, last_change_ms) {
             SettleDecision::Continue => {
+                // Encode while waiting, when a sample interval leaves room for it.
+                if encoded.is_none() && Instant::now() + ENCODE_BUDGET < next_sample {
+                    encoded = Some(sample.encode_png()?);
+                }
                 if let Some(replaced) = previous.replace(sample) {
                     capturer.recycle(replaced);
                 }
@@ -71,9 +85,13 @@ pub(crate) fn wait_for_stable(
             frame: sample,
             wait_ms: elapsed_ms,
             n_samples,
+            png: encoded,
         });
     }
 }
+
+/// Time a speculative encode may take before the next sample is due.
+const ENCODE_BUDGET: Duration = Duration::from_millis(12);
 
 /// Whole milliseconds of a duration, saturating.
 pub(crate) fn millis(duration: Duration) -> u64 {

@@ -61,6 +61,22 @@ fn settle_is_stable_on_static_screen() {
 }
 
 #[test]
+fn settled_frame_is_the_exact_screen_after_settling() {
+    let Some(mut desk) = desk(800, 600) else {
+        return;
+    };
+    // On a static screen the PNG is encoded during the quiet wait; it must still be exactly the
+    // screen's pixels: identical to encoding a fresh capture (PNG encoding is deterministic).
+    let (outcome, _) = desk.run(InputAction::Move {
+        to: point(40, 200),
+        duration_ms: 0,
+    });
+    let fresh = desk.session.capture().unwrap();
+    assert_eq!(outcome.frame.sha256, fresh.sha256);
+    assert_eq!(outcome.frame.png, fresh.png);
+}
+
+#[test]
 fn done_skips_settle_and_sends_nothing() {
     let Some(mut desk) = desk(800, 600) else {
         return;

@@ -1,0 +1,50 @@
+//! Action frames on disk: `<session>/frames/<sequence>.png`.
+//!
+//! A completed action's journal row caches its response without the screenshot bytes; the PNG
+//! is written here first (before the row commits) and a replay re-reads it, verified against
+//! the journaled sha256. This keeps the fsynced journal commit small: a 1080p frame is several
+//! hundred kilobytes. The frame file is not fsynced: it survives a broker crash (the page cache
+//! outlives the process) but may not survive a power loss, in which case a replay fails with
+//! `internal` and still injects nothing.
+
+use std::path::{Path, PathBuf};
+
+use desk_contract::api::Screenshot;
+use desk_contract::b64;
+
+use crate::error::BrokerError;
+use crate::util::sha256_hex;
+
+fn frame_path(session_dir: &Path, sequence: u64) -> PathBuf {
+    session_dir
+        .join("frames")
+        .join(format!("{sequence:08}.png"))
+}
+
+/// Writes the PNG of `screenshot` (base64 in the response) as the frame file of its sequence.
+pub(crate) fn store(
+    session_dir: &Path,
+    screenshot: &Screenshot,
+    png: &[u8],
+) -> Result<(), BrokerError> {
+    let path = frame_path(session_dir, screenshot.sequence);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(BrokerError::io("create the frames directory", dir))?;
+    }
+    std::fs::write(&path, png).map_err(BrokerError::io("write an action frame", &path))
+}
+
+/// Fills `screenshot.png_base64` from its frame file, checking the digest.
+pub(crate) fn load(session_dir: &Path, screenshot: &mut Screenshot) -> Result<(), BrokerError> {
+    let path = frame_path(session_dir, screenshot.sequence);
+    let png = std::fs::read(&path).map_err(BrokerError::io("read a cached action frame", &path))?;
+    if sha256_hex(&png) != screenshot.sha256 {
+        return Err(BrokerError::Internal(format!(
+            "cached frame {} does not match its journaled digest",
+            screenshot.sequence
+        )));
+    }
+    screenshot.png_base64 = b64::encode(&png);
+    Ok(())
+}
