@@ -195,6 +195,7 @@ fn rollout_section(html: &mut String, record: &RolloutRecord) {
 
 fn trace_row(html: &mut String, turn: &TraceTurn, link: &dyn Fn(&str) -> String) {
     let answer = match &turn.outcome {
+        TurnRecord::Actions { actions, .. } if actions.len() == 1 => "1 action".to_owned(),
         TurnRecord::Actions { actions, .. } => format!("{} actions", actions.len()),
         TurnRecord::NoToolCall { text } => format!("no tool call: {}", escape(text)),
         TurnRecord::Malformed { error, .. } => format!("malformed: {}", escape(error)),

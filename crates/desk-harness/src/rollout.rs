@@ -47,7 +47,7 @@ pub struct RolloutOptions {
 }
 
 /// Effective budgets: the task's declared action budget clamped to [`MAX_ACTIONS`], and the
-/// contract's wall time for the drawing type.
+/// contract's wall time for the drawing type (900 s for 2D, 1,800 s for 3D).
 pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBudgets, Duration) {
     let declared_actions = u64::from(task.budgets.max_actions);
     let mut max_actions = declared_actions.min(MAX_ACTIONS);
@@ -58,8 +58,8 @@ pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBud
         DrawingType::TwoD => WALL_TIME_2D_S,
         DrawingType::ThreeD => WALL_TIME_3D_S,
     };
-    let wall_time_s = u64::from(task.budgets.wall_time_s).min(ceiling_s);
-    let mut wall_time = Duration::from_secs(wall_time_s);
+    // The contract fixes wall time per drawing type; the declared value is only recorded.
+    let mut wall_time = Duration::from_secs(ceiling_s);
     if let Some(lower) = options.wall_time {
         wall_time = wall_time.min(lower);
     }
@@ -351,3 +351,6 @@ fn score_artifact(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
