@@ -1,0 +1,337 @@
+//! The crate's one error type, [`EvidenceError`], and the small enums that say which check
+//! failed.
+//!
+//! Every variant names the place it refers to: a JSON path, a file inside a bundle, or a
+//! journal record (by line, and by `seq` and `kind` when they could be read).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a piece of JSON was rejected by the strict parser or the typed-record discipline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StrictJsonProblem {
+    /// The bytes are not JSON at all (the message says what was expected).
+    Syntax(String),
+    /// An object has the same key twice.
+    DuplicateKey(String),
+    /// `NaN`, `Infinity` or `-Infinity` appeared where a value belongs.
+    NonFiniteConstant(String),
+    /// An integer outside ±(2^53 − 1), which RFC 8785 cannot represent exactly.
+    IntegerOutOfRange(String),
+    /// A number whose value overflows a finite double.
+    NonFiniteNumber(String),
+    /// Nesting deeper than the parser allows.
+    TooDeep(usize),
+    /// A value of the wrong JSON type for a typed record (e.g. a boolean where a number belongs).
+    WrongType(String),
+    /// A key the typed record does not know.
+    UnknownField(String),
+    /// A key the typed record requires is absent.
+    MissingField(String),
+    /// The value does not round-trip through its typed record exactly (key set or
+    /// representation differs).
+    NotExact(String),
+}
+
+impl fmt::Display for StrictJsonProblem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Syntax(message) => write!(formatter, "invalid JSON: {message}"),
+            Self::DuplicateKey(key) => write!(formatter, "duplicate key {key:?}"),
+            Self::NonFiniteConstant(token) => write!(formatter, "non-finite constant {token}"),
+            Self::IntegerOutOfRange(token) => {
+                write!(formatter, "integer {token} outside ±(2^53 - 1)")
+            }
+            Self::NonFiniteNumber(token) => write!(formatter, "number {token} is not finite"),
+            Self::TooDeep(limit) => write!(formatter, "nesting deeper than {limit}"),
+            Self::WrongType(message) => write!(formatter, "wrong type: {message}"),
+            Self::UnknownField(field) => write!(formatter, "unknown field {field:?}"),
+            Self::MissingField(field) => write!(formatter, "missing field {field:?}"),
+            Self::NotExact(message) => write!(formatter, "not an exact record: {message}"),
+        }
+    }
+}
+
+/// What is wrong with one journal record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordProblem {
+    /// The line is not a strict, well-formed envelope holding a record payload.
+    Malformed(String),
+    /// The Ed25519 signature does not verify over the payload's canonical bytes.
+    BadSignature,
+    /// `seq` is not the next number in the chain.
+    SeqOutOfOrder {
+        /// The `seq` this position in the journal must hold.
+        expected: u64,
+        /// The `seq` the record holds.
+        found: u64,
+    },
+    /// `prev_sha256` is not the digest of the previous envelope.
+    PrevHashMismatch {
+        /// Digest of the previous envelope's canonical bytes.
+        expected: String,
+        /// The digest the record carries.
+        found: String,
+    },
+    /// The record belongs to another session.
+    SessionMismatch {
+        /// The journal's session (from its first record).
+        expected: String,
+        /// The record's session.
+        found: String,
+    },
+    /// The record contradicts the journal's order (e.g. a receipt for an action never accepted).
+    OutOfPlace(String),
+    /// A digest the record carries does not match the bundle file it describes.
+    DigestMismatch {
+        /// The bundle file (relative path).
+        file: String,
+        /// What the record says.
+        expected: String,
+        /// What the file holds.
+        actual: String,
+    },
+    /// The last line has no terminating newline (a torn write).
+    Truncated,
+}
+
+impl fmt::Display for RecordProblem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed(message) => write!(formatter, "malformed record: {message}"),
+            Self::BadSignature => write!(formatter, "signature does not verify"),
+            Self::SeqOutOfOrder { expected, found } => {
+                write!(formatter, "expected seq {expected}, found seq {found}")
+            }
+            Self::PrevHashMismatch { expected, found } => write!(
+                formatter,
+                "prev_sha256 {found} does not match previous envelope {expected}"
+            ),
+            Self::SessionMismatch { expected, found } => {
+                write!(
+                    formatter,
+                    "session {found:?} differs from journal session {expected:?}"
+                )
+            }
+            Self::OutOfPlace(message) => write!(formatter, "record out of place: {message}"),
+            Self::DigestMismatch {
+                file,
+                expected,
+                actual,
+            } => write!(
+                formatter,
+                "{file} does not match the record: recorded {expected}, found {actual}"
+            ),
+            Self::Truncated => write!(formatter, "last line is not newline-terminated"),
+        }
+    }
+}
+
+/// What is wrong with one file of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileProblem {
+    /// The manifest lists it but it is not in the bundle.
+    Missing,
+    /// It is in the bundle but the manifest does not list it.
+    Unlisted,
+    /// Its size differs from the manifest.
+    SizeMismatch {
+        /// Size in the manifest.
+        expected: u64,
+        /// Size on disk.
+        actual: u64,
+    },
+    /// Its SHA-256 differs from the manifest.
+    Sha256Mismatch {
+        /// Digest in the manifest.
+        expected: String,
+        /// Digest of the bytes on disk.
+        actual: String,
+    },
+    /// The manifest names it with a path that is not a plain relative path inside the bundle.
+    BadPath,
+    /// It is not a regular file (a symlink, a directory, ...).
+    NotRegular,
+    /// The journal describes it but the file does not match (digest, size or content).
+    NotRecorded(String),
+}
+
+impl fmt::Display for FileProblem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing => write!(formatter, "listed in the manifest but missing"),
+            Self::Unlisted => write!(formatter, "present but not listed in the manifest"),
+            Self::SizeMismatch { expected, actual } => {
+                write!(
+                    formatter,
+                    "size {actual} differs from manifest size {expected}"
+                )
+            }
+            Self::Sha256Mismatch { expected, actual } => {
+                write!(
+                    formatter,
+                    "sha256 {actual} differs from manifest sha256 {expected}"
+                )
+            }
+            Self::BadPath => write!(formatter, "not a plain relative path"),
+            Self::NotRegular => write!(formatter, "not a regular file"),
+            Self::NotRecorded(message) => write!(formatter, "not backed by the journal: {message}"),
+        }
+    }
+}
+
+/// What is wrong with a bundle's `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ManifestProblem {
+    /// `manifest.json` is absent.
+    Missing,
+    /// It is not a strict envelope holding a manifest payload.
+    Malformed(String),
+    /// It was signed by a key other than the one verify was given.
+    KeyMismatch {
+        /// Fingerprint of the key verify was given.
+        expected: String,
+        /// Fingerprint the manifest names.
+        found: String,
+    },
+    /// Its signature does not verify.
+    BadSignature,
+    /// Its summary of the journal (record count, last digest, session) does not match.
+    JournalMismatch(String),
+}
+
+impl fmt::Display for ManifestProblem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing => write!(formatter, "manifest.json is missing"),
+            Self::Malformed(message) => write!(formatter, "malformed manifest: {message}"),
+            Self::KeyMismatch { expected, found } => write!(
+                formatter,
+                "manifest signed by key {found}, expected key {expected}"
+            ),
+            Self::BadSignature => write!(formatter, "manifest signature does not verify"),
+            Self::JournalMismatch(message) => {
+                write!(formatter, "manifest does not match the journal: {message}")
+            }
+        }
+    }
+}
+
+/// Every failure of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvidenceError {
+    /// Reading or writing a file failed.
+    #[error("failed to {operation} {path}: {source}")]
+    Io {
+        /// What was being done ("read", "write", "fsync", ...).
+        operation: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// JSON was rejected by the strict parser or a typed record.
+    #[error("failed to parse strict JSON at {path}: {problem}")]
+    StrictJson {
+        /// Path of the offending value, `$` for the root (`$.payload.body.index`).
+        path: String,
+        /// What is wrong there.
+        problem: StrictJsonProblem,
+    },
+    /// A value could not be turned into canonical (RFC 8785) bytes.
+    #[error("failed to canonicalize JSON: {0}")]
+    Canonical(String),
+    /// A key file could not be read, decoded or generated.
+    #[error("failed to {operation} key {path}: {reason}")]
+    Key {
+        /// What was being done ("read", "decode", "generate", "write").
+        operation: &'static str,
+        /// The key file (empty for in-memory keys).
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A standalone envelope's signature did not verify.
+    #[error("failed to verify envelope signature: {0}")]
+    Signature(String),
+    /// A journal record is bad; names it by line and, when readable, by `seq` and `kind`.
+    #[error("failed to verify journal record at line {line} (seq {seq}, kind {kind}): {problem}", seq = display_option(.seq), kind = .kind.as_deref().unwrap_or("?"))]
+    Record {
+        /// 1-based line in `evidence.ndjson`.
+        line: usize,
+        /// The record's `seq`, when it could be read.
+        seq: Option<u64>,
+        /// The record's `kind`, when it could be read.
+        kind: Option<String>,
+        /// What is wrong.
+        problem: RecordProblem,
+    },
+    /// A file of a bundle is bad.
+    #[error("failed to verify bundle file {name}: {problem}")]
+    File {
+        /// Path relative to the bundle root.
+        name: String,
+        /// What is wrong.
+        problem: FileProblem,
+    },
+    /// The bundle's manifest is bad.
+    #[error("failed to verify bundle manifest: {0}")]
+    Manifest(ManifestProblem),
+    /// A just-written journal line did not read back identical and valid.
+    #[error("failed to read back journal record {seq} from {path}: {reason}")]
+    ReadBack {
+        /// The journal file.
+        path: PathBuf,
+        /// The record's `seq`.
+        seq: u64,
+        /// What differed.
+        reason: String,
+    },
+    /// The writer refused an append (poisoned by an earlier failure, or an invalid record).
+    #[error("failed to append to journal {path}: {reason}")]
+    Append {
+        /// The journal file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Export refused its inputs.
+    #[error("failed to export bundle to {path}: {reason}")]
+    Export {
+        /// The output directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn display_option(value: &Option<u64>) -> String {
+    value.map_or_else(|| "?".to_string(), |number| number.to_string())
+}
+
+impl EvidenceError {
+    pub(crate) fn io(
+        operation: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            operation,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn strict(path: impl Into<String>, problem: StrictJsonProblem) -> Self {
+        Self::StrictJson {
+            path: path.into(),
+            problem,
+        }
+    }
+}

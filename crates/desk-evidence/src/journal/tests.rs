@@ -1,0 +1,102 @@
+//! Unit tests of the journal writer: read-back, chain rules, reopening.
+
+use super::*;
+use crate::record::{ActionAccepted, SessionStarted};
+
+fn started(key: &SigningKey) -> RecordBody {
+    RecordBody::SessionStarted(SessionStarted {
+        lease_id: "lease-1".to_string(),
+        backend: "fake".to_string(),
+        screen_width: 1280,
+        screen_height: 800,
+        signer_fingerprint: key.verifying_key().fingerprint(),
+    })
+}
+
+fn accepted(index: u64) -> RecordBody {
+    RecordBody::ActionAccepted(ActionAccepted {
+        index,
+        request_id: format!("req-{index}"),
+        action_type: "click".to_string(),
+        intent: Some("open the menu".to_string()),
+        request_sha256: sha256_hex(b"request"),
+    })
+}
+
+#[test]
+fn append_reads_back_and_chains() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    let first = writer
+        .append(10, started(&key))
+        .expect("appends session_started");
+    let second = writer
+        .append(11, accepted(0))
+        .expect("appends action_accepted");
+    assert_eq!(first.record().prev_sha256, ZERO_SHA256);
+    assert_eq!(second.record().prev_sha256, first.envelope_sha256());
+    let records = read_journal(&path, &key.verifying_key()).expect("journal verifies");
+    assert_eq!(records, vec![first, second]);
+}
+
+#[test]
+fn out_of_place_records_are_refused_without_poisoning() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    assert!(
+        writer.append(1, accepted(0)).is_err(),
+        "first record must be session_started"
+    );
+    writer.append(1, started(&key)).expect("appends");
+    assert!(
+        writer.append(2, accepted(5)).is_err(),
+        "indices are contiguous"
+    );
+    writer
+        .append(2, accepted(0))
+        .expect("writer is still usable");
+    assert_eq!(writer.next_seq(), 2);
+}
+
+#[test]
+fn reopen_continues_the_chain() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    {
+        let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+        writer.append(1, started(&key)).expect("appends");
+    }
+    let (mut writer, records) = EvidenceWriter::open(&path, key.clone()).expect("reopens");
+    assert_eq!(records.len(), 1);
+    writer.append(2, accepted(0)).expect("appends after reopen");
+    assert_eq!(
+        read_journal(&path, &key.verifying_key())
+            .expect("verifies")
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn torn_tail_is_reported() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(1, started(&key)).expect("appends");
+    let mut bytes = std::fs::read(&path).expect("reads");
+    bytes.extend_from_slice(b"{\"payload\":");
+    assert!(matches!(
+        verify_journal(&bytes, &key.verifying_key()),
+        Err(EvidenceError::Record {
+            line: 2,
+            problem: RecordProblem::Truncated,
+            ..
+        })
+    ));
+}

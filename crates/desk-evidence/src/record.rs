@@ -1,0 +1,389 @@
+//! The journal's record schema: the signed payload of every evidence line and the typed body of
+//! each record kind.
+//!
+//! A payload is `{"schema_version", "seq", "prev_sha256", "session_id", "at_ms", "kind",
+//! "body"}` with exactly those keys; `body` has exactly the keys of its kind's struct (an
+//! `Option` field is present as `null`). Digests are 64 lowercase hex characters; file names
+//! are single path components. [`RecordBody::validate`] enforces both at write and at verify.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::EvidenceError;
+use crate::strict;
+
+/// `schema_version` of every record payload.
+pub const RECORD_SCHEMA: &str = "deskbroker.evidence.record.v1";
+
+/// `prev_sha256` of the first record.
+pub const ZERO_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The kind of a record; its `kind` string in the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// The session's desktop was handed over (after lease and reset).
+    SessionStarted,
+    /// An action passed validation and is about to be injected.
+    ActionAccepted,
+    /// An accepted action finished (or failed) and its effects were logged.
+    ActionReceipt,
+    /// A screenshot was captured and stored.
+    Screenshot,
+    /// A checkpoint captured the attempt file.
+    Checkpoint,
+    /// An artifact was handed out or exported.
+    Artifact,
+    /// The session was released; no record may follow.
+    SessionReleased,
+}
+
+impl RecordKind {
+    /// The `kind` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SessionStarted => "session_started",
+            Self::ActionAccepted => "action_accepted",
+            Self::ActionReceipt => "action_receipt",
+            Self::Screenshot => "screenshot",
+            Self::Checkpoint => "checkpoint",
+            Self::Artifact => "artifact",
+            Self::SessionReleased => "session_released",
+        }
+    }
+}
+
+/// Length and SHA-256 of an append-only log's first `len` bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogDigest {
+    /// Number of bytes covered, from the start of the file.
+    pub len: u64,
+    /// SHA-256 (hex) of those bytes.
+    pub sha256: String,
+}
+
+impl LogDigest {
+    /// The digest of all of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self {
+            len: bytes.len() as u64,
+            sha256: crate::sign::sha256_hex(bytes),
+        }
+    }
+}
+
+/// Body of `session_started`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStarted {
+    /// The lease that owns the session.
+    pub lease_id: String,
+    /// The desktop backend (`x11`, `fake`, ...).
+    pub backend: String,
+    /// Screen width in pixels.
+    pub screen_width: u32,
+    /// Screen height in pixels.
+    pub screen_height: u32,
+    /// Fingerprint of the key that signs this journal ([`crate::VerifyingKey::fingerprint`]).
+    pub signer_fingerprint: String,
+}
+
+/// Body of `action_accepted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionAccepted {
+    /// The action's index in the session: 0, 1, 2, ... in acceptance order.
+    pub index: u64,
+    /// The client's request id (idempotency key).
+    pub request_id: String,
+    /// The action's `type` (`click`, `type_text`, ...).
+    pub action_type: String,
+    /// The agent's stated intent, if it gave one.
+    pub intent: Option<String>,
+    /// SHA-256 (hex) of the JCS bytes of the request as accepted.
+    pub request_sha256: String,
+}
+
+/// Body of `action_receipt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionReceipt {
+    /// Index of the accepted action this receipt closes.
+    pub index: u64,
+    /// How the action settled (`settled`, `timeout`, `failed`, `in_doubt`, ...).
+    pub settle_outcome: String,
+    /// The error code if the action failed.
+    pub error_code: Option<String>,
+    /// SHA-256 (hex) of the screenshot returned with the action, if any.
+    pub screenshot_sha256: Option<String>,
+    /// `events.json` as of this receipt.
+    pub events: LogDigest,
+    /// `frame_events.json` as of this receipt.
+    pub frame_events: LogDigest,
+}
+
+/// Body of `screenshot`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Screenshot {
+    /// The frame's sequence number; stored as `frames/<sequence>.png`.
+    pub sequence: u64,
+    /// SHA-256 (hex) of the PNG bytes.
+    pub sha256: String,
+    /// Size of the PNG in bytes.
+    pub size: u64,
+}
+
+/// Body of `checkpoint`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// File name of the checkpointed attempt file (one path component).
+    pub file_name: String,
+    /// SHA-256 (hex) of the checkpointed bytes.
+    pub sha256: String,
+    /// Their size in bytes.
+    pub size: u64,
+    /// How the save happened (`already_saved`, `controller_save`).
+    pub method: String,
+}
+
+/// Body of `artifact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    /// File name (one path component); stored in a bundle as `artifact/<name>`.
+    pub name: String,
+    /// SHA-256 (hex) of the artifact bytes.
+    pub sha256: String,
+    /// Their size in bytes.
+    pub size: u64,
+}
+
+/// Body of `session_released`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionReleased {
+    /// Why the session ended (`released`, `expired`, `error: ...`).
+    pub reason: String,
+    /// Number of actions accepted in the session.
+    pub n_actions: u64,
+    /// The whole of `events.json` at release.
+    pub events: LogDigest,
+    /// The whole of `frame_events.json` at release.
+    pub frame_events: LogDigest,
+}
+
+/// The typed body of a record, one variant per [`RecordKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordBody {
+    /// `session_started`.
+    SessionStarted(SessionStarted),
+    /// `action_accepted`.
+    ActionAccepted(ActionAccepted),
+    /// `action_receipt`.
+    ActionReceipt(ActionReceipt),
+    /// `screenshot`.
+    Screenshot(Screenshot),
+    /// `checkpoint`.
+    Checkpoint(Checkpoint),
+    /// `artifact`.
+    Artifact(Artifact),
+    /// `session_released`.
+    SessionReleased(SessionReleased),
+}
+
+impl RecordBody {
+    /// The record kind of this body.
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Self::SessionStarted(_) => RecordKind::SessionStarted,
+            Self::ActionAccepted(_) => RecordKind::ActionAccepted,
+            Self::ActionReceipt(_) => RecordKind::ActionReceipt,
+            Self::Screenshot(_) => RecordKind::Screenshot,
+            Self::Checkpoint(_) => RecordKind::Checkpoint,
+            Self::Artifact(_) => RecordKind::Artifact,
+            Self::SessionReleased(_) => RecordKind::SessionReleased,
+        }
+    }
+
+    pub(crate) fn to_value(&self) -> Result<Value, EvidenceError> {
+        let result = match self {
+            Self::SessionStarted(body) => serde_json::to_value(body),
+            Self::ActionAccepted(body) => serde_json::to_value(body),
+            Self::ActionReceipt(body) => serde_json::to_value(body),
+            Self::Screenshot(body) => serde_json::to_value(body),
+            Self::Checkpoint(body) => serde_json::to_value(body),
+            Self::Artifact(body) => serde_json::to_value(body),
+            Self::SessionReleased(body) => serde_json::to_value(body),
+        };
+        result.map_err(|error| EvidenceError::Canonical(error.to_string()))
+    }
+
+    pub(crate) fn from_value(kind: RecordKind, value: Value) -> Result<Self, EvidenceError> {
+        let path = "$.payload.body";
+        Ok(match kind {
+            RecordKind::SessionStarted => {
+                Self::SessionStarted(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ActionAccepted => {
+                Self::ActionAccepted(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ActionReceipt => {
+                Self::ActionReceipt(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::Screenshot => Self::Screenshot(strict::from_value_exact(value, path)?),
+            RecordKind::Checkpoint => Self::Checkpoint(strict::from_value_exact(value, path)?),
+            RecordKind::Artifact => Self::Artifact(strict::from_value_exact(value, path)?),
+            RecordKind::SessionReleased => {
+                Self::SessionReleased(strict::from_value_exact(value, path)?)
+            }
+        })
+    }
+
+    /// Checks digests are 64 lowercase hex characters and file names are single components.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Self::SessionStarted(body) => check_text("lease_id", &body.lease_id),
+            Self::ActionAccepted(body) => {
+                check_text("request_id", &body.request_id)?;
+                check_text("action_type", &body.action_type)?;
+                check_digest("request_sha256", &body.request_sha256)
+            }
+            Self::ActionReceipt(body) => {
+                if let Some(digest) = &body.screenshot_sha256 {
+                    check_digest("screenshot_sha256", digest)?;
+                }
+                check_digest("events.sha256", &body.events.sha256)?;
+                check_digest("frame_events.sha256", &body.frame_events.sha256)
+            }
+            Self::Screenshot(body) => check_digest("sha256", &body.sha256),
+            Self::Checkpoint(body) => {
+                check_file_name("file_name", &body.file_name)?;
+                check_digest("sha256", &body.sha256)
+            }
+            Self::Artifact(body) => {
+                check_file_name("name", &body.name)?;
+                check_digest("sha256", &body.sha256)
+            }
+            Self::SessionReleased(body) => {
+                check_digest("events.sha256", &body.events.sha256)?;
+                check_digest("frame_events.sha256", &body.frame_events.sha256)
+            }
+        }
+    }
+}
+
+/// One record as the journal holds it, before or after signing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Position in the journal: 0, 1, 2, ...
+    pub seq: u64,
+    /// SHA-256 (hex) of the previous envelope's JCS bytes; [`ZERO_SHA256`] for `seq` 0.
+    pub prev_sha256: String,
+    /// The session the journal belongs to.
+    pub session_id: String,
+    /// Wall-clock time of the record, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// What happened.
+    pub body: RecordBody,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordPayload {
+    schema_version: String,
+    seq: u64,
+    prev_sha256: String,
+    session_id: String,
+    at_ms: u64,
+    kind: RecordKind,
+    body: Value,
+}
+
+impl Record {
+    /// The record's kind.
+    pub fn kind(&self) -> RecordKind {
+        self.body.kind()
+    }
+
+    /// The signed payload of this record.
+    pub fn to_payload(&self) -> Result<Value, EvidenceError> {
+        let payload = RecordPayload {
+            schema_version: RECORD_SCHEMA.to_string(),
+            seq: self.seq,
+            prev_sha256: self.prev_sha256.clone(),
+            session_id: self.session_id.clone(),
+            at_ms: self.at_ms,
+            kind: self.kind(),
+            body: self.body.to_value()?,
+        };
+        serde_json::to_value(&payload).map_err(|error| EvidenceError::Canonical(error.to_string()))
+    }
+
+    /// Reads a payload strictly: exact keys, known schema, typed body of the named kind.
+    pub fn from_payload(payload: Value) -> Result<Self, EvidenceError> {
+        let payload: RecordPayload = strict::from_value_exact(payload, "$.payload")?;
+        if payload.schema_version != RECORD_SCHEMA {
+            return Err(EvidenceError::strict(
+                "$.payload.schema_version",
+                crate::StrictJsonProblem::NotExact(format!(
+                    "schema {:?}, expected {RECORD_SCHEMA:?}",
+                    payload.schema_version
+                )),
+            ));
+        }
+        Ok(Self {
+            seq: payload.seq,
+            prev_sha256: payload.prev_sha256,
+            session_id: payload.session_id,
+            at_ms: payload.at_ms,
+            body: RecordBody::from_value(payload.kind, payload.body)?,
+        })
+    }
+}
+
+fn check_text(field: &str, text: &str) -> Result<(), String> {
+    if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
+        return Err(format!(
+            "{field} must be 1 to 256 bytes without control characters"
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn is_digest(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn check_digest(field: &str, text: &str) -> Result<(), String> {
+    if is_digest(text) {
+        Ok(())
+    } else {
+        Err(format!("{field} must be 64 lowercase hex characters"))
+    }
+}
+
+/// A single path component: not empty, not `.` or `..`, no `/`, NUL or control characters.
+pub(crate) fn is_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|character| character == '/' || character.is_control())
+}
+
+fn check_file_name(field: &str, name: &str) -> Result<(), String> {
+    if is_file_name(name) {
+        Ok(())
+    } else {
+        Err(format!("{field} must be a single file name"))
+    }
+}
