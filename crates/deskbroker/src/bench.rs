@@ -23,12 +23,13 @@ use desk_harness::{
 
 use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
+use crate::models::{ModelArgs, model_factory};
 
 /// Benchmark subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Run an agent on tasks: in-process broker, one rollout per task, results in --out.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Score a DXF against a task's gold drawing; prints the ScoreReport as JSON.
     Score(ScoreArgs),
     /// Write the public corpus (tasks.json, reference PNGs) and, with --gold-out, the gold DXFs.
@@ -53,6 +54,8 @@ pub(crate) enum AgentKind {
     Oracle,
     /// Re-runs recorded batches from --replay (a rollout.json, or a previous out directory).
     Replay,
+    /// A model through one of the model APIs (--api, --model; key from the environment).
+    Model,
 }
 
 impl AgentKind {
@@ -60,6 +63,7 @@ impl AgentKind {
         match self {
             AgentKind::Oracle => "oracle",
             AgentKind::Replay => "replay",
+            AgentKind::Model => "model",
         }
     }
 }
@@ -97,6 +101,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) corpus: CorpusLocation,
     #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }
 
@@ -124,7 +130,7 @@ pub(crate) struct CorpusArgs {
 
 pub(crate) async fn run(command: BenchCommand) -> Result<()> {
     match command {
-        BenchCommand::Run(args) => run_bench(args).await,
+        BenchCommand::Run(args) => run_bench(*args).await,
         BenchCommand::Score(args) => score(&args),
         BenchCommand::Corpus(args) => corpus(&args),
     }
@@ -203,9 +209,11 @@ fn select_tasks(all: Vec<Task>, args: &RunArgs, replay_task: Option<&str>) -> Re
 pub(crate) fn agent_factory(
     kind: AgentKind,
     replay: Option<&Path>,
+    model: &ModelArgs,
     gold_dir: &Path,
 ) -> Result<Box<AgentFactory<'static>>> {
     Ok(match kind {
+        AgentKind::Model => Box::new(model_factory(model.config()?)),
         AgentKind::Oracle => Box::new(oracle_factory(gold_dir.to_owned())),
         AgentKind::Replay => {
             let source = replay
@@ -247,7 +255,7 @@ async fn run_bench(args: RunArgs) -> Result<()> {
     if tasks.is_empty() {
         bail!("no task selected");
     }
-    let mut factory = agent_factory(args.agent, args.replay.as_deref(), &gold_dir)?;
+    let mut factory = agent_factory(args.agent, args.replay.as_deref(), &args.model, &gold_dir)?;
     let attempt_id = args
         .attempt_id
         .clone()

@@ -10,6 +10,7 @@ mod cli;
 mod demo;
 mod dxf_check;
 mod local;
+mod models;
 mod paths;
 mod perf;
 mod session;
