@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// Input, expected path, and a predicate on the expected problem.
+type Case = (&'static str, &'static str, fn(&StrictJsonProblem) -> bool);
+
 fn rejected(input: &str) -> (String, StrictJsonProblem) {
     match parse_value(input.as_bytes()) {
         Err(EvidenceError::StrictJson { path, problem }) => (path, problem),
@@ -11,7 +14,7 @@ fn rejected(input: &str) -> (String, StrictJsonProblem) {
 
 #[test]
 fn rejection_table() {
-    let table: &[(&str, &str, fn(&StrictJsonProblem) -> bool)] = &[
+    let table: &[Case] = &[
         (r#"{"a":1,"a":2}"#, "$.a", |problem| {
             matches!(problem, StrictJsonProblem::DuplicateKey(_))
         }),
@@ -85,7 +88,7 @@ struct Typed {
 fn typed_records_are_exact() {
     let ok: Typed = parse_typed(br#"{"count":3,"note":null}"#).expect("exact record parses");
     assert_eq!(ok.count, 3);
-    let cases: &[(&str, &str, fn(&StrictJsonProblem) -> bool)] = &[
+    let cases: &[Case] = &[
         (r#"{"count":true,"note":null}"#, "$.count", |problem| {
             matches!(problem, StrictJsonProblem::WrongType(_))
         }),
