@@ -149,6 +149,12 @@ timeout_ms = 15000
 impl Drop for Broker {
     fn drop(&mut self) {
         self.kill();
+        // A test that failed before releasing leaves its desktops behind the killed broker.
+        if let Ok(sessions) = std::fs::read_dir(self.state_dir.join("sessions")) {
+            for session in sessions.flatten() {
+                desk_desktop::launcher::reap_recorded(&session.path());
+            }
+        }
     }
 }
 
