@@ -9,9 +9,7 @@
 //! included), then one user message whose `tool_result` blocks hold the delivery JSON text and
 //! the screenshot as a base64 image block (`is_error` when the call was malformed).
 
-use desk_harness::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
-};
+use desk_harness::{Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode};
@@ -20,6 +18,7 @@ use crate::http::{AuthStyle, ModelHttp};
 use crate::native::{NativeBatch, PointerState};
 use crate::native_anthropic::{self, map_input};
 use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
+use crate::protocol::Protocol;
 use crate::session::{self, Session, excerpt};
 
 /// The Messages API version header value.
@@ -59,10 +58,6 @@ impl AnthropicAgent {
             pointer: PointerState::default(),
             pointer_before: PointerState::default(),
         })
-    }
-
-    fn name(&self) -> &'static str {
-        self.config.provider.agent_name()
     }
 
     fn push_observation(&mut self, observation: &Observation) -> Result<(), ModelError> {
@@ -241,50 +236,39 @@ fn usage(response: &Value) -> TokenUsage {
     }
 }
 
-impl Agent for AnthropicAgent {
-    fn info(&self) -> AgentInfo {
-        AgentInfo {
-            agent: self.name().to_string(),
-            model: Some(self.config.model.clone()),
-        }
+impl Protocol for AnthropicAgent {
+    fn config(&self) -> &ModelConfig {
+        &self.config
     }
 
-    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move {
-            let session = Session::start(brief, &self.config)
-                .map_err(|error| session::agent_error(self.name(), error))?;
-            self.session = Some(session);
-            self.messages.clear();
-            self.pointer = PointerState::default();
-            self.pointer_before = PointerState::default();
-            Ok(())
-        })
+    fn http(&self) -> &ModelHttp {
+        &self.http
     }
 
-    fn turn<'a>(
-        &'a mut self,
-        observation: &'a Observation,
-    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
-        Box::pin(async move {
-            let name = self.name();
-            if self.session.is_none() {
-                return Err(session::not_started(name));
-            }
-            self.push_observation(observation)
-                .map_err(|error| session::agent_error(name, error))?;
-            let body = self.request_body();
-            let response = self
-                .http
-                .post(&body)
-                .await
-                .map_err(|error| session::agent_error(name, error))?;
-            let outcome = self
-                .read_content(&response)
-                .map_err(|error| session::agent_error(name, error))?;
-            Ok(Turn {
-                outcome,
-                usage: usage(&response),
-            })
-        })
+    fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn begin(&mut self, session: Session) {
+        self.session = Some(session);
+        self.messages.clear();
+        self.pointer = PointerState::default();
+        self.pointer_before = PointerState::default();
+    }
+
+    fn observe(&mut self, observation: &Observation) -> Result<(), ModelError> {
+        self.push_observation(observation)
+    }
+
+    fn body(&self) -> Value {
+        self.request_body()
+    }
+
+    fn read(&mut self, response: &Value) -> Result<TurnOutcome, ModelError> {
+        self.read_content(response)
+    }
+
+    fn tokens(&self, response: &Value) -> TokenUsage {
+        usage(response)
     }
 }

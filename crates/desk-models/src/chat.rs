@@ -6,15 +6,14 @@
 //! tool call id holding the delivery JSON text, then a user message with the screenshot as an
 //! `image_url` data URL (tool messages cannot carry images on every server).
 
-use desk_harness::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
-};
+use desk_harness::{Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError};
 use crate::function::parse_arguments;
 use crate::http::{AuthStyle, ModelHttp};
 use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
+use crate::protocol::Protocol;
 use crate::session::{self, Session};
 
 /// The adapter.
@@ -35,10 +34,6 @@ impl ChatAgent {
             session: None,
             messages: Vec::new(),
         })
-    }
-
-    fn name(&self) -> &'static str {
-        self.config.provider.agent_name()
     }
 
     fn detail(&self) -> String {
@@ -190,48 +185,37 @@ fn usage(response: &Value) -> TokenUsage {
     }
 }
 
-impl Agent for ChatAgent {
-    fn info(&self) -> AgentInfo {
-        AgentInfo {
-            agent: self.name().to_string(),
-            model: Some(self.config.model.clone()),
-        }
+impl Protocol for ChatAgent {
+    fn config(&self) -> &ModelConfig {
+        &self.config
     }
 
-    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move {
-            let session = Session::start(brief, &self.config)
-                .map_err(|error| session::agent_error(self.name(), error))?;
-            self.session = Some(session);
-            self.messages.clear();
-            Ok(())
-        })
+    fn http(&self) -> &ModelHttp {
+        &self.http
     }
 
-    fn turn<'a>(
-        &'a mut self,
-        observation: &'a Observation,
-    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
-        Box::pin(async move {
-            let name = self.name();
-            if self.session.is_none() {
-                return Err(session::not_started(name));
-            }
-            self.push_observation(observation)
-                .map_err(|error| session::agent_error(name, error))?;
-            let body = self.request_body();
-            let response = self
-                .http
-                .post(&body)
-                .await
-                .map_err(|error| session::agent_error(name, error))?;
-            let outcome = self
-                .read_choice(&response)
-                .map_err(|error| session::agent_error(name, error))?;
-            Ok(Turn {
-                outcome,
-                usage: usage(&response),
-            })
-        })
+    fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn begin(&mut self, session: Session) {
+        self.session = Some(session);
+        self.messages.clear();
+    }
+
+    fn observe(&mut self, observation: &Observation) -> Result<(), ModelError> {
+        self.push_observation(observation)
+    }
+
+    fn body(&self) -> Value {
+        self.request_body()
+    }
+
+    fn read(&mut self, response: &Value) -> Result<TurnOutcome, ModelError> {
+        self.read_choice(response)
+    }
+
+    fn tokens(&self, response: &Value) -> TokenUsage {
+        usage(response)
     }
 }

@@ -29,11 +29,14 @@ mod native;
 mod native_anthropic;
 mod native_openai;
 mod prompt;
+mod protocol;
 mod responses;
 pub mod scale;
 mod session;
 
 use desk_harness::{Agent, DeliveryStatus, Observation};
+
+use crate::protocol::ProtocolAgent;
 
 pub use config::{ModelConfig, ModelError, Provider, ToolMode};
 pub use prompt::{TOOL_NAME, computer_action_schema, system_prompt};
@@ -69,16 +72,20 @@ pub fn build_agent_with_env(
         ));
     }
     let agent: Box<dyn Agent> = match (config.provider, config.tool_mode) {
-        (Provider::OpenAiResponses, _) => Box::new(responses::ResponsesAgent::new(config, key)?),
+        (Provider::OpenAiResponses, _) => {
+            Box::new(ProtocolAgent(responses::ResponsesAgent::new(config, key)?))
+        }
         (Provider::ChatCompletions, ToolMode::Function) => {
-            Box::new(chat::ChatAgent::new(config, key)?)
+            Box::new(ProtocolAgent(chat::ChatAgent::new(config, key)?))
         }
         (Provider::ChatCompletions, ToolMode::Native) => {
             return Err(ModelError::Config(
                 "chat completions has no native computer tool; use the function tool".into(),
             ));
         }
-        (Provider::Anthropic, _) => Box::new(anthropic::AnthropicAgent::new(config, key)?),
+        (Provider::Anthropic, _) => {
+            Box::new(ProtocolAgent(anthropic::AnthropicAgent::new(config, key)?))
+        }
     };
     Ok(agent)
 }

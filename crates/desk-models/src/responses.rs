@@ -9,9 +9,7 @@
 //!   acknowledging the call's pending safety checks: the desktop is a disposable sandbox), then a
 //!   user message with the delivery JSON text.
 
-use desk_harness::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
-};
+use desk_harness::{Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode};
@@ -20,6 +18,7 @@ use crate::http::{AuthStyle, ModelHttp};
 use crate::native::{NativeBatch, PointerState};
 use crate::native_openai::{call_actions, map_action};
 use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
+use crate::protocol::Protocol;
 use crate::session::{self, Session, excerpt};
 
 /// The adapter.
@@ -46,10 +45,6 @@ impl ResponsesAgent {
             pointer_before: PointerState::default(),
             safety_checks: Vec::new(),
         })
-    }
-
-    fn name(&self) -> &'static str {
-        self.config.provider.agent_name()
     }
 
     fn native_tool_type(&self) -> &str {
@@ -299,50 +294,39 @@ fn usage(response: &Value) -> TokenUsage {
     }
 }
 
-impl Agent for ResponsesAgent {
-    fn info(&self) -> AgentInfo {
-        AgentInfo {
-            agent: self.name().to_string(),
-            model: Some(self.config.model.clone()),
-        }
+impl Protocol for ResponsesAgent {
+    fn config(&self) -> &ModelConfig {
+        &self.config
     }
 
-    fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
-        Box::pin(async move {
-            let session = Session::start(brief, &self.config)
-                .map_err(|error| session::agent_error(self.name(), error))?;
-            self.session = Some(session);
-            self.input.clear();
-            self.pointer = PointerState::default();
-            self.pointer_before = PointerState::default();
-            Ok(())
-        })
+    fn http(&self) -> &ModelHttp {
+        &self.http
     }
 
-    fn turn<'a>(
-        &'a mut self,
-        observation: &'a Observation,
-    ) -> BoxFuture<'a, Result<Turn, AgentError>> {
-        Box::pin(async move {
-            let name = self.name();
-            if self.session.is_none() {
-                return Err(session::not_started(name));
-            }
-            self.push_observation(observation)
-                .map_err(|error| session::agent_error(name, error))?;
-            let body = self.request_body();
-            let response = self
-                .http
-                .post(&body)
-                .await
-                .map_err(|error| session::agent_error(name, error))?;
-            let outcome = self
-                .read_output(&response)
-                .map_err(|error| session::agent_error(name, error))?;
-            Ok(Turn {
-                outcome,
-                usage: usage(&response),
-            })
-        })
+    fn has_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    fn begin(&mut self, session: Session) {
+        self.session = Some(session);
+        self.input.clear();
+        self.pointer = PointerState::default();
+        self.pointer_before = PointerState::default();
+    }
+
+    fn observe(&mut self, observation: &Observation) -> Result<(), ModelError> {
+        self.push_observation(observation)
+    }
+
+    fn body(&self) -> Value {
+        self.request_body()
+    }
+
+    fn read(&mut self, response: &Value) -> Result<TurnOutcome, ModelError> {
+        self.read_output(response)
+    }
+
+    fn tokens(&self, response: &Value) -> TokenUsage {
+        usage(response)
     }
 }
