@@ -6,6 +6,8 @@ use std::time::Duration;
 use desk_contract::{DisplaySize, SettlePolicy};
 use desk_desktop::{BackendError, DesktopBackend, ProfileSet};
 
+use crate::auth::AuthConfig;
+use crate::evidence::EvidenceConfig;
 use crate::fault::FaultHook;
 
 /// What a factory needs to create one session's desktop.
@@ -64,6 +66,10 @@ pub struct BrokerConfig {
     pub settle: SettlePolicy,
     /// Test-only crash injection; [`FaultHook::from_env`] by default.
     pub fault: FaultHook,
+    /// Who may call the broker.
+    pub auth: AuthConfig,
+    /// Signed evidence settings.
+    pub evidence: EvidenceConfig,
 }
 
 impl BrokerConfig {
@@ -80,6 +86,8 @@ impl BrokerConfig {
             default_profile: "librecad".to_string(),
             settle: SettlePolicy::default(),
             fault: FaultHook::from_env(),
+            auth: AuthConfig::default(),
+            evidence: EvidenceConfig::default(),
         }
     }
 }

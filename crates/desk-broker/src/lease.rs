@@ -97,6 +97,7 @@ impl Inner {
         };
         self.renew(&mut session);
         self.store.insert_session(&session)?;
+        crate::evidence::session_started(self, &session)?;
         tracing::info!(
             session_id = session.id,
             task_id = session.task_id,
@@ -166,6 +167,7 @@ impl Inner {
                 }
             }
         }
+        crate::evidence::session_released(self, &session)?;
         remove_dir(Path::new(&session.session_dir))?;
         session.state = SessionState::Released;
         session.expired = expired;

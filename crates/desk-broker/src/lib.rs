@@ -16,16 +16,19 @@
 
 mod actions;
 mod api_error;
+mod auth;
 mod broker;
 mod checkpoint;
 mod config;
 mod error;
+mod evidence;
 mod extract;
 mod fault;
 mod frames;
 mod journal;
 mod lease;
 mod logs;
+mod metrics;
 mod openapi;
 mod reset;
 mod routes;
@@ -33,9 +36,11 @@ mod serve;
 mod store;
 mod util;
 
+pub use auth::AuthConfig;
 pub use broker::Broker;
 pub use config::{BackendFactory, BackendRequest, BrokerConfig};
 pub use error::BrokerError;
+pub use evidence::EvidenceConfig;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};

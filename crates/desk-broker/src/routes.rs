@@ -14,6 +14,7 @@ use axum::{Json, Router};
 use desk_contract::api::{LeaseRequest, ResetRequest};
 use tracing::Instrument;
 
+use crate::auth::authorize;
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::extract::{ActionBody, ApiJson, SessionId};
@@ -172,6 +173,7 @@ pub fn router(broker: Broker) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+        .layer(middleware::from_fn_with_state(broker.clone(), authorize))
         .layer(middleware::from_fn(trace_requests))
         .with_state(broker)
 }

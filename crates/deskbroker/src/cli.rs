@@ -40,6 +40,14 @@ pub(crate) enum Command {
     Bench(crate::bench::BenchCommand),
     /// Measure capture+encode and click→settled-screenshot latency against peer tools.
     Perf(PerfArgs),
+    /// TLS setup: a local CA, server and client identities, orchestration credentials.
+    #[command(subcommand)]
+    Certs(crate::certs::CertsCommand),
+    /// Signed evidence: export a session's bundle, verify one.
+    #[command(subcommand)]
+    Evidence(crate::evidence::EvidenceCommand),
+    /// Load benchmark: many concurrent sessions through the real API.
+    Load(crate::load::LoadArgs),
     /// Internal: the desktop worker. Speaks JSON lines on stdin/stdout; started by the broker.
     #[command(hide = true)]
     Worker,

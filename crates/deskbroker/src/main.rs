@@ -6,9 +6,12 @@
 #![allow(clippy::print_stdout)]
 
 mod bench;
+mod certs;
 mod cli;
 mod demo;
 mod dxf_check;
+mod evidence;
+mod load;
 mod local;
 mod models;
 mod paths;
@@ -56,6 +59,9 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Demo(args) => demo::run(args).await,
             cli::Command::Bench(command) => bench::run(command).await,
             cli::Command::Perf(args) => perf::run(args).await,
+            cli::Command::Certs(command) => certs::run(command).await,
+            cli::Command::Evidence(command) => evidence::run(command).await,
+            cli::Command::Load(args) => load::run(args).await,
             cli::Command::Worker => Ok(()),
         }
     })

@@ -2,8 +2,13 @@
 //! desktops, the probe window recording exactly what it receives, and LibreCAD end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod auth;
 mod bench;
 mod crash;
+mod evidence;
+mod faults;
 mod librecad;
+mod load;
 mod probe;
+mod strict;
 mod support;

@@ -1,0 +1,1 @@
+//! Per-operation counts and latency histograms, rendered as Prometheus text (issue 3).

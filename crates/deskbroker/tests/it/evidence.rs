@@ -1,0 +1,1 @@
+//! Real-stack tests for issue 3 (evidence).
