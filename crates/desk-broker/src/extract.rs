@@ -1,29 +1,56 @@
-//! Extractors whose rejections are JSON [`BrokerError`]s (`invalid_request`), never axum's
-//! plain-text rejections.
+//! Extractors: the broker's one strict path from an HTTP request to typed input. Their
+//! rejections are JSON [`BrokerError`]s, never axum's plain-text rejections, and they run before
+//! any handler touches state.
 //!
-//! [`ApiJson`] reads the whole body (bounded by the router's body limit) and parses it with
-//! serde; `deny_unknown_fields` on the request types turns unknown fields into 400s. The
-//! `Content-Type` header is not checked. [`ActionBody`] parses an action request in two stages so
-//! that a malformed envelope is `invalid_request` while a malformed `action` object is
-//! `invalid_action`.
+//! Bodies ([`ApiJson`], [`ActionBody`]): the `Content-Type` must be `application/json` (any
+//! parameters, e.g. `charset=utf-8`) or absent; the body is read whole under the router's limit
+//! (over it: 413); then [`desk_contract::request`] parses it strictly (duplicate keys, NaN,
+//! `1e999`, unsafe integers, lone surrogates, invalid UTF-8, nesting beyond
+//! [`desk_contract::strict::MAX_DEPTH`], trailing bytes, an empty body) and deserializes it with
+//! `deny_unknown_fields`. Problems inside an action's `action` object are `invalid_action`;
+//! every other body problem is `invalid_request`. Messages name the JSON path and never echo
+//! more than a clipped fragment of the input. Path ids ([`SessionId`]) must be plain tokens.
+//! See `docs/strict-parsing.md`.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
-use desk_contract::Action;
+use axum::http::{HeaderMap, StatusCode, header};
 use desk_contract::api::ActionRequest;
-use serde::Deserialize;
+use desk_contract::request::{self, RequestError, RequestPart};
 use serde::de::DeserializeOwned;
 
 use crate::error::BrokerError;
 use crate::routes::BODY_LIMIT_BYTES;
 
-/// A JSON body parsed into `T`.
+/// Longest accepted session id, in bytes.
+pub(crate) const MAX_SESSION_ID_BYTES: usize = 64;
+
+/// A JSON body parsed strictly into `T` (a request type without an action inside).
 #[derive(Debug)]
 pub(crate) struct ApiJson<T>(pub(crate) T);
 
+/// Refuses any `Content-Type` but `application/json` (with parameters) or none at all.
+fn check_content_type(headers: &HeaderMap) -> Result<(), BrokerError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media_type = value
+        .to_str()
+        .ok()
+        .and_then(|text| text.split(';').next())
+        .map(|media_type| media_type.trim().to_ascii_lowercase());
+    if media_type.as_deref() == Some("application/json") {
+        Ok(())
+    } else {
+        Err(BrokerError::InvalidRequest(
+            "the content-type must be application/json".to_string(),
+        ))
+    }
+}
+
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, BrokerError> {
+    check_content_type(request.headers())?;
     Bytes::from_request(request, state)
         .await
         .map_err(|rejection| {
@@ -34,10 +61,20 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
             } else {
                 BrokerError::InvalidRequest(format!(
                     "failed to read the body: {}",
-                    rejection.body_text()
+                    desk_contract::strict::clip(&rejection.body_text())
                 ))
             }
         })
+}
+
+/// The broker error for a refused body: `invalid_action` for the action object, else
+/// `invalid_request`.
+fn refused(error: RequestError) -> BrokerError {
+    let message = error.to_string();
+    match error.part {
+        RequestPart::Action => BrokerError::MalformedAction(message),
+        RequestPart::Envelope => BrokerError::InvalidRequest(message),
+    }
 }
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
@@ -45,18 +82,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = read_body(request, state).await?;
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|error| BrokerError::InvalidRequest(format!("malformed JSON body: {error}")))
+        request::parse_request(&bytes).map(ApiJson).map_err(refused)
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ActionEnvelope {
-    request_id: String,
-    expected_action_index: u64,
-    action: serde_json::Value,
 }
 
 /// An action request: envelope errors are `invalid_request`, action errors `invalid_action`.
@@ -67,18 +94,24 @@ impl<S: Send + Sync> FromRequest<S> for ActionBody {
     type Rejection = BrokerError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let ApiJson(envelope) = ApiJson::<ActionEnvelope>::from_request(request, state).await?;
-        let action: Action = serde_json::from_value(envelope.action)
-            .map_err(|error| BrokerError::MalformedAction(error.to_string()))?;
-        Ok(ActionBody(ActionRequest {
-            request_id: envelope.request_id,
-            expected_action_index: envelope.expected_action_index,
-            action,
-        }))
+        let bytes = read_body(request, state).await?;
+        request::parse_action_request(&bytes)
+            .map(ActionBody)
+            .map_err(refused)
     }
 }
 
-/// The `{id}` path segment.
+/// Whether `id` can be a session id at all: 1 to [`MAX_SESSION_ID_BYTES`] ASCII letters, digits,
+/// `_` or `-`. Anything else is refused before any lookup.
+pub(crate) fn is_plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_SESSION_ID_BYTES
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+/// The `{id}` path segment, checked by [`is_plain_id`].
 #[derive(Debug)]
 pub(crate) struct SessionId(pub(crate) String);
 
@@ -86,11 +119,15 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
     type Rejection = BrokerError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Path::<String>::from_request_parts(parts, state)
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
             .await
-            .map(|Path(id)| SessionId(id))
-            .map_err(|rejection| {
-                BrokerError::InvalidRequest(format!("bad session id: {}", rejection.body_text()))
-            })
+            .map_err(|_| BrokerError::InvalidRequest("bad session id in the path".to_string()))?;
+        if !is_plain_id(&id) {
+            return Err(BrokerError::InvalidRequest(format!(
+                "bad session id in the path: expected 1 to {MAX_SESSION_ID_BYTES} letters, \
+                 digits, '_' or '-'"
+            )));
+        }
+        Ok(SessionId(id))
     }
 }

@@ -36,6 +36,9 @@ pub enum ErrorCode {
     Unauthorized,
     /// The same lease identity is held with different parameters, or capacity is exhausted.
     LeaseConflict,
+    /// The action journal cannot be written (disk full, file size limit, read-only or failing
+    /// storage); the action was refused and nothing reached the desktop.
+    JournalUnavailable,
     /// An unexpected failure inside the broker; details are in its log, not here.
     Internal,
 }
@@ -57,6 +60,7 @@ impl ErrorCode {
             ErrorCode::AppNotMaximized => "app_not_maximized",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::LeaseConflict => "lease_conflict",
+            ErrorCode::JournalUnavailable => "journal_unavailable",
             ErrorCode::Internal => "internal",
         }
     }
@@ -111,5 +115,82 @@ impl ActionError {
     /// The body sent to clients.
     pub fn to_body(&self) -> ErrorBody {
         ErrorBody::new(ErrorCode::InvalidAction, self.to_string())
+    }
+}
+
+/// Why a piece of JSON was rejected by the strict parser ([`crate::strict`]) or by the typed
+/// deserialization that follows it.
+///
+/// Every token and message is clipped (see [`crate::strict::clip`]), so a problem never echoes
+/// a large input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StrictJsonProblem {
+    /// The bytes are not JSON at all (the message says what was expected).
+    Syntax(String),
+    /// An object has the same key twice.
+    DuplicateKey(String),
+    /// `NaN`, `Infinity` or `-Infinity` appeared where a value belongs.
+    NonFiniteConstant(String),
+    /// An integer outside ±(2^53 − 1), which a double (and RFC 8785) cannot represent exactly.
+    IntegerOutOfRange(String),
+    /// A number whose value overflows a finite double.
+    NonFiniteNumber(String),
+    /// Nesting deeper than the parser allows.
+    TooDeep(usize),
+    /// A value of the wrong JSON type for a typed record (e.g. a boolean where a number belongs).
+    WrongType(String),
+    /// A key the typed record does not know.
+    UnknownField(String),
+    /// A key the typed record requires is absent.
+    MissingField(String),
+    /// The value does not round-trip through its typed record exactly (key set or
+    /// representation differs).
+    NotExact(String),
+}
+
+impl std::fmt::Display for StrictJsonProblem {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Syntax(message) => write!(formatter, "invalid JSON: {message}"),
+            Self::DuplicateKey(key) => write!(formatter, "duplicate key {key:?}"),
+            Self::NonFiniteConstant(token) => write!(formatter, "non-finite constant {token}"),
+            Self::IntegerOutOfRange(token) => {
+                write!(formatter, "integer {token} outside ±(2^53 - 1)")
+            }
+            Self::NonFiniteNumber(token) => write!(formatter, "number {token} is not finite"),
+            Self::TooDeep(limit) => write!(formatter, "nesting deeper than {limit}"),
+            Self::WrongType(message) => write!(formatter, "wrong type: {message}"),
+            Self::UnknownField(field) => write!(formatter, "unknown field {field:?}"),
+            Self::MissingField(field) => write!(formatter, "missing field {field:?}"),
+            Self::NotExact(message) => write!(formatter, "not an exact record: {message}"),
+        }
+    }
+}
+
+/// A strict JSON rejection: the JSON path of the offending value (`$`, `$.a.b[2]`,
+/// `$["odd key"]`) and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct StrictJsonError {
+    /// Where: a JSON path rooted at `$` (clipped when very long).
+    pub path: String,
+    /// What.
+    pub problem: StrictJsonProblem,
+}
+
+impl StrictJsonError {
+    /// Builds an error at `path`.
+    pub fn new(path: impl Into<String>, problem: StrictJsonProblem) -> Self {
+        StrictJsonError {
+            path: path.into(),
+            problem,
+        }
+    }
+
+    /// True when the bytes were not a JSON document at all (as opposed to a well-formed
+    /// document with a refused value).
+    pub fn is_syntax(&self) -> bool {
+        matches!(self.problem, StrictJsonProblem::Syntax(_))
     }
 }

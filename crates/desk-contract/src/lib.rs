@@ -6,7 +6,9 @@
 //!   ([`validate_action`]), including key names and forbidden system chords ([`keys`]);
 //! - the HTTP request/response bodies ([`api`]) and stable [`ErrorCode`]s;
 //! - the desktop worker's JSONL protocol ([`worker`]) and the facts it reports ([`desktop`]);
-//! - the event-log records ([`events`]) and the settle decision ([`settle`]).
+//! - the event-log records ([`events`]) and the settle decision ([`settle`]);
+//! - the workspace's one strict JSON parser ([`strict`]) and the request parsers built on it
+//!   ([`request`]), which every request body passes before any state changes.
 //!
 //! Compatibility policy: wire names are API. Adding an optional field is compatible; renaming or
 //! removing a field, variant or error code is a breaking change and bumps the API path (`/v1`) or
@@ -22,12 +24,14 @@ pub mod error;
 pub mod events;
 pub mod geometry;
 pub mod keys;
+pub mod request;
 pub mod settle;
+pub mod strict;
 pub mod validate;
 pub mod worker;
 
 pub use action::{Action, Button, Modifier, WirePoint};
-pub use error::{ActionError, ErrorBody, ErrorCode};
+pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};
 pub use geometry::{DisplaySize, ScreenPoint};
 pub use keys::{Key, NamedKey};
 pub use settle::{SettleOutcome, SettlePolicy, SettleReport};
