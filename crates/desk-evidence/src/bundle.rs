@@ -669,7 +669,11 @@ pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, Evi
         session_id: manifest.session_id,
         signer_fingerprint: manifest.signer_fingerprint,
         n_records: records.len(),
-        n_actions: count(|body| matches!(body, RecordBody::ActionAccepted(_))),
+        n_actions: count(|body| matches!(body, RecordBody::ActionAccepted(_)))
+            - count(|body| {
+                matches!(body, RecordBody::ActionReceipt(receipt)
+                    if receipt.settle_outcome == crate::record::NOT_INJECTED)
+            }),
         n_receipts: count(|body| matches!(body, RecordBody::ActionReceipt(_))),
         released,
         n_files: manifest.files.len(),

@@ -5,8 +5,9 @@
 //! `\n`; its signature verifies; `seq` counts 0, 1, 2, ... by line; `prev_sha256` is the SHA-256
 //! of the previous line (without its newline), zeros for the first; every record names the same
 //! session; the first record is `session_started` and names the signing key; actions are
-//! accepted with indices 0, 1, 2, ...; a receipt closes an accepted, still open action; nothing
-//! follows `session_released`.
+//! accepted with indices 0, 1, 2, ...; a receipt closes an accepted, still open action; a
+//! receipt with outcome [`NOT_INJECTED`] withdraws the last accepted action, whose index the
+//! next acceptance reuses; nothing follows `session_released`.
 //!
 //! The writer appends, fsyncs, then reads the line back from disk and verifies it before
 //! returning, so a caller may send the response that depends on the record afterwards. Any
@@ -22,7 +23,7 @@ use serde_json::Value;
 
 use crate::error::{EvidenceError, RecordProblem};
 use crate::files;
-use crate::record::{Record, RecordBody, ZERO_SHA256};
+use crate::record::{NOT_INJECTED, Record, RecordBody, ZERO_SHA256};
 use crate::sign::{Envelope, SigningKey, VerifyingKey, sha256_hex};
 
 /// Largest journal [`read_journal`] loads.
@@ -133,6 +134,16 @@ impl ChainState {
                     receipt.index
                 ));
             }
+            RecordBody::ActionReceipt(receipt)
+                if receipt.settle_outcome == NOT_INJECTED
+                    && receipt.index.saturating_add(1) != self.n_accepted =>
+            {
+                return out_of_place(format!(
+                    "action {} withdrawn ({NOT_INJECTED}) but the last accepted action is {}",
+                    receipt.index,
+                    self.n_accepted.saturating_sub(1)
+                ));
+            }
             RecordBody::SessionReleased(released) if released.n_actions != self.n_accepted => {
                 return out_of_place(format!(
                     "session_released counts {} actions, journal accepted {}",
@@ -156,6 +167,10 @@ impl ChainState {
             }
             RecordBody::ActionReceipt(receipt) => {
                 self.open_actions.remove(&receipt.index);
+                if receipt.settle_outcome == NOT_INJECTED {
+                    // The index is withdrawn: the broker hands it to the next action.
+                    self.n_accepted -= 1;
+                }
             }
             RecordBody::SessionReleased(_) => self.released = true,
             _ => {}

@@ -18,6 +18,11 @@ pub const RECORD_SCHEMA: &str = "deskbroker.evidence.record.v1";
 /// `prev_sha256` of the first record.
 pub const ZERO_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// `settle_outcome` of a receipt whose action was refused before any input reached the desktop:
+/// the acceptance is withdrawn, it does not count as an action, and its index is accepted again
+/// by the next action. Only the last accepted action can be withdrawn.
+pub const NOT_INJECTED: &str = "not_injected";
+
 /// The kind of a record; its `kind` string in the payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,7 +116,8 @@ pub struct ActionAccepted {
 pub struct ActionReceipt {
     /// Index of the accepted action this receipt closes.
     pub index: u64,
-    /// How the action settled (`settled`, `timeout`, `failed`, `in_doubt`, ...).
+    /// How the action settled (`settled`, `timeout`, `skipped`, ...), `in_doubt` when input may
+    /// have reached the desktop but the outcome is unknown, or [`NOT_INJECTED`].
     pub settle_outcome: String,
     /// The error code if the action failed.
     pub error_code: Option<String>,

@@ -100,3 +100,46 @@ fn torn_tail_is_reported() {
         })
     ));
 }
+
+fn receipt(index: u64, settle_outcome: &str) -> RecordBody {
+    let empty = crate::record::LogDigest::of(b"");
+    RecordBody::ActionReceipt(crate::record::ActionReceipt {
+        index,
+        settle_outcome: settle_outcome.to_string(),
+        error_code: None,
+        screenshot_sha256: None,
+        events: empty.clone(),
+        frame_events: empty,
+    })
+}
+
+#[test]
+fn a_not_injected_receipt_withdraws_the_last_index_only() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(1, started(&key)).expect("appends");
+    writer.append(2, accepted(0)).expect("accepts 0");
+    writer
+        .append(3, receipt(0, crate::record::NOT_INJECTED))
+        .expect("withdraws 0");
+    assert!(
+        writer.append(4, accepted(1)).is_err(),
+        "a withdrawn index is accepted again, not skipped"
+    );
+    writer.append(4, accepted(0)).expect("accepts 0 again");
+    writer.append(5, receipt(0, "settled")).expect("closes 0");
+    writer.append(6, accepted(1)).expect("accepts 1");
+    writer.append(7, receipt(1, "settled")).expect("closes 1");
+    writer.append(8, accepted(2)).expect("accepts 2");
+    writer.append(9, accepted(3)).expect("accepts 3");
+    assert!(
+        writer
+            .append(10, receipt(2, crate::record::NOT_INJECTED))
+            .is_err(),
+        "only the last accepted action can be withdrawn"
+    );
+    let records = read_journal(&path, &key.verifying_key()).expect("journal verifies");
+    assert_eq!(records.len(), 9);
+}
