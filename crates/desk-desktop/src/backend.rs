@@ -62,4 +62,13 @@ pub trait DesktopBackend: Send {
 
     /// Process ids this backend started and believes alive, for leak checks.
     fn process_ids(&self) -> Vec<u32>;
+
+    /// Lets go of the desktop without stopping it, so that a later broker can reattach to it
+    /// (see the broker's `BackendFactory::reattach`). A backend that cannot outlive this process
+    /// shuts down instead, which is the default.
+    fn detach(&mut self) {
+        if let Err(error) = self.shutdown() {
+            tracing::warn!(%error, "failed to shut down a desktop that cannot be detached");
+        }
+    }
 }

@@ -35,6 +35,10 @@ pub enum BackendError {
     /// The backend was shut down.
     #[error("desktop was shut down")]
     ShutDown,
+    /// A process of the desktop (display, window manager, worker or app) is no longer running;
+    /// the operation sent nothing. The message names the process and how it ended.
+    #[error("desktop process died: {0}")]
+    ProcessDied(String),
 }
 
 impl BackendError {

@@ -1,10 +1,17 @@
 //! `LocalDesktop`: launches and supervises one session's processes (Xvfb, window manager, app,
-//! desktop worker) and implements [`DesktopBackend`] through the worker's pipe.
+//! desktop worker) and implements [`DesktopBackend`] through the worker's Unix socket.
 //!
 //! This is the one place that starts a session's processes, so a sandbox can wrap them here
 //! without touching the broker. Every process runs in its own process group and is recorded in
-//! `<session_dir>/processes.json`, so a restarted broker can reap what a crashed one left behind
-//! ([`reap_recorded`]). The broker itself never connects to the X server.
+//! `<session_dir>/processes.json` (pid and start time) with the display in `desktop.json`, and
+//! the worker listens on `<session_dir>/worker.sock` (0600). The desktop therefore survives its
+//! broker: a restarted broker either reattaches to it ([`LocalDesktop::reattach`]: same
+//! processes, worker handshake, same display) or reaps it ([`reap_recorded`]). The broker itself
+//! never connects to the X server.
+//!
+//! Every operation first checks that the session's processes are still the ones it started; a
+//! dead one fails the operation with [`BackendError::ProcessDied`] naming it, before anything is
+//! sent to the desktop.
 //!
 //! Known limit: Xvfb runs without an X authority cookie; any local process of the same host
 //! that can reach `/tmp/.X11-unix` can connect to it. Containment (bubblewrap, private /tmp)
@@ -12,9 +19,10 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
@@ -70,9 +78,76 @@ pub struct RecordedProcess {
     pub start_ticks: u64,
 }
 
+/// The display facts a restarted broker needs, recorded in `<session_dir>/desktop.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct DesktopRecord {
+    /// The X display name, e.g. `:3`.
+    display_name: String,
+    /// The display size requested at launch.
+    width: u32,
+    /// The display size requested at launch.
+    height: u32,
+}
+
+/// The environment variable through which the worker learns its socket path (the same name as
+/// `desk_x11::WORKER_SOCKET_ENV`; this crate does not depend on the worker's).
+pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
+
+/// The worker's socket inside the session directory.
+pub const WORKER_SOCKET_FILE: &str = "worker.sock";
+
+/// Longest Unix socket path Linux accepts (`sun_path` is 108 bytes with its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
 struct Supervised {
     role: &'static str,
-    child: Child,
+    pid: u32,
+    start_ticks: u64,
+    /// `None` when adopted from an earlier broker run (not our child: watched through /proc).
+    child: Option<Child>,
+}
+
+impl Supervised {
+    /// How it ended, when it is no longer running.
+    fn ended(&mut self) -> Option<String> {
+        match &mut self.child {
+            Some(child) => match child.try_wait() {
+                Ok(Some(status)) => Some(describe_exit(status)),
+                Ok(None) => None,
+                Err(error) => Some(format!("cannot be waited for ({error})")),
+            },
+            None => (start_ticks(self.pid) != Some(self.start_ticks)).then(|| "exited".to_string()),
+        }
+    }
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => "exited".to_string(),
+    }
+}
+
+/// A role as people call it.
+fn role_label(role: &str) -> &str {
+    match role {
+        "xvfb" => "the X server (Xvfb)",
+        "window_manager" => "the window manager",
+        "worker" => "the desktop worker",
+        "app" => "the app",
+        other => other,
+    }
+}
+
+fn static_role(role: &str) -> &'static str {
+    match role {
+        "xvfb" => "xvfb",
+        "window_manager" => "window_manager",
+        "worker" => "worker",
+        "app" => "app",
+        _ => "other",
+    }
 }
 
 /// A desktop made of local processes.
@@ -84,6 +159,8 @@ pub struct LocalDesktop {
     processes: Vec<Supervised>,
     worker: Option<WorkerClient>,
     app_running: bool,
+    /// Set by `detach`: dropping leaves the processes running for a later broker.
+    detached: bool,
 }
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -145,7 +222,87 @@ pub fn reap_recorded(session_dir: &Path) -> usize {
             }
         }
     }
+    if let (Some(record), Some(xvfb)) = (
+        read_desktop_record(session_dir),
+        recorded.iter().find(|process| process.role == "xvfb"),
+    ) {
+        wait_gone(xvfb.pid, xvfb.start_ticks, Duration::from_secs(2));
+        remove_display_files(&record.display_name, xvfb.pid);
+    }
     alive.len()
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a broker killed meanwhile
+/// leaves either the old or the new content for its successor.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
+}
+
+impl RecordedProcess {
+    /// Whether this very process (same pid, same start time) is still running.
+    pub fn is_alive(&self) -> bool {
+        start_ticks(self.pid) == Some(self.start_ticks)
+    }
+}
+
+/// The processes recorded in `session_dir/processes.json` (empty when there is none).
+pub fn recorded_processes(session_dir: &Path) -> Vec<RecordedProcess> {
+    std::fs::read_to_string(session_dir.join("processes.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// The X display name recorded for the desktop in `session_dir`, e.g. `:3`.
+pub fn recorded_display(session_dir: &Path) -> Option<String> {
+    read_desktop_record(session_dir).map(|record| record.display_name)
+}
+
+fn read_desktop_record(session_dir: &Path) -> Option<DesktopRecord> {
+    let text = std::fs::read_to_string(session_dir.join("desktop.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Waits until the process `pid` started at `ticks` is gone.
+fn wait_gone(pid: u32, ticks: u64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while start_ticks(pid) == Some(ticks) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Removes the lock file and socket of display `display_name` when they belong to the X server
+/// `xvfb_pid`, which is gone (an Xvfb killed by a signal leaves them behind).
+fn remove_display_files(display_name: &str, xvfb_pid: u32) {
+    let Some(number) = display_name
+        .strip_prefix(':')
+        .and_then(|rest| rest.parse::<u32>().ok())
+    else {
+        return;
+    };
+    let lock = PathBuf::from(format!("/tmp/.X{number}-lock"));
+    let owner = std::fs::read_to_string(&lock)
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok());
+    if owner != Some(xvfb_pid) {
+        return;
+    }
+    let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
+    for path in [&socket, &lock] {
+        match std::fs::remove_file(path) {
+            Ok(()) => tracing::info!(path = %path.display(), "removed a dead display's file"),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                tracing::warn!(%error, path = %path.display(), "failed to remove a dead display's file")
+            }
+        }
+    }
 }
 
 impl LocalDesktop {
@@ -162,6 +319,7 @@ impl LocalDesktop {
             processes: Vec::new(),
             worker: None,
             app_running: false,
+            detached: false,
         };
         match desktop.start_processes() {
             Ok(()) => Ok(desktop),
@@ -169,6 +327,117 @@ impl LocalDesktop {
                 desktop.stop_all();
                 Err(error)
             }
+        }
+    }
+
+    /// Adopts the desktop an earlier broker run started in `config.session_dir`: every process
+    /// in `processes.json` must still be the same process (pid and start time), the worker must
+    /// answer `hello` on its socket with this protocol version and `config.display`.
+    /// `Ok(None)` when no desktop was ever recorded there. On error nothing is killed; the
+    /// caller decides (usually [`reap_recorded`]).
+    pub fn reattach(config: LocalDesktopConfig) -> Result<Option<LocalDesktop>, BackendError> {
+        let path = config.session_dir.join("processes.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => {
+                return Err(BackendError::DesktopFailed(format!(
+                    "failed to read {}: {error}",
+                    path.display()
+                )));
+            }
+        };
+        let recorded: Vec<RecordedProcess> = serde_json::from_str(&text).map_err(|error| {
+            BackendError::DesktopFailed(format!("unreadable {}: {error}", path.display()))
+        })?;
+        if recorded.is_empty() {
+            return Ok(None);
+        }
+        let record = read_desktop_record(&config.session_dir).ok_or_else(|| {
+            BackendError::DesktopFailed("the desktop's display was not recorded".to_string())
+        })?;
+        let mut processes = Vec::new();
+        for process in &recorded {
+            if start_ticks(process.pid) != Some(process.start_ticks) {
+                return Err(BackendError::ProcessDied(format!(
+                    "{} (pid {}) is no longer running",
+                    role_label(&process.role),
+                    process.pid
+                )));
+            }
+            processes.push(Supervised {
+                role: static_role(&process.role),
+                pid: process.pid,
+                start_ticks: process.start_ticks,
+                child: None,
+            });
+        }
+        for role in ["xvfb", "worker"] {
+            if !processes.iter().any(|process| process.role == role) {
+                return Err(BackendError::DesktopFailed(format!(
+                    "{} was not recorded",
+                    role_label(role)
+                )));
+            }
+        }
+        let app_running = processes.iter().any(|process| process.role == "app");
+        let socket = config.session_dir.join(WORKER_SOCKET_FILE);
+        let stream = UnixStream::connect(&socket).map_err(|error| {
+            BackendError::DesktopFailed(format!(
+                "failed to connect to the desktop worker at {}: {error}",
+                socket.display()
+            ))
+        })?;
+        let mut desktop = LocalDesktop {
+            display_name: record.display_name,
+            display: config.display,
+            config,
+            processes,
+            worker: None,
+            app_running,
+            // Until the handshake succeeds, dropping must not stop what the caller may reap.
+            detached: true,
+        };
+        desktop.handshake(stream)?;
+        desktop.detached = false;
+        tracing::info!(display = %desktop.display_name, "reattached to a running desktop");
+        Ok(Some(desktop))
+    }
+
+    /// Lets go of the desktop without stopping it: the worker connection is closed (the worker
+    /// releases held input and waits for the next broker) and dropping no longer kills anything.
+    pub fn detach(&mut self) {
+        self.worker = None;
+        self.detached = true;
+    }
+
+    /// Fails with [`BackendError::ProcessDied`] naming the first of the session's processes
+    /// (other than `except`) that is no longer running.
+    fn check_alive(&mut self, except: Option<&str>) -> Result<(), BackendError> {
+        for process in &mut self.processes {
+            if Some(process.role) == except {
+                continue;
+            }
+            if let Some(how) = process.ended() {
+                return Err(BackendError::ProcessDied(format!(
+                    "{} (pid {}) {how}",
+                    role_label(process.role),
+                    process.pid
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Explains a failed operation by a dead process when there is one. `input_sent` keeps an
+    /// unknown outcome unknown (an `execute` error that may have delivered input).
+    fn explain(&mut self, error: BackendError) -> BackendError {
+        match self.check_alive(None) {
+            Ok(()) => error,
+            Err(BackendError::ProcessDied(reason)) if error.input_may_have_been_sent() => {
+                BackendError::OutcomeUnknown(format!("{error}; {reason}"))
+            }
+            Err(died) => died,
         }
     }
 
@@ -243,6 +512,19 @@ impl LocalDesktop {
             BackendError::DesktopFailed(format!("Xvfb reported an unreadable display {line:?}"))
         })?;
         self.display_name = format!(":{number}");
+        let record = DesktopRecord {
+            display_name: self.display_name.clone(),
+            width: size.width,
+            height: size.height,
+        };
+        let path = self.config.session_dir.join("desktop.json");
+        let text = serde_json::to_string_pretty(&record).map_err(|error| {
+            BackendError::DesktopFailed(format!("failed to encode {}: {error}", path.display()))
+        })?;
+        write_atomically(&path, &text).map_err(|source| BackendError::Spawn {
+            what: format!("desktop record {}", path.display()),
+            source,
+        })?;
         Ok(())
     }
 
@@ -253,22 +535,57 @@ impl LocalDesktop {
                 "empty worker command".to_string(),
             ));
         }
+        let socket = self.config.session_dir.join(WORKER_SOCKET_FILE);
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(BackendError::DesktopFailed(format!(
+                "the worker socket path {} is longer than {MAX_SOCKET_PATH} bytes; use a shorter state directory",
+                socket.display()
+            )));
+        }
+        match std::fs::remove_file(&socket) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(BackendError::Spawn {
+                    what: format!("stale worker socket {}", socket.display()),
+                    source,
+                });
+            }
+        }
         let log = log_file(&self.config.session_dir, "worker.log")?;
         let mut command = Command::new(&argv[0]);
         command
             .args(&argv[1..])
             .env("DISPLAY", &self.display_name)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .env(WORKER_SOCKET_ENV, &socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
             .stderr(log)
             .process_group(0);
-        let child = self.spawn("worker", command)?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(BackendError::DesktopFailed(
-                "worker pipes were not captured".to_string(),
-            ));
+        self.spawn("worker", command)?;
+        let deadline = Instant::now() + WORKER_TIMEOUT;
+        let stream = loop {
+            match UnixStream::connect(&socket) {
+                Ok(stream) => break stream,
+                Err(error) => {
+                    self.check_alive(None)?;
+                    if Instant::now() >= deadline {
+                        return Err(BackendError::Worker(format!(
+                            "the worker did not listen on {} within {} s: {error} (see worker.log)",
+                            socket.display(),
+                            WORKER_TIMEOUT.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
         };
-        let mut client = WorkerClient::new(stdin, stdout);
+        self.handshake(stream)
+    }
+
+    /// Says hello on a fresh worker connection and checks the protocol and display.
+    fn handshake(&mut self, stream: UnixStream) -> Result<(), BackendError> {
+        let mut client = WorkerClient::new(stream)?;
         let hello = client.call(WorkerOp::Hello, WORKER_TIMEOUT)?;
         let WorkerValue::Hello(info) = hello else {
             return Err(BackendError::Worker(
@@ -302,10 +619,19 @@ impl LocalDesktop {
             what: format!("{role} ({:?})", command.get_program()),
             source,
         })?;
-        self.processes.push(Supervised { role, child });
+        let pid = child.id();
+        self.processes.push(Supervised {
+            role,
+            pid,
+            start_ticks: start_ticks(pid).unwrap_or(0),
+            child: Some(child),
+        });
         self.record_processes();
         let last = self.processes.len() - 1;
-        Ok(&mut self.processes[last].child)
+        self.processes[last]
+            .child
+            .as_mut()
+            .ok_or_else(|| BackendError::DesktopFailed(format!("{role} was not started")))
     }
 
     fn record_processes(&self) {
@@ -314,13 +640,13 @@ impl LocalDesktop {
             .iter()
             .map(|process| RecordedProcess {
                 role: process.role.to_string(),
-                pid: process.child.id(),
-                start_ticks: start_ticks(process.child.id()).unwrap_or(0),
+                pid: process.pid,
+                start_ticks: process.start_ticks,
             })
             .collect();
         let path = self.config.session_dir.join("processes.json");
         if let Ok(text) = serde_json::to_string_pretty(&recorded)
-            && let Err(error) = std::fs::write(&path, text)
+            && let Err(error) = write_atomically(&path, &text)
         {
             tracing::warn!(%error, path = %path.display(), "failed to record processes");
         }
@@ -330,11 +656,21 @@ impl LocalDesktop {
         self.worker.as_mut().ok_or(BackendError::ShutDown)
     }
 
+    /// One worker request, refused before sending when a process died, and its failure
+    /// explained by a dead process when there is one.
+    fn call(&mut self, op: WorkerOp) -> Result<WorkerValue, BackendError> {
+        self.check_alive(None)?;
+        match self.worker()?.call(op, WORKER_TIMEOUT) {
+            Ok(value) => Ok(value),
+            Err(error) => Err(self.explain(error)),
+        }
+    }
+
     fn stop_role(&mut self, role: &str) {
         let mut kept = Vec::new();
         for mut process in std::mem::take(&mut self.processes) {
             if process.role == role {
-                terminate(&mut process.child);
+                terminate(&mut process);
             } else {
                 kept.push(process);
             }
@@ -349,15 +685,31 @@ impl LocalDesktop {
         }
         // Stop in reverse start order: app, worker, window manager, display.
         while let Some(mut process) = self.processes.pop() {
-            terminate(&mut process.child);
+            terminate(&mut process);
+            if process.role == "xvfb" {
+                remove_display_files(&self.display_name, process.pid);
+            }
         }
         self.app_running = false;
         self.record_processes();
     }
 }
 
-/// SIGTERM the child's group, wait up to 2 s, then SIGKILL; always reaps the child.
-fn terminate(child: &mut Child) {
+/// SIGTERM the process's group, wait up to 2 s, then SIGKILL; reaps it when it is our child.
+fn terminate(process: &mut Supervised) {
+    let Some(child) = process.child.as_mut() else {
+        // Adopted: not our child, watched through /proc.
+        if start_ticks(process.pid) == Some(process.start_ticks) {
+            kill_group(process.pid);
+            if !wait_gone(process.pid, process.start_ticks, Duration::from_secs(2)) {
+                force_kill_group(process.pid);
+                wait_gone(process.pid, process.start_ticks, Duration::from_secs(1));
+            }
+        }
+        // Members of its group may outlive the leader.
+        force_kill_group(process.pid);
+        return;
+    };
     let pid = child.id();
     if matches!(child.try_wait(), Ok(Some(_))) {
         // The leader exited; members of its group may still be alive.
@@ -393,6 +745,7 @@ impl DesktopBackend for LocalDesktop {
 
     fn start_app(&mut self, launch: &AppLaunch) -> Result<Handoff, BackendError> {
         self.stop_app()?;
+        self.check_alive(None)?;
         let Some(program) = launch.argv.first() else {
             return Err(BackendError::Rejected("app command is empty".to_string()));
         };
@@ -424,7 +777,10 @@ impl DesktopBackend for LocalDesktop {
             rules: launch.window.clone(),
             settle: launch.settle,
         };
-        let value = self.worker()?.call(op, timeout)?;
+        let value = match self.worker()?.call(op, timeout) {
+            Ok(value) => value,
+            Err(error) => return Err(self.explain(error)),
+        };
         expect_value(
             value,
             |v| {
@@ -439,7 +795,7 @@ impl DesktopBackend for LocalDesktop {
     }
 
     fn capture(&mut self) -> Result<Frame, BackendError> {
-        let value = self.worker()?.call(WorkerOp::Capture, WORKER_TIMEOUT)?;
+        let value = self.call(WorkerOp::Capture)?;
         expect_value(
             value,
             |v| {
@@ -462,7 +818,8 @@ impl DesktopBackend for LocalDesktop {
             action: action.clone(),
             settle,
         };
-        let value = self.worker()?.call(op, WORKER_TIMEOUT)?;
+        // Refused before anything is sent when a process of the desktop died.
+        let value = self.call(op)?;
         expect_value(
             value,
             |v| {
@@ -479,7 +836,7 @@ impl DesktopBackend for LocalDesktop {
     }
 
     fn facts(&mut self) -> Result<DesktopFacts, BackendError> {
-        let value = self.worker()?.call(WorkerOp::Facts, WORKER_TIMEOUT)?;
+        let value = self.call(WorkerOp::Facts)?;
         expect_value(
             value,
             |v| {
@@ -494,7 +851,7 @@ impl DesktopBackend for LocalDesktop {
     }
 
     fn release_held(&mut self) -> Result<Vec<String>, BackendError> {
-        let value = self.worker()?.call(WorkerOp::ReleaseHeld, WORKER_TIMEOUT)?;
+        let value = self.call(WorkerOp::ReleaseHeld)?;
         expect_value(
             value,
             |v| {
@@ -522,15 +879,18 @@ impl DesktopBackend for LocalDesktop {
     }
 
     fn process_ids(&self) -> Vec<u32> {
-        self.processes
-            .iter()
-            .map(|process| process.child.id())
-            .collect()
+        self.processes.iter().map(|process| process.pid).collect()
+    }
+
+    fn detach(&mut self) {
+        LocalDesktop::detach(self);
     }
 }
 
 impl Drop for LocalDesktop {
     fn drop(&mut self) {
-        self.stop_all();
+        if !self.detached {
+            self.stop_all();
+        }
     }
 }

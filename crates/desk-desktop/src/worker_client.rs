@@ -1,11 +1,13 @@
-//! The broker side of the desktop worker's JSONL pipe: one request line, one response line.
+//! The broker side of the desktop worker's JSONL socket: one request line, one response line.
 //!
 //! Invariant: requests are answered strictly in order; a response whose id differs from the
-//! request's, a closed pipe, or a timeout poisons the client, and every later call fails without
-//! writing anything (the worker's state is unknown).
+//! request's, a closed connection, or a timeout poisons the client, and every later call fails
+//! without writing anything (the worker's state is unknown). Dropping the client closes the
+//! connection both ways, so the worker sees the disconnect and waits for the next broker.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{ChildStdin, ChildStdout};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
@@ -13,9 +15,9 @@ use desk_contract::worker::{WorkerOp, WorkerReply, WorkerRequest, WorkerResponse
 
 use crate::error::BackendError;
 
-/// A connected worker pipe.
+/// A connected worker socket.
 pub(crate) struct WorkerClient {
-    stdin: ChildStdin,
+    stream: UnixStream,
     lines: Receiver<std::io::Result<String>>,
     next_id: u64,
     // Invariant: once true, nothing more is written to the worker.
@@ -23,8 +25,11 @@ pub(crate) struct WorkerClient {
 }
 
 impl WorkerClient {
-    /// Wraps a worker's pipes; a reader thread forwards response lines.
-    pub(crate) fn new(stdin: ChildStdin, stdout: ChildStdout) -> WorkerClient {
+    /// Wraps a connected worker socket; a reader thread forwards response lines.
+    pub(crate) fn new(stream: UnixStream) -> Result<WorkerClient, BackendError> {
+        let stdout = stream.try_clone().map_err(|error| {
+            BackendError::Worker(format!("failed to clone the worker socket: {error}"))
+        })?;
         let (sender, lines) = channel();
         std::thread::Builder::new()
             .name("desk-worker-reader".to_string())
@@ -48,12 +53,12 @@ impl WorkerClient {
             })
             .map(|_| ())
             .unwrap_or_else(|error| tracing::error!(%error, "failed to start worker reader"));
-        WorkerClient {
-            stdin,
+        Ok(WorkerClient {
+            stream,
             lines,
             next_id: 1,
             poisoned: false,
-        }
+        })
     }
 
     /// Sends one request and waits up to `timeout` for its response.
@@ -75,9 +80,9 @@ impl WorkerClient {
         })?;
         line.push('\n');
         if let Err(error) = self
-            .stdin
+            .stream
             .write_all(line.as_bytes())
-            .and_then(|()| self.stdin.flush())
+            .and_then(|()| self.stream.flush())
         {
             self.poisoned = true;
             return Err(BackendError::Worker(format!(
@@ -119,5 +124,12 @@ impl WorkerClient {
             WorkerReply::Ok(value) => Ok(value),
             WorkerReply::Error(failure) => Err(BackendError::from(failure)),
         }
+    }
+}
+
+impl Drop for WorkerClient {
+    fn drop(&mut self) {
+        // Ends the reader thread and tells the worker this broker is gone.
+        let _ = self.stream.shutdown(Shutdown::Both);
     }
 }

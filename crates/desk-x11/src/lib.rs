@@ -1,6 +1,7 @@
 //! The X11 desktop worker: the only code in deskbroker that connects to an X server.
 //!
-//! It speaks the JSONL worker protocol of `desk_contract::worker` over stdin/stdout
+//! It speaks the JSONL worker protocol of `desk_contract::worker` over a private Unix socket
+//! ([`run_socket`], surviving broker restarts) or stdin/stdout
 //! ([`run_stdio`], [`serve`]) and implements every operation on an [`X11Session`]: capture through
 //! MIT-SHM (core `GetImage` as fallback) with fast PNG encoding, input through XTEST with a
 //! record of every low-level event, EWMH window facts, app handoff and the settle wait.
@@ -33,7 +34,7 @@ pub use keymap::{
 };
 pub use session::X11Session;
 pub use settle::SAMPLE_INTERVAL;
-pub use worker::{handle, run_stdio, serve};
+pub use worker::{WORKER_SOCKET_ENV, handle, run_from_env, run_socket, run_stdio, serve};
 
 /// Connects to `display` (or `$DISPLAY`) and measures capture+encode over `n_frames` frames.
 pub fn bench_capture(display: Option<&str>, n_frames: usize) -> Result<CaptureStats, X11Error> {

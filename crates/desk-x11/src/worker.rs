@@ -1,10 +1,19 @@
 //! The worker's JSONL loop: one [`WorkerRequest`] per input line, exactly one
 //! [`WorkerResponse`] line per request, flushed each time.
 //!
-//! Invariants: stdout carries only protocol lines (logs go to stderr through `tracing`); an
-//! unparseable line gets id 0 and `invalid_request`; EOF and `shutdown` release held inputs.
+//! Two transports: stdin/stdout ([`run_stdio`], one client for the worker's life) and a private
+//! Unix socket ([`run_socket`], the broker's transport), where the worker serves one client at a
+//! time and outlives its clients: when a broker disconnects or dies, the worker releases held
+//! input and waits for the next broker, so a restarted broker can reattach to a running desktop.
+//!
+//! Invariants: stdout carries only protocol lines in stdio mode (logs go to stderr through
+//! `tracing`); an unparseable line gets id 0 and `invalid_request`; EOF and `shutdown` release
+//! held inputs; a request is executed at most once, whether or not its response can be written.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 
 use desk_contract::worker::{
     WorkerFailure, WorkerFailureKind, WorkerOp, WorkerReply, WorkerRequest, WorkerResponse,
@@ -14,6 +23,17 @@ use desk_contract::worker::{
 use crate::error::X11Error;
 use crate::session::X11Session;
 
+/// The environment variable that selects socket mode: the path the worker listens on.
+pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
+
+/// Serves a Unix socket when [`WORKER_SOCKET_ENV`] is set, stdin/stdout otherwise.
+pub fn run_from_env() -> Result<(), X11Error> {
+    match std::env::var_os(WORKER_SOCKET_ENV) {
+        Some(path) if !path.is_empty() => run_socket(Path::new(&path)),
+        _ => run_stdio(),
+    }
+}
+
 /// Connects to `$DISPLAY` and serves stdin/stdout until EOF or `shutdown`.
 pub fn run_stdio() -> Result<(), X11Error> {
     let mut session = X11Session::connect(None)?;
@@ -22,12 +42,83 @@ pub fn run_stdio() -> Result<(), X11Error> {
     serve(stdin.lock(), stdout.lock(), &mut session)
 }
 
+/// Connects to `$DISPLAY`, listens on `path` (mode 0600) and serves one client at a time until a
+/// client sends `shutdown`. A client that disconnects, or whose response cannot be written,
+/// only ends its connection: held input is released and the next client is accepted.
+pub fn run_socket(path: &Path) -> Result<(), X11Error> {
+    let mut session = X11Session::connect(None)?;
+    let listener = listen_private(path)?;
+    tracing::info!(socket = %path.display(), "worker listening");
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error.into()),
+        };
+        tracing::info!("broker connected");
+        let reader = match stream.try_clone() {
+            Ok(reader) => BufReader::new(reader),
+            Err(error) => {
+                tracing::warn!(%error, "failed to clone the client stream");
+                continue;
+            }
+        };
+        match serve_connection(reader, &stream, &mut session) {
+            Ok(Ended::Shutdown) => {
+                let _ = std::fs::remove_file(path);
+                return Ok(());
+            }
+            Ok(Ended::Disconnected) => tracing::info!("broker disconnected"),
+            Err(error) => tracing::warn!(%error, "broker connection failed"),
+        }
+        // Whatever the broker was doing, nothing stays held while no broker is attached.
+        if let Err(error) = session.release_held() {
+            tracing::warn!(%error, "failed to release held inputs after a disconnect");
+        }
+    }
+}
+
+/// Binds `path` so that it appears only once it is private: bound under a temporary name,
+/// restricted to mode 0600, then renamed into place. A stale socket at `path` is replaced.
+fn listen_private(path: &Path) -> Result<UnixListener, X11Error> {
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "worker.sock".to_string());
+    let temporary: PathBuf = path.with_file_name(format!(".{file_name}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    let listener = UnixListener::bind(&temporary)?;
+    std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&temporary, path)?;
+    Ok(listener)
+}
+
+/// Why a connection ended.
+enum Ended {
+    /// The client closed its side.
+    Disconnected,
+    /// The client sent `shutdown`.
+    Shutdown,
+}
+
 /// Serves requests from `reader`, answering on `writer`, until EOF or `shutdown`.
 pub fn serve(
     reader: impl BufRead,
-    mut writer: impl Write,
+    writer: impl Write,
     session: &mut X11Session,
 ) -> Result<(), X11Error> {
+    if let Ended::Disconnected = serve_connection(reader, writer, session)? {
+        tracing::info!("worker input closed, releasing held inputs");
+        session.close();
+    }
+    Ok(())
+}
+
+fn serve_connection(
+    reader: impl BufRead,
+    mut writer: impl Write,
+    session: &mut X11Session,
+) -> Result<Ended, X11Error> {
     for line in reader.lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -61,12 +152,10 @@ pub fn serve(
         };
         write_line(&mut writer, &response)?;
         if stop {
-            return Ok(());
+            return Ok(Ended::Shutdown);
         }
     }
-    tracing::info!("worker input closed, releasing held inputs");
-    session.close();
-    Ok(())
+    Ok(Ended::Disconnected)
 }
 
 fn write_line(writer: &mut impl Write, response: &WorkerResponse) -> Result<(), X11Error> {
@@ -76,7 +165,6 @@ fn write_line(writer: &mut impl Write, response: &WorkerResponse) -> Result<(), 
     writer.flush()?;
     Ok(())
 }
-
 /// Runs one operation.
 pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
     let result = match op {

@@ -35,8 +35,9 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(&cli.log);
     let result = match cli.command {
-        // The worker is synchronous and owns stdin/stdout for its protocol.
-        cli::Command::Worker => desk_x11::run_stdio().map_err(anyhow::Error::from),
+        // The worker is synchronous; it serves the socket named by DESKBROKER_WORKER_SOCKET
+        // (surviving broker restarts), or stdin/stdout without it.
+        cli::Command::Worker => desk_x11::run_from_env().map_err(anyhow::Error::from),
         command => run_async(command),
     };
     match result {
