@@ -3,6 +3,8 @@
 //! | status | codes |
 //! |---|---|
 //! | 400 | `invalid_action`, `invalid_request` |
+//! | 401 | `unauthorized` (missing or invalid credential) |
+//! | 403 | `unauthorized` (peer not admitted) |
 //! | 404 | `not_found` |
 //! | 405 | `invalid_request` (method not allowed) |
 //! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required` |
@@ -45,6 +47,8 @@ impl BrokerError {
             BrokerError::CheckpointRequired(_) => {
                 (StatusCode::CONFLICT, ErrorCode::CheckpointRequired)
             }
+            BrokerError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            BrokerError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Unauthorized),
             BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
             BrokerError::CheckpointFailed(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,

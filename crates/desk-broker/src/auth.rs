@@ -1,24 +1,343 @@
-//! Authorization of every request (issue 3): lease-bound bearer credentials, the Unix socket's
-//! peer-uid allowlist and short-lived orchestration credentials.
+//! Authorization of every request: the peer's admission, lease-bound bearer tokens on session
+//! routes and scoped orchestration credentials on the other routes over TCP.
 //!
-//! [`authorize`] runs as a router layer before any handler. Until the credential checks land it
-//! admits every request.
+//! [`authorize`] runs as a router layer before any handler, so a refused request reaches no
+//! handler and nothing reaches a desktop. The decisions, in order:
+//!
+//! 1. The peer ([`Peer`], inserted by the listener as `ConnectInfo`): a Unix-socket peer is
+//!    admitted when its uid (SO_PEERCRED) is in [`AuthConfig::allowed_uids`]; a TLS peer was
+//!    admitted by the handshake (with `--client-ca`, only certificates of that CA get that far).
+//!    A request without a peer identity, or from another uid, is refused with 403 `unauthorized`.
+//! 2. Session routes (`/v1/sessions/{id}…`) need `Authorization: Bearer <lease_token>` whose
+//!    SHA-256 matches one stored for THAT session (constant-time compare). A missing, malformed or
+//!    wrong token and an unknown session id all get the same 401 `unauthorized` (no existence
+//!    oracle). With a valid token, an expired lease admits only status and release (else 410
+//!    `lease_expired`); a session released in time has no desktop, and its handlers refuse
+//!    everything but status and release with 409 `invalid_state`.
+//! 3. `POST /v1/leases` and `GET /v1/metrics`: open to an admitted Unix peer and to a TLS peer
+//!    with a verified client certificate; a TLS peer without one needs an orchestration
+//!    credential ([`crate::credential`]) carrying the route's scope. Other routes (the OpenAPI
+//!    document, unknown paths) are open to any admitted peer.
+//!
+//! Credentials are never logged or echoed: refusal messages name the reason only.
 
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use desk_contract::api::{LeaseToken, SessionState};
+use desk_evidence::VerifyingKey;
+use subtle::ConstantTimeEq;
 
-use crate::broker::Broker;
+use crate::broker::{Broker, Inner};
+use crate::credential::{self, Scope};
+use crate::error::BrokerError;
+use crate::store::SessionRow;
+use crate::util::{now_ms, sha256_hex};
 
 /// Who may call the broker. Part of [`crate::BrokerConfig`].
-#[derive(Debug, Clone, Default)]
-pub struct AuthConfig {}
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// Unix-socket peers with one of these uids are admitted. Default: the broker's own euid.
+    pub allowed_uids: Vec<u32>,
+    /// Verifies orchestration credentials presented over TCP; `None` admits TCP clients to the
+    /// lease and metrics routes only with a verified client certificate.
+    pub orchestrator_key: Option<VerifyingKey>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> AuthConfig {
+        AuthConfig {
+            allowed_uids: vec![nix::unistd::geteuid().as_raw()],
+            orchestrator_key: None,
+        }
+    }
+}
+
+/// The identity of a connection's peer, established by the listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// A Unix-socket peer; `uid` is `None` when SO_PEERCRED failed.
+    Unix {
+        /// The peer process's uid.
+        uid: Option<u32>,
+    },
+    /// A TLS peer after a completed handshake.
+    Tls {
+        /// Lowercase hex SHA-256 of the verified client certificate (DER), if one was presented.
+        client_cert_sha256: Option<String>,
+    },
+}
+
+impl Peer {
+    /// A Unix-socket peer running as this process's effective uid (for in-process tests).
+    pub fn current_user() -> Peer {
+        Peer::Unix {
+            uid: Some(nix::unistd::geteuid().as_raw()),
+        }
+    }
+}
+
+impl Connected<axum::serve::IncomingStream<'_, tokio::net::UnixListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::UnixListener>) -> Peer {
+        let uid = stream
+            .io()
+            .peer_cred()
+            .ok()
+            .map(|credentials| credentials.uid());
+        Peer::Unix { uid }
+    }
+}
+
+/// What a request asks for, from its method and path alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A session route; `keeps_after_end` for status and release, which stay usable after the
+    /// lease ended.
+    Session { id: String, keeps_after_end: bool },
+    /// A route that needs a scope over TCP without a client certificate.
+    Scoped(Scope),
+    /// The OpenAPI document and unknown paths.
+    Open,
+    /// A session path whose id is not a plain segment: refused like a wrong token.
+    BadSession,
+}
+
+fn plain_segment(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 128
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c))
+}
+
+pub(crate) fn classify(method: &Method, path: &str) -> Target {
+    if let Some(rest) = path.strip_prefix("/v1/sessions/") {
+        let (id, has_suffix) = match rest.split_once('/') {
+            Some((id, _)) => (id, true),
+            None => (rest, false),
+        };
+        if !plain_segment(id) {
+            return Target::BadSession;
+        }
+        let keeps_after_end = !has_suffix && (method == Method::GET || method == Method::DELETE);
+        return Target::Session {
+            id: id.to_string(),
+            keeps_after_end,
+        };
+    }
+    match path {
+        "/v1/leases" => Target::Scoped(Scope::Lease),
+        "/v1/metrics" => Target::Scoped(Scope::Metrics),
+        _ => Target::Open,
+    }
+}
+
+/// The bearer token of `headers`: `Ok(None)` when there is no `Authorization` header, `Err`
+/// when there are several or one that is not `Bearer <token>`.
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<Option<&str>, BrokerError> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    let malformed = || BrokerError::Unauthorized("malformed Authorization header".to_string());
+    if values.next().is_some() {
+        return Err(malformed());
+    }
+    let text = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = text.split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(malformed());
+    }
+    Ok(Some(token))
+}
+
+/// Step 1: whether the peer is admitted at all.
+pub(crate) fn admit_peer(config: &AuthConfig, peer: Option<&Peer>) -> Result<(), BrokerError> {
+    match peer {
+        None => Err(BrokerError::Forbidden(
+            "the connection has no peer identity".to_string(),
+        )),
+        Some(Peer::Unix { uid: Some(uid) }) if config.allowed_uids.contains(uid) => Ok(()),
+        Some(Peer::Unix { uid: Some(uid) }) => Err(BrokerError::Forbidden(format!(
+            "peer uid {uid} is not allowed on this socket"
+        ))),
+        Some(Peer::Unix { uid: None }) => Err(BrokerError::Forbidden(
+            "the peer's credentials could not be read".to_string(),
+        )),
+        Some(Peer::Tls { .. }) => Ok(()),
+    }
+}
+
+/// Step 3: a scoped route.
+pub(crate) fn check_scope(
+    config: &AuthConfig,
+    peer: &Peer,
+    scope: Scope,
+    token: Option<&str>,
+    now_ms: u64,
+) -> Result<(), BrokerError> {
+    match peer {
+        Peer::Unix { .. }
+        | Peer::Tls {
+            client_cert_sha256: Some(_),
+        } => Ok(()),
+        Peer::Tls {
+            client_cert_sha256: None,
+        } => {
+            let key = config.orchestrator_key.as_ref().ok_or_else(|| {
+                BrokerError::Unauthorized(format!("{} needs a client certificate", scope.as_str()))
+            })?;
+            let token = token.ok_or_else(|| {
+                BrokerError::Unauthorized(format!(
+                    "{} needs a client certificate or an orchestration credential",
+                    scope.as_str()
+                ))
+            })?;
+            let claims = credential::verify(key, token, now_ms)?;
+            if !claims.scope.contains(&scope) {
+                return Err(BrokerError::Unauthorized(format!(
+                    "orchestration credential refused: it lacks the {} scope",
+                    scope.as_str()
+                )));
+            }
+            tracing::debug!(
+                sub = claims.sub,
+                scope = scope.as_str(),
+                "credential admitted"
+            );
+            Ok(())
+        }
+    }
+}
+
+fn wrong_token() -> BrokerError {
+    BrokerError::Unauthorized("missing or invalid lease token for this session".to_string())
+}
+
+/// Step 2a: whether `token` hashes to one of `stored` (hex SHA-256), in constant time per hash.
+pub(crate) fn token_matches(token: Option<&str>, stored: &[String]) -> bool {
+    let Some(token) = token else {
+        return false;
+    };
+    let presented = sha256_hex(token.as_bytes());
+    let mut matched = subtle::Choice::from(0);
+    for hash in stored {
+        matched |= presented.as_bytes().ct_eq(hash.as_bytes());
+    }
+    bool::from(matched)
+}
+
+/// Step 2b: with a valid token, whether the session's lease still admits the request.
+pub(crate) fn check_session_state(
+    session: &SessionRow,
+    keeps_after_end: bool,
+    now_ms: u64,
+) -> Result<(), BrokerError> {
+    if keeps_after_end {
+        return Ok(());
+    }
+    // The same rule as `check_live`: a lease released because it expired, or an unreleased one
+    // past its expiry. A session released in time has no desktop left; its handlers answer
+    // `invalid_state`.
+    if session.expired
+        || (session.state != SessionState::Released && session.expires_at_ms < now_ms)
+    {
+        return Err(BrokerError::LeaseExpired(session.id.clone()));
+    }
+    Ok(())
+}
+
+impl Inner {
+    /// Mints a lease token for `session_id` and stores its hash before returning it.
+    pub(crate) fn mint_lease_token(&self, session_id: &str) -> Result<LeaseToken, BrokerError> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|error| {
+            BrokerError::Internal(format!("failed to draw a lease token: {error}"))
+        })?;
+        let token = URL_SAFE_NO_PAD.encode(bytes);
+        self.store
+            .insert_lease_token(session_id, &sha256_hex(token.as_bytes()), now_ms())?;
+        Ok(LeaseToken::new(token))
+    }
+
+    fn authorize_session(
+        &self,
+        session_id: &str,
+        token: Option<&str>,
+        keeps_after_end: bool,
+    ) -> Result<(), BrokerError> {
+        let stored = self.store.lease_token_hashes(session_id)?;
+        if !token_matches(token, &stored) {
+            return Err(wrong_token());
+        }
+        let session = self.store.session(session_id)?.ok_or_else(wrong_token)?;
+        check_session_state(&session, keeps_after_end, now_ms())
+    }
+}
+
+/// What [`decide`] needs of a request, taken out of it so no borrow of the body is held across
+/// an await.
+struct Asked {
+    peer: Option<Peer>,
+    target: Target,
+    bearer: Result<Option<String>, BrokerError>,
+}
+
+impl Asked {
+    fn of(request: &Request) -> Asked {
+        Asked {
+            peer: request
+                .extensions()
+                .get::<ConnectInfo<Peer>>()
+                .map(|ConnectInfo(peer)| peer.clone()),
+            target: classify(request.method(), request.uri().path()),
+            bearer: bearer(request.headers()).map(|token| token.map(str::to_string)),
+        }
+    }
+}
+
+async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
+    let config = &broker.inner.config.auth;
+    admit_peer(config, asked.peer.as_ref())?;
+    let Some(peer) = asked.peer else {
+        return Err(BrokerError::Forbidden(
+            "the connection has no peer identity".to_string(),
+        ));
+    };
+    match asked.target {
+        Target::Open => Ok(()),
+        Target::BadSession => Err(wrong_token()),
+        Target::Scoped(scope) => {
+            let token = asked.bearer?;
+            check_scope(config, &peer, scope, token.as_deref(), now_ms())
+        }
+        Target::Session {
+            id,
+            keeps_after_end,
+        } => {
+            let token = asked.bearer.map_err(|_| wrong_token())?;
+            broker
+                .run(None, move |inner| {
+                    inner.authorize_session(&id, token.as_deref(), keeps_after_end)
+                })
+                .await
+        }
+    }
+}
 
 /// The router layer that authorizes a request before its handler runs.
 pub(crate) async fn authorize(
-    State(_broker): State<Broker>,
+    State(broker): State<Broker>,
     request: Request,
     next: Next,
 ) -> Response {
-    next.run(request).await
+    match decide(&broker, Asked::of(&request)).await {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
 }

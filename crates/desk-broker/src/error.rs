@@ -44,6 +44,13 @@ pub enum BrokerError {
     /// The lease identity is held with different parameters, or capacity is exhausted.
     #[error("{0}")]
     LeaseConflict(String),
+    /// The request carries no valid credential for what it asks (401 `unauthorized`). The
+    /// message never contains the credential.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    /// The connection's peer is not admitted at all (403 `unauthorized`).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     /// The session's lease expired.
     #[error("the lease of session {0} expired")]
     LeaseExpired(String),

@@ -3,12 +3,14 @@
 //!
 //! Invariants: one session per `(task_id, attempt_id)` ever (a released identity is not leased
 //! again: `lease_conflict`); at most `max_sessions` unreleased sessions; release is idempotent and
-//! deletes the session directory.
+//! deletes the session directory. Every lease answer carries a freshly minted lease token
+//! whose SHA-256 is stored before the answer is sent (see `auth.rs`).
 
 use std::path::Path;
 
 use desk_contract::api::{
-    CheckpointStatus, LeaseRequest, LeaseResponse, ReleaseResponse, SessionState, StatusResponse,
+    CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, SessionState,
+    StatusResponse,
 };
 use desk_contract::{ErrorBody, ErrorCode};
 
@@ -17,7 +19,11 @@ use crate::error::BrokerError;
 use crate::store::SessionRow;
 use crate::util::{check_identifier, new_session_id, now_ms, rfc3339};
 
-fn lease_response(session: &SessionRow, idempotent_replay: bool) -> LeaseResponse {
+fn lease_response(
+    session: &SessionRow,
+    idempotent_replay: bool,
+    lease_token: LeaseToken,
+) -> LeaseResponse {
     LeaseResponse {
         session_id: session.id.clone(),
         state: session.state,
@@ -26,6 +32,7 @@ fn lease_response(session: &SessionRow, idempotent_replay: bool) -> LeaseRespons
         attempt_id: session.attempt_id.clone(),
         profile: session.profile.clone(),
         idempotent_replay,
+        lease_token,
     }
 }
 
@@ -60,7 +67,10 @@ impl Inner {
                 )));
             }
             self.check_live(&existing, "lease")?;
-            return Ok(lease_response(&existing, true));
+            // The broker keeps only token hashes, so a replay mints a fresh token; the earlier
+            // ones stay valid until release.
+            let token = self.mint_lease_token(&existing.id)?;
+            return Ok(lease_response(&existing, true, token));
         }
         let n_active = self.store.unreleased_sessions()?.len();
         if n_active >= self.config.max_sessions {
@@ -97,13 +107,14 @@ impl Inner {
         };
         self.renew(&mut session);
         self.store.insert_session(&session)?;
+        let token = self.mint_lease_token(&session.id)?;
         crate::evidence::session_started(self, &session)?;
         tracing::info!(
             session_id = session.id,
             task_id = session.task_id,
             "lease granted"
         );
-        Ok(lease_response(&session, false))
+        Ok(lease_response(&session, false, token))
     }
 
     fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {

@@ -20,6 +20,7 @@ mod auth;
 mod broker;
 mod checkpoint;
 mod config;
+pub mod credential;
 mod error;
 mod evidence;
 mod extract;
@@ -34,9 +35,10 @@ mod reset;
 mod routes;
 mod serve;
 mod store;
+mod tls;
 mod util;
 
-pub use auth::AuthConfig;
+pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
 pub use config::{BackendFactory, BackendRequest, BrokerConfig};
 pub use error::BrokerError;
@@ -44,7 +46,9 @@ pub use evidence::EvidenceConfig;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
-pub use serve::serve_unix;
+pub use rustls::ServerConfig as TlsServerConfig;
+pub use serve::{serve_tls, serve_unix};
+pub use tls::{TlsFiles, install_crypto_provider, server_config};
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,8 @@
-//! Serving the API on a Unix socket.
+//! Serving the API on a Unix socket, or over TLS on TCP.
+//!
+//! Both listeners attach the connection's [`Peer`] (the Unix peer's uid from SO_PEERCRED, or
+//! the TLS client certificate's digest) as `ConnectInfo`, which `auth.rs` checks on every
+//! request.
 //!
 //! The socket file is created with mode 0600 right after bind (put it in a 0700 directory to
 //! close the window between bind and chmod). A stale socket file nobody listens on is removed; a
@@ -6,12 +10,16 @@
 //! reaper: call [`crate::Broker::spawn_reaper`] once beside it.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
+use std::sync::Arc;
 
+use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::routes::router;
+use crate::tls::TlsListener;
 
 fn remove_stale_socket(path: &Path) -> Result<(), BrokerError> {
     let Ok(metadata) = std::fs::symlink_metadata(path) else {
@@ -53,9 +61,30 @@ pub async fn serve_unix(
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(BrokerError::io("chmod the socket", path))?;
     tracing::info!(socket = %path.display(), "broker listening");
-    let served = axum::serve(listener, router(broker))
+    let app = router(broker).into_make_service_with_connect_info::<Peer>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
     let _ = std::fs::remove_file(path);
     served.map_err(BrokerError::io("serve", path))
+}
+
+/// Serves `broker` over TLS on the TCP address `addr` until `shutdown` resolves. There is no
+/// plaintext TCP mode: `tls` is required.
+pub async fn serve_tls(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    broker: Broker,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BrokerError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(BrokerError::io("bind the TCP address", addr.to_string()))?;
+    let listener = TlsListener::new(listener, tls);
+    tracing::info!(address = %listener.tcp_addr(), "broker listening (TLS)");
+    let app = router(broker).into_make_service_with_connect_info::<Peer>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(BrokerError::io("serve", addr.to_string()))
 }

@@ -1,9 +1,12 @@
 //! The durable session store: one SQLite database (`<state_dir>/broker.sqlite3`, WAL,
 //! `synchronous=FULL`) with schema migrations in code, keyed by `PRAGMA user_version`.
 //!
-//! Tables: `sessions` (one row per lease, whole-row writes) and `actions` (the journal, see
-//! `journal.rs`). Invariant: every write that must survive a crash is committed before the
-//! broker acts on it; callers serialize writes per session under the session lock.
+//! Tables: `sessions` (one row per lease, whole-row writes), `actions` (the journal, see
+//! `journal.rs`) and `lease_tokens` (the SHA-256 of every lease token minted for a session;
+//! migration 2, so databases of earlier versions gain it empty: their sessions have no valid
+//! token and are left to the reaper). Invariant: every write that must survive a crash is
+//! committed before the broker acts on it; callers serialize writes per session under the
+//! session lock.
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -13,7 +16,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::BrokerError;
 
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     task_id TEXT NOT NULL,
@@ -54,7 +58,16 @@ CREATE TABLE actions (
     UNIQUE (session_id, request_id)
 );
 CREATE INDEX actions_by_status ON actions (status);
-"#];
+"#,
+    r#"
+CREATE TABLE lease_tokens (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    token_sha256 TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (session_id, token_sha256)
+);
+"#,
+];
 
 /// One session row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,6 +265,36 @@ impl Store {
             )
             .optional()
             .map_err(BrokerError::store("find a lease"))
+    }
+
+    /// Records the SHA-256 (hex) of a lease token minted for `session_id`.
+    pub(crate) fn insert_lease_token(
+        &self,
+        session_id: &str,
+        token_sha256: &str,
+        now_ms: u64,
+    ) -> Result<(), BrokerError> {
+        self.lock()
+            .execute(
+                "INSERT INTO lease_tokens (session_id, token_sha256, created_at_ms) \
+                 VALUES (?1, ?2, ?3)",
+                params![session_id, token_sha256, to_sql(now_ms)],
+            )
+            .map_err(BrokerError::store("record a lease token"))?;
+        Ok(())
+    }
+
+    /// The SHA-256 (hex) of every lease token of `session_id`; empty for an unknown session.
+    pub(crate) fn lease_token_hashes(&self, session_id: &str) -> Result<Vec<String>, BrokerError> {
+        let connection = self.lock();
+        let mut statement = connection
+            .prepare("SELECT token_sha256 FROM lease_tokens WHERE session_id = ?1")
+            .map_err(BrokerError::store("read lease tokens"))?;
+        let rows = statement
+            .query_map([session_id], |row| row.get::<_, String>(0))
+            .map_err(BrokerError::store("read lease tokens"))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(BrokerError::store("read lease tokens"))
     }
 
     /// Sessions not yet released.

@@ -1,4 +1,4 @@
-//! A typed async client for the broker's HTTP API over its Unix socket.
+//! A typed async client for the broker's HTTP API, over its Unix socket or over TLS.
 //!
 //! One method per operation, returning the `desk_contract::api` types. Each request opens a
 //! fresh connection and does an HTTP/1.1 handshake (sub-millisecond on a Unix socket), so a
@@ -6,24 +6,41 @@
 //! [`ClientError::Api`] with the broker's `{code, message}`; a connection lost mid-request is
 //! [`ClientError::Transport`] (for `execute_action` the outcome is then unknown: retry with the
 //! same `request_id` and the broker answers from its journal).
+//!
+//! Credentials: every lease answer carries a `lease_token`, which the client remembers (keyed by
+//! broker endpoint and session id) and sends as `Authorization: Bearer …` on that session's
+//! requests. By default all clients of one endpoint in this process share that memory, so a
+//! session leased through one `Client` value can be driven through another;
+//! [`Client::with_private_tokens`] gives a client its own. [`Client::set_lease_token`] supplies a
+//! token learned elsewhere (e.g. from the command line). Over TLS ([`Client::remote`]), an
+//! optional orchestration credential is sent on the non-session routes. `Debug` never prints a
+//! credential.
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use desk_contract::ErrorBody;
 use desk_contract::api::{
     ActionRequest, ActionResponse, ArtifactResponse, CheckpointResponse, LeaseRequest,
-    LeaseResponse, ReleaseResponse, ResetRequest, ResetResponse, Screenshot, StatusResponse,
+    LeaseResponse, LeaseToken, ReleaseResponse, ResetRequest, ResetResponse, Screenshot,
+    StatusResponse,
 };
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::net::UnixStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
+
+mod remote;
+
+pub use remote::RemoteConfig;
 
 /// Why a client call failed.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +57,27 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The TCP connection to a remote broker failed.
+    #[error("failed to connect to the broker at {address}")]
+    ConnectRemote {
+        /// `host:port`.
+        address: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS handshake with a remote broker failed (e.g. a certificate of another CA).
+    #[error("TLS handshake with the broker at {address} failed")]
+    Tls {
+        /// `host:port`.
+        address: String,
+        /// The TLS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The remote configuration (URL, CA, identity) is unusable.
+    #[error("bad remote broker configuration: {0}")]
+    Config(String),
     /// The connection failed or was lost during the exchange.
     #[error("broker connection failed")]
     Transport(#[source] hyper::Error),
@@ -81,11 +119,58 @@ impl ClientError {
     }
 }
 
-/// The broker client. Cheap to clone.
-#[derive(Debug, Clone)]
+/// Where the broker listens.
+#[derive(Clone)]
+enum Endpoint {
+    Unix(PathBuf),
+    Tls(Arc<remote::TlsEndpoint>),
+}
+
+impl Endpoint {
+    /// The key under which lease tokens of this endpoint are shared.
+    fn key(&self) -> String {
+        match self {
+            Endpoint::Unix(path) => format!("unix:{}", path.display()),
+            Endpoint::Tls(tls) => format!("tls:{}", tls.address),
+        }
+    }
+}
+
+type TokenMap = Arc<Mutex<HashMap<String, LeaseToken>>>;
+
+/// Lease tokens shared by all clients of one endpoint in this process.
+static SHARED_TOKENS: LazyLock<Mutex<HashMap<String, TokenMap>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn shared_tokens(endpoint: &Endpoint) -> TokenMap {
+    let mut shared = SHARED_TOKENS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Arc::clone(shared.entry(endpoint.key()).or_default())
+}
+
+/// The broker client. Cheap to clone; clones share their lease tokens.
+#[derive(Clone)]
 pub struct Client {
-    socket: PathBuf,
+    endpoint: Endpoint,
     timeout: Duration,
+    tokens: TokenMap,
+    /// Orchestration credential, sent on non-session routes.
+    credential: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Client")
+            .field("endpoint", &self.endpoint.key())
+            .field("timeout", &self.timeout)
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// The default per-request timeout: long enough for a slow app start at reset.
@@ -110,12 +195,26 @@ fn session_path(
 }
 
 impl Client {
-    /// A client of the broker listening on `socket`.
+    /// A client of the broker listening on the Unix socket `socket`.
     pub fn new(socket: impl Into<PathBuf>) -> Client {
+        Client::with_endpoint(Endpoint::Unix(socket.into()))
+    }
+
+    fn with_endpoint(endpoint: Endpoint) -> Client {
         Client {
-            socket: socket.into(),
+            tokens: shared_tokens(&endpoint),
+            endpoint,
             timeout: DEFAULT_TIMEOUT,
+            credential: None,
         }
+    }
+
+    /// A client of a remote broker over TLS, configured by `config`.
+    pub fn remote(config: &RemoteConfig) -> Result<Client, ClientError> {
+        let endpoint = remote::TlsEndpoint::new(config)?;
+        let mut client = Client::with_endpoint(Endpoint::Tls(Arc::new(endpoint)));
+        client.credential = config.credential.as_deref().map(Arc::from);
+        Ok(client)
     }
 
     /// The same client with another per-request timeout.
@@ -124,9 +223,46 @@ impl Client {
         self
     }
 
-    /// The socket path.
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    /// The same client with its own, initially empty, lease-token memory (shared only with its
+    /// clones).
+    pub fn with_private_tokens(mut self) -> Client {
+        self.tokens = TokenMap::default();
+        self
+    }
+
+    /// The same client sending `credential` (an orchestration credential) on non-session routes.
+    pub fn with_credential(mut self, credential: impl Into<String>) -> Client {
+        self.credential = Some(Arc::from(credential.into()));
+        self
+    }
+
+    /// The socket path, for a Unix-socket client.
+    pub fn socket(&self) -> Option<&Path> {
+        match &self.endpoint {
+            Endpoint::Unix(path) => Some(path),
+            Endpoint::Tls(_) => None,
+        }
+    }
+
+    fn lock_tokens(&self) -> std::sync::MutexGuard<'_, HashMap<String, LeaseToken>> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Uses `token` for the requests of `session_id` from now on.
+    pub fn set_lease_token(&self, session_id: &str, token: LeaseToken) {
+        self.lock_tokens().insert(session_id.to_string(), token);
+    }
+
+    /// The token this client sends for `session_id`, if it has one.
+    pub fn lease_token(&self, session_id: &str) -> Option<LeaseToken> {
+        self.lock_tokens().get(session_id).cloned()
+    }
+
+    /// Forgets the token of `session_id`; its requests then carry none.
+    pub fn forget_lease_token(&self, session_id: &str) {
+        self.lock_tokens().remove(session_id);
     }
 
     async fn exchange(
@@ -135,43 +271,58 @@ impl Client {
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
+        bearer: Option<String>,
     ) -> Result<(StatusCode, Bytes), ClientError> {
-        let stream =
-            UnixStream::connect(&self.socket)
-                .await
-                .map_err(|source| ClientError::Connect {
-                    path: self.socket.clone(),
-                    source,
-                })?;
-        let transport = ClientError::Transport;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(transport)?;
-        let driver = tokio::spawn(connection);
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, "deskbroker");
+        let mut builder = Request::builder().method(method).uri(path);
         if body.is_some() {
             builder = builder.header(CONTENT_TYPE, "application/json");
         }
-        let request = builder
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|error| ClientError::Request {
-                operation,
-                message: error.to_string(),
-            })?;
-        let response = sender.send_request(request).await.map_err(transport)?;
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(transport)?
-            .to_bytes();
-        drop(sender);
-        driver.abort();
-        Ok((status, bytes))
+        if let Some(bearer) = bearer {
+            builder = builder.header(AUTHORIZATION, format!("Bearer {bearer}"));
+        }
+        match &self.endpoint {
+            Endpoint::Unix(socket) => {
+                let stream =
+                    UnixStream::connect(socket)
+                        .await
+                        .map_err(|source| ClientError::Connect {
+                            path: socket.clone(),
+                            source,
+                        })?;
+                let request = build(operation, builder.header(HOST, "deskbroker"), body)?;
+                send(stream, request).await
+            }
+            Endpoint::Tls(tls) => {
+                let stream = TcpStream::connect(&tls.address).await.map_err(|source| {
+                    ClientError::ConnectRemote {
+                        address: tls.address.clone(),
+                        source,
+                    }
+                })?;
+                let stream = tls
+                    .connector
+                    .connect(tls.server_name.clone(), stream)
+                    .await
+                    .map_err(|source| ClientError::Tls {
+                        address: tls.address.clone(),
+                        source,
+                    })?;
+                let request = build(operation, builder.header(HOST, tls.address.as_str()), body)?;
+                send(stream, request).await
+            }
+        }
+    }
+
+    /// The bearer sent on `path`: the session's lease token, or the orchestration credential.
+    fn bearer_for(&self, path: &str) -> Option<String> {
+        match path.strip_prefix("/v1/sessions/") {
+            Some(rest) => {
+                let session_id = rest.split(['/', '?']).next().unwrap_or(rest);
+                self.lease_token(session_id)
+                    .map(|token| token.expose().to_string())
+            }
+            None => self.credential.as_deref().map(str::to_string),
+        }
     }
 
     async fn call<T: DeserializeOwned>(
@@ -196,7 +347,8 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Bytes, ClientError> {
-        let exchange = self.exchange(operation, method, path, body);
+        let bearer = self.bearer_for(path);
+        let exchange = self.exchange(operation, method, path, body, bearer);
         let (status, bytes) = tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| ClientError::Timeout {
@@ -232,8 +384,11 @@ impl Client {
     /// `POST /v1/leases`.
     pub async fn lease(&self, request: &LeaseRequest) -> Result<LeaseResponse, ClientError> {
         let body = Self::json("lease", request)?;
-        self.call("lease", Method::POST, "/v1/leases", Some(body))
-            .await
+        let response: LeaseResponse = self
+            .call("lease", Method::POST, "/v1/leases", Some(body))
+            .await?;
+        self.set_lease_token(&response.session_id, response.lease_token.clone());
+        Ok(response)
     }
 
     /// `POST /v1/sessions/{id}/reset`.
@@ -318,6 +473,28 @@ impl Client {
         self.call("get_status", Method::GET, &path, None).await
     }
 
+    /// `GET /v1/sessions/{id}?wait_ms=…`: the status long-poll. Answers as soon as the session's
+    /// state or next action index differs from `state` / `next_action_index` (each defaults to
+    /// the value when the broker receives the request), or after `wait` (at most 5 s; more is
+    /// refused with `invalid_request`) with the unchanged status.
+    pub async fn status_wait(
+        &self,
+        session_id: &str,
+        wait: Duration,
+        state: Option<desk_contract::api::SessionState>,
+        next_action_index: Option<u64>,
+    ) -> Result<StatusResponse, ClientError> {
+        let mut path = session_path("get_status", session_id, "")?;
+        path.push_str(&format!("?wait_ms={}", wait.as_millis()));
+        if let Some(state) = state {
+            path.push_str(&format!("&state={}", state.as_str()));
+        }
+        if let Some(next_action_index) = next_action_index {
+            path.push_str(&format!("&next_action_index={next_action_index}"));
+        }
+        self.call("get_status", Method::GET, &path, None).await
+    }
+
     /// `DELETE /v1/sessions/{id}`: idempotent.
     pub async fn release(&self, session_id: &str) -> Result<ReleaseResponse, ClientError> {
         let path = session_path("release_session", session_id, "")?;
@@ -330,4 +507,39 @@ impl Client {
         self.call("openapi", Method::GET, "/v1/openapi.json", None)
             .await
     }
+}
+
+fn build(
+    operation: &'static str,
+    builder: hyper::http::request::Builder,
+    body: Option<Vec<u8>>,
+) -> Result<Request<Full<Bytes>>, ClientError> {
+    builder
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .map_err(|error| ClientError::Request {
+            operation,
+            message: error.to_string(),
+        })
+}
+
+async fn send<IO>(io: IO, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), ClientError>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let transport = ClientError::Transport;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(transport)?;
+    let driver = tokio::spawn(connection);
+    let response = sender.send_request(request).await.map_err(transport)?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(transport)?
+        .to_bytes();
+    drop(sender);
+    driver.abort();
+    Ok((status, bytes))
 }

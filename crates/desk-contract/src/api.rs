@@ -80,6 +80,33 @@ pub struct LeaseResponse {
     pub profile: String,
     /// True when this answer replays an existing lease.
     pub idempotent_replay: bool,
+    /// The lease-scoped credential: send it as `Authorization: Bearer <lease_token>` on every
+    /// `/v1/sessions/{id}…` request. The broker stores only its SHA-256; a replayed lease gets a
+    /// fresh token and earlier ones stay valid until release.
+    pub lease_token: LeaseToken,
+}
+
+/// A lease-scoped bearer credential. Serialized as a plain string; `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseToken(String);
+
+impl LeaseToken {
+    /// Wraps a token string.
+    pub fn new(token: impl Into<String>) -> LeaseToken {
+        LeaseToken(token.into())
+    }
+
+    /// The token, for an `Authorization` header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for LeaseToken {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("LeaseToken(<redacted>)")
+    }
 }
 
 /// `POST /v1/sessions/{id}/reset`.

@@ -79,6 +79,25 @@ pub(crate) struct ServeArgs {
     /// [default: $XDG_RUNTIME_DIR/deskbroker.sock, or /tmp/deskbroker-$UID/deskbroker.sock]
     #[arg(long, env = "DESKBROKER_SOCKET")]
     pub(crate) socket: Option<PathBuf>,
+    /// Uid admitted on the Unix socket (checked with SO_PEERCRED); repeatable.
+    /// [default: the broker's own uid]
+    #[arg(long = "allow-uid")]
+    pub(crate) allow_uids: Vec<u32>,
+    /// Also listen on TCP at HOST:PORT, TLS only (needs --tls-cert and --tls-key).
+    #[arg(long)]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// PEM certificate chain of the TLS server (e.g. server.pem from `certs init`).
+    #[arg(long)]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// PEM private key of the TLS server.
+    #[arg(long)]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (mutual TLS), e.g. ca.pem.
+    #[arg(long)]
+    pub(crate) client_ca: Option<PathBuf>,
+    /// Accept orchestration credentials signed by this key (orchestrator.pub) on TCP.
+    #[arg(long)]
+    pub(crate) orchestrator_pub: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }
@@ -88,6 +107,34 @@ pub(crate) struct ClientArgs {
     /// The broker's Unix socket (same default as `serve`).
     #[arg(long, env = "DESKBROKER_SOCKET", global = true)]
     pub(crate) socket: Option<PathBuf>,
+    /// A remote broker, `https://HOST:PORT`, instead of the Unix socket (needs --ca).
+    #[arg(long, env = "DESKBROKER_URL", global = true)]
+    pub(crate) url: Option<String>,
+    /// CA certificate the remote broker's certificate must chain to.
+    #[arg(long, env = "DESKBROKER_CA", global = true)]
+    pub(crate) ca: Option<PathBuf>,
+    /// Client certificate for mutual TLS (with --key).
+    #[arg(long, env = "DESKBROKER_CERT", global = true)]
+    pub(crate) cert: Option<PathBuf>,
+    /// Client private key for mutual TLS (with --cert).
+    #[arg(long, env = "DESKBROKER_KEY", global = true)]
+    pub(crate) key: Option<PathBuf>,
+    /// Orchestration credential (`certs token`) for leasing without a client certificate.
+    #[arg(
+        long,
+        env = "DESKBROKER_CREDENTIAL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) credential: Option<String>,
+    /// The session's lease token (`lease_token` of the lease answer).
+    #[arg(
+        long,
+        env = "DESKBROKER_LEASE_TOKEN",
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) lease_token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

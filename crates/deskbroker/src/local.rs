@@ -3,10 +3,11 @@
 //! for `demo` and `bench`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use desk_broker::{BackendFactory, BackendRequest, Broker, BrokerConfig};
+use desk_broker::{AuthConfig, BackendFactory, BackendRequest, Broker, BrokerConfig};
 use desk_client::Client;
 use desk_contract::DisplaySize;
 use desk_desktop::{BackendError, DesktopBackend, LocalDesktop, LocalDesktopConfig, ProfileSet};
@@ -41,7 +42,7 @@ impl BackendFactory for LocalFactory {
     }
 }
 
-fn build_broker(args: &BrokerArgs) -> Result<Broker> {
+fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
     if let Some(dir) = &args.profiles {
@@ -55,6 +56,7 @@ fn build_broker(args: &BrokerArgs) -> Result<Broker> {
     config.lease_ttl = Duration::from_secs(args.lease_ttl_secs);
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
+    config.auth = auth;
     let factory = LocalFactory {
         worker: worker_command()?,
     };
@@ -62,14 +64,51 @@ fn build_broker(args: &BrokerArgs) -> Result<Broker> {
         .with_context(|| format!("failed to open broker state in {}", state_dir.display()))
 }
 
+/// The auth settings and TLS configuration `serve` flags ask for. TCP without TLS is refused.
+fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::TlsServerConfig>>)> {
+    let mut auth = AuthConfig::default();
+    if !args.allow_uids.is_empty() {
+        auth.allowed_uids = args.allow_uids.clone();
+    }
+    if let Some(path) = &args.orchestrator_pub {
+        let key = desk_evidence::VerifyingKey::read(path)
+            .with_context(|| format!("failed to read the orchestrator key {}", path.display()))?;
+        auth.orchestrator_key = Some(key);
+    }
+    let tls = match (&args.listen, &args.tls_cert, &args.tls_key) {
+        (None, None, None) => {
+            anyhow::ensure!(
+                args.client_ca.is_none() && args.orchestrator_pub.is_none(),
+                "--client-ca and --orchestrator-pub apply to TCP listening: add --listen"
+            );
+            None
+        }
+        (Some(_), Some(cert), Some(key)) => {
+            let files = desk_broker::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.client_ca.clone(),
+            };
+            Some(desk_broker::server_config(&files).context("failed to set up TLS")?)
+        }
+        (Some(_), _, _) => anyhow::bail!(
+            "TCP listening requires TLS: pass --tls-cert and --tls-key (see `deskbroker certs init`)"
+        ),
+        (None, _, _) => anyhow::bail!("--tls-cert and --tls-key need --listen HOST:PORT"),
+    };
+    Ok((auth, tls))
+}
+
 /// `deskbroker serve`: runs until SIGINT or SIGTERM.
 pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let socket = args.socket.clone().unwrap_or_else(default_socket);
+    let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
-    let broker = tokio::task::spawn_blocking(move || build_broker(&broker_args)).await??;
+    let broker = tokio::task::spawn_blocking(move || build_broker(&broker_args, auth)).await??;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), "deskbroker serving");
-    let shutdown = async {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let shutdown_signal = async move {
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {
@@ -77,11 +116,31 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             _ = async { match terminate.as_mut() { Some(signal) => { signal.recv().await; } None => std::future::pending().await } } => {}
         }
         tracing::info!("shutting down");
+        let _ = stop.send(true);
     };
-    let served = desk_broker::serve_unix(&socket, broker.clone(), shutdown).await;
+    let signal_task = tokio::spawn(shutdown_signal);
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let tcp = match (args.listen, tls) {
+        (Some(addr), Some(tls)) => Some(tokio::spawn(desk_broker::serve_tls(
+            addr,
+            tls,
+            broker.clone(),
+            until_stopped(stopped.clone()),
+        ))),
+        _ => None,
+    };
+    let served = desk_broker::serve_unix(&socket, broker.clone(), until_stopped(stopped)).await;
+    let served_tcp = match tcp {
+        Some(task) => task.await.context("TLS server task failed")?,
+        None => Ok(()),
+    };
+    signal_task.abort();
     reaper.abort();
     broker.shutdown_backends().await;
-    served.context("broker server failed")
+    served.context("broker server failed")?;
+    served_tcp.context("TLS server failed")
 }
 
 /// A broker running inside this process on its own Unix socket.
@@ -96,7 +155,9 @@ pub(crate) struct LocalBroker {
 impl LocalBroker {
     pub(crate) async fn start(args: &BrokerArgs, socket: PathBuf) -> Result<LocalBroker> {
         let broker_args = args.clone();
-        let broker = tokio::task::spawn_blocking(move || build_broker(&broker_args)).await??;
+        let broker =
+            tokio::task::spawn_blocking(move || build_broker(&broker_args, AuthConfig::default()))
+                .await??;
         if let Some(parent) = socket.parent() {
             std::fs::create_dir_all(parent)?;
         }

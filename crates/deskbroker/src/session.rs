@@ -1,17 +1,51 @@
-//! `deskbroker session …`: every broker operation from a shell, printing JSON.
+//! `deskbroker session …`: every broker operation from a shell, printing JSON, over the Unix
+//! socket or (with `--url`) over TLS. Session commands send `--lease-token` (env
+//! `DESKBROKER_LEASE_TOKEN`) as the session's bearer token.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use desk_client::Client;
-use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, Screenshot};
+use desk_client::{Client, RemoteConfig};
+use desk_contract::api::{ActionRequest, LeaseRequest, LeaseToken, ResetRequest, Screenshot};
 use serde::Serialize;
 
 use crate::cli::{ClientArgs, SessionCommand};
 use crate::paths::default_socket;
 
-fn client(args: &ClientArgs) -> Client {
-    Client::new(args.socket.clone().unwrap_or_else(default_socket))
+/// The client `args` describe: the Unix socket, or a remote broker over TLS. With a session id,
+/// `--lease-token` becomes that session's token.
+fn client(args: &ClientArgs, session_id: Option<&str>) -> Result<Client> {
+    let client = match &args.url {
+        None => {
+            anyhow::ensure!(
+                args.ca.is_none() && args.cert.is_none() && args.key.is_none(),
+                "--ca, --cert and --key need --url"
+            );
+            let client = Client::new(args.socket.clone().unwrap_or_else(default_socket));
+            match &args.credential {
+                Some(credential) => client.with_credential(credential.clone()),
+                None => client,
+            }
+        }
+        Some(url) => {
+            let ca = args.ca.clone().context("--url needs --ca")?;
+            let identity = match (&args.cert, &args.key) {
+                (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+                (None, None) => None,
+                _ => anyhow::bail!("--cert and --key go together"),
+            };
+            Client::remote(&RemoteConfig {
+                url: url.clone(),
+                ca,
+                identity,
+                credential: args.credential.clone(),
+            })?
+        }
+    };
+    if let (Some(session_id), Some(token)) = (session_id, &args.lease_token) {
+        client.set_lease_token(session_id, LeaseToken::new(token.clone()));
+    }
+    Ok(client)
 }
 
 fn print_json(value: &impl Serialize) -> Result<()> {
@@ -47,7 +81,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
                 attempt_id,
                 profile,
             };
-            print_json(&client(&args).lease(&request).await?)
+            print_json(&client(&args, None)?.lease(&request).await?)
         }
         SessionCommand::Reset {
             client: args,
@@ -55,7 +89,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             request_id,
             png,
         } => {
-            let mut response = client(&args)
+            let mut response = client(&args, Some(&session_id))?
                 .reset(&session_id, &ResetRequest { request_id })
                 .await?;
             divert_png(&mut response.screenshot, png.as_ref())?;
@@ -66,7 +100,9 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             session_id,
             png,
         } => {
-            let mut screenshot = client(&args).screenshot(&session_id).await?;
+            let mut screenshot = client(&args, Some(&session_id))?
+                .screenshot(&session_id)
+                .await?;
             divert_png(&mut screenshot, png.as_ref())?;
             print_json(&screenshot)
         }
@@ -84,20 +120,28 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
                 expected_action_index,
                 action,
             };
-            let mut response = client(&args).act(&session_id, &request).await?;
+            let mut response = client(&args, Some(&session_id))?
+                .act(&session_id, &request)
+                .await?;
             divert_png(&mut response.screenshot, png.as_ref())?;
             print_json(&response)
         }
         SessionCommand::Checkpoint {
             client: args,
             session_id,
-        } => print_json(&client(&args).checkpoint(&session_id).await?),
+        } => print_json(
+            &client(&args, Some(&session_id))?
+                .checkpoint(&session_id)
+                .await?,
+        ),
         SessionCommand::Artifact {
             client: args,
             session_id,
             out,
         } => {
-            let artifact = client(&args).artifact(&session_id).await?;
+            let artifact = client(&args, Some(&session_id))?
+                .artifact(&session_id)
+                .await?;
             let bytes = desk_contract::b64::decode(&artifact.bytes_base64)
                 .context("broker sent an artifact that is not base64")?;
             write_file(&out, &bytes)?;
@@ -113,23 +157,41 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             client: args,
             session_id,
         } => {
-            print!("{}", client(&args).events(&session_id).await?);
+            print!(
+                "{}",
+                client(&args, Some(&session_id))?
+                    .events(&session_id)
+                    .await?
+            );
             Ok(())
         }
         SessionCommand::FrameEvents {
             client: args,
             session_id,
         } => {
-            print!("{}", client(&args).frame_events(&session_id).await?);
+            print!(
+                "{}",
+                client(&args, Some(&session_id))?
+                    .frame_events(&session_id)
+                    .await?
+            );
             Ok(())
         }
         SessionCommand::Status {
             client: args,
             session_id,
-        } => print_json(&client(&args).status(&session_id).await?),
+        } => print_json(
+            &client(&args, Some(&session_id))?
+                .status(&session_id)
+                .await?,
+        ),
         SessionCommand::Release {
             client: args,
             session_id,
-        } => print_json(&client(&args).release(&session_id).await?),
+        } => print_json(
+            &client(&args, Some(&session_id))?
+                .release(&session_id)
+                .await?,
+        ),
     }
 }

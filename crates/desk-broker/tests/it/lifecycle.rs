@@ -357,10 +357,11 @@ async fn unknown_routes_and_methods_answer_json() {
         (status, body["code"].as_str()),
         (StatusCode::METHOD_NOT_ALLOWED, Some("invalid_request"))
     );
+    // An unknown session id gets the answer of a wrong lease token: no existence oracle.
     let (status, body) = harness.call("GET", "/v1/sessions/s_missing", None).await;
     assert_eq!(
         (status, body["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("not_found"))
+        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
     );
 }
 

@@ -1,13 +1,17 @@
 //! Test harness: a broker on a temporary state dir with `FakeDesktop` backends, driven through
-//! `router(..).oneshot(..)`.
+//! `router(..).oneshot(..)` as a Unix-socket peer of this uid that sends each session's lease
+//! token.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
-use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook, router};
+use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook, Peer, router};
 use desk_contract::DisplaySize;
 use desk_desktop::fake::{FakeHandle, FakeSave};
 use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, ProfileSet};
@@ -92,16 +96,26 @@ impl Harness {
         path: &str,
         body: Option<String>,
     ) -> (StatusCode, String) {
-        let request = Request::builder()
+        let mut builder = Request::builder()
             .method(method)
             .uri(path)
             .header("content-type", "application/json")
+            // What `serve_unix` attaches for a peer running as this user.
+            .extension(ConnectInfo(Peer::current_user()));
+        if let Some(token) = lease_token_for(path) {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        let request = builder
             .body(body.map(Body::from).unwrap_or_else(Body::empty))
             .unwrap();
         let response = self.app.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8(bytes.to_vec()).unwrap())
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        if path == "/v1/leases" && status == StatusCode::OK {
+            remember_lease_token(&text);
+        }
+        (status, text)
     }
 
     /// Sends a request with a JSON body; returns status and parsed JSON.
@@ -163,6 +177,22 @@ impl Harness {
         assert_eq!(status, StatusCode::OK, "{body}");
         body
     }
+}
+
+/// Lease tokens by session id (ids are random, so one map serves every harness), as a client
+/// keeps them: each lease answer's token is sent on that session's requests.
+static LEASE_TOKENS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Default::default);
+
+fn remember_lease_token(lease_answer: &str) {
+    let answer: Value = serde_json::from_str(lease_answer).unwrap();
+    let id = answer["session_id"].as_str().unwrap().to_string();
+    let token = answer["lease_token"].as_str().unwrap().to_string();
+    LEASE_TOKENS.lock().unwrap().insert(id, token);
+}
+
+fn lease_token_for(path: &str) -> Option<String> {
+    let id = path.strip_prefix("/v1/sessions/")?.split('/').next()?;
+    LEASE_TOKENS.lock().unwrap().get(id).cloned()
 }
 
 pub(crate) fn click(x: i64, y: i64) -> Value {

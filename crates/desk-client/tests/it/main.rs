@@ -187,11 +187,40 @@ async fn lifecycle_over_the_unix_socket() {
 
     assert!(client.release(&session).await.unwrap().released_now);
     assert!(!client.release(&session).await.unwrap().released_now);
+    // An unknown session gets the answer of a wrong lease token: no existence oracle.
     let gone = client.status("s_nope").await.unwrap_err();
     assert_eq!(
         gone.api_body().map(|body| body.code),
-        Some(ErrorCode::NotFound)
+        Some(ErrorCode::Unauthorized)
     );
+    // Lease tokens are shared by the clients of one socket, unless a client keeps its own.
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: "t".into(),
+            attempt_id: "tokens".into(),
+            profile: None,
+        })
+        .await
+        .unwrap();
+    let other = Client::new(&served.socket);
+    assert_eq!(
+        other.lease_token(&lease.session_id),
+        Some(lease.lease_token.clone())
+    );
+    other.status(&lease.session_id).await.unwrap();
+    let private = Client::new(&served.socket).with_private_tokens();
+    assert_eq!(
+        private
+            .status(&lease.session_id)
+            .await
+            .unwrap_err()
+            .api_body()
+            .map(|b| b.code),
+        Some(ErrorCode::Unauthorized)
+    );
+    private.set_lease_token(&lease.session_id, lease.lease_token.clone());
+    private.status(&lease.session_id).await.unwrap();
+    assert!(!format!("{private:?}").contains(lease.lease_token.expose()));
     served.stop().await;
 }
 

@@ -1,1 +1,434 @@
-//! Real-stack tests for issue 3 (auth).
+//! Real-stack tests of transport and authentication: a `deskbroker serve` subprocess, the probe
+//! window recording exactly the input it receives, lease tokens, the Unix peer-uid allowlist,
+//! TLS with and without client certificates (identities from `deskbroker certs init`) and
+//! orchestration credentials (`deskbroker certs token`).
+//!
+//! Every refusal is checked twice: by the answer, and by the probe's log, which must not have
+//! grown (nothing reached the desktop).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use desk_client::{Client, ClientError, RemoteConfig};
+use desk_contract::api::{LeaseRequest, LeaseToken, ResetRequest};
+use serde_json::json;
+
+use crate::probe::{act, of_type, probe_events, wait_for_events};
+use crate::support::{deskbroker, probe_binary, xvfb_available};
+
+/// A broker subprocess with the probe profile and extra `serve` flags; SIGKILLed on drop.
+struct Served {
+    child: Child,
+    socket: PathBuf,
+    state_dir: PathBuf,
+    port: Option<u16>,
+    log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Served {
+    fn start(root: &Path, probe_log: &Path, tls: bool, extra: &[String]) -> Served {
+        let profiles = root.join("profiles");
+        std::fs::create_dir_all(&profiles).unwrap();
+        std::fs::write(
+            profiles.join("probe.toml"),
+            format!(
+                "name = \"probe\"\ncommand = [\"{}\", \"--out\", \"{}\"]\n[attempt]\n\
+                 filename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
+                 class = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
+                probe_binary().display(),
+                probe_log.display()
+            ),
+        )
+        .unwrap();
+        let socket = root.join("broker.sock");
+        let state_dir = root.join("state");
+        let port = tls.then(free_port);
+        let mut command = Command::new(deskbroker());
+        command
+            .arg("serve")
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--state-dir")
+            .arg(&state_dir)
+            .arg("--profiles")
+            .arg(&profiles)
+            .args(["--display", "1280x800", "--default-profile", "probe"])
+            .args(extra)
+            .args(["--log", "debug"])
+            .env_remove("DESKBROKER_FAULT")
+            .env_remove("RUST_LOG")
+            .stderr(std::fs::File::create(root.join("broker.log")).unwrap())
+            .stdin(Stdio::null());
+        if let Some(port) = port {
+            command.args(["--listen", &format!("127.0.0.1:{port}")]);
+        }
+        let child = command.spawn().unwrap();
+        let served = Served {
+            child,
+            socket,
+            state_dir,
+            port,
+            log: root.join("broker.log"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let tcp_up =
+                port.is_none_or(|port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+            if served.socket.exists() && tcp_up {
+                break;
+            }
+            assert!(Instant::now() < deadline, "broker did not start listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        served
+    }
+
+    /// Asserts that none of `secrets` appears in the broker's log (written at debug level).
+    fn assert_log_free_of(&self, secrets: &[String]) {
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        assert!(log.contains("latency_ms"), "the broker log is empty: {log}");
+        for secret in secrets {
+            assert!(
+                !log.contains(secret.as_str()),
+                "a credential leaked into the log"
+            );
+        }
+    }
+
+    fn remote(&self, certs: &Path, identity: Option<&Path>, credential: Option<String>) -> Client {
+        let config = RemoteConfig {
+            url: format!("https://127.0.0.1:{}", self.port.unwrap()),
+            ca: certs.join("ca.pem"),
+            identity: identity.map(|dir| (dir.join("client.pem"), dir.join("client.key"))),
+            credential,
+        };
+        Client::remote(&config).unwrap().with_private_tokens()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Ok(sessions) = std::fs::read_dir(self.state_dir.join("sessions")) {
+            for session in sessions.flatten() {
+                desk_desktop::launcher::reap_recorded(&session.path());
+            }
+        }
+    }
+}
+
+/// Runs `deskbroker certs …` and returns its stdout.
+fn certs(args: &[&str]) -> String {
+    let output = Command::new(deskbroker())
+        .arg("certs")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "certs {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn certs_init(dir: &Path) {
+    certs(&["init", "--dir", dir.to_str().unwrap()]);
+}
+
+fn token(dir: &Path, scope: &str, ttl: &str) -> String {
+    let key = dir.join("orchestrator.key");
+    certs(&[
+        "token",
+        "--key",
+        key.to_str().unwrap(),
+        "--scope",
+        scope,
+        "--ttl",
+        ttl,
+    ])
+    .trim()
+    .to_string()
+}
+
+fn lease_request(attempt: &str) -> LeaseRequest {
+    LeaseRequest {
+        task_id: "auth".into(),
+        attempt_id: attempt.into(),
+        profile: Some("probe".into()),
+    }
+}
+
+fn click(x: i64) -> serde_json::Value {
+    json!({"type": "click", "x": x, "y": 200, "button": "left", "intent": "auth probe click"})
+}
+
+fn refused_code(result: Result<impl std::fmt::Debug, ClientError>) -> String {
+    match result {
+        Err(ClientError::Api(body)) => body.code.as_str().to_string(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_tokens_guard_the_desktop_over_the_unix_socket() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let served = Served::start(root.path(), &log, false, &[]);
+    let owner = Client::new(&served.socket).with_private_tokens();
+    let lease = owner.lease(&lease_request("a1")).await.unwrap();
+    let session = lease.session_id.clone();
+    assert!(
+        !format!("{lease:?}").contains(lease.lease_token.expose()),
+        "Debug must redact the token"
+    );
+    owner
+        .reset(
+            &session,
+            &ResetRequest {
+                request_id: "r1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let other = owner.lease(&lease_request("a2")).await.unwrap();
+    let baseline = probe_events(&log).len();
+
+    let intruder = Client::new(&served.socket).with_private_tokens();
+    let no_token = act(&intruder, &session, "c0", 0, click(100)).await;
+    assert_eq!(refused_code(no_token), "unauthorized");
+    for (name, token) in [
+        ("garbage", LeaseToken::new("garbage")),
+        ("another lease's", other.lease_token.clone()),
+    ] {
+        intruder.set_lease_token(&session, token);
+        let result = act(&intruder, &session, "c0", 0, click(100)).await;
+        assert_eq!(refused_code(result), "unauthorized", "{name} token");
+        let result = intruder.screenshot(&session).await;
+        assert_eq!(refused_code(result), "unauthorized", "{name} token");
+    }
+    // A released lease's token is refused for what needs a live lease.
+    owner.release(&other.session_id).await.unwrap();
+    intruder.set_lease_token(&other.session_id, other.lease_token.clone());
+    let result = act(&intruder, &other.session_id, "c0", 0, click(100)).await;
+    assert_eq!(refused_code(result), "invalid_state", "released lease");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        probe_events(&log).len(),
+        baseline,
+        "a refused request reached the desktop"
+    );
+
+    // The owner's token works, and the probe sees exactly its click.
+    act(&owner, &session, "c1", 0, click(300)).await.unwrap();
+    let events = wait_for_events(&log, baseline + 2);
+    let presses = of_type(&events[baseline..], "button_press");
+    assert_eq!(presses.len(), 1, "{presses:?}");
+    assert_eq!(presses[0]["root_x"], 300);
+    owner.release(&session).await.unwrap();
+    served.assert_log_free_of(&[
+        lease.lease_token.expose().to_string(),
+        other.lease_token.expose().to_string(),
+    ]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_uid_outside_the_allowlist_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let other_uid = (nix::unistd::geteuid().as_raw() + 1).to_string();
+    let served = Served::start(root.path(), &log, false, &["--allow-uid".into(), other_uid]);
+    let client = Client::new(&served.socket);
+    assert_eq!(
+        refused_code(client.lease(&lease_request("a1")).await),
+        "unauthorized"
+    );
+    assert_eq!(refused_code(client.openapi().await), "unauthorized");
+    assert!(
+        !served.state_dir.join("sessions").exists() || {
+            std::fs::read_dir(served.state_dir.join("sessions"))
+                .unwrap()
+                .next()
+                .is_none()
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutual_tls_end_to_end_and_its_refusals() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let certs_dir = root.path().join("certs");
+    let foreign_dir = root.path().join("foreign");
+    certs_init(&certs_dir);
+    certs_init(&foreign_dir);
+    let log = root.path().join("probe.ndjson");
+    let flags = |name: &str| certs_dir.join(name).display().to_string();
+    let served = Served::start(
+        root.path(),
+        &log,
+        true,
+        &[
+            "--tls-cert".into(),
+            flags("server.pem"),
+            "--tls-key".into(),
+            flags("server.key"),
+            "--client-ca".into(),
+            flags("ca.pem"),
+            "--lease-ttl-secs".into(),
+            "4".into(),
+        ],
+    );
+
+    // Lease, reset and one click over mutual TLS.
+    let client = served.remote(&certs_dir, Some(&certs_dir), None);
+    let lease = client.lease(&lease_request("tls")).await.unwrap();
+    let session = lease.session_id.clone();
+    client
+        .reset(
+            &session,
+            &ResetRequest {
+                request_id: "r1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let baseline = probe_events(&log).len();
+    act(&client, &session, "c1", 0, click(250)).await.unwrap();
+    let events = wait_for_events(&log, baseline + 2);
+    assert_eq!(of_type(&events[baseline..], "button_press").len(), 1);
+    let baseline = events.len();
+
+    // A client certificate of another CA, or none, fails; so does trusting another CA.
+    let mut refusals = Vec::new();
+    for (name, client) in [
+        (
+            "foreign client cert",
+            served.remote(&certs_dir, Some(&foreign_dir), None),
+        ),
+        ("no client cert", served.remote(&certs_dir, None, None)),
+        (
+            "foreign server CA",
+            served.remote(&foreign_dir, Some(&certs_dir), None),
+        ),
+    ] {
+        client.set_lease_token(&session, lease.lease_token.clone());
+        let result = act(&client, &session, "c2", 1, click(260)).await;
+        match result {
+            Err(ClientError::Api(body)) => panic!("{name}: reached the router: {body:?}"),
+            Err(error) => refusals.push(format!("{name}: {error}")),
+            Ok(_) => panic!("{name}: accepted"),
+        }
+    }
+    println!("{refusals:#?}");
+
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port.unwrap())).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
+        .write_all(b"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    assert!(!answer.starts_with(b"HTTP/"), "plain HTTP was answered");
+
+    // The lease expires (4 s TTL): its token no longer reaches the desktop.
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    let result = act(&client, &session, "c3", 1, click(270)).await;
+    assert_eq!(refused_code(result), "lease_expired");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        probe_events(&log).len(),
+        baseline,
+        "a refused request reached the desktop"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn orchestration_credentials_admit_leasing_over_tls() {
+    let root = tempfile::tempdir().unwrap();
+    let certs_dir = root.path().join("certs");
+    let foreign_dir = root.path().join("foreign");
+    certs_init(&certs_dir);
+    certs_init(&foreign_dir);
+    let log = root.path().join("probe.ndjson");
+    let flags = |name: &str| certs_dir.join(name).display().to_string();
+    let served = Served::start(
+        root.path(),
+        &log,
+        true,
+        &[
+            "--tls-cert".into(),
+            flags("server.pem"),
+            "--tls-key".into(),
+            flags("server.key"),
+            "--orchestrator-pub".into(),
+            flags("orchestrator.pub"),
+        ],
+    );
+    let expired = token(&certs_dir, "lease", "1ms");
+    std::thread::sleep(Duration::from_millis(20));
+    let cases = [
+        ("none", None),
+        ("expired", Some(expired)),
+        ("wrong scope", Some(token(&certs_dir, "metrics", "5m"))),
+        ("bad signature", Some(token(&foreign_dir, "lease", "5m"))),
+        ("garbage", Some("not-a-credential".to_string())),
+    ];
+    let secrets: Vec<String> = cases.iter().filter_map(|(_, c)| c.clone()).collect();
+    for (attempt_idx, (name, credential)) in cases.into_iter().enumerate() {
+        let client = served.remote(&certs_dir, None, credential.clone());
+        let result = client
+            .lease(&lease_request(&format!("c{attempt_idx}")))
+            .await;
+        let code = refused_code(result);
+        assert_eq!(code, "unauthorized", "{name}");
+    }
+    let valid = token(&certs_dir, "lease", "5m");
+    let client = served.remote(&certs_dir, None, Some(valid));
+    let lease = client.lease(&lease_request("ok")).await.unwrap();
+    // The credential does not open session routes: the lease token does.
+    let status = client.status(&lease.session_id).await.unwrap();
+    assert_eq!(status.session_id, lease.session_id);
+    client.forget_lease_token(&lease.session_id);
+    assert_eq!(
+        refused_code(client.status(&lease.session_id).await),
+        "unauthorized"
+    );
+    served.assert_log_free_of(&[&secrets[..], &[lease.lease_token.expose().to_string()]].concat());
+}
+
+#[test]
+fn tcp_without_tls_is_refused_at_startup() {
+    let root = tempfile::tempdir().unwrap();
+    let output = Command::new(deskbroker())
+        .arg("serve")
+        .arg("--socket")
+        .arg(root.path().join("b.sock"))
+        .arg("--state-dir")
+        .arg(root.path().join("state"))
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("requires TLS"), "{stderr}");
+}
