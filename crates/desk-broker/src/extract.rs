@@ -131,3 +131,6 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
         Ok(SessionId(id))
     }
 }
+
+#[cfg(test)]
+mod tests;

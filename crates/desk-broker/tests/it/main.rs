@@ -3,6 +3,8 @@
 
 mod invalid;
 mod lifecycle;
+mod observe;
 mod recovery;
 mod replay;
+mod strict;
 mod support;
