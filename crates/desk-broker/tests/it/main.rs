@@ -3,7 +3,6 @@
 
 mod invalid;
 mod lifecycle;
-mod observe;
 mod recovery;
 mod replay;
 mod strict;
