@@ -46,10 +46,10 @@ pub enum BrokerError {
     LeaseConflict(String),
     /// The request carries no valid credential for what it asks (401 `unauthorized`). The
     /// message never contains the credential.
-    #[error("unauthorized: {0}")]
+    #[error("{0}")]
     Unauthorized(String),
     /// The connection's peer is not admitted at all (403 `unauthorized`).
-    #[error("forbidden: {0}")]
+    #[error("{0}")]
     Forbidden(String),
     /// The session's lease expired.
     #[error("the lease of session {0} expired")]
