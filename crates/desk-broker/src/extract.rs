@@ -2,9 +2,9 @@
 //! rejections are JSON [`BrokerError`]s, never axum's plain-text rejections, and they run before
 //! any handler touches state.
 //!
-//! Bodies ([`ApiJson`], [`ActionBody`]): the `Content-Type` must be `application/json` (any
-//! parameters, e.g. `charset=utf-8`) or absent; the body is read whole under the router's limit
-//! (over it: 413); then [`desk_contract::request`] parses it strictly (duplicate keys, NaN,
+//! Bodies ([`ApiJson`], [`ActionBody`]): the request has no query string; the `Content-Type`
+//! must be `application/json` (any parameters, e.g. `charset=utf-8`) or absent; the body is read
+//! whole under the router's limit (over it: 413); then [`desk_contract::request`] parses it strictly (duplicate keys, NaN,
 //! `1e999`, unsafe integers, lone surrogates, invalid UTF-8, nesting beyond
 //! [`desk_contract::strict::MAX_DEPTH`], trailing bytes, an empty body) and deserializes it with
 //! `deny_unknown_fields`. Problems inside an action's `action` object are `invalid_action`;
@@ -50,6 +50,13 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), BrokerError> {
 }
 
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, BrokerError> {
+    // Routes with a body take no query parameters; an ignored parameter would be a silent
+    // unknown field.
+    if request.uri().query().is_some() {
+        return Err(BrokerError::InvalidRequest(
+            "this route takes no query parameters".to_string(),
+        ));
+    }
     check_content_type(request.headers())?;
     Bytes::from_request(request, state)
         .await

@@ -267,6 +267,25 @@ async fn rejected_action_requests_change_nothing() {
             "{name}: the session changed"
         );
     }
+    // A query string on a body route is an unknown parameter.
+    let query_path = format!("{path}?priority=1");
+    check_row(
+        &harness,
+        &query_path,
+        token,
+        row("query string", with_index("0"), "invalid_request", "query"),
+    )
+    .await;
+    assert_eq!(
+        harness.fake.n_inputs(),
+        n_inputs_before,
+        "query string: input"
+    );
+    assert_eq!(
+        snapshot(&harness, &id, token).await,
+        before,
+        "query string: state"
+    );
     // The same session still takes a valid action at index 0: the refusals consumed nothing.
     let valid = with_action(r#"{"type":"click","x":10,"y":20,"intent":"press"}"#);
     let (status, answer) = send(&harness, &path, token, JSON, valid.into_bytes()).await;
