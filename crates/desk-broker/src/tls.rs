@@ -177,8 +177,9 @@ impl axum::serve::Listener for TlsListener {
         }
     }
 
+    /// axum asks for the listener's own address in the `Addr` type, which is a peer identity
+    /// here; the TCP address is [`TlsListener::tcp_addr`].
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        let _ = self.local;
         Ok(Peer::Tls {
             client_cert_sha256: None,
         })
