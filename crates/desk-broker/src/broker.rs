@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     /// Serializes lease creation so identity checks and capacity counts are race-free.
     pub(crate) lease_lock: Mutex<()>,
+    /// Request metrics and the change counter the status long-poll waits on.
+    pub(crate) observability: crate::metrics::Observability,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -105,6 +107,7 @@ impl Broker {
             store,
             slots: Mutex::new(HashMap::new()),
             lease_lock: Mutex::new(()),
+            observability: crate::metrics::Observability::new(),
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -123,7 +126,10 @@ impl Broker {
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
         let inner = Arc::clone(&self.inner);
-        match tokio::task::spawn_blocking(move || operation(&inner)).await {
+        let outcome = tokio::task::spawn_blocking(move || operation(&inner)).await;
+        // Wakes status long-polls; they re-read their session and decide.
+        self.inner.observability.changes.bump();
+        match outcome {
             Ok(result) => result,
             Err(join_error) => {
                 tracing::error!(error = %join_error, session_id, "broker operation panicked");

@@ -37,6 +37,7 @@ mod serve;
 mod store;
 mod tls;
 mod util;
+mod watch;
 
 pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;

@@ -2,10 +2,16 @@
 //!
 //! Every route is listed in [`ROUTES`], which a test checks against the OpenAPI document.
 //! Unknown paths answer 404 `not_found` and wrong methods 405 `invalid_request`, both as JSON.
+//!
+//! Operator view: [`trace_requests`] logs exactly one `request` line per request with the
+//! operation name, the session id when the route has one, the status, the error code when any
+//! and the latency, and feeds the same facts to the metrics served at `GET /v1/metrics`. It never
+//! logs header values (credentials travel in `Authorization`) or query strings.
 
 use std::time::Instant;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, RawQuery, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +24,9 @@ use crate::auth::authorize;
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::extract::{ActionBody, ApiJson, SessionId};
+use crate::metrics::operation;
 use crate::openapi::OPENAPI_JSON;
+use crate::watch::StatusWait;
 
 /// The largest accepted request body.
 pub const BODY_LIMIT_BYTES: usize = 256 * 1024;
@@ -35,8 +43,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/frame-events"),
     ("GET", "/v1/sessions/{id}"),
     ("DELETE", "/v1/sessions/{id}"),
+    ("GET", "/v1/metrics"),
     ("GET", "/v1/openapi.json"),
 ];
+
+/// The largest error body the tracing layer reads back to learn its `code`.
+const ERROR_BODY_PEEK_BYTES: usize = 64 * 1024;
 
 type ApiResult<T> = Result<Json<T>, BrokerError>;
 
@@ -110,8 +122,10 @@ async fn frame_events(
 async fn status(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
+    RawQuery(query): RawQuery,
 ) -> ApiResult<desk_contract::api::StatusResponse> {
-    broker.status(&id).await.map(Json)
+    let wait = StatusWait::parse(query.as_deref())?;
+    broker.status_wait(&id, wait).await.map(Json)
 }
 
 async fn release(
@@ -119,6 +133,16 @@ async fn release(
     SessionId(id): SessionId,
 ) -> ApiResult<desk_contract::api::ReleaseResponse> {
     broker.release(&id).await.map(Json)
+}
+
+async fn metrics(State(broker): State<Broker>) -> Result<Response, BrokerError> {
+    let text = broker.metrics_text().await?;
+    let mut response = text.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    Ok(response)
 }
 
 async fn openapi() -> Response {
@@ -139,20 +163,66 @@ async fn wrong_method() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(error.to_body())).into_response()
 }
 
-/// One structured line per request, and a span that error logs of the request nest in.
-async fn trace_requests(request: Request, next: Next) -> Response {
+/// The session id as logged: the path segment when it is a plain identifier (ids are not
+/// credentials), else a placeholder.
+fn loggable_session_id(id: &str) -> String {
+    let plain = id.len() <= 64
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+    if plain {
+        id.to_string()
+    } else {
+        "(invalid)".to_string()
+    }
+}
+
+/// Reads back an error response's body to learn its `code`, and rebuilds the response.
+async fn error_code_of(response: Response) -> (Response, Option<String>) {
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, ERROR_BODY_PEEK_BYTES).await {
+        Ok(bytes) => {
+            let code = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|value| value.get("code")?.as_str().map(str::to_string));
+            (Response::from_parts(parts, Body::from(bytes)), code)
+        }
+        Err(_) => (
+            Response::from_parts(parts, Body::empty()),
+            Some("unreadable".to_string()),
+        ),
+    }
+}
+
+/// One structured line per request, a span that error logs of the request nest in, and the
+/// request's entry in the metrics.
+async fn trace_requests(State(broker): State<Broker>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let span = tracing::info_span!("request", %method, path);
-    let response = next.run(request).instrument(span.clone()).await;
-    let latency_ms = started.elapsed().as_secs_f64() * 1_000.0;
+    let long_poll = request
+        .uri()
+        .query()
+        .is_some_and(|query| query.split('&').any(|pair| pair.starts_with("wait_ms=")));
+    let (op, session_id) = operation(request.method(), request.uri().path(), long_poll);
+    let session_id = session_id.map(loggable_session_id);
+    let span = tracing::info_span!("request", op, session_id);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status();
+    let mut code = None;
+    if status.is_client_error() || status.is_server_error() {
+        (response, code) = error_code_of(response).await;
+    }
+    let elapsed = started.elapsed();
+    // Microsecond resolution is plenty for a log line.
+    let latency_ms = (elapsed.as_secs_f64() * 1_000_000.0).round() / 1_000.0;
+    broker.inner.observability.metrics.record(
+        op,
+        status.as_u16(),
+        code.as_deref(),
+        elapsed.as_secs_f64(),
+    );
     span.in_scope(|| {
-        tracing::info!(
-            status = response.status().as_u16(),
-            latency_ms,
-            "handled request"
-        );
+        // `op` and `session_id` are the span's fields, printed on the same line.
+        tracing::info!(status = status.as_u16(), code, latency_ms, "request");
     });
     response
 }
@@ -169,11 +239,15 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/events", get(events))
         .route("/v1/sessions/{id}/frame-events", get(frame_events))
         .route("/v1/sessions/{id}", get(status).delete(release))
+        .route("/v1/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(middleware::from_fn_with_state(broker.clone(), authorize))
-        .layer(middleware::from_fn(trace_requests))
+        .layer(middleware::from_fn_with_state(
+            broker.clone(),
+            trace_requests,
+        ))
         .with_state(broker)
 }

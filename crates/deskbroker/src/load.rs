@@ -1,16 +1,679 @@
-//! `deskbroker load`: many concurrent sessions through the real API; p50/p95 per operation and
-//! memory per session.
+//! `deskbroker load`: many concurrent sessions through the real API; p50/p95 per operation,
+//! throughput and memory per session, then proof that nothing is left behind.
+//!
+//! A broker runs in this process on a private Unix socket with a `probe` profile (the
+//! `desk-probe` window, which records every X input it receives in the session directory). Each
+//! session, concurrently, leases, resets, runs a deterministic mix of actions through
+//! `desk_client` (with screenshots, status reads and status long-polls in between), compares what
+//! its probe recorded with exactly the acknowledged actions, measures its processes' memory and
+//! releases. Checkpoints are skipped: the probe profile has no save chord. The run fails when a
+//! request failed without a typed error, a probe log differs, or anything is left behind: a
+//! recorded process alive, a display file, a session or temporary directory.
 
+mod host;
+mod report;
+mod script;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
 use clap::Args;
+use desk_client::{Client, ClientError};
+use desk_contract::DisplaySize;
+use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, SessionState};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::cli::BrokerArgs;
+use crate::local::LocalBroker;
+use host::Footprint;
+use report::{Samples, Summary, round};
+use script::Expected;
 
 /// `deskbroker load`.
 #[derive(Debug, Args)]
 pub(crate) struct LoadArgs {
-    /// Concurrent sessions.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) sessions: usize,
+    /// Concurrent sessions (the broker admits at most 8 unreleased sessions).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=8))]
+    pub(crate) sessions: u16,
+    /// Actions per session.
+    #[arg(long, default_value_t = 300)]
+    pub(crate) actions: usize,
+    /// The `desk-probe` binary [default: next to this executable, or in the parent directory].
+    #[arg(long)]
+    pub(crate) probe: Option<PathBuf>,
+    /// Where to write the JSON report.
+    #[arg(long, default_value = "load-report.json")]
+    pub(crate) json: PathBuf,
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
 }
 
-pub(crate) async fn run(args: LoadArgs) -> anyhow::Result<()> {
-    anyhow::bail!("load is not built yet ({} sessions)", args.sessions)
+/// One session's results.
+#[derive(Debug, Default)]
+struct SessionResult {
+    samples: Samples,
+    n_acknowledged: usize,
+    typed_failures: BTreeMap<String, usize>,
+    untyped_failures: Vec<String>,
+    probe_mismatches: Vec<String>,
+    long_polls_woken: usize,
+    long_polls_timed_out: usize,
+    long_poll_errors: Vec<String>,
+    /// When each woken long-poll answered, relative to its action's response (negative:
+    /// before the client had the response).
+    wake_after_ack_ms: Vec<f64>,
+    /// Execute requests sent (to compare with the broker's metrics).
+    n_execute_requests: u64,
+    rss_kib: u64,
+    footprint: Footprint,
+}
+
+impl SessionResult {
+    /// Records a failed call: typed when the broker answered with an error body.
+    fn failed(&mut self, what: &str, error: &ClientError) {
+        match error.api_body() {
+            Some(body) => {
+                *self
+                    .typed_failures
+                    .entry(body.code.as_str().to_string())
+                    .or_insert(0) += 1;
+            }
+            None => self.untyped_failures.push(format!("{what}: {error}")),
+        }
+    }
+}
+
+fn ms(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1_000.0
+}
+
+fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(path) = explicit {
+        if path.is_file() {
+            return Ok(path);
+        }
+        bail!("probe binary {} not found", path.display());
+    }
+    let exe = std::env::current_exe().context("failed to locate the deskbroker executable")?;
+    let dir = exe.parent().context("the executable has no directory")?;
+    for candidate in [dir.join("desk-probe"), dir.join("../desk-probe")] {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "desk-probe not found next to {}; build it (`cargo build --release -p desk-test-support \
+         --bin desk-probe`) or pass --probe",
+        exe.display()
+    )
+}
+
+fn probe_profile(probe: &Path) -> String {
+    format!(
+        r#"name = "probe"
+command = ["{probe}", "--out", "{{session}}/probe.ndjson"]
+[attempt]
+filename = "attempt.txt"
+template = "fresh"
+[window]
+class = "deskprobe"
+maximize = true
+timeout_ms = 30000
+"#,
+        probe = probe.display()
+    )
+}
+
+fn probe_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Waits (briefly) until the probe logged `n_button_events` button events; X delivery and the
+/// probe's writes are asynchronous to the broker's answer.
+async fn settled_probe_events(path: &Path, n_button_events: usize) -> Vec<Value> {
+    let mut events = probe_events(path);
+    for _ in 0..100 {
+        let n_seen = events
+            .iter()
+            .filter(|event| {
+                matches!(
+                    event["type"].as_str(),
+                    Some("button_press" | "button_release")
+                )
+            })
+            .count();
+        if n_seen >= n_button_events {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        events = probe_events(path);
+    }
+    events
+}
+
+struct Plan {
+    n_actions: usize,
+    display: DisplaySize,
+    state_dir: PathBuf,
+    run_tag: String,
+}
+
+async fn run_session(
+    client: Client,
+    plan: Arc<Plan>,
+    session_idx: usize,
+    progress: ProgressBar,
+) -> SessionResult {
+    let mut result = SessionResult::default();
+    let started = Instant::now();
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: "load".to_string(),
+            attempt_id: format!("{}-{session_idx}", plan.run_tag),
+            profile: Some("probe".to_string()),
+        })
+        .await;
+    result.samples.add("lease", ms(started.elapsed()));
+    let session = match lease {
+        Ok(lease) => lease.session_id,
+        Err(error) => {
+            result.failed("lease", &error);
+            return result;
+        }
+    };
+    let session_dir = plan.state_dir.join("sessions").join(&session);
+    let started = Instant::now();
+    let reset = client
+        .reset(
+            &session,
+            &ResetRequest {
+                request_id: "load-reset".to_string(),
+            },
+        )
+        .await;
+    result.samples.add("reset", ms(started.elapsed()));
+    if let Err(error) = reset {
+        result.failed("reset", &error);
+    } else {
+        result.footprint = Footprint::read(&session_dir);
+        // The probe log is checked inside, before release deletes the session directory.
+        drive(
+            &client,
+            &plan,
+            session_idx,
+            &session,
+            &mut result,
+            &progress,
+        )
+        .await;
+    }
+    let started = Instant::now();
+    let released = client.release(&session).await;
+    result.samples.add("release", ms(started.elapsed()));
+    if let Err(error) = released {
+        result.failed("release", &error);
+    }
+    result
+}
+
+/// The action phase of one session: actions with screenshots, status reads and long-polls in
+/// between, then the probe comparison and the memory sample.
+async fn drive(
+    client: &Client,
+    plan: &Plan,
+    session_idx: usize,
+    session: &str,
+    result: &mut SessionResult,
+    progress: &ProgressBar,
+) {
+    let probe_log = plan
+        .state_dir
+        .join("sessions")
+        .join(session)
+        .join("probe.ndjson");
+    let n_before = probe_events(&probe_log).len();
+    let mut expected = Expected::default();
+    let mut next_index = 0_u64;
+    for (action_idx, action) in script::script(session_idx, plan.n_actions, plan.display)
+        .into_iter()
+        .enumerate()
+    {
+        // Every 10th action, a long-poll waits for it from a second connection.
+        let poller = (action_idx % 10 == 5).then(|| {
+            let client = client.clone();
+            let session = session.to_string();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let answer = client
+                    .status_wait(
+                        &session,
+                        Duration::from_millis(5_000),
+                        Some(SessionState::Ready),
+                        Some(next_index),
+                    )
+                    .await;
+                (answer, started.elapsed(), Instant::now())
+            })
+        });
+        if poller.is_some() {
+            // Lets the long-poll reach the broker first most of the time; either order is valid.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let request = ActionRequest {
+            request_id: format!("load-{action_idx}"),
+            expected_action_index: next_index,
+            action: action.clone(),
+        };
+        let started = Instant::now();
+        let answer = client.act(session, &request).await;
+        result.n_execute_requests += 1;
+        let elapsed = ms(started.elapsed());
+        let acked_at = Instant::now();
+        result.samples.add("execute", elapsed);
+        result
+            .samples
+            .add(&format!("execute:{}", action.type_name()), elapsed);
+        match answer {
+            Ok(response) => {
+                result.n_acknowledged += 1;
+                expected.acknowledged(&action);
+                next_index = response.action_index + 1;
+            }
+            Err(error) => result.failed("execute", &error),
+        }
+        if let Some(poller) = poller {
+            check_long_poll(poller.await, next_index, acked_at, result);
+        }
+        extras(client, session, action_idx, next_index, result).await;
+        progress.inc(1);
+    }
+    let events = settled_probe_events(&probe_log, n_before + expected.n_button_events()).await;
+    result.probe_mismatches = expected.check(events.get(n_before..).unwrap_or(&[]));
+    result.rss_kib = result.footprint.rss_kib();
+}
+
+type PollOutcome = (
+    std::result::Result<desk_contract::api::StatusResponse, ClientError>,
+    Duration,
+    Instant,
+);
+
+fn check_long_poll(
+    joined: std::result::Result<PollOutcome, tokio::task::JoinError>,
+    next_index: u64,
+    acked_at: Instant,
+    result: &mut SessionResult,
+) {
+    let (answer, elapsed, returned_at) = match joined {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            result
+                .long_poll_errors
+                .push(format!("long-poll task failed: {error}"));
+            return;
+        }
+    };
+    result.samples.add("status_wait", ms(elapsed));
+    match answer {
+        Ok(status) if status.next_action_index == next_index => {
+            result.long_polls_woken += 1;
+            let after_ack = ms(returned_at.saturating_duration_since(acked_at))
+                - ms(acked_at.saturating_duration_since(returned_at));
+            result.wake_after_ack_ms.push(after_ack);
+        }
+        Ok(status) => result.long_poll_errors.push(format!(
+            "long-poll answered next_action_index {} (state {}), expected {next_index}",
+            status.next_action_index,
+            status.state.as_str()
+        )),
+        Err(error) => {
+            result.failed("status_wait", &error);
+            result
+                .long_poll_errors
+                .push(format!("long-poll failed: {error}"));
+        }
+    }
+}
+
+/// Screenshots, status reads and a long-poll that must time out, between actions.
+async fn extras(
+    client: &Client,
+    session: &str,
+    action_idx: usize,
+    next_index: u64,
+    result: &mut SessionResult,
+) {
+    if action_idx % 15 == 14 {
+        let started = Instant::now();
+        let shot = client.screenshot(session).await;
+        result.samples.add("screenshot", ms(started.elapsed()));
+        if let Err(error) = shot {
+            result.failed("screenshot", &error);
+        }
+    }
+    if action_idx % 25 == 12 {
+        let started = Instant::now();
+        let status = client.status(session).await;
+        result.samples.add("status", ms(started.elapsed()));
+        if let Err(error) = status {
+            result.failed("status", &error);
+        }
+    }
+    if action_idx % 50 == 19 {
+        // Nothing changes while this waits: it must time out with the same view.
+        let started = Instant::now();
+        let answer = client
+            .status_wait(
+                session,
+                Duration::from_millis(200),
+                Some(SessionState::Ready),
+                Some(next_index),
+            )
+            .await;
+        let elapsed = started.elapsed();
+        result.samples.add("status_wait_timeout", ms(elapsed));
+        match answer {
+            Ok(status)
+                if status.next_action_index == next_index
+                    && elapsed >= Duration::from_millis(190) =>
+            {
+                result.long_polls_timed_out += 1;
+            }
+            Ok(status) => result.long_poll_errors.push(format!(
+                "an idle long-poll answered after {elapsed:?} with next_action_index {}",
+                status.next_action_index
+            )),
+            Err(error) => result.failed("status_wait", &error),
+        }
+    }
+}
+
+/// `GET /v1/metrics` over the socket, as plain HTTP/1.1 (the typed client has no such call).
+async fn scrape_metrics(socket: &Path) -> Result<String> {
+    let mut stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .with_context(|| format!("failed to connect to {}", socket.display()))?;
+    stream
+        .write_all(b"GET /v1/metrics HTTP/1.1\r\nHost: deskbroker\r\nConnection: close\r\n\r\n")
+        .await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("malformed metrics response")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        bail!(
+            "metrics answered {}",
+            head.lines().next().unwrap_or_default()
+        );
+    }
+    Ok(body.to_string())
+}
+
+/// Sums `deskbroker_requests_total` per operation from the metrics text.
+fn requests_per_op(metrics: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("deskbroker_requests_total{op=\"") else {
+            continue;
+        };
+        let Some((op, tail)) = rest.split_once('"') else {
+            continue;
+        };
+        let value = tail
+            .rsplit(' ')
+            .next()
+            .and_then(|value| value.parse::<u64>().ok())
+            .unwrap_or(0);
+        *counts.entry(op.to_string()).or_insert(0) += value;
+    }
+    counts
+}
+
+pub(crate) async fn run(args: LoadArgs) -> Result<()> {
+    let probe = find_probe(args.probe.clone())?;
+    let work = std::env::temp_dir().join(format!("deskbroker-load-{}", std::process::id()));
+    std::fs::create_dir_all(work.join("profiles"))?;
+    std::fs::write(work.join("profiles/probe.toml"), probe_profile(&probe))?;
+    let outcome = run_in(&args, &work).await;
+    let _ = std::fs::remove_dir_all(&work);
+    let mut report = outcome?;
+    let mut leftovers: Vec<String> = report["leftovers"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if work.exists() {
+        leftovers.push(format!("temporary directory {} left", work.display()));
+    }
+    report["leftovers"] = json!(leftovers);
+    let ok = report["untyped_failures"]
+        .as_array()
+        .is_some_and(Vec::is_empty)
+        && report["probe_mismatches"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+        && report["long_poll"]["errors"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+        && report["broker_metrics_mismatch"].is_null()
+        && leftovers.is_empty();
+    report["ok"] = json!(ok);
+    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("failed to write {}", args.json.display()))?;
+    println!("report written to {}", args.json.display());
+    if !ok {
+        bail!("load run failed; see {}", args.json.display());
+    }
+    Ok(())
+}
+
+async fn run_in(args: &LoadArgs, work: &Path) -> Result<Value> {
+    let mut broker_args = args.broker.clone();
+    broker_args.state_dir = Some(work.join("state"));
+    broker_args.profiles = Some(work.join("profiles"));
+    broker_args.default_profile = "probe".to_string();
+    let display = DisplaySize {
+        width: broker_args.display.0,
+        height: broker_args.display.1,
+    };
+    let n_sessions = usize::from(args.sessions);
+    let rss_before_kib = host::own_rss_kib();
+    let socket = work.join("broker.sock");
+    let broker = LocalBroker::start(&broker_args, socket.clone()).await?;
+    let plan = Arc::new(Plan {
+        n_actions: args.actions,
+        display,
+        state_dir: work.join("state"),
+        run_tag: format!("run{}", std::process::id()),
+    });
+    let progress = ProgressBar::new((n_sessions * args.actions) as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} actions {elapsed} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    eprintln!(
+        "load: {n_sessions} sessions × {} actions on {display}",
+        args.actions
+    );
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n_sessions)
+        .map(|session_idx| {
+            tokio::spawn(run_session(
+                broker.client(),
+                Arc::clone(&plan),
+                session_idx,
+                progress.clone(),
+            ))
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.context("a load session panicked")?);
+    }
+    let wall = started.elapsed();
+    progress.finish_and_clear();
+    let rss_peak_kib = host::own_rss_kib();
+    let metrics = scrape_metrics(&socket).await;
+    broker.stop().await;
+    // Give the released desktops' processes a moment to be reaped before looking for them.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let report = build_report(
+        args,
+        display,
+        &results,
+        wall,
+        (rss_before_kib, rss_peak_kib),
+        metrics,
+        &plan.state_dir,
+    );
+    print_summary(&report);
+    Ok(report)
+}
+
+fn build_report(
+    args: &LoadArgs,
+    display: DisplaySize,
+    results: &[SessionResult],
+    wall: Duration,
+    (rss_before_kib, rss_peak_kib): (u64, u64),
+    metrics: Result<String>,
+    state_dir: &Path,
+) -> Value {
+    let mut samples = Samples::default();
+    let mut typed: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut untyped, mut mismatches, mut poll_errors, mut leftovers) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut wake_after_ack = Vec::new();
+    let (mut n_acked, mut n_woken, mut n_timed_out, mut n_execute) = (0, 0, 0, 0);
+    let mut session_rss_mib = Vec::new();
+    for (session_idx, result) in results.iter().enumerate() {
+        samples.merge(result.samples.clone());
+        for (code, count) in &result.typed_failures {
+            *typed.entry(code.clone()).or_insert(0) += count;
+        }
+        let tag = |text: &String| format!("session {session_idx}: {text}");
+        untyped.extend(result.untyped_failures.iter().map(tag));
+        mismatches.extend(result.probe_mismatches.iter().map(tag));
+        poll_errors.extend(result.long_poll_errors.iter().map(tag));
+        leftovers.extend(result.footprint.leftovers().iter().map(tag));
+        wake_after_ack.extend(&result.wake_after_ack_ms);
+        n_acked += result.n_acknowledged;
+        n_execute += result.n_execute_requests;
+        n_woken += result.long_polls_woken;
+        n_timed_out += result.long_polls_timed_out;
+        session_rss_mib.push(result.rss_kib as f64 / 1024.0);
+    }
+    if let Ok(entries) = std::fs::read_dir(state_dir.join("sessions")) {
+        for entry in entries.flatten() {
+            leftovers.push(format!("session directory {} left", entry.path().display()));
+        }
+    }
+    let summaries = samples.summaries();
+    let n_sessions = results.len().max(1);
+    let mean_session_mib = session_rss_mib.iter().sum::<f64>() / n_sessions as f64;
+    let broker_growth_mib =
+        rss_peak_kib.saturating_sub(rss_before_kib) as f64 / 1024.0 / n_sessions as f64;
+    let (metrics_counts, metrics_error) = match &metrics {
+        Ok(text) => (requests_per_op(text), None),
+        Err(error) => (BTreeMap::new(), Some(format!("{error:#}"))),
+    };
+    // The broker's own count of execute requests must match what the clients sent.
+    let metrics_mismatch = match (&metrics_error, metrics_counts.get("execute")) {
+        (Some(error), _) => Some(format!("metrics unavailable: {error}")),
+        (None, Some(counted)) if *counted == n_execute => None,
+        (None, counted) => Some(format!(
+            "the broker's metrics count {} execute requests, the clients sent {n_execute}",
+            counted.copied().unwrap_or(0)
+        )),
+    };
+    json!({
+        "sessions": results.len(),
+        "actions_per_session": args.actions,
+        "display": display.to_string(),
+        "wall_seconds": round(wall.as_secs_f64()),
+        "actions_acknowledged": n_acked,
+        "actions_per_second": round(n_acked as f64 / wall.as_secs_f64().max(1e-9)),
+        "typed_failures": typed,
+        "untyped_failures": untyped,
+        "operations": summaries
+            .iter()
+            .map(|(op, summary)| (op.clone(), summary.to_json()))
+            .collect::<serde_json::Map<String, Value>>(),
+        "long_poll": {
+            "woken_by_action": n_woken,
+            "timed_out_unchanged": n_timed_out,
+            "answered_relative_to_action_response_ms": Summary::of(&wake_after_ack).to_json(),
+            "errors": poll_errors,
+        },
+        "probe_mismatches": mismatches,
+        "checkpoint": "skipped: the probe profile has no save chord",
+        "memory": {
+            "session_processes_rss_mib": session_rss_mib.iter().map(|v| round(*v)).collect::<Vec<_>>(),
+            "session_processes_rss_mib_mean": round(mean_session_mib),
+            "broker_process_rss_before_mib": round(rss_before_kib as f64 / 1024.0),
+            "broker_process_rss_after_mib": round(rss_peak_kib as f64 / 1024.0),
+            "broker_rss_growth_mib_per_session": round(broker_growth_mib),
+            "per_session_total_mib": round(mean_session_mib + broker_growth_mib),
+        },
+        "broker_metrics_requests": metrics_counts,
+        "broker_metrics_mismatch": metrics_mismatch,
+        "leftovers": leftovers,
+        "table": report::table(&summaries),
+    })
+}
+
+fn print_summary(report: &Value) {
+    println!(
+        "deskbroker load — {} sessions × {} actions on {}, {} s wall",
+        report["sessions"],
+        report["actions_per_session"],
+        report["display"].as_str().unwrap_or("?"),
+        report["wall_seconds"]
+    );
+    println!();
+    print!("{}", report["table"].as_str().unwrap_or_default());
+    println!();
+    println!(
+        "acknowledged actions: {} ({} actions/s); typed failures: {}; untyped failures: {}",
+        report["actions_acknowledged"],
+        report["actions_per_second"],
+        report["typed_failures"],
+        report["untyped_failures"].as_array().map_or(0, Vec::len)
+    );
+    println!(
+        "long-polls: {} woken by their action, {} timed out unchanged, errors: {}",
+        report["long_poll"]["woken_by_action"],
+        report["long_poll"]["timed_out_unchanged"],
+        report["long_poll"]["errors"].as_array().map_or(0, Vec::len)
+    );
+    println!(
+        "memory per session: {} MiB session processes (mean) + {} MiB broker growth = {} MiB",
+        report["memory"]["session_processes_rss_mib_mean"],
+        report["memory"]["broker_rss_growth_mib_per_session"],
+        report["memory"]["per_session_total_mib"]
+    );
+    println!(
+        "probe logs: {} mismatches; leftovers after release: {}",
+        report["probe_mismatches"].as_array().map_or(0, Vec::len),
+        report["leftovers"].as_array().map_or(0, Vec::len)
+    );
+    println!(
+        "checkpoint: {}",
+        report["checkpoint"].as_str().unwrap_or_default()
+    );
 }

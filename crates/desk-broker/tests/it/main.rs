@@ -3,6 +3,7 @@
 
 mod invalid;
 mod lifecycle;
+mod observe;
 mod recovery;
 mod replay;
 mod strict;

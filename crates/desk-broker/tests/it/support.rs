@@ -191,7 +191,10 @@ fn remember_lease_token(lease_answer: &str) {
 }
 
 fn lease_token_for(path: &str) -> Option<String> {
-    let id = path.strip_prefix("/v1/sessions/")?.split('/').next()?;
+    let id = path
+        .strip_prefix("/v1/sessions/")?
+        .split(['/', '?'])
+        .next()?;
     LEASE_TOKENS.lock().unwrap().get(id).cloned()
 }
 
