@@ -7,6 +7,10 @@
 //! `action_sequence_conflict`); then the session state (`ready` only); then the expected index.
 //! The intent is logged and journaled, never sent: the backend receives only the
 //! [`desk_contract::InputAction`].
+//!
+//! Signed evidence (see `evidence`): after the `pending` row commits, `action_accepted` is
+//! written; if it cannot be, the row is discarded and nothing is sent. Every accepted action gets
+//! a receipt before its response (delivered, incomplete, in doubt, or not injected).
 
 use std::path::Path;
 
@@ -18,11 +22,22 @@ use desk_contract::{ErrorCode, InputAction, SettleOutcome, validate_action};
 
 use crate::broker::{Broker, Inner, screenshot, wrong_state};
 use crate::error::BrokerError;
+use crate::evidence::{self, ActionEnd};
 use crate::fault::FaultHook;
 use crate::frames;
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::util::{canonical_json, check_identifier, now_ms, sha256_hex};
+
+fn settle_outcome_name(outcome: SettleOutcome) -> &'static str {
+    match outcome {
+        SettleOutcome::Stable => "stable",
+        SettleOutcome::StillChanging => "still_changing",
+        SettleOutcome::Unavailable => "unavailable",
+        SettleOutcome::Skipped => "skipped",
+        SettleOutcome::Interrupted => "interrupted",
+    }
+}
 
 fn request_digest(request: &ActionRequest) -> Result<String, BrokerError> {
     let content = serde_json::json!({
@@ -115,6 +130,23 @@ impl Inner {
                 response: None,
             },
         )?;
+        let begun_at = std::time::Instant::now();
+        // Signed evidence of the acceptance comes before any input; without it nothing is sent
+        // and the index goes to the next action.
+        if let Err(error) = evidence::action_accepted(
+            self,
+            &session,
+            action_index,
+            &request,
+            validated.action_type(),
+            &intent,
+        ) {
+            session.state = SessionState::Ready;
+            session.next_action_index = action_index;
+            self.store.discard_action(&session, action_index)?;
+            return Err(error);
+        }
+        let evidence_accepted_at = std::time::Instant::now();
         self.config.fault.fire(FaultHook::KillBeforeInput);
         let journaled_at = std::time::Instant::now();
 
@@ -149,6 +181,8 @@ impl Inner {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) if error.input_may_have_been_sent() => {
+                // Best effort: the session fails closed whether or not the receipt is written.
+                let _ = evidence::action_receipt(self, &session, action_index, ActionEnd::InDoubt);
                 let failure = BrokerError::OutcomeUnknown {
                     action_index,
                     source: Some(error),
@@ -160,6 +194,15 @@ impl Inner {
                 return Err(failure);
             }
             Err(error) => {
+                // Nothing was sent. Without this receipt the next acceptance withdraws it.
+                let _ = evidence::action_receipt(
+                    self,
+                    &session,
+                    action_index,
+                    ActionEnd::NotInjected {
+                        error_code: ErrorCode::DesktopFailed.as_str(),
+                    },
+                );
                 session.state = SessionState::Ready;
                 session.next_action_index = action_index;
                 self.store.discard_action(&session, action_index)?;
@@ -186,6 +229,14 @@ impl Inner {
         );
         if let Err(error) = logged {
             // The input was delivered but its evidence is incomplete: never replay it.
+            let _ = evidence::action_receipt(
+                self,
+                &session,
+                action_index,
+                ActionEnd::Incomplete {
+                    error_code: ErrorCode::Internal.as_str(),
+                },
+            );
             session.state = SessionState::Error;
             session.last_error_code = Some(ErrorCode::Internal.as_str().to_string());
             session.last_error_message = Some("failed to write the event logs".to_string());
@@ -227,7 +278,29 @@ impl Inner {
         // The journal caches the response without the screenshot bytes; the frame file holds
         // them (see `frames`).
         let session_dir = Path::new(&session.session_dir);
-        if let Err(error) = frames::store(session_dir, &response.screenshot, &outcome.frame.png) {
+        let stored_frame = frames::store(session_dir, &response.screenshot, &outcome.frame.png);
+        let receipt_started_at = std::time::Instant::now();
+        let receipt = match &stored_frame {
+            Ok(()) => evidence::action_receipt(
+                self,
+                &session,
+                action_index,
+                ActionEnd::Delivered {
+                    settle_outcome: settle_outcome_name(outcome.settle.outcome),
+                    screenshot_sha256: &response.screenshot.sha256,
+                },
+            ),
+            Err(_) => evidence::action_receipt(
+                self,
+                &session,
+                action_index,
+                ActionEnd::Incomplete {
+                    error_code: ErrorCode::Internal.as_str(),
+                },
+            ),
+        };
+        let receipt_done_at = std::time::Instant::now();
+        if let Err(error) = stored_frame.and(receipt) {
             // Delivered but its evidence is incomplete: never replay it.
             session.state = SessionState::Error;
             session.last_error_code = Some(ErrorCode::Internal.as_str().to_string());
@@ -251,8 +324,11 @@ impl Inner {
         tracing::debug!(
             session_id,
             action_index,
-            begin_action_us =
-                u64::try_from((journaled_at - begin_started).as_micros()).unwrap_or(0),
+            begin_action_us = u64::try_from((begun_at - begin_started).as_micros()).unwrap_or(0),
+            evidence_accepted_us =
+                u64::try_from((evidence_accepted_at - begun_at).as_micros()).unwrap_or(0),
+            evidence_receipt_us =
+                u64::try_from((receipt_done_at - receipt_started_at).as_micros()).unwrap_or(0),
             before_backend_ms = now_ms()
                 .saturating_sub(accepted_at_ms)
                 .saturating_sub(u64::try_from(journaled_at.elapsed().as_millis()).unwrap_or(0)),

@@ -13,6 +13,7 @@
 //! | 422 | `checkpoint_failed`, `app_not_maximized` |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed` |
+//! | 503 | `journal_unavailable` (the signed evidence journal cannot be written; nothing was done) |
 //!
 //! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
 //! message; the full error chain is logged at error level inside the request span.
@@ -62,6 +63,11 @@ impl BrokerError {
                 ErrorCode::InputOutcomeUnknown,
             ),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
+            // The signed evidence journal cannot be written: refused like the action journal.
+            BrokerError::Evidence { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::JournalUnavailable,
+            ),
             BrokerError::Store { .. }
             | BrokerError::Io { .. }
             | BrokerError::Profile(_)
@@ -77,10 +83,10 @@ impl BrokerError {
             self.to_string()
         } else {
             match self {
-                // Both messages are built from the operation and index only, never a cause.
-                BrokerError::OutcomeUnknown { .. } | BrokerError::Desktop { .. } => {
-                    self.to_string()
-                }
+                // These messages are built from the operation and index only, never a cause.
+                BrokerError::OutcomeUnknown { .. }
+                | BrokerError::Desktop { .. }
+                | BrokerError::Evidence { .. } => self.to_string(),
                 _ => "internal error; see the broker log".to_string(),
             }
         };

@@ -80,6 +80,7 @@ impl Broker {
         std::fs::create_dir_all(&sessions_dir)
             .map_err(BrokerError::io("create the state directory", &sessions_dir))?;
         let store = Store::open(&config.state_dir.join("broker.sqlite3"))?;
+        crate::evidence::load_key(&config)?;
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
                 session_id,
@@ -87,6 +88,7 @@ impl Broker {
                 "{}",
                 recovered_message(action_index)
             );
+            crate::evidence::action_in_doubt(&config, &store, &session_id, action_index);
         }
         for mut session in store.unreleased_sessions()? {
             let n_reaped = factory.reap_orphans(std::path::Path::new(&session.session_dir));

@@ -7,7 +7,8 @@
 //! and polls the file for up to `save_timeout_ms` until its hash changes and then holds still
 //! (`controller_save`). A foreign window in front, a missing save chord, or an unchanged file is
 //! `checkpoint_failed`. The checkpointed bytes are copied to `<session>/checkpoint/<file>`;
-//! `retrieve_artifact` returns that copy after verifying its hash.
+//! `retrieve_artifact` returns that copy after verifying its hash. Both write a signed record
+//! (`checkpoint`, `artifact`) before answering; the evidence keeps its own copy of the bytes.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use desk_contract::{Action, b64, validate_action};
 
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
+use crate::evidence;
 use crate::logs::{EventLogs, FrameTiming};
 use crate::reset::file_digest;
 use crate::store::SessionRow;
@@ -149,6 +151,11 @@ impl Inner {
         };
         let copy_path = checkpoint_copy_path(&session, &attempt_path);
         write_synced(&copy_path, &bytes)?;
+        let file_name = copy_path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        evidence::checkpoint(self, &session, &file_name, &bytes, method_name(method))?;
         session.checkpoint_sha = Some(sha256.clone());
         session.checkpoint_size = Some(size);
         session.checkpoint_method = Some(method_name(method).to_string());
@@ -194,6 +201,7 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
+        evidence::artifact(self, &session, &filename, &sha256, size)?;
         Ok(ArtifactResponse {
             filename,
             bytes_base64: b64::encode(&bytes),

@@ -116,6 +116,16 @@ pub enum BrokerError {
         #[source]
         source: serde_json::Error,
     },
+    /// Signed evidence could not be written; what depended on it (for an action: its input)
+    /// did not happen. The cause is logged, never sent.
+    #[error("failed to write the signed evidence of {operation}; nothing depending on it was done")]
+    Evidence {
+        /// The refused operation.
+        operation: &'static str,
+        /// The evidence failure (boxed: it is large and rare).
+        #[source]
+        source: Box<desk_evidence::EvidenceError>,
+    },
     /// An invariant broke or a task panicked; details are logged.
     #[error("internal error: {0}")]
     Internal(String),

@@ -1,21 +1,750 @@
 //! Signed, hash-chained evidence per session (issue 3), written with `desk-evidence`.
 //!
-//! The broker calls the hooks here at each point the evidence plan (docs/evidence.md) names.
+//! Layout: `<state_dir>/evidence/signing.key` (0600) and `evidence.pub` (the broker's Ed25519
+//! key pair, created on first start unless [`EvidenceConfig::signing_key`] names a key), and per
+//! session `<state_dir>/evidence/<session_id>/` holding `evidence.ndjson` (the journal),
+//! `frames/<sequence>.png` (reset and screenshot frames), `artifact/<name>` (the last
+//! checkpointed bytes) and, from release on, copies of `events.json` and `frame_events.json`.
+//! The directory outlives the session directory, so a bundle can be exported after release.
+//!
+//! The broker calls the hooks here at each point docs/evidence.md names. Every hook returns
+//! only after its record was written, fsynced, read back and verified; the caller sends the
+//! response that depends on it afterwards. Invariants: `action_accepted` is written before any
+//! input of its action is sent, and a failure to write it refuses the action; a failed write
+//! evicts the session's cached writer, so the next operation reopens (and re-verifies) the
+//! journal from disk or is refused too.
+//!
+//! The in-memory state (the loaded key and one open writer per session) lives behind an `Arc` in
+//! [`EvidenceConfig`]; cloning a config yields the same settings with fresh state.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use desk_contract::api::ActionRequest;
+use desk_evidence::record::{
+    ActionAccepted, ActionReceipt, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot,
+    SessionReleased, SessionStarted,
+};
+use desk_evidence::{
+    EvidenceError, EvidenceWriter, ExportInputs, Manifest, RecordBody, SigningKey, VerifyReport,
+    VerifyingKey,
+};
+use sha2::{Digest as _, Sha256};
 
 use crate::broker::Inner;
+use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use crate::store::SessionRow;
+use crate::util::now_ms;
+
+/// Directory below the state directory that holds keys and per-session evidence.
+pub(crate) const EVIDENCE_DIR: &str = "evidence";
+/// Default signing key file name inside [`EVIDENCE_DIR`].
+pub const SIGNING_KEY_FILE: &str = "signing.key";
+/// Public key file name inside [`EVIDENCE_DIR`]; what `evidence verify --key` takes.
+pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
+
+const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
+const STAGING_DIR: &str = "staging";
 
 /// Where evidence is kept and which key signs it. Part of [`crate::BrokerConfig`].
-#[derive(Debug, Clone, Default)]
-pub struct EvidenceConfig {}
+#[derive(Default)]
+pub struct EvidenceConfig {
+    /// The Ed25519 signing key (PKCS#8 PEM, or a base64 32-byte seed). `None`: use
+    /// `<state_dir>/evidence/signing.key`, created with mode 0600 on first start.
+    pub signing_key: Option<PathBuf>,
+    runtime: Arc<Runtime>,
+}
 
-/// A lease was granted: the session's evidence journal starts.
-pub(crate) fn session_started(_inner: &Inner, _session: &SessionRow) -> Result<(), BrokerError> {
+impl Clone for EvidenceConfig {
+    fn clone(&self) -> Self {
+        EvidenceConfig {
+            signing_key: self.signing_key.clone(),
+            runtime: Arc::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for EvidenceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvidenceConfig")
+            .field("signing_key", &self.signing_key)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The loaded key and the open journals.
+#[derive(Default)]
+struct Runtime {
+    key: Mutex<Option<SigningKey>>,
+    journals: Mutex<HashMap<String, Arc<Mutex<SessionJournal>>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves at worst a poisoned writer, which refuses appends.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `<state_dir>/evidence`.
+pub(crate) fn evidence_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(EVIDENCE_DIR)
+}
+
+/// `<state_dir>/evidence/evidence.pub`, the public key of the broker's evidence.
+pub fn public_key_path(state_dir: &Path) -> PathBuf {
+    evidence_dir(state_dir).join(PUBLIC_KEY_FILE)
+}
+
+fn session_evidence_dir(state_dir: &Path, session_id: &str) -> Result<PathBuf, EvidenceError> {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !safe {
+        return Err(EvidenceError::Export {
+            path: evidence_dir(state_dir),
+            reason: format!("{session_id:?} is not a session id"),
+        });
+    }
+    Ok(evidence_dir(state_dir).join(session_id))
+}
+
+fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError {
+    let path = path.to_path_buf();
+    move |source| EvidenceError::Io {
+        operation,
+        path,
+        source,
+    }
+}
+
+fn create_private_dir(path: &Path) -> Result<(), EvidenceError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(io_error("create", path))
+}
+
+/// Loads the signing key: the configured file, or `<state_dir>/evidence/signing.key`, which is
+/// created (0600) on first use. Writes `evidence.pub` beside it when missing and refuses a
+/// stale one that belongs to another key.
+fn load_or_create_key(
+    state_dir: &Path,
+    configured: Option<&Path>,
+) -> Result<SigningKey, EvidenceError> {
+    let directory = evidence_dir(state_dir);
+    create_private_dir(&directory)?;
+    let key = match configured {
+        Some(path) => SigningKey::read(path)?,
+        None => {
+            let path = directory.join(SIGNING_KEY_FILE);
+            if path.exists() {
+                SigningKey::read(&path)?
+            } else {
+                let key = SigningKey::generate()?;
+                key.write(&path)?;
+                tracing::info!(path = %path.display(), "created the evidence signing key");
+                key
+            }
+        }
+    };
+    let public_path = directory.join(PUBLIC_KEY_FILE);
+    let public = key.verifying_key();
+    if public_path.exists() {
+        if VerifyingKey::read(&public_path)? != public {
+            return Err(EvidenceError::Key {
+                operation: "check",
+                path: public_path,
+                reason: "it belongs to another key than the signing key; move it away".to_string(),
+            });
+        }
+    } else {
+        public.write(&public_path)?;
+    }
+    tracing::info!(
+        fingerprint = public.fingerprint(),
+        public_key = %public_path.display(),
+        "evidence signing key loaded"
+    );
+    Ok(key)
+}
+
+/// The broker's signing key, loaded once per broker.
+fn signing_key(config: &BrokerConfig) -> Result<SigningKey, EvidenceError> {
+    let mut cached = lock(&config.evidence.runtime.key);
+    if let Some(key) = cached.as_ref() {
+        return Ok(key.clone());
+    }
+    let key = load_or_create_key(&config.state_dir, config.evidence.signing_key.as_deref())?;
+    *cached = Some(key.clone());
+    Ok(key)
+}
+
+/// Loads (or on first start creates) the signing key and publishes `evidence.pub`, so a broker
+/// with an unusable key refuses to start instead of refusing every lease.
+pub(crate) fn load_key(config: &BrokerConfig) -> Result<(), BrokerError> {
+    signing_key(config)
+        .map(|_| ())
+        .map_err(|source| BrokerError::Evidence {
+            operation: "open the broker",
+            source: Box::new(source),
+        })
+}
+
+/// Length and running SHA-256 of an append-only log, updated with the bytes added since.
+#[derive(Default)]
+struct LogHasher {
+    len: u64,
+    hasher: Sha256,
+}
+
+impl LogHasher {
+    /// The digest of the whole file now. A file that shrank (reset truncates) is rehashed.
+    fn digest(&mut self, path: &Path) -> Result<LogDigest, EvidenceError> {
+        let mut file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                *self = LogHasher::default();
+                return Ok(LogDigest::of(b""));
+            }
+            Err(error) => return Err(io_error("open", path)(error)),
+        };
+        let file_len = file.metadata().map_err(io_error("stat", path))?.len();
+        if file_len < self.len {
+            *self = LogHasher::default();
+        }
+        file.seek(SeekFrom::Start(self.len))
+            .map_err(io_error("seek", path))?;
+        let mut added = Vec::new();
+        file.take(file_len - self.len)
+            .read_to_end(&mut added)
+            .map_err(io_error("read", path))?;
+        self.hasher.update(&added);
+        self.len += added.len() as u64;
+        Ok(LogDigest {
+            len: self.len,
+            sha256: hex::encode(self.hasher.clone().finalize()),
+        })
+    }
+}
+
+/// One session's open journal and what the broker needs to know about it.
+struct SessionJournal {
+    writer: EvidenceWriter,
+    directory: PathBuf,
+    session_dir: PathBuf,
+    events: LogHasher,
+    frame_events: LogHasher,
+    // Invariant: mirror the journal's chain state (open actions, count, released).
+    open_actions: BTreeSet<u64>,
+    n_actions: u64,
+    released: bool,
+}
+
+impl SessionJournal {
+    fn observe(&mut self, body: &RecordBody) {
+        match body {
+            RecordBody::ActionAccepted(accepted) => {
+                self.open_actions.insert(accepted.index);
+                self.n_actions += 1;
+            }
+            RecordBody::ActionReceipt(receipt) => {
+                self.open_actions.remove(&receipt.index);
+                if receipt.settle_outcome == NOT_INJECTED {
+                    self.n_actions = self.n_actions.saturating_sub(1);
+                }
+            }
+            RecordBody::SessionReleased(_) => self.released = true,
+            _ => {}
+        }
+    }
+
+    fn append(&mut self, body: RecordBody) -> Result<(), EvidenceError> {
+        self.writer.append(now_ms(), body.clone())?;
+        self.observe(&body);
+        Ok(())
+    }
+
+    fn log_digests(&mut self) -> Result<(LogDigest, LogDigest), EvidenceError> {
+        let events = self.events.digest(&self.session_dir.join(EVENTS_FILE))?;
+        let frame_events = self
+            .frame_events
+            .digest(&self.session_dir.join(FRAME_EVENTS_FILE))?;
+        Ok((events, frame_events))
+    }
+
+    fn receipt(
+        &mut self,
+        index: u64,
+        settle_outcome: &str,
+        error_code: Option<&str>,
+        screenshot_sha256: Option<&str>,
+    ) -> Result<(), EvidenceError> {
+        let (events, frame_events) = self.log_digests()?;
+        self.append(RecordBody::ActionReceipt(ActionReceipt {
+            index,
+            settle_outcome: settle_outcome.to_string(),
+            error_code: error_code.map(str::to_string),
+            screenshot_sha256: screenshot_sha256.map(str::to_string),
+            events,
+            frame_events,
+        }))
+    }
+
+    /// Writes `bytes` to `relative` below the session's evidence directory: first to a synced
+    /// staging file, renamed into place by [`SessionJournal::commit_staged`].
+    fn stage(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, EvidenceError> {
+        let staging = self.directory.join(STAGING_DIR);
+        create_private_dir(&staging)?;
+        let path = staging.join(name);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_error("create", &path))?;
+        file.write_all(bytes).map_err(io_error("write", &path))?;
+        file.sync_data().map_err(io_error("fsync", &path))?;
+        Ok(path)
+    }
+
+    fn commit_staged(
+        &self,
+        staged: &Path,
+        relative_dir: &str,
+        name: &str,
+    ) -> Result<(), EvidenceError> {
+        let directory = self.directory.join(relative_dir);
+        create_private_dir(&directory)?;
+        let target = directory.join(name);
+        std::fs::rename(staged, &target).map_err(io_error("rename", &target))?;
+        File::open(&directory)
+            .and_then(|handle| handle.sync_all())
+            .map_err(io_error("fsync", &directory))
+    }
+}
+
+fn started_body(config: &BrokerConfig, session: &SessionRow, key: &SigningKey) -> RecordBody {
+    RecordBody::SessionStarted(SessionStarted {
+        lease_id: session.id.clone(),
+        backend: session.profile.clone(),
+        screen_width: config.display.width,
+        screen_height: config.display.height,
+        signer_fingerprint: key.verifying_key().fingerprint(),
+    })
+}
+
+/// Opens the session's journal from disk, or creates it with its `session_started` record.
+fn open_journal(
+    config: &BrokerConfig,
+    session: &SessionRow,
+) -> Result<SessionJournal, EvidenceError> {
+    let key = signing_key(config)?;
+    let directory = session_evidence_dir(&config.state_dir, &session.id)?;
+    create_private_dir(&directory)?;
+    let path = directory.join(JOURNAL_FILE);
+    let empty = match std::fs::metadata(&path) {
+        Ok(metadata) => metadata.len() == 0,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => true,
+        Err(error) => return Err(io_error("stat", &path)(error)),
+    };
+    let make = |writer| SessionJournal {
+        writer,
+        directory: directory.clone(),
+        session_dir: PathBuf::from(&session.session_dir),
+        events: LogHasher::default(),
+        frame_events: LogHasher::default(),
+        open_actions: BTreeSet::new(),
+        n_actions: 0,
+        released: false,
+    };
+    if empty {
+        // A journal whose creation failed before its first record holds nothing to keep.
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io_error("remove", &path)(error)),
+        }
+        let writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
+        let mut journal = make(writer);
+        journal.append(started_body(config, session, &key))?;
+        return Ok(journal);
+    }
+    let (writer, records) = EvidenceWriter::open(&path, key)?;
+    let mut journal = make(writer);
+    for record in &records {
+        journal.observe(&record.record().body);
+    }
+    Ok(journal)
+}
+
+/// Runs `write` on the session's journal under its lock. A failure evicts the cached writer.
+fn with_journal<R>(
+    config: &BrokerConfig,
+    session: &SessionRow,
+    operation: &'static str,
+    write: impl FnOnce(&mut SessionJournal) -> Result<R, EvidenceError>,
+) -> Result<R, BrokerError> {
+    let journals = &config.evidence.runtime.journals;
+    let entry = {
+        let cached = lock(journals).get(&session.id).cloned();
+        match cached {
+            Some(entry) => entry,
+            None => {
+                let opened =
+                    open_journal(config, session).map_err(|source| BrokerError::Evidence {
+                        operation,
+                        source: Box::new(source),
+                    })?;
+                let entry = Arc::new(Mutex::new(opened));
+                lock(journals).insert(session.id.clone(), Arc::clone(&entry));
+                entry
+            }
+        }
+    };
+    let result = write(&mut lock(&entry));
+    result.map_err(|source| {
+        lock(journals).remove(&session.id);
+        BrokerError::Evidence {
+            operation,
+            source: Box::new(source),
+        }
+    })
+}
+
+/// A lease was granted: the session's evidence journal starts with `session_started`.
+pub(crate) fn session_started(inner: &Inner, session: &SessionRow) -> Result<(), BrokerError> {
+    with_journal(&inner.config, session, "lease_session", |_| Ok(()))
+}
+
+/// `action_accepted`, before any input of the action is sent. An accepted action left open by a
+/// refused attempt at the same index (its input was never sent) is first withdrawn.
+pub(crate) fn action_accepted(
+    inner: &Inner,
+    session: &SessionRow,
+    index: u64,
+    request: &ActionRequest,
+    action_type: &str,
+    intent: &str,
+) -> Result<(), BrokerError> {
+    let request_sha256 = desk_evidence::canonical_bytes(request)
+        .map(|bytes| desk_evidence::sha256_hex(&bytes))
+        .map_err(|source| BrokerError::Evidence {
+            operation: "execute_action",
+            source: Box::new(source),
+        })?;
+    with_journal(&inner.config, session, "execute_action", |journal| {
+        if journal.open_actions.last() == Some(&index) {
+            journal.receipt(index, NOT_INJECTED, Some("internal"), None)?;
+        }
+        journal.append(RecordBody::ActionAccepted(ActionAccepted {
+            index,
+            request_id: request.request_id.clone(),
+            action_type: action_type.to_string(),
+            intent: (!intent.is_empty()).then(|| intent.to_string()),
+            request_sha256,
+        }))
+    })
+}
+
+/// How an accepted action ended, for its receipt.
+pub(crate) enum ActionEnd<'a> {
+    /// Its input was delivered; the response carries the screenshot with this digest.
+    Delivered {
+        /// The settle outcome (`stable`, `still_changing`, ...).
+        settle_outcome: &'a str,
+        /// SHA-256 of the screenshot in the response.
+        screenshot_sha256: &'a str,
+    },
+    /// Input was delivered but its evidence (logs, frame) could not be completed.
+    Incomplete {
+        /// The error code the client gets.
+        error_code: &'a str,
+    },
+    /// Input may have reached the desktop; the outcome is unknown.
+    InDoubt,
+    /// Nothing reached the desktop; the index is handed to the next action.
+    NotInjected {
+        /// The error code the client gets.
+        error_code: &'a str,
+    },
+}
+
+/// `action_receipt`: closes an accepted action, recording the input logs as of now.
+pub(crate) fn action_receipt(
+    inner: &Inner,
+    session: &SessionRow,
+    index: u64,
+    end: ActionEnd<'_>,
+) -> Result<(), BrokerError> {
+    with_journal(
+        &inner.config,
+        session,
+        "execute_action",
+        |journal| match end {
+            ActionEnd::Delivered {
+                settle_outcome,
+                screenshot_sha256,
+            } => journal.receipt(index, settle_outcome, None, Some(screenshot_sha256)),
+            ActionEnd::Incomplete { error_code } => {
+                journal.receipt(index, "incomplete", Some(error_code), None)
+            }
+            ActionEnd::InDoubt => {
+                journal.receipt(index, "in_doubt", Some("input_outcome_unknown"), None)
+            }
+            ActionEnd::NotInjected { error_code } => {
+                journal.receipt(index, NOT_INJECTED, Some(error_code), None)
+            }
+        },
+    )
+}
+
+/// `screenshot`: the frame handed out by a reset or a screenshot, stored as
+/// `frames/<sequence>.png` before its record is written.
+pub(crate) fn screenshot(
+    inner: &Inner,
+    session: &SessionRow,
+    sequence: u64,
+    png: &[u8],
+) -> Result<(), BrokerError> {
+    with_journal(&inner.config, session, "screenshot", |journal| {
+        let name = format!("{sequence}.png");
+        let staged = journal.stage(&name, png)?;
+        journal.commit_staged(&staged, desk_evidence::bundle::FRAMES_DIR, &name)?;
+        journal.append(RecordBody::Screenshot(Screenshot {
+            sequence,
+            sha256: desk_evidence::sha256_hex(png),
+            size: png.len() as u64,
+        }))
+    })
+}
+
+/// `checkpoint`: the checkpointed bytes, kept as `artifact/<file_name>` (staged before the
+/// record, renamed into place after it).
+pub(crate) fn checkpoint(
+    inner: &Inner,
+    session: &SessionRow,
+    file_name: &str,
+    bytes: &[u8],
+    method: &str,
+) -> Result<(), BrokerError> {
+    with_journal(&inner.config, session, "checkpoint", |journal| {
+        let staged = journal.stage(file_name, bytes)?;
+        journal.append(RecordBody::Checkpoint(Checkpoint {
+            file_name: file_name.to_string(),
+            sha256: desk_evidence::sha256_hex(bytes),
+            size: bytes.len() as u64,
+            method: method.to_string(),
+        }))?;
+        journal.commit_staged(&staged, desk_evidence::bundle::ARTIFACT_DIR, file_name)
+    })
+}
+
+/// `artifact`: the checkpointed bytes were handed out.
+pub(crate) fn artifact(
+    inner: &Inner,
+    session: &SessionRow,
+    name: &str,
+    sha256: &str,
+    size: u64,
+) -> Result<(), BrokerError> {
+    with_journal(&inner.config, session, "retrieve_artifact", |journal| {
+        journal.append(RecordBody::Artifact(Artifact {
+            name: name.to_string(),
+            sha256: sha256.to_string(),
+            size,
+        }))
+    })
+}
+
+fn release_reason(session: &SessionRow) -> String {
+    match session.state {
+        desk_contract::api::SessionState::Error => format!(
+            "error: {}",
+            session.last_error_code.as_deref().unwrap_or("internal")
+        ),
+        _ if session.expires_at_ms < now_ms() => "expired".to_string(),
+        _ => "released".to_string(),
+    }
+}
+
+/// The session is about to be released (before its directory is deleted): copies both logs
+/// into the evidence directory and writes `session_released` over exactly those bytes. A
+/// failure is logged, never returned: release must still clean up, and the journal then simply
+/// stays open (a bundle shows `released: false`).
+pub(crate) fn session_released(inner: &Inner, session: &SessionRow) -> Result<(), BrokerError> {
+    let released = with_journal(&inner.config, session, "release_session", |journal| {
+        if journal.released {
+            return Ok(());
+        }
+        let mut digests = Vec::new();
+        for log_name in [EVENTS_FILE, FRAME_EVENTS_FILE] {
+            let source = journal.session_dir.join(log_name);
+            let bytes = match std::fs::read(&source) {
+                Ok(bytes) => bytes,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(error) => return Err(io_error("read", &source)(error)),
+            };
+            let staged = journal.stage(log_name, &bytes)?;
+            journal.commit_staged(&staged, "", log_name)?;
+            digests.push(LogDigest::of(&bytes));
+        }
+        let frame_events = digests.pop().unwrap_or_else(|| LogDigest::of(b""));
+        let events = digests.pop().unwrap_or_else(|| LogDigest::of(b""));
+        let n_actions = journal.n_actions;
+        journal.append(RecordBody::SessionReleased(SessionReleased {
+            reason: release_reason(session),
+            n_actions,
+            events,
+            frame_events,
+        }))
+    });
+    lock(&inner.config.evidence.runtime.journals).remove(&session.id);
+    if let Err(error) = released {
+        tracing::error!(
+            session_id = session.id,
+            error = %error_chain(&error),
+            "failed to close the session's evidence journal; releasing anyway"
+        );
+    }
     Ok(())
 }
 
-/// The session is about to be released (before its directory is deleted).
-pub(crate) fn session_released(_inner: &Inner, _session: &SessionRow) -> Result<(), BrokerError> {
-    Ok(())
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
 }
+
+/// After a restart: the action `action_index` of `session_id` was pending, so its input may
+/// have reached the desktop. Closes it with an `in_doubt` receipt if the journal still has it
+/// open. Failures are logged; the action fails closed either way.
+pub(crate) fn action_in_doubt(
+    config: &BrokerConfig,
+    store: &crate::store::Store,
+    session_id: &str,
+    action_index: u64,
+) {
+    let session = match store.session(session_id) {
+        Ok(Some(session)) => session,
+        Ok(None) => return,
+        Err(error) => {
+            tracing::error!(session_id, error = %error_chain(&error), "failed to load a session for its in-doubt receipt");
+            return;
+        }
+    };
+    let session = &session;
+    let result = with_journal(config, session, "recover_pending", |journal| {
+        if journal.released || !journal.open_actions.contains(&action_index) {
+            return Ok(false);
+        }
+        journal.receipt(
+            action_index,
+            "in_doubt",
+            Some("input_outcome_unknown"),
+            None,
+        )?;
+        Ok(true)
+    });
+    match result {
+        Ok(true) => tracing::info!(
+            session_id = session.id,
+            action_index,
+            "in-doubt receipt written"
+        ),
+        Ok(false) => {}
+        Err(error) => tracing::error!(
+            session_id = session.id,
+            action_index,
+            error = %error_chain(&error),
+            "failed to write the in-doubt receipt"
+        ),
+    }
+}
+
+/// Where [`export_evidence`] takes a session's files from: the journal, frames and artifact in
+/// `<state_dir>/evidence/<id>/`; the logs from there once released, else from the live session
+/// directory `<state_dir>/sessions/<id>/`.
+pub(crate) fn export_inputs(
+    state_dir: &Path,
+    session_id: &str,
+) -> Result<ExportInputs, EvidenceError> {
+    let directory = session_evidence_dir(state_dir, session_id)?;
+    let journal = directory.join(JOURNAL_FILE);
+    if !journal.is_file() {
+        return Err(EvidenceError::Export {
+            path: journal,
+            reason: format!("session {session_id} has no evidence journal"),
+        });
+    }
+    let session_dir = state_dir.join("sessions").join(session_id);
+    let log = |name: &str| {
+        let kept = directory.join(name);
+        if kept.is_file() {
+            kept
+        } else {
+            session_dir.join(name)
+        }
+    };
+    let artifact_dir = directory.join(desk_evidence::bundle::ARTIFACT_DIR);
+    let mut artifacts = Vec::new();
+    if artifact_dir.is_dir() {
+        for entry in std::fs::read_dir(&artifact_dir).map_err(io_error("list", &artifact_dir))? {
+            artifacts.push(entry.map_err(io_error("list", &artifact_dir))?.path());
+        }
+    }
+    artifacts.sort();
+    let frames_dir = directory.join(desk_evidence::bundle::FRAMES_DIR);
+    Ok(ExportInputs {
+        journal,
+        events: log(EVENTS_FILE),
+        frame_events: log(FRAME_EVENTS_FILE),
+        artifacts,
+        frames_dir: frames_dir.is_dir().then_some(frames_dir),
+    })
+}
+
+/// Exports the evidence of `session_id` under `state_dir` into the new directory `out_dir`,
+/// signing the manifest with the broker's key (`signing_key`, or the default key file). Reads
+/// only; safe while the broker runs.
+pub fn export_evidence(
+    state_dir: &Path,
+    session_id: &str,
+    signing_key: Option<&Path>,
+    out_dir: &Path,
+) -> Result<Manifest, EvidenceError> {
+    let key_path = signing_key.map_or_else(
+        || evidence_dir(state_dir).join(SIGNING_KEY_FILE),
+        Path::to_path_buf,
+    );
+    let key = SigningKey::read(&key_path)?;
+    let inputs = export_inputs(state_dir, session_id)?;
+    desk_evidence::export(&inputs, &key, out_dir, now_ms())
+}
+
+/// Verifies the bundle `bundle_dir` against the public key file `public_key`.
+pub fn verify_evidence(
+    bundle_dir: &Path,
+    public_key: &Path,
+) -> Result<VerifyReport, EvidenceError> {
+    let key = VerifyingKey::read(public_key)?;
+    desk_evidence::verify(bundle_dir, &key)
+}
+
+#[cfg(test)]
+mod tests;

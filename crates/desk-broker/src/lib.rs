@@ -43,7 +43,10 @@ pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
 pub use config::{BackendFactory, BackendRequest, BrokerConfig};
 pub use error::BrokerError;
-pub use evidence::EvidenceConfig;
+pub use evidence::{
+    EvidenceConfig, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path,
+    verify_evidence,
+};
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};

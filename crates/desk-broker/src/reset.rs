@@ -3,7 +3,8 @@
 //!
 //! Invariants: a reset runs only from `leased` (an identical `request_id` replays the cached
 //! response in any live state); the handoff window must be maximized; screenshot sequences are
-//! strictly increasing per session (persisted in `last_sequence`).
+//! strictly increasing per session (persisted in `last_sequence`). Every handed-out frame (the
+//! handoff and each screenshot) has a signed `screenshot` record before it is returned.
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use desk_desktop::BackendError;
 use crate::broker::{Broker, Inner, screenshot, wrong_state};
 use crate::config::BackendRequest;
 use crate::error::BrokerError;
+use crate::evidence;
 use crate::frames;
 use crate::logs::EventLogs;
 use crate::util::{check_identifier, sha256_hex};
@@ -128,6 +130,7 @@ impl Inner {
         // The session row is rewritten by every action: it caches the reset without the
         // screenshot bytes, which live in the frame file (see `frames`).
         frames::store(&session_dir, &response.screenshot, &handoff.frame.png)?;
+        evidence::screenshot(self, &session, sequence, &handoff.frame.png)?;
         let mut stored = response.clone();
         stored.screenshot.png_base64 = String::new();
         session.reset_response =
@@ -163,6 +166,7 @@ impl Inner {
             .map_err(BrokerError::desktop("capture a screenshot"))?;
         session.last_sequence += 1;
         self.renew(&mut session);
+        evidence::screenshot(self, &session, session.last_sequence, &frame.png)?;
         self.store.save_session(&session)?;
         Ok(screenshot(&frame, session.last_sequence))
     }

@@ -1,17 +1,36 @@
 //! `deskbroker evidence …`: export a session's signed evidence bundle and verify one.
+//!
+//! `export` reads the broker's state directory only (safe while the broker runs) and signs the
+//! bundle's manifest with the broker's evidence key. `verify` needs nothing but the bundle and
+//! the public key; it prints `OK` with counts, or names the first bad record or file and fails.
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::Subcommand;
 
 /// `deskbroker evidence`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum EvidenceCommand {
+    /// Export a session's evidence (journal, logs, artifact, frames) into a new bundle directory.
+    Export {
+        /// The session id.
+        session: String,
+        /// The broker's state directory.
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// The bundle directory to create (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        /// The broker's signing key, if not `<state_dir>/evidence/signing.key`.
+        #[arg(long)]
+        signing_key: Option<PathBuf>,
+    },
     /// Verify a bundle's signatures, hash chain and digests; names the first bad record.
     Verify {
         /// The bundle directory.
         bundle: PathBuf,
-        /// The broker's evidence public key file.
+        /// The broker's evidence public key file (`<state_dir>/evidence/evidence.pub`).
         #[arg(long)]
         key: PathBuf,
     },
@@ -19,10 +38,59 @@ pub(crate) enum EvidenceCommand {
 
 pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
     match command {
-        EvidenceCommand::Verify { bundle, key } => anyhow::bail!(
-            "evidence verify is not built yet ({} with {})",
-            bundle.display(),
-            key.display()
-        ),
+        EvidenceCommand::Export {
+            session,
+            state_dir,
+            out,
+            signing_key,
+        } => {
+            let state_dir = state_dir.unwrap_or_else(crate::paths::default_state_dir);
+            let manifest = tokio::task::spawn_blocking({
+                let out = out.clone();
+                move || {
+                    desk_broker::export_evidence(&state_dir, &session, signing_key.as_deref(), &out)
+                }
+            })
+            .await?
+            .context("evidence export failed")?;
+            println!(
+                "exported {} to {}: {} records, {} files, released: {}, signer {}",
+                manifest.session_id,
+                out.display(),
+                manifest.journal.n_records,
+                manifest.files.len(),
+                manifest.journal.released,
+                manifest.signer_fingerprint
+            );
+            Ok(())
+        }
+        EvidenceCommand::Verify { bundle, key } => {
+            let report = tokio::task::spawn_blocking({
+                let bundle = bundle.clone();
+                move || desk_broker::verify_evidence(&bundle, &key)
+            })
+            .await?
+            .with_context(|| format!("evidence verify FAILED for {}", bundle.display()))?;
+            let artifacts: Vec<String> = report
+                .artifacts
+                .iter()
+                .map(|(name, sha256)| format!("{name} sha256:{sha256}"))
+                .collect();
+            println!(
+                "OK {}: session {}, {} records, {} actions, {} receipts, {} frames, {} files, \
+                 released: {}, artifacts: [{}], signer {}",
+                bundle.display(),
+                report.session_id,
+                report.n_records,
+                report.n_actions,
+                report.n_receipts,
+                report.n_frames,
+                report.n_files,
+                report.released,
+                artifacts.join(", "),
+                report.signer_fingerprint
+            );
+            Ok(())
+        }
     }
 }
