@@ -13,7 +13,7 @@
 //! | 422 | `checkpoint_failed`, `app_not_maximized` |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed` |
-//! | 503 | `journal_unavailable` (the signed evidence journal cannot be written; nothing was done) |
+//! | 503 | `journal_unavailable` (the action journal or the signed evidence journal cannot be written; nothing was done) |
 //!
 //! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
 //! message; the full error chain is logged at error level inside the request span.
@@ -63,6 +63,10 @@ impl BrokerError {
                 ErrorCode::InputOutcomeUnknown,
             ),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
+            BrokerError::JournalUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::JournalUnavailable,
+            ),
             // The signed evidence journal cannot be written: refused like the action journal.
             BrokerError::Evidence { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -86,7 +90,9 @@ impl BrokerError {
                 // These messages are built from the operation and index only, never a cause.
                 BrokerError::OutcomeUnknown { .. }
                 | BrokerError::Desktop { .. }
-                | BrokerError::Evidence { .. } => self.to_string(),
+                | BrokerError::Evidence { .. }
+                // Built from SQLite's error class only.
+                | BrokerError::JournalUnavailable(_) => self.to_string(),
                 _ => "internal error; see the broker log".to_string(),
             }
         };

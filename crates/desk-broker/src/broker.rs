@@ -9,15 +9,16 @@
 //! Panics: a panic inside an operation marks its session `error` and answers `internal`; it
 //! never takes the daemon down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use desk_contract::api::{Screenshot, SessionState};
 use desk_contract::desktop::Frame;
 use desk_contract::{DisplaySize, ErrorCode, b64};
-use desk_desktop::DesktopBackend;
+use desk_desktop::{BackendError, DesktopBackend};
 
-use crate::config::{BackendFactory, BrokerConfig};
+use crate::config::{BackendFactory, BackendRequest, BrokerConfig};
 use crate::error::BrokerError;
 use crate::journal::recovered_message;
 use crate::store::{SessionRow, Store};
@@ -36,6 +37,15 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    fn new(backend: Option<Box<dyn DesktopBackend>>, configured: DisplaySize) -> Arc<Slot> {
+        let display = backend
+            .as_ref()
+            .map_or(configured, |backend| backend.display_size());
+        Arc::new(Slot {
+            runtime: Mutex::new(Runtime { backend, display }),
+        })
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Runtime> {
         // A panic while holding the lock already marked the session `error`; what is left is
         // still safe to shut down.
@@ -71,16 +81,25 @@ impl std::fmt::Debug for Broker {
 }
 
 impl Broker {
-    /// Opens the store below `config.state_dir` (creating it), and recovers from a previous run:
-    /// every `pending` action becomes `unknown` and its session `error` with
-    /// `input_outcome_unknown`; every other `ready` or `running` session becomes `error` with
-    /// `desktop_failed`, because its desktop did not survive the restart. Blocking.
+    /// Opens the store below `config.state_dir` (creating it), and recovers from a previous run
+    /// (a crash, or a stop for an upgrade):
+    /// - every `pending` action becomes `unknown` and its session `error` with
+    ///   `input_outcome_unknown`; that session's desktop is reaped (only the action in doubt
+    ///   fails closed);
+    /// - every other `leased`, `ready` or `done` session whose desktop is still running is
+    ///   reattached through [`BackendFactory::reattach`] and continues in its state;
+    /// - a `ready` or `running` session whose desktop cannot be reattached becomes `error` with
+    ///   `desktop_failed` (the message says why) and whatever is left of its desktop is reaped.
+    ///
+    /// Blocking.
     pub fn open(config: BrokerConfig, factory: impl BackendFactory) -> Result<Broker, BrokerError> {
         let sessions_dir = config.state_dir.join("sessions");
         std::fs::create_dir_all(&sessions_dir)
             .map_err(BrokerError::io("create the state directory", &sessions_dir))?;
+        crate::fault::survive_file_size_limit();
         let store = Store::open(&config.state_dir.join("broker.sqlite3"))?;
         crate::evidence::load_key(&config)?;
+        let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
                 session_id,
@@ -89,17 +108,49 @@ impl Broker {
                 recovered_message(action_index)
             );
             crate::evidence::action_in_doubt(&config, &store, &session_id, action_index);
+            in_doubt.insert(session_id);
         }
+        let mut slots = HashMap::new();
         for mut session in store.unreleased_sessions()? {
-            let n_reaped = factory.reap_orphans(std::path::Path::new(&session.session_dir));
+            let session_dir = PathBuf::from(&session.session_dir);
+            let adoptable = !in_doubt.contains(&session.id)
+                && matches!(
+                    session.state,
+                    SessionState::Leased | SessionState::Ready | SessionState::Done
+                );
+            let mut lost_because = None;
+            if adoptable {
+                let request = BackendRequest {
+                    session_id: session.id.clone(),
+                    session_dir: session_dir.clone(),
+                    display: config.display,
+                };
+                match factory.reattach(&request) {
+                    Ok(Some(backend)) => {
+                        tracing::info!(session_id = %session.id, state = session.state.as_str(), "reattached a running desktop");
+                        slots.insert(session.id.clone(), Slot::new(Some(backend), config.display));
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(session_id = %session.id, error = %error, "cannot reattach the session's desktop");
+                        lost_because = Some(error.to_string());
+                    }
+                }
+            }
+            let n_reaped = factory.reap_orphans(&session_dir);
             if n_reaped > 0 {
-                tracing::info!(session_id = %session.id, n_reaped, "reaped processes of a lost desktop");
+                tracing::info!(session_id = %session.id, n_reaped, "reaped processes of a desktop that was not reattached");
             }
             if matches!(session.state, SessionState::Ready | SessionState::Running) {
                 session.state = SessionState::Error;
                 session.last_error_code = Some(ErrorCode::DesktopFailed.as_str().to_string());
-                session.last_error_message =
-                    Some("the broker restarted and the session's desktop was lost".to_string());
+                session.last_error_message = Some(match lost_because {
+                    Some(reason) => {
+                        format!("the broker restarted and the session's desktop was lost: {reason}")
+                    }
+                    None => "the broker restarted and the session's desktop was lost".to_string(),
+                });
                 store.save_session(&session)?;
             }
         }
@@ -107,7 +158,7 @@ impl Broker {
             config,
             factory: Arc::new(factory),
             store,
-            slots: Mutex::new(HashMap::new()),
+            slots: Mutex::new(slots),
             lease_lock: Mutex::new(()),
             observability: crate::metrics::Observability::new(),
         };
@@ -128,7 +179,15 @@ impl Broker {
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
         let inner = Arc::clone(&self.inner);
-        let outcome = tokio::task::spawn_blocking(move || operation(&inner)).await;
+        let operation_session = session_id.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let result = operation(&inner);
+            if let (Some(session_id), Err(error)) = (&operation_session, &result) {
+                inner.fail_if_desktop_died(session_id, error);
+            }
+            result
+        })
+        .await;
         // Wakes status long-polls; they re-read their session and decide.
         self.inner.observability.changes.bump();
         match outcome {
@@ -149,7 +208,30 @@ impl Broker {
         }
     }
 
-    /// Shuts down every live desktop without releasing sessions (for daemon shutdown).
+    /// Lets go of every live desktop without stopping it (daemon stop for a restart or upgrade):
+    /// worker connections close, desktops keep running, and the next broker on the same state
+    /// directory reattaches to them ([`Broker::open`]). Sessions are not released.
+    pub async fn detach_backends(&self) {
+        let _ = self
+            .run(None, |inner| {
+                let slots: Vec<(String, Arc<Slot>)> = inner
+                    .lock_slots()
+                    .iter()
+                    .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+                    .collect();
+                for (session_id, slot) in slots {
+                    if let Some(mut backend) = slot.lock().backend.take() {
+                        backend.detach();
+                        tracing::info!(session_id, "detached from a running desktop");
+                    }
+                }
+                Ok(())
+            })
+            .await;
+    }
+
+    /// Shuts down every live desktop without releasing sessions (a drain: nothing survives for
+    /// a later broker to reattach).
     pub async fn shutdown_backends(&self) {
         let _ = self
             .run(None, |inner| {
@@ -181,15 +263,27 @@ impl Inner {
     /// The slot of an existing session, created on first use.
     pub(crate) fn slot(&self, session_id: &str) -> Arc<Slot> {
         let mut slots = self.lock_slots();
-        let slot = slots.entry(session_id.to_string()).or_insert_with(|| {
-            Arc::new(Slot {
-                runtime: Mutex::new(Runtime {
-                    backend: None,
-                    display: self.config.display,
-                }),
-            })
-        });
+        let slot = slots
+            .entry(session_id.to_string())
+            .or_insert_with(|| Slot::new(None, self.config.display));
         Arc::clone(slot)
+    }
+
+    /// A process of the session's desktop died (the operation sent nothing): the session goes
+    /// to `error` with `desktop_failed` and a message naming the process. Release still cleans
+    /// up what is left.
+    fn fail_if_desktop_died(&self, session_id: &str, error: &BrokerError) {
+        if let BrokerError::Desktop {
+            source: BackendError::ProcessDied(reason),
+            ..
+        } = error
+        {
+            let message = format!("a process of the session's desktop died: {reason}");
+            tracing::warn!(session_id, "{message}");
+            if let Err(error) = self.mark_error(session_id, ErrorCode::DesktopFailed, &message) {
+                tracing::error!(session_id, error = %error, "failed to record a dead desktop");
+            }
+        }
     }
 
     pub(crate) fn forget_slot(&self, session_id: &str) {

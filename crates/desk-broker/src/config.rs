@@ -21,16 +21,32 @@ pub struct BackendRequest {
     pub display: DisplaySize,
 }
 
-/// Creates one desktop per session, on the session's first reset. Called on a blocking thread,
-/// so it may launch processes and wait for them.
+/// Creates one desktop per session, on the session's first reset, and adopts surviving desktops
+/// when a broker restarts. Called on a blocking thread, so it may launch processes and wait for
+/// them.
 pub trait BackendFactory: Send + Sync + 'static {
     /// Creates the desktop for `request`.
     fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError>;
 
+    /// Adopts the desktop a previous broker run left running for `request`'s session, so the
+    /// session continues across a broker restart (crash or upgrade). Called by
+    /// [`crate::Broker::open`] for every unreleased session that had no action in flight.
+    ///
+    /// `Ok(None)`: no desktop was ever created for the session. `Err`: one existed but cannot be
+    /// adopted (a process died, the worker does not answer, the display differs); the broker then
+    /// reaps it with [`BackendFactory::reap_orphans`] and the session fails with
+    /// `desktop_failed`. Must not kill anything itself. The default adopts nothing.
+    fn reattach(
+        &self,
+        _request: &BackendRequest,
+    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
+        Ok(None)
+    }
+
     /// Kills whatever a previous broker run left running for the session whose directory is
-    /// `session_dir` (its desktop did not survive the restart). Returns how many processes were
-    /// found. Called at startup for every unreleased session and on release when the session has
-    /// no live desktop. The default finds nothing.
+    /// `session_dir` (its desktop was not reattached). Returns how many processes were found.
+    /// Called at startup for every unreleased session that is not reattached and on release
+    /// when the session has no live desktop. The default finds nothing.
     fn reap_orphans(&self, _session_dir: &Path) -> usize {
         0
     }

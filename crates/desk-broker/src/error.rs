@@ -93,6 +93,10 @@ pub enum BrokerError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The action journal cannot be written (disk full, file size limit, read-only); the
+    /// action was refused before any input. The message says why.
+    #[error("{0}")]
+    JournalUnavailable(String),
     /// A file operation failed.
     #[error("failed to {operation} {path}")]
     Io {

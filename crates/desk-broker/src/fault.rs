@@ -1,4 +1,4 @@
-//! Test-only crash injection for exactly-once tests.
+//! Test-only crash injection for exactly-once tests, and the broker's stance on storage faults.
 //!
 //! `DESKBROKER_FAULT`, read once when a [`crate::BrokerConfig`] is built:
 //! - `kill_before_input`: the broker SIGKILLs itself right after an action's `pending` journal
@@ -8,9 +8,28 @@
 //!
 //! Either leaves a `pending` row that the next start turns into `unknown`. Never set this in
 //! production; an unknown value is ignored with a warning.
+//!
+//! Storage faults are real, not injected: a journal on a full disk or past the process's file
+//! size limit fails its write, the action is refused with `journal_unavailable` and nothing is
+//! sent. For the file size limit to surface as an error rather than death by `SIGXFSZ`, the
+//! broker catches that signal ([`survive_file_size_limit`]).
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::getpid;
+
+/// Makes writes past `RLIMIT_FSIZE` fail with `EFBIG` instead of killing the process with
+/// `SIGXFSZ`, so that the journal reports them. Installs tokio's handler, which stays for the
+/// life of the process; without a tokio runtime it does nothing.
+pub(crate) fn survive_file_size_limit() {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let _entered = runtime.enter();
+    let kind = tokio::signal::unix::SignalKind::from_raw(Signal::SIGXFSZ as i32);
+    if let Err(error) = tokio::signal::unix::signal(kind) {
+        tracing::warn!(%error, "failed to catch SIGXFSZ; a file size limit would kill the broker");
+    }
+}
 
 /// Where to crash, if anywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -68,6 +68,30 @@ pub(crate) fn recovered_message(action_index: u64) -> String {
     )
 }
 
+/// Names a storage failure while journaling an action; other errors pass through.
+fn journal_unavailable(error: BrokerError) -> BrokerError {
+    let BrokerError::Store { source, .. } = &error else {
+        return error;
+    };
+    let why = match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => "the disk is full",
+        Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
+        Some(rusqlite::ErrorCode::SystemIoFailure) => {
+            "a write failed (file size limit, full or failing storage)"
+        }
+        Some(rusqlite::ErrorCode::CannotOpen) => "it cannot be opened",
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "it is locked by another process"
+        }
+        _ => return error,
+    };
+    tracing::error!(error = %source, "the action journal cannot be written");
+    BrokerError::JournalUnavailable(format!(
+        "the action journal cannot be written ({why}); the action was refused and no input \
+         was sent"
+    ))
+}
+
 impl Store {
     pub(crate) fn action_by_request(
         &self,
@@ -97,7 +121,18 @@ impl Store {
     }
 
     /// Commits `entry` as `pending` together with `session` (already advanced by the caller).
+    /// A journal that cannot be written (disk full, file size limit, read-only, I/O error) is
+    /// [`BrokerError::JournalUnavailable`]; the transaction is rolled back and nothing changed.
     pub(crate) fn begin_action(
+        &self,
+        session: &SessionRow,
+        entry: &JournalEntry,
+    ) -> Result<(), BrokerError> {
+        self.try_begin_action(session, entry)
+            .map_err(journal_unavailable)
+    }
+
+    fn try_begin_action(
         &self,
         session: &SessionRow,
         entry: &JournalEntry,

@@ -277,8 +277,9 @@ fn wait_gone(pid: u32, ticks: u64, timeout: Duration) -> bool {
     true
 }
 
-/// Removes the lock file and socket of display `display_name` when they belong to the X server
-/// `xvfb_pid`, which is gone (an Xvfb killed by a signal leaves them behind).
+/// Removes what a killed X server `xvfb_pid` (now gone) left of display `display_name`: its lock
+/// file when it still names that pid, and its socket when nothing accepts connections on it any
+/// more (a live server that reused the display number keeps its socket).
 fn remove_display_files(display_name: &str, xvfb_pid: u32) {
     let Some(number) = display_name
         .strip_prefix(':')
@@ -290,17 +291,23 @@ fn remove_display_files(display_name: &str, xvfb_pid: u32) {
     let owner = std::fs::read_to_string(&lock)
         .ok()
         .and_then(|text| text.trim().parse::<u32>().ok());
-    if owner != Some(xvfb_pid) {
-        return;
+    if owner == Some(xvfb_pid) {
+        remove_display_file(&lock);
     }
     let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
-    for path in [&socket, &lock] {
-        match std::fs::remove_file(path) {
-            Ok(()) => tracing::info!(path = %path.display(), "removed a dead display's file"),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                tracing::warn!(%error, path = %path.display(), "failed to remove a dead display's file")
-            }
+    if let Err(error) = UnixStream::connect(&socket)
+        && error.kind() == std::io::ErrorKind::ConnectionRefused
+    {
+        remove_display_file(&socket);
+    }
+}
+
+fn remove_display_file(path: &Path) {
+    match std::fs::remove_file(path) {
+        Ok(()) => tracing::info!(path = %path.display(), "removed a dead display's file"),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            tracing::warn!(%error, path = %path.display(), "failed to remove a dead display's file")
         }
     }
 }

@@ -22,7 +22,8 @@ fn worker_command() -> Result<Vec<String>> {
     Ok(vec![exe.display().to_string(), "worker".to_string()])
 }
 
-/// Creates a [`LocalDesktop`] per session and reaps what a crashed broker left behind.
+/// Creates a [`LocalDesktop`] per session, reattaches to the desktops an earlier broker run left
+/// running, and reaps those it cannot reattach.
 struct LocalFactory {
     worker: Vec<String>,
 }
@@ -35,6 +36,19 @@ impl BackendFactory for LocalFactory {
             request.session_dir.clone(),
         );
         Ok(Box::new(LocalDesktop::start(config)?))
+    }
+
+    fn reattach(
+        &self,
+        request: &BackendRequest,
+    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
+        let config = LocalDesktopConfig::new(
+            request.display,
+            self.worker.clone(),
+            request.session_dir.clone(),
+        );
+        Ok(LocalDesktop::reattach(config)?
+            .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
     }
 
     fn reap_orphans(&self, session_dir: &Path) -> usize {
@@ -138,7 +152,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     };
     signal_task.abort();
     reaper.abort();
-    broker.shutdown_backends().await;
+    // A stop (SIGTERM/SIGINT) is a restart or an upgrade: desktops keep running and the next
+    // `serve` on the same state directory reattaches to them. Releasing a session (or its lease
+    // expiring) is what stops a desktop.
+    broker.detach_backends().await;
     served.context("broker server failed")?;
     served_tcp.context("TLS server failed")
 }

@@ -49,12 +49,24 @@ pub(crate) struct Broker {
     pub(crate) socket: PathBuf,
     pub(crate) state_dir: PathBuf,
     pub(crate) profiles: PathBuf,
+    /// Extra `serve` arguments.
+    extra: Vec<String>,
 }
 
 impl Broker {
     /// Starts `deskbroker serve` with `fault` in `DESKBROKER_FAULT` when given, offering a
     /// `probe` profile (the default) whose probe window records to `probe_log`.
     pub(crate) fn start(root: &Path, fault: Option<&str>, probe_log: &Path) -> Broker {
+        Broker::start_with(root, fault, probe_log, &[])
+    }
+
+    /// [`Broker::start`] with extra `serve` arguments, kept across restarts.
+    pub(crate) fn start_with(
+        root: &Path,
+        fault: Option<&str>,
+        probe_log: &Path,
+        extra: &[&str],
+    ) -> Broker {
         let state_dir = root.join("state");
         let profiles = root.join("profiles");
         std::fs::create_dir_all(&profiles).unwrap();
@@ -64,6 +76,7 @@ impl Broker {
             socket,
             state_dir,
             profiles,
+            extra: extra.iter().map(|arg| arg.to_string()).collect(),
         };
         broker.add_probe_profile(probe_log);
         broker.spawn(fault);
@@ -82,6 +95,7 @@ impl Broker {
             .arg("--profiles")
             .arg(&self.profiles)
             .args(["--display", "1280x800", "--default-profile", "probe"])
+            .args(&self.extra)
             .env_remove("DESKBROKER_FAULT")
             .stdin(Stdio::null());
         if let Some(fault) = fault {
@@ -171,4 +185,75 @@ pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
         }
     }
     found
+}
+
+impl Broker {
+    /// The broker's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Sends SIGTERM (a stop for a restart or an upgrade) and waits for the broker to exit.
+    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.wait_exit(Duration::from_secs(20))
+    }
+
+    /// Starts the broker again on the same state after it exited or was killed.
+    pub(crate) fn respawn(&mut self) {
+        assert!(self.child.is_none(), "the broker is still running");
+        self.spawn(None);
+    }
+
+    /// The directory of `session`.
+    pub(crate) fn session_dir(&self, session: &str) -> PathBuf {
+        self.state_dir.join("sessions").join(session)
+    }
+}
+
+/// The X display socket of a display name such as `:3`.
+pub(crate) fn display_socket(display: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "/tmp/.X11-unix/X{}",
+        display.trim_start_matches(':')
+    ))
+}
+
+/// Asserts that none of `processes` is still running and the display's socket and lock are
+/// gone (or were taken over by another test's X server, which may reuse a freed display).
+pub(crate) fn assert_desktop_gone(
+    processes: &[desk_desktop::launcher::RecordedProcess],
+    display: &str,
+) {
+    let number = display.trim_start_matches(':');
+    let xvfb = processes.iter().find(|p| p.role == "xvfb").map(|p| p.pid);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<_> = processes.iter().filter(|p| p.is_alive()).collect();
+        let socket = display_socket(display);
+        let owner = std::fs::read_to_string(format!("/tmp/.X{number}-lock"))
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok());
+        // A socket nothing listens on is stale; a live one belongs to a server that reused
+        // the display number.
+        let stale_socket = matches!(
+            std::os::unix::net::UnixStream::connect(&socket),
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused
+        );
+        let ours_left = (owner.is_some() && owner == xvfb) || stale_socket;
+        if alive.is_empty() && !ours_left {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "orphans after release: {alive:?}, display socket {} exists: {}",
+            socket.display(),
+            socket.exists()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
