@@ -418,3 +418,147 @@ async fn rejected_lease_and_reset_requests_change_nothing() {
     }
     assert_eq!(before.0[0], "leased");
 }
+
+/// A small deterministic generator (xorshift64*) for the router fuzz below.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        usize::try_from(self.next() % bound as u64).unwrap()
+    }
+}
+
+const FUZZ_TOKENS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "0",
+    "-1",
+    "1.5",
+    "1e2",
+    "1e999",
+    "NaN",
+    "true",
+    "null",
+    "9007199254740993",
+    "\"x\"",
+    "\"y\"",
+    "\"type\"",
+    "\"click\"",
+    "\"intent\"",
+    "\"\\ud800\"",
+    "\u{ff}",
+    " ",
+];
+
+/// Mutations of valid action bodies through the router: every answer is a JSON 200 or a typed
+/// 4xx, and an answer other than a fresh 200 leaves the action index and the desktop's input
+/// exactly as they were. `DESK_FUZZ_CASES` and `DESK_FUZZ_SEED` scale it (see
+/// `docs/strict-parsing.md`).
+#[tokio::test]
+async fn mutated_action_bodies_through_the_router() {
+    let n_cases: usize = std::env::var("DESK_FUZZ_CASES")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(400);
+    let seed = std::env::var("DESK_FUZZ_SEED")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0x00de_5c0f_u64);
+    let mut rng = Rng(seed | 1);
+    let harness = Harness::new();
+    let (id, token) = lease(&harness, "fuzz").await;
+    let token = token.as_deref();
+    let reset = json!({"request_id": "reset-1"}).to_string();
+    let (status, answer) = send(
+        &harness,
+        &format!("/v1/sessions/{id}/reset"),
+        token,
+        JSON,
+        reset.into_bytes(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let path = format!("/v1/sessions/{id}/actions");
+    let actions = [
+        r#"{"type":"click","x":10,"y":20,"button":"right","modifiers":["shift"],"intent":"press"}"#,
+        r#"{"type":"double_click","x":100,"y":200,"intent":"open"}"#,
+        r#"{"type":"drag","path":[{"x":1,"y":2},{"x":30,"y":40}],"duration_ms":20,"intent":"drag"}"#,
+        r#"{"type":"move","x":5,"y":6,"intent":"hover"}"#,
+        r#"{"type":"scroll","dy":2,"intent":"scroll"}"#,
+        r#"{"type":"key","keys":["ctrl","s"],"intent":"save"}"#,
+        r#"{"type":"type","text":"hello","intent":"greet"}"#,
+    ];
+    let (mut n_accepted, mut n_refused) = (0, 0);
+    for case_idx in 0..n_cases {
+        let (before, _) = snapshot(&harness, &id, token).await;
+        let index = before[1].as_u64().unwrap();
+        let action = actions[rng.below(actions.len())];
+        let mut body = format!(
+            r#"{{"request_id":"fuzz-{case_idx}","expected_action_index":{index},"action":{action}}}"#
+        )
+        .into_bytes();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(body.len() + 1);
+            match rng.below(3) {
+                0 if at < body.len() => body[at] = u8::try_from(rng.below(256)).unwrap(),
+                1 => {
+                    let token = FUZZ_TOKENS[rng.below(FUZZ_TOKENS.len())];
+                    body.splice(at..at, token.bytes());
+                }
+                _ => {
+                    let end = (at + 1 + rng.below(6)).min(body.len());
+                    body.drain(at.min(end)..end);
+                }
+            }
+        }
+        let n_inputs_before = harness.fake.n_inputs();
+        let shown = String::from_utf8_lossy(&body).into_owned();
+        let (status, answer) = send(&harness, &path, token, JSON, body).await;
+        let (after, _) = snapshot(&harness, &id, token).await;
+        let fresh = status == StatusCode::OK && answer["idempotent_replay"] == false;
+        if fresh {
+            n_accepted += 1;
+            assert_eq!(after[1], index + 1, "{shown}: {answer}");
+        } else {
+            n_refused += 1;
+            assert!(
+                status.is_client_error() || status == StatusCode::OK,
+                "{shown}: {status} {answer}"
+            );
+            if status != StatusCode::OK {
+                assert!(
+                    [
+                        "invalid_request",
+                        "invalid_action",
+                        "action_sequence_conflict"
+                    ]
+                    .contains(&answer["code"].as_str().unwrap_or_default()),
+                    "{shown}: {answer}"
+                );
+            }
+            assert_eq!(after, before, "{shown}: {answer}");
+            assert_eq!(
+                harness.fake.n_inputs(),
+                n_inputs_before,
+                "{shown}: {answer}"
+            );
+        }
+    }
+    // Both branches ran: the mutations neither always break nor never break the body.
+    assert!(
+        n_accepted > 0 && n_refused > 0,
+        "{n_accepted} accepted, {n_refused} refused"
+    );
+}
