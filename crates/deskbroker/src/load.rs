@@ -31,7 +31,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
 use host::Footprint;
-use report::{Samples, Summary, round};
+use report::Samples;
 use script::Expected;
 
 /// `deskbroker load`.
@@ -55,22 +55,22 @@ pub(crate) struct LoadArgs {
 
 /// One session's results.
 #[derive(Debug, Default)]
-struct SessionResult {
-    samples: Samples,
-    n_acknowledged: usize,
-    typed_failures: BTreeMap<String, usize>,
-    untyped_failures: Vec<String>,
-    probe_mismatches: Vec<String>,
-    long_polls_woken: usize,
-    long_polls_timed_out: usize,
-    long_poll_errors: Vec<String>,
+pub(crate) struct SessionResult {
+    pub(crate) samples: Samples,
+    pub(crate) n_acknowledged: usize,
+    pub(crate) typed_failures: BTreeMap<String, usize>,
+    pub(crate) untyped_failures: Vec<String>,
+    pub(crate) probe_mismatches: Vec<String>,
+    pub(crate) long_polls_woken: usize,
+    pub(crate) long_polls_timed_out: usize,
+    pub(crate) long_poll_errors: Vec<String>,
     /// When each woken long-poll answered, relative to its action's response (negative:
     /// before the client had the response).
-    wake_after_ack_ms: Vec<f64>,
+    pub(crate) wake_after_ack_ms: Vec<f64>,
     /// Execute requests sent (to compare with the broker's metrics).
-    n_execute_requests: u64,
-    rss_kib: u64,
-    footprint: Footprint,
+    pub(crate) n_execute_requests: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) footprint: Footprint,
 }
 
 impl SessionResult {
@@ -532,7 +532,7 @@ async fn run_in(args: &LoadArgs, work: &Path) -> Result<Value> {
     broker.stop().await;
     // Give the released desktops' processes a moment to be reaped before looking for them.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let report = build_report(
+    let report = report::build(
         args,
         display,
         &results,
@@ -541,139 +541,6 @@ async fn run_in(args: &LoadArgs, work: &Path) -> Result<Value> {
         metrics,
         &plan.state_dir,
     );
-    print_summary(&report);
+    report::print_summary(&report);
     Ok(report)
-}
-
-fn build_report(
-    args: &LoadArgs,
-    display: DisplaySize,
-    results: &[SessionResult],
-    wall: Duration,
-    (rss_before_kib, rss_peak_kib): (u64, u64),
-    metrics: Result<String>,
-    state_dir: &Path,
-) -> Value {
-    let mut samples = Samples::default();
-    let mut typed: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut untyped, mut mismatches, mut poll_errors, mut leftovers) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut wake_after_ack = Vec::new();
-    let (mut n_acked, mut n_woken, mut n_timed_out, mut n_execute) = (0, 0, 0, 0);
-    let mut session_rss_mib = Vec::new();
-    for (session_idx, result) in results.iter().enumerate() {
-        samples.merge(result.samples.clone());
-        for (code, count) in &result.typed_failures {
-            *typed.entry(code.clone()).or_insert(0) += count;
-        }
-        let tag = |text: &String| format!("session {session_idx}: {text}");
-        untyped.extend(result.untyped_failures.iter().map(tag));
-        mismatches.extend(result.probe_mismatches.iter().map(tag));
-        poll_errors.extend(result.long_poll_errors.iter().map(tag));
-        leftovers.extend(result.footprint.leftovers().iter().map(tag));
-        wake_after_ack.extend(&result.wake_after_ack_ms);
-        n_acked += result.n_acknowledged;
-        n_execute += result.n_execute_requests;
-        n_woken += result.long_polls_woken;
-        n_timed_out += result.long_polls_timed_out;
-        session_rss_mib.push(result.rss_kib as f64 / 1024.0);
-    }
-    if let Ok(entries) = std::fs::read_dir(state_dir.join("sessions")) {
-        for entry in entries.flatten() {
-            leftovers.push(format!("session directory {} left", entry.path().display()));
-        }
-    }
-    let summaries = samples.summaries();
-    let n_sessions = results.len().max(1);
-    let mean_session_mib = session_rss_mib.iter().sum::<f64>() / n_sessions as f64;
-    let broker_growth_mib =
-        rss_peak_kib.saturating_sub(rss_before_kib) as f64 / 1024.0 / n_sessions as f64;
-    let (metrics_counts, metrics_error) = match &metrics {
-        Ok(text) => (requests_per_op(text), None),
-        Err(error) => (BTreeMap::new(), Some(format!("{error:#}"))),
-    };
-    // The broker's own count of execute requests must match what the clients sent.
-    let metrics_mismatch = match (&metrics_error, metrics_counts.get("execute")) {
-        (Some(error), _) => Some(format!("metrics unavailable: {error}")),
-        (None, Some(counted)) if *counted == n_execute => None,
-        (None, counted) => Some(format!(
-            "the broker's metrics count {} execute requests, the clients sent {n_execute}",
-            counted.copied().unwrap_or(0)
-        )),
-    };
-    json!({
-        "sessions": results.len(),
-        "actions_per_session": args.actions,
-        "display": display.to_string(),
-        "wall_seconds": round(wall.as_secs_f64()),
-        "actions_acknowledged": n_acked,
-        "actions_per_second": round(n_acked as f64 / wall.as_secs_f64().max(1e-9)),
-        "typed_failures": typed,
-        "untyped_failures": untyped,
-        "operations": summaries
-            .iter()
-            .map(|(op, summary)| (op.clone(), summary.to_json()))
-            .collect::<serde_json::Map<String, Value>>(),
-        "long_poll": {
-            "woken_by_action": n_woken,
-            "timed_out_unchanged": n_timed_out,
-            "answered_relative_to_action_response_ms": Summary::of(&wake_after_ack).to_json(),
-            "errors": poll_errors,
-        },
-        "probe_mismatches": mismatches,
-        "checkpoint": "skipped: the probe profile has no save chord",
-        "memory": {
-            "session_processes_rss_mib": session_rss_mib.iter().map(|v| round(*v)).collect::<Vec<_>>(),
-            "session_processes_rss_mib_mean": round(mean_session_mib),
-            "broker_process_rss_before_mib": round(rss_before_kib as f64 / 1024.0),
-            "broker_process_rss_after_mib": round(rss_peak_kib as f64 / 1024.0),
-            "broker_rss_growth_mib_per_session": round(broker_growth_mib),
-            "per_session_total_mib": round(mean_session_mib + broker_growth_mib),
-        },
-        "broker_metrics_requests": metrics_counts,
-        "broker_metrics_mismatch": metrics_mismatch,
-        "leftovers": leftovers,
-        "table": report::table(&summaries),
-    })
-}
-
-fn print_summary(report: &Value) {
-    println!(
-        "deskbroker load — {} sessions × {} actions on {}, {} s wall",
-        report["sessions"],
-        report["actions_per_session"],
-        report["display"].as_str().unwrap_or("?"),
-        report["wall_seconds"]
-    );
-    println!();
-    print!("{}", report["table"].as_str().unwrap_or_default());
-    println!();
-    println!(
-        "acknowledged actions: {} ({} actions/s); typed failures: {}; untyped failures: {}",
-        report["actions_acknowledged"],
-        report["actions_per_second"],
-        report["typed_failures"],
-        report["untyped_failures"].as_array().map_or(0, Vec::len)
-    );
-    println!(
-        "long-polls: {} woken by their action, {} timed out unchanged, errors: {}",
-        report["long_poll"]["woken_by_action"],
-        report["long_poll"]["timed_out_unchanged"],
-        report["long_poll"]["errors"].as_array().map_or(0, Vec::len)
-    );
-    println!(
-        "memory per session: {} MiB session processes (mean) + {} MiB broker growth = {} MiB",
-        report["memory"]["session_processes_rss_mib_mean"],
-        report["memory"]["broker_rss_growth_mib_per_session"],
-        report["memory"]["per_session_total_mib"]
-    );
-    println!(
-        "probe logs: {} mismatches; leftovers after release: {}",
-        report["probe_mismatches"].as_array().map_or(0, Vec::len),
-        report["leftovers"].as_array().map_or(0, Vec::len)
-    );
-    println!(
-        "checkpoint: {}",
-        report["checkpoint"].as_str().unwrap_or_default()
-    );
 }
