@@ -530,8 +530,21 @@ where
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(transport)?;
-    let driver = tokio::spawn(connection);
-    let response = sender.send_request(request).await.map_err(transport)?;
+    let mut driver = tokio::spawn(connection);
+    let response = match sender.send_request(request).await {
+        Ok(response) => response,
+        Err(error) => {
+            // When the connection itself failed (e.g. the broker's TLS alert for a refused
+            // client certificate), its error says more than the request's "not ready".
+            let connection_error =
+                tokio::time::timeout(Duration::from_millis(200), &mut driver).await;
+            driver.abort();
+            return Err(match connection_error {
+                Ok(Ok(Err(connection_error))) => transport(connection_error),
+                _ => transport(error),
+            });
+        }
+    };
     let status = response.status();
     let bytes = response
         .into_body()

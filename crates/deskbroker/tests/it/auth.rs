@@ -332,11 +332,31 @@ async fn mutual_tls_end_to_end_and_its_refusals() {
         let result = act(&client, &session, "c2", 1, click(260)).await;
         match result {
             Err(ClientError::Api(body)) => panic!("{name}: reached the router: {body:?}"),
-            Err(error) => refusals.push(format!("{name}: {error}")),
+            Err(error) => {
+                let mut chain = format!("{name}: {error}");
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    chain.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                refusals.push(chain);
+            }
             Ok(_) => panic!("{name}: accepted"),
         }
     }
     println!("{refusals:#?}");
+    // The broker refused the certificates in the handshake (a TLS alert), not in HTTP.
+    assert!(refusals[0].contains("fatal alert"), "{}", refusals[0]);
+    assert!(
+        refusals[1].contains("CertificateRequired"),
+        "{}",
+        refusals[1]
+    );
+    assert!(
+        refusals[2].contains("invalid peer certificate"),
+        "{}",
+        refusals[2]
+    );
 
     // Plain HTTP to the TLS port gets no HTTP answer.
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port.unwrap())).unwrap();
@@ -408,6 +428,22 @@ async fn orchestration_credentials_admit_leasing_over_tls() {
     // The credential does not open session routes: the lease token does.
     let status = client.status(&lease.session_id).await.unwrap();
     assert_eq!(status.session_id, lease.session_id);
+    // Cost of a request with its checks: a fresh TLS connection per request vs the Unix socket.
+    let local = Client::new(&served.socket).with_private_tokens();
+    local.set_lease_token(&lease.session_id, lease.lease_token.clone());
+    for (name, client) in [("tls", &client), ("unix", &local)] {
+        let mut samples = Vec::new();
+        for _ in 0..30 {
+            let started = Instant::now();
+            client.status(&lease.session_id).await.unwrap();
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        println!(
+            "status over {name} (connection + auth + handler): p50 {:?}, p95 {:?}",
+            samples[15], samples[28]
+        );
+    }
     client.forget_lease_token(&lease.session_id);
     assert_eq!(
         refused_code(client.status(&lease.session_id).await),
