@@ -314,3 +314,51 @@ async fn a_broker_killed_after_input_leaves_a_verifiable_journal_closed_in_doubt
     assert!(ok && output.contains("released: true"), "{output}");
     assert_eq!(kinds(&released).last().unwrap(), "session_released");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_journal_continues_across_a_broker_restart_that_keeps_the_desktop() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let mut broker = Broker::start(root.path(), None, &log);
+    let session = leased_probe(&broker, "evidence-restart").await;
+    let click = |intent: &str| json!({"type": "click", "x": 220, "y": 160, "intent": intent});
+    act(
+        &broker.client(),
+        &session,
+        "before",
+        0,
+        click("before the restart"),
+    )
+    .await
+    .unwrap();
+
+    // SIGKILL with no action in flight: the next broker reattaches the desktop and reopens the
+    // journal, verifying it, where the last one left off.
+    broker.restart(None);
+    let client = broker.client();
+    act(&client, &session, "after", 1, click("after the restart"))
+        .await
+        .unwrap();
+    client.release(&session).await.unwrap();
+
+    let bundle = root.path().join("bundle");
+    export(&broker.state_dir, &session, &bundle);
+    let key = broker.state_dir.join("evidence").join("evidence.pub");
+    let (ok, output) = verify(&bundle, &key);
+    assert!(ok && output.contains("2 actions, 2 receipts"), "{output}");
+    assert_eq!(
+        kinds(&bundle),
+        [
+            "session_started",
+            "screenshot",
+            "action_accepted",
+            "action_receipt stable",
+            "action_accepted",
+            "action_receipt stable",
+            "session_released"
+        ]
+    );
+}
