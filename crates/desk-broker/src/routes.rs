@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody as _};
 use axum::extract::{DefaultBodyLimit, RawQuery, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -177,8 +177,21 @@ fn loggable_session_id(id: &str) -> String {
     }
 }
 
-/// Reads back an error response's body to learn its `code`, and rebuilds the response.
+/// Reads back an error response's body to learn its `code`, and rebuilds the response. Only a
+/// JSON body of known, small size is read; any other answer is passed on untouched.
 async fn error_code_of(response: Response) -> (Response, Option<String>) {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    let small = response
+        .body()
+        .size_hint()
+        .upper()
+        .is_some_and(|upper| upper <= ERROR_BODY_PEEK_BYTES as u64);
+    if !is_json || !small {
+        return (response, None);
+    }
     let (parts, body) = response.into_parts();
     match axum::body::to_bytes(body, ERROR_BODY_PEEK_BYTES).await {
         Ok(bytes) => {

@@ -187,6 +187,9 @@ async fn metrics_count_every_request_by_operation_status_and_code() {
     let (status, _) = harness.act(&id, "a0", 0, click(4, 4)).await;
     assert_eq!(status, StatusCode::CONFLICT);
     harness.call("GET", "/v1/nope", None).await;
+    // Refused by the auth layer before any handler (no token for this id): still one entry.
+    let (status, _) = harness.call("GET", "/v1/sessions/s_nope", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     let (status, text) = harness.raw("GET", "/v1/metrics", None).await;
     assert_eq!(status, StatusCode::OK, "{text}");
@@ -212,6 +215,10 @@ async fn metrics_count_every_request_by_operation_status_and_code() {
     );
     assert_eq!(
         count(r#"deskbroker_requests_total{op="unknown",status="404",code="not_found"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"deskbroker_requests_total{op="status",status="401",code="unauthorized"}"#),
         1.0
     );
     assert_eq!(
