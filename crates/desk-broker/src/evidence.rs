@@ -44,9 +44,9 @@ use crate::util::now_ms;
 
 /// Directory below the state directory that holds keys and per-session evidence.
 pub(crate) const EVIDENCE_DIR: &str = "evidence";
-/// Default signing key file name inside [`EVIDENCE_DIR`].
+/// Default signing key file name inside `<state_dir>/evidence`.
 pub const SIGNING_KEY_FILE: &str = "signing.key";
-/// Public key file name inside [`EVIDENCE_DIR`]; what `evidence verify --key` takes.
+/// Public key file name inside `<state_dir>/evidence`; what `evidence verify --key` takes.
 pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
 
 const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
