@@ -282,16 +282,20 @@ async fn drive(
         result
             .samples
             .add(&format!("execute:{}", action.type_name()), elapsed);
-        match answer {
+        let acked = match answer {
             Ok(response) => {
                 result.n_acknowledged += 1;
                 expected.acknowledged(&action);
                 next_index = response.action_index + 1;
+                true
             }
-            Err(error) => result.failed("execute", &error),
-        }
+            Err(error) => {
+                result.failed("execute", &error);
+                false
+            }
+        };
         if let Some(poller) = poller {
-            check_long_poll(poller.await, next_index, acked_at, result);
+            check_long_poll(poller.await, (acked, next_index), acked_at, result);
         }
         extras(client, session, action_idx, next_index, result).await;
         progress.inc(1);
@@ -309,7 +313,7 @@ type PollOutcome = (
 
 fn check_long_poll(
     joined: std::result::Result<PollOutcome, tokio::task::JoinError>,
-    next_index: u64,
+    (acked, next_index): (bool, u64),
     acked_at: Instant,
     result: &mut SessionResult,
 ) {
@@ -323,6 +327,10 @@ fn check_long_poll(
         }
     };
     result.samples.add("status_wait", ms(elapsed));
+    if !acked {
+        // The action was refused: what the poll saw depends on why; only its latency counts.
+        return;
+    }
     match answer {
         Ok(status) if status.next_action_index == next_index => {
             result.long_polls_woken += 1;
