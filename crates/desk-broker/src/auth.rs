@@ -22,7 +22,7 @@
 //! Credentials are never logged or echoed: refusal messages name the reason only.
 
 use axum::extract::connect_info::{ConnectInfo, Connected};
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -133,6 +133,25 @@ pub(crate) fn classify(method: &Method, path: &str) -> Target {
         "/v1/leases" => Target::Scoped(Scope::Lease),
         "/v1/metrics" => Target::Scoped(Scope::Metrics),
         _ => Target::Open,
+    }
+}
+
+/// The target of a request from its raw path, cross-checked with the route template the router
+/// matched (available to this layer because it runs after routing): a request the router sends
+/// to a session handler is never judged by anything but its lease token, whatever its raw path
+/// looks like.
+pub(crate) fn target_of(method: &Method, raw_path: &str, matched: Option<&str>) -> Target {
+    let by_path = classify(method, raw_path);
+    match matched {
+        Some(template) if template.starts_with("/v1/sessions/") => match by_path {
+            Target::Session { .. } | Target::BadSession => by_path,
+            Target::Scoped(_) | Target::Open => Target::BadSession,
+        },
+        Some(template) => match classify(method, template) {
+            Target::Scoped(scope) => Target::Scoped(scope),
+            _ => by_path,
+        },
+        None => by_path,
     }
 }
 
@@ -295,7 +314,14 @@ impl Asked {
                 .extensions()
                 .get::<ConnectInfo<Peer>>()
                 .map(|ConnectInfo(peer)| peer.clone()),
-            target: classify(request.method(), request.uri().path()),
+            target: target_of(
+                request.method(),
+                request.uri().path(),
+                request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(MatchedPath::as_str),
+            ),
             bearer: bearer(request.headers()).map(|token| token.map(str::to_string)),
         }
     }

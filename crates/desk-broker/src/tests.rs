@@ -90,7 +90,7 @@ mod auth {
 
     use crate::auth::{
         AuthConfig, Peer, Target, admit_peer, bearer, check_scope, check_session_state, classify,
-        token_matches,
+        target_of, token_matches,
     };
     use crate::credential::{self, Scope};
     use crate::error::BrokerError;
@@ -138,6 +138,33 @@ mod auth {
         for (method, path, expected) in cases {
             assert_eq!(classify(&method, path), expected, "{method} {path}");
         }
+    }
+
+    #[test]
+    fn the_matched_route_overrides_a_misleading_raw_path() {
+        let post = Method::POST;
+        let bad = Target::BadSession;
+        assert_eq!(
+            target_of(
+                &post,
+                "//v1/sessions/s_1/actions",
+                Some("/v1/sessions/{id}/actions")
+            ),
+            bad
+        );
+        assert_eq!(
+            target_of(
+                &post,
+                "/v1/sessions/s_1/actions",
+                Some("/v1/sessions/{id}/actions")
+            ),
+            classify(&post, "/v1/sessions/s_1/actions")
+        );
+        assert_eq!(
+            target_of(&post, "//v1/leases", Some("/v1/leases")),
+            Target::Scoped(Scope::Lease)
+        );
+        assert_eq!(target_of(&post, "/v1/nope", None), Target::Open);
     }
 
     #[test]
@@ -478,6 +505,23 @@ maximize = true
             .call(me(), "POST", &actions, Some(other_token), click.clone())
             .await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            app.fake.n_inputs(),
+            0,
+            "a refused action reached the desktop"
+        );
+        // Paths that only look different are judged like the route the router matches.
+        for path in [
+            format!("//v1/sessions/{id}/actions"),
+            format!("/v1/sessions/{id}//actions"),
+            format!("/v1/%73essions/{id}/actions"),
+            format!("/v1/sessions/{id}/actions/"),
+            format!("/v1/sessions/{id}/./actions"),
+            format!("/v1/sessions/x/../{id}/actions"),
+        ] {
+            let (status, body) = app.call(me(), "POST", &path, None, click.clone()).await;
+            assert!(!status.is_success(), "{path}: {status} {body}");
+        }
         assert_eq!(
             app.fake.n_inputs(),
             0,
