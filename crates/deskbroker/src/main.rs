@@ -25,9 +25,13 @@ use tracing_subscriber::EnvFilter;
 
 fn init_logging(filter: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
+    // A log destination that cannot be written (disk full, file size limit) must cost log
+    // lines, not requests: tracing-subscriber would otherwise report each failed write with
+    // `eprintln!`, which panics when stderr itself fails.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .init();
 }
 
