@@ -7,51 +7,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// Why a piece of JSON was rejected by the strict parser or the typed-record discipline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StrictJsonProblem {
-    /// The bytes are not JSON at all (the message says what was expected).
-    Syntax(String),
-    /// An object has the same key twice.
-    DuplicateKey(String),
-    /// `NaN`, `Infinity` or `-Infinity` appeared where a value belongs.
-    NonFiniteConstant(String),
-    /// An integer outside ±(2^53 − 1), which RFC 8785 cannot represent exactly.
-    IntegerOutOfRange(String),
-    /// A number whose value overflows a finite double.
-    NonFiniteNumber(String),
-    /// Nesting deeper than the parser allows.
-    TooDeep(usize),
-    /// A value of the wrong JSON type for a typed record (e.g. a boolean where a number belongs).
-    WrongType(String),
-    /// A key the typed record does not know.
-    UnknownField(String),
-    /// A key the typed record requires is absent.
-    MissingField(String),
-    /// The value does not round-trip through its typed record exactly (key set or
-    /// representation differs).
-    NotExact(String),
-}
-
-impl fmt::Display for StrictJsonProblem {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Syntax(message) => write!(formatter, "invalid JSON: {message}"),
-            Self::DuplicateKey(key) => write!(formatter, "duplicate key {key:?}"),
-            Self::NonFiniteConstant(token) => write!(formatter, "non-finite constant {token}"),
-            Self::IntegerOutOfRange(token) => {
-                write!(formatter, "integer {token} outside ±(2^53 - 1)")
-            }
-            Self::NonFiniteNumber(token) => write!(formatter, "number {token} is not finite"),
-            Self::TooDeep(limit) => write!(formatter, "nesting deeper than {limit}"),
-            Self::WrongType(message) => write!(formatter, "wrong type: {message}"),
-            Self::UnknownField(field) => write!(formatter, "unknown field {field:?}"),
-            Self::MissingField(field) => write!(formatter, "missing field {field:?}"),
-            Self::NotExact(message) => write!(formatter, "not an exact record: {message}"),
-        }
-    }
-}
+/// Why a piece of JSON was rejected: the workspace's one strict parser's reasons.
+pub use desk_contract::StrictJsonProblem;
 
 /// What is wrong with one journal record.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{EvidenceError, StrictJsonProblem};
+use crate::error::EvidenceError;
 
 /// Deepest nesting of arrays and objects the parser accepts.
 pub const MAX_DEPTH: usize = contract::MAX_DEPTH;
@@ -53,22 +53,7 @@ pub fn check_value(value: &Value) -> Result<(), EvidenceError> {
 }
 
 fn evidence_error(error: desk_contract::StrictJsonError) -> EvidenceError {
-    use desk_contract::StrictJsonProblem as Contract;
-    let problem = match error.problem {
-        Contract::Syntax(message) => StrictJsonProblem::Syntax(message),
-        Contract::DuplicateKey(key) => StrictJsonProblem::DuplicateKey(key),
-        Contract::NonFiniteConstant(token) => StrictJsonProblem::NonFiniteConstant(token),
-        Contract::IntegerOutOfRange(token) => StrictJsonProblem::IntegerOutOfRange(token),
-        Contract::NonFiniteNumber(token) => StrictJsonProblem::NonFiniteNumber(token),
-        Contract::TooDeep(limit) => StrictJsonProblem::TooDeep(limit),
-        Contract::WrongType(message) => StrictJsonProblem::WrongType(message),
-        Contract::UnknownField(field) => StrictJsonProblem::UnknownField(field),
-        Contract::MissingField(field) => StrictJsonProblem::MissingField(field),
-        Contract::NotExact(message) => StrictJsonProblem::NotExact(message),
-        // The contract's enum is non-exhaustive; a future kind is still a refusal.
-        other => StrictJsonProblem::Syntax(other.to_string()),
-    };
-    EvidenceError::strict(error.path, problem)
+    EvidenceError::strict(error.path, error.problem)
 }
 
 #[cfg(test)]
