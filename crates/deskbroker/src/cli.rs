@@ -48,7 +48,8 @@ pub(crate) enum Command {
     Evidence(crate::evidence::EvidenceCommand),
     /// Load benchmark: many concurrent sessions through the real API.
     Load(crate::load::LoadArgs),
-    /// Internal: the desktop worker. Speaks JSON lines on stdin/stdout; started by the broker.
+    /// Internal: the desktop worker. Speaks JSON lines on the Unix socket named by
+    /// DESKBROKER_WORKER_SOCKET (or stdin/stdout without it); started by the broker.
     #[command(hide = true)]
     Worker,
 }
