@@ -305,8 +305,8 @@ pub(crate) async fn run_with_factory(
     let result = run_suite(&broker.client(), tasks, &config, factory).await;
     broker.stop().await;
     let (summary, _) = result?;
-    print!("{}", format_table(&summary));
-    println!(
+    out!("{}", format_table(&summary));
+    outln!(
         "results: {} (summary.json, report.html, rollouts/)",
         out.display()
     );
@@ -322,7 +322,7 @@ fn score(args: &ScoreArgs) -> Result<()> {
         .with_context(|| format!("unknown task {}", args.task))?;
     let gold = load_gold(&gold_dir, &task.id)?;
     let report = desk_cad::score(&gold, &args.candidate);
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }
 
@@ -340,7 +340,7 @@ fn corpus(args: &CorpusArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&gold_dir);
     }
     let tasks = written?;
-    println!(
+    outln!(
         "wrote {} tasks ({CORPUS_VERSION}) to {}{}",
         tasks.len(),
         args.out.display(),

@@ -184,8 +184,8 @@ fn init(dir: &Path, extra_sans: &[String]) -> Result<()> {
         .verifying_key()
         .write(&dir.join("orchestrator.pub"))
         .context("failed to write orchestrator.pub")?;
-    println!("wrote {} in {}", FILES.join(", "), dir.display());
-    println!(
+    outln!("wrote {} in {}", FILES.join(", "), dir.display());
+    outln!(
         "serve:  deskbroker serve --listen 0.0.0.0:8443 --tls-cert {d}/server.pem --tls-key {d}/server.key --client-ca {d}/ca.pem --orchestrator-pub {d}/orchestrator.pub",
         d = dir.display()
     );
@@ -203,7 +203,7 @@ fn token(key: &Path, scopes: &[Scope], ttl_ms: u64, sub: &str) -> Result<()> {
     )
     .context("the clock is out of range")?;
     let credential = credential::issue(&key, sub, scopes, now_ms, ttl_ms)?;
-    println!("{credential}");
+    outln!("{credential}");
     Ok(())
 }
 

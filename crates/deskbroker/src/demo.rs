@@ -136,8 +136,8 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let result = drive(&broker.client(), &out, &shots, broker_args.display).await;
     broker.stop().await;
     let summary = result?;
-    println!("{}", serde_json::to_string_pretty(&summary)?);
-    println!("demo passed: run folder {}", out.display());
+    outln!("{}", serde_json::to_string_pretty(&summary)?);
+    outln!("demo passed: run folder {}", out.display());
     Ok(())
 }
 

@@ -53,7 +53,7 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             })
             .await?
             .context("evidence export failed")?;
-            println!(
+            outln!(
                 "exported {} to {}: {} records, {} files, released: {}, signer {}",
                 manifest.session_id,
                 out.display(),
@@ -76,7 +76,7 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 .iter()
                 .map(|(name, sha256)| format!("{name} sha256:{sha256}"))
                 .collect();
-            println!(
+            outln!(
                 "OK {}: session {}, {} records, {} actions, {} receipts, {} frames, {} files, \
                  released: {}, artifacts: [{}], signer {}",
                 bundle.display(),

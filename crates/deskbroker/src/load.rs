@@ -483,7 +483,7 @@ pub(crate) async fn run(args: LoadArgs) -> Result<()> {
     report["ok"] = json!(ok);
     std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("failed to write {}", args.json.display()))?;
-    println!("report written to {}", args.json.display());
+    outln!("report written to {}", args.json.display());
     if !ok {
         bail!("load run failed; see {}", args.json.display());
     }
@@ -549,6 +549,6 @@ async fn run_in(args: &LoadArgs, work: &Path) -> Result<Value> {
         metrics,
         &plan.state_dir,
     );
-    report::print_summary(&report);
+    report::print_summary(&report)?;
     Ok(report)
 }

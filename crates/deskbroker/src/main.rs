@@ -5,6 +5,9 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
+#[macro_use]
+mod out;
+
 mod bench;
 mod certs;
 mod cli;
@@ -46,6 +49,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`… | head`): nothing left to say, not a failure.
+        Err(error) if error.downcast_ref::<out::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

@@ -71,7 +71,7 @@ pub(crate) async fn run(args: PerfArgs) -> Result<()> {
     };
     let part_b = part_b(&args, &work).await?;
     let _ = std::fs::remove_dir_all(&work);
-    print_report(display, &part_a, &part_b);
+    print_report(display, &part_a, &part_b)?;
     Ok(())
 }
 
@@ -347,22 +347,24 @@ fn peer_capture(peer: &Value) -> Option<(f64, f64)> {
     Some((capture.0 + encode.0, capture.1 + encode.1))
 }
 
-fn print_report(display: DisplaySize, a: &PartA, b: &PartB) {
-    println!(
+fn print_report(display: DisplaySize, a: &PartA, b: &PartB) -> anyhow::Result<()> {
+    outln!(
         "deskbroker perf — {display}, LibreCAD maximized, capture path {}",
         a.capture_path
     );
-    println!("PNG size of one frame: {} bytes", a.png_bytes);
-    println!();
-    println!("{:<48} {:>10} {:>10}", "deskbroker", "median ms", "p95 ms");
+    outln!("PNG size of one frame: {} bytes", a.png_bytes);
+    outln!();
+    outln!("{:<48} {:>10} {:>10}", "deskbroker", "median ms", "p95 ms");
     for row in a.rows.iter().chain(&b.rows) {
-        println!(
+        outln!(
             "{:<48} {:>10.2} {:>10.2}",
-            row.what, row.stats.median, row.stats.p95
+            row.what,
+            row.stats.median,
+            row.stats.p95
         );
     }
     if a.peers.is_empty() {
-        return;
+        return Ok(());
     }
     let ours = a.rows[0].stats.median;
     let our_step = a
@@ -370,8 +372,8 @@ fn print_report(display: DisplaySize, a: &PartA, b: &PartB) {
         .get(4)
         .map(|row| row.stats.median)
         .unwrap_or(f64::NAN);
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<28} {:>16} {:>10} {:>14} {:>16}",
         "peer (same display, same run)",
         "capture+PNG ms",
@@ -385,7 +387,7 @@ fn print_report(display: DisplaySize, a: &PartA, b: &PartB) {
         let capture = peer_capture(peer).map(|c| c.0).unwrap_or(f64::NAN);
         fastest = fastest.min(capture);
         let step = peer_ms(peer, "step_ms", "median").unwrap_or(f64::NAN);
-        println!(
+        outln!(
             "{:<28} {:>16.2} {:>9.1}× {:>14.2} {:>15.1}×",
             name,
             capture,
@@ -394,14 +396,15 @@ fn print_report(display: DisplaySize, a: &PartA, b: &PartB) {
             step / our_step
         );
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "capture+PNG: fastest peer {fastest:.2} ms vs deskbroker {ours:.2} ms → {:.1}× faster \
          (target ≥ 6×, ≤ 10 ms)",
         fastest / ours
     );
-    println!(
+    outln!(
         "peer click→shot steps include no settle wait (pause 0); the demos they reproduce add a \
          fixed 2,000 ms pause, deskbroker waits only until the screen is stable (≤ 2,000 ms)."
     );
+    Ok(())
 }

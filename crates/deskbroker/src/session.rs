@@ -49,7 +49,7 @@ fn client(args: &ClientArgs, session_id: Option<&str>) -> Result<Client> {
 }
 
 fn print_json(value: &impl Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -145,7 +145,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             let bytes = desk_contract::b64::decode(&artifact.bytes_base64)
                 .context("broker sent an artifact that is not base64")?;
             write_file(&out, &bytes)?;
-            println!(
+            outln!(
                 "{} bytes, sha256 {}, written to {}",
                 artifact.size,
                 artifact.sha256,
@@ -157,7 +157,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             client: args,
             session_id,
         } => {
-            print!(
+            out!(
                 "{}",
                 client(&args, Some(&session_id))?
                     .events(&session_id)
@@ -169,7 +169,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             client: args,
             session_id,
         } => {
-            print!(
+            out!(
                 "{}",
                 client(&args, Some(&session_id))?
                     .frame_events(&session_id)

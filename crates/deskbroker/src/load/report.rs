@@ -187,43 +187,44 @@ pub(crate) fn build(
 }
 
 /// Prints the table and the headline numbers.
-pub(crate) fn print_summary(report: &Value) {
-    println!(
+pub(crate) fn print_summary(report: &Value) -> anyhow::Result<()> {
+    outln!(
         "deskbroker load — {} sessions × {} actions on {}, {} s wall",
         report["sessions"],
         report["actions_per_session"],
         report["display"].as_str().unwrap_or("?"),
         report["wall_seconds"]
     );
-    println!();
-    print!("{}", report["table"].as_str().unwrap_or_default());
-    println!();
-    println!(
+    outln!();
+    out!("{}", report["table"].as_str().unwrap_or_default());
+    outln!();
+    outln!(
         "acknowledged actions: {} ({} actions/s); typed failures: {}; untyped failures: {}",
         report["actions_acknowledged"],
         report["actions_per_second"],
         report["typed_failures"],
         report["untyped_failures"].as_array().map_or(0, Vec::len)
     );
-    println!(
+    outln!(
         "long-polls: {} woken by their action, {} timed out unchanged, errors: {}",
         report["long_poll"]["woken_by_action"],
         report["long_poll"]["timed_out_unchanged"],
         report["long_poll"]["errors"].as_array().map_or(0, Vec::len)
     );
-    println!(
+    outln!(
         "memory per session: {} MiB session processes (mean) + {} MiB broker growth = {} MiB",
         report["memory"]["session_processes_rss_mib_mean"],
         report["memory"]["broker_rss_growth_mib_per_session"],
         report["memory"]["per_session_total_mib"]
     );
-    println!(
+    outln!(
         "probe logs: {} mismatches; leftovers after release: {}",
         report["probe_mismatches"].as_array().map_or(0, Vec::len),
         report["leftovers"].as_array().map_or(0, Vec::len)
     );
-    println!(
+    outln!(
         "checkpoint: {}",
         report["checkpoint"].as_str().unwrap_or_default()
     );
+    Ok(())
 }

@@ -3,7 +3,7 @@
 //! one recorded rollout.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use crate::support::{deskbroker, xvfb_available};
 
@@ -94,6 +94,30 @@ fn corpus_and_score_subcommands() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["score"], 0.0);
     assert_eq!(report["zero_reason"], "unreadable");
+
+    // A reader that closes the pipe before the report is written (`… | head -c0`) ends the
+    // command quietly with success, not with a `println!` panic.
+    let mut child = Command::new(deskbroker())
+        .args([
+            "--log",
+            "warn",
+            "bench",
+            "score",
+            "--task",
+            "task-001",
+            "--candidate",
+        ])
+        .arg(gold.join("task-001.dxf"))
+        .env("XDG_CACHE_HOME", &cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
 }
 
 #[test]
