@@ -133,6 +133,10 @@ pub struct Turn {
     pub outcome: TurnOutcome,
     /// Tokens used by this turn's model call(s).
     pub usage: TokenUsage,
+    /// Vendor safety checks raised by this answer (OpenAI's `pending_safety_checks`), exactly as
+    /// sent; the adapter acknowledges them in its next request (the desktop is a disposable
+    /// sandbox) and the rollout record keeps them.
+    pub acknowledged_safety_checks: Vec<serde_json::Value>,
 }
 
 /// Who the agent is, for results.

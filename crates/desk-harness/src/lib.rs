@@ -19,6 +19,7 @@ pub mod replay;
 pub mod report;
 pub mod rollout;
 pub mod suite;
+pub mod versions;
 
 pub use agent::{
     Agent, AgentError, AgentInfo, BatchDelivery, BoxFuture, DeliveryStatus, Observation,
@@ -32,3 +33,4 @@ pub use record::{RolloutRecord, RolloutStatus, TraceItem, TraceTurn, TurnRecord}
 pub use replay::ReplayAgent;
 pub use rollout::{MAX_ACTIONS, RolloutOptions, run_rollout};
 pub use suite::{AgentFactory, SuiteConfig, Summary, format_table, oracle_factory, run_suite};
+pub use versions::SoftwareVersions;

@@ -339,6 +339,7 @@ impl Agent for OracleAgent {
             Ok(Turn {
                 outcome,
                 usage: TokenUsage::default(),
+                acknowledged_safety_checks: Vec::new(),
             })
         })
     }

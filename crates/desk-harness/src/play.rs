@@ -147,6 +147,7 @@ impl Play<'_> {
                 delivery: None,
                 final_frame: None,
                 usage: answer.usage,
+                acknowledged_safety_checks: answer.acknowledged_safety_checks,
             };
             let delivery = match answer.outcome {
                 TurnOutcome::NoToolCall { text } => {

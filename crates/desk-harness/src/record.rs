@@ -32,6 +32,18 @@ pub enum RolloutStatus {
 }
 
 impl RolloutStatus {
+    /// Whether the rollout was ended by the infrastructure (broker or desktop), not the agent:
+    /// `setup_failed` and `failed_closed`. Such a rollout is `infra_error`: excluded from the
+    /// mean score and counted separately.
+    pub fn is_infra_error(self) -> bool {
+        matches!(
+            self,
+            RolloutStatus::SetupFailed | RolloutStatus::FailedClosed
+        )
+    }
+}
+
+impl RolloutStatus {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -113,6 +125,9 @@ pub struct TraceTurn {
     pub final_frame: Option<String>,
     /// Tokens of this turn.
     pub usage: TokenUsage,
+    /// Vendor safety checks this answer raised and the adapter acknowledged (omitted when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acknowledged_safety_checks: Vec<serde_json::Value>,
 }
 
 /// Effective budgets of a rollout (after clamping) and the declared ones.
@@ -165,6 +180,9 @@ pub struct RolloutRecord {
     pub corpus_version: String,
     /// The deskbroker version that ran the broker.
     pub broker_version: String,
+    /// App, X server, window manager, OS and deskbroker versions of the run.
+    #[serde(default)]
+    pub versions: crate::versions::SoftwareVersions,
     /// The rollout id (prefix of every request id).
     pub rollout_id: String,
     /// The lease's attempt id.
@@ -197,6 +215,10 @@ pub struct RolloutRecord {
     pub tokens: TokenUsage,
     /// How it ended.
     pub status: RolloutStatus,
+    /// Ended by the infrastructure (`status.is_infra_error()`): the score is not a result of the
+    /// agent and is excluded from the mean.
+    #[serde(default)]
+    pub infra_error: bool,
     /// Why, when it did not end with `done`.
     pub status_detail: Option<String>,
     /// The scorer's report on the saved artifact.

@@ -88,6 +88,7 @@ impl Agent for ReplayAgent {
             Ok(Turn {
                 outcome,
                 usage: TokenUsage::default(),
+                acknowledged_safety_checks: Vec::new(),
             })
         })
     }

@@ -61,15 +61,23 @@ pub fn render(summary: &Summary, records: &[RolloutRecord]) -> String {
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>deskbroker bench report</title><style>{STYLE}</style></head><body>\
          <h1>deskbroker bench report</h1><p>{} · {} · {} · deskbroker {} · {} rollouts, \
-         {} done, mean score <b>{:.4}</b>, {:.1} s</p>",
+         {} done, {} infra_error (not scored), mean score <b>{:.4}</b>, {:.1} s</p>\
+         <p>{} · {} · {} · {} · deskbroker {} ({})</p>",
         escape(&summary.contract_version),
         escape(&summary.corpus_version),
         escape(&summary.scorer_version),
         escape(&summary.broker_version),
         summary.n_rollouts,
         summary.n_done,
+        summary.n_infra_error,
         summary.mean_score,
-        summary.total_ms as f64 / 1000.0
+        summary.total_ms as f64 / 1000.0,
+        escape(&summary.versions.app),
+        escape(&summary.versions.xvfb),
+        escape(&summary.versions.window_manager),
+        escape(&summary.versions.os),
+        escape(&summary.versions.deskbroker),
+        escape(&summary.versions.deskbroker_commit)
     );
     html.push_str(
         "<table><tr><th>task</th><th>level</th><th>agent</th><th>status</th><th>score</th>\

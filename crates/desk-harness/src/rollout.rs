@@ -38,6 +38,8 @@ pub struct RolloutOptions {
     pub dir: PathBuf,
     /// The deskbroker version, recorded in results.
     pub broker_version: String,
+    /// App, X server, window manager, OS and deskbroker versions, recorded in results.
+    pub versions: crate::versions::SoftwareVersions,
     /// App profile; the broker's default when `None`.
     pub profile: Option<String>,
     /// A lower action budget (tests); never raises the ceiling.
@@ -110,6 +112,7 @@ pub async fn run_rollout(
         contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
         corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
         broker_version: options.broker_version.clone(),
+        versions: options.versions.clone(),
         rollout_id: options.rollout_id.clone(),
         attempt_id: options.attempt_id.clone(),
         session_id: None,
@@ -126,6 +129,7 @@ pub async fn run_rollout(
         total_ms: 0,
         tokens: TokenUsage::default(),
         status: RolloutStatus::SetupFailed,
+        infra_error: true,
         status_detail: None,
         score: desk_cad::score(gold, &dir.join("attempt.dxf.missing")),
         artifact: None,
@@ -185,6 +189,7 @@ pub async fn run_rollout(
     }
     score_artifact(gold, dir, &mut record)?;
     record.total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    record.infra_error = record.status.is_infra_error();
     write_json(&dir.join(ROLLOUT_FILE), &record)?;
     Ok(record)
 }

@@ -34,6 +34,8 @@ pub struct SuiteConfig {
     pub out_dir: PathBuf,
     /// The deskbroker version.
     pub broker_version: String,
+    /// App, X server, window manager, OS and deskbroker versions, recorded in every result.
+    pub versions: crate::versions::SoftwareVersions,
     /// Attempt id of every lease of this run; rollout ids are `{task}-{attempt}`.
     pub attempt_id: String,
     /// App profile; the broker's default when `None`.
@@ -57,6 +59,9 @@ pub struct SummaryRow {
     pub agent: AgentInfo,
     /// How it ended.
     pub status: RolloutStatus,
+    /// Ended by the infrastructure; excluded from the mean score.
+    #[serde(default)]
+    pub infra_error: bool,
     /// Score in [0, 1].
     pub score: f64,
     /// Actions executed.
@@ -82,9 +87,15 @@ pub struct Summary {
     pub scorer_version: String,
     /// deskbroker version.
     pub broker_version: String,
+    /// App, X server, window manager, OS and deskbroker versions of the run.
+    #[serde(default)]
+    pub versions: crate::versions::SoftwareVersions,
     /// Rollouts run.
     pub n_rollouts: usize,
-    /// Mean score.
+    /// Rollouts ended by the infrastructure (`infra_error`), not counted in the mean.
+    #[serde(default)]
+    pub n_infra_error: usize,
+    /// Mean score over the rollouts that were not `infra_error` (0 when there are none).
     pub mean_score: f64,
     /// Rollouts that ended with `done`.
     pub n_done: usize,
@@ -181,6 +192,7 @@ async fn run_one(
         attempt_id: config.attempt_id.clone(),
         dir: rollout_dir(&config.out_dir, task.id.as_str()),
         broker_version: config.broker_version.clone(),
+        versions: config.versions.clone(),
         profile: config.profile.clone(),
         max_actions: config.max_actions,
         wall_time: config.wall_time,
@@ -202,6 +214,7 @@ fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration)
             split: record.split,
             agent: record.agent.clone(),
             status: record.status,
+            infra_error: record.infra_error,
             score: record.score.score,
             actions_used: record.actions_used,
             n_turns: record.n_turns,
@@ -210,17 +223,24 @@ fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration)
             record: format!("rollouts/{}/{ROLLOUT_FILE}", record.task_id),
         })
         .collect();
-    let mean_score = if rows.is_empty() {
+    let scored: Vec<f64> = rows
+        .iter()
+        .filter(|row| !row.infra_error)
+        .map(|row| row.score)
+        .collect();
+    let mean_score = if scored.is_empty() {
         0.0
     } else {
-        rows.iter().map(|row| row.score).sum::<f64>() / rows.len() as f64
+        scored.iter().sum::<f64>() / scored.len() as f64
     };
     Summary {
         contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
         corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
         scorer_version: desk_cad::score::SCORER_VERSION.to_owned(),
         broker_version: config.broker_version.clone(),
+        versions: config.versions.clone(),
         n_rollouts: rows.len(),
+        n_infra_error: rows.len() - scored.len(),
         mean_score,
         n_done: rows
             .iter()
@@ -252,9 +272,11 @@ pub fn format_table(summary: &Summary) -> String {
         ));
     }
     out.push_str(&format!(
-        "{} rollouts, {} done, mean score {:.4}, total {:.1} s ({}, {})\n",
+        "{} rollouts, {} done, {} infra_error (not scored), mean score {:.4}, total {:.1} s \
+         ({}, {})\n",
         summary.n_rollouts,
         summary.n_done,
+        summary.n_infra_error,
         summary.mean_score,
         summary.total_ms as f64 / 1000.0,
         summary.contract_version,

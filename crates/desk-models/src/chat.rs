@@ -5,11 +5,22 @@
 //! Each turn appends the model's assistant message verbatim, then one `tool` message per pending
 //! tool call id holding the delivery JSON text, then a user message with the screenshot as an
 //! `image_url` data URL (tool messages cannot carry images on every server).
+//!
+//! Wire details (checked against openai-python `src/openai/types/chat/`):
+//! - `parallel_tool_calls: false` is sent except to o-series models, which refuse the parameter;
+//!   several calls in one answer are malformed anyway.
+//! - Screenshots use `detail: high` (`ChatCompletionContentPartImageParam` allows only `auto`,
+//!   `low`, `high`).
+//! - Reasoning text that a server returns beside the content (`reasoning_content`, as vLLM's
+//!   reasoning parsers and DeepSeek-style APIs send it, or `reasoning`) is echoed verbatim on
+//!   the assistant message in the history: thinking models served this way expect their
+//!   reasoning back between tool calls. The OpenAI SDK's message type has neither field, so
+//!   nothing is sent to servers that never return one.
 
 use desk_harness::{Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
-use crate::config::{ApiKey, ModelConfig, ModelError};
+use crate::config::{ApiKey, ModelConfig, ModelError, is_o_series};
 use crate::function::parse_arguments;
 use crate::http::{AuthStyle, ModelHttp};
 use crate::prompt::{self, TOOL_DESCRIPTION, TOOL_NAME};
@@ -93,8 +104,10 @@ impl ChatAgent {
             "tools": [{"type": "function", "function": {"name": TOOL_NAME,
                 "description": TOOL_DESCRIPTION, "parameters": prompt::computer_action_schema()}}],
             "tool_choice": "auto",
-            "parallel_tool_calls": false,
         });
+        if !is_o_series(&self.config.model) {
+            body["parallel_tool_calls"] = json!(false);
+        }
         if let Some(effort) = &self.config.reasoning_effort {
             body["reasoning_effort"] = json!(effort);
         }
@@ -113,6 +126,11 @@ impl ChatAgent {
         let mut echoed = json!({"role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null)});
         if let Some(tool_calls) = message.get("tool_calls").filter(|calls| !calls.is_null()) {
             echoed["tool_calls"] = tool_calls.clone();
+        }
+        for field in ["reasoning_content", "reasoning"] {
+            if let Some(reasoning) = message.get(field).filter(|value| !value.is_null()) {
+                echoed[field] = reasoning.clone();
+            }
         }
         self.messages.push(echoed);
         let text = message

@@ -91,8 +91,10 @@ pub struct ModelConfig {
     /// How many of the most recent screenshots stay in the conversation as images; older ones are
     /// replaced by a text placeholder. The reference image always stays.
     pub keep_screenshots: usize,
-    /// Image detail for OpenAI image inputs (`high` when `None`; `original` for the GA computer
-    /// tool's screenshots).
+    /// Image detail for screenshots. `None` means `original` for the Responses API (its
+    /// `ImageDetail` allows `high`, `low`, `auto`, `original`; vendor guidance for computer use is
+    /// `original`) and `high` for Chat Completions (whose image part allows only `auto`, `low`,
+    /// `high`).
     pub image_detail: Option<String>,
 }
 
@@ -118,6 +120,22 @@ impl ModelConfig {
             image_detail: None,
         }
     }
+}
+
+/// Whether `model` names an OpenAI reasoning model: the o-series (`o1`, `o3`, `o4-mini`, …) and
+/// the GPT-5 family except its `-chat` variants. A provider prefix (`openai/`) is ignored.
+pub(crate) fn is_openai_reasoning_model(model: &str) -> bool {
+    let model = model.to_ascii_lowercase();
+    let model = model.rsplit('/').next().unwrap_or_default();
+    is_o_series(model) || (model.starts_with("gpt-5") && !model.contains("-chat"))
+}
+
+/// Whether `model` is an o-series model (`o1`, `o3-mini`, `o4-mini-high`, …).
+pub(crate) fn is_o_series(model: &str) -> bool {
+    let model = model.to_ascii_lowercase();
+    let model = model.rsplit('/').next().unwrap_or_default();
+    let mut chars = model.chars();
+    chars.next() == Some('o') && chars.next().is_some_and(|c| c.is_ascii_digit())
 }
 
 /// An API key read from the environment. Its `Debug` is redacted; nothing prints its value.

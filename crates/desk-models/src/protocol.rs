@@ -31,6 +31,15 @@ pub(crate) trait Protocol: Send {
     fn read(&mut self, response: &Value) -> Result<TurnOutcome, ModelError>;
     /// Token usage reported in `response`.
     fn tokens(&self, response: &Value) -> TokenUsage;
+    /// Whether the last `read` answered the model itself (a zoom) and the model must be asked
+    /// again within the same turn; resets the flag.
+    fn answered_locally(&mut self) -> bool {
+        false
+    }
+    /// Safety checks the model's last answer raised, which the next request acknowledges.
+    fn safety_checks(&self) -> Vec<Value> {
+        Vec::new()
+    }
 }
 
 /// An [`Agent`] speaking one model API.
@@ -73,13 +82,25 @@ impl<P: Protocol> Agent for ProtocolAgent<P> {
                 return Err(session::not_started(name));
             }
             self.0.observe(observation).map_err(to_agent(name))?;
-            let body = self.0.body();
-            let response = self.0.http().post(&body).await.map_err(to_agent(name))?;
-            let outcome = self.0.read(&response).map_err(to_agent(name))?;
-            Ok(Turn {
-                outcome,
-                usage: self.0.tokens(&response),
-            })
+            let mut usage = TokenUsage::default();
+            loop {
+                let body = self.0.body();
+                let response = self.0.http().post(&body).await.map_err(to_agent(name))?;
+                let outcome = self.0.read(&response).map_err(to_agent(name))?;
+                let tokens = self.0.tokens(&response);
+                usage.input_tokens += tokens.input_tokens;
+                usage.output_tokens += tokens.output_tokens;
+                usage.reasoning_tokens += tokens.reasoning_tokens;
+                // A zoom was answered without input; the adapter bounds how often per turn.
+                if self.0.answered_locally() {
+                    continue;
+                }
+                return Ok(Turn {
+                    outcome,
+                    usage,
+                    acknowledged_safety_checks: self.0.safety_checks(),
+                });
+            }
         })
     }
 }

@@ -7,12 +7,20 @@
 //!   then a user message with the screenshot as `input_image`;
 //! - native mode: one `computer_call_output` per pending call id carrying the screenshot (and
 //!   acknowledging the call's pending safety checks: the desktop is a disposable sandbox), then a
-//!   user message with the delivery JSON text.
+//!   user message with the delivery JSON text. The acknowledged checks are also returned with
+//!   the turn, so the rollout record keeps them.
+//!
+//! `include: ["reasoning.encrypted_content"]` is asked for only from reasoning models (those the
+//! request gives `reasoning_effort`, and by name the o-series and GPT-5 family except `-chat`,
+//! `config::is_openai_reasoning_model`): other models refuse it. Screenshots go out with
+//! `detail: original` unless the config says otherwise. Wire shapes checked against
+//! openai-python `src/openai/types/responses/` (`response_create_params.py`,
+//! `response_input_image_param.py`, `response_input_item_param.py`).
 
 use desk_harness::{Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
-use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode};
+use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode, is_openai_reasoning_model};
 use crate::function::parse_arguments;
 use crate::http::{AuthStyle, ModelHttp};
 use crate::native::{NativeBatch, PointerState};
@@ -51,17 +59,20 @@ impl ResponsesAgent {
         self.config.native_tool.as_deref().unwrap_or("computer")
     }
 
-    fn detail(&self, native: bool) -> String {
-        match (&self.config.image_detail, native) {
-            (Some(detail), _) => detail.clone(),
-            (None, true) if self.native_tool_type() == "computer" => "original".to_string(),
-            (None, _) => "high".to_string(),
-        }
+    fn detail(&self) -> String {
+        self.config
+            .image_detail
+            .clone()
+            .unwrap_or_else(|| "original".to_string())
+    }
+
+    fn reasoning_model(&self) -> bool {
+        self.config.reasoning_effort.is_some() || is_openai_reasoning_model(&self.config.model)
     }
 
     fn push_observation(&mut self, observation: &Observation) -> Result<(), ModelError> {
         let native = self.config.tool_mode == ToolMode::Native;
-        let detail = self.detail(native);
+        let detail = self.detail();
         let preview = self.native_tool_type() != "computer";
         let Some(session) = self.session.as_mut() else {
             return Err(ModelError::Config("turn called before start".into()));
@@ -157,9 +168,11 @@ impl ResponsesAgent {
         };
         let mut body = json!({
             "model": self.config.model, "instructions": system, "input": self.input,
-            "tools": tools, "parallel_tool_calls": false, "store": false,
-            "include": ["reasoning.encrypted_content"], "truncation": "auto",
+            "tools": tools, "parallel_tool_calls": false, "store": false, "truncation": "auto",
         });
+        if self.reasoning_model() {
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
         if let Some(effort) = &self.config.reasoning_effort {
             body["reasoning"] = json!({"effort": effort});
         }
@@ -328,5 +341,9 @@ impl Protocol for ResponsesAgent {
 
     fn tokens(&self, response: &Value) -> TokenUsage {
         usage(response)
+    }
+
+    fn safety_checks(&self) -> Vec<Value> {
+        self.safety_checks.clone()
     }
 }

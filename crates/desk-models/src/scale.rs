@@ -139,6 +139,39 @@ pub fn resize_png(png: &[u8], target: DisplaySize) -> Result<Vec<u8>, ModelError
     encode_rgb(&both, target)
 }
 
+/// Crops the screen rectangle `[x0, x1) × [y0, y1)` out of a full-resolution `png` and fits the
+/// crop into `max` (aspect kept, never enlarged), as an RGB PNG. The rectangle must lie inside the
+/// image and be non-empty; nothing is clamped.
+pub fn crop_png(
+    png: &[u8],
+    (x0, y0, x1, y1): (u32, u32, u32, u32),
+    max: DisplaySize,
+) -> Result<Vec<u8>, ModelError> {
+    let (width, height, rgb) = decode_rgb(png)?;
+    if x0 >= x1 || y0 >= y1 || x1 > width || y1 > height {
+        return Err(ModelError::Image(format!(
+            "region [{x0}, {y0}, {x1}, {y1}] is not a non-empty rectangle inside {width}x{height}"
+        )));
+    }
+    let (crop_width, crop_height) = (x1 - x0, y1 - y0);
+    let mut crop = Vec::with_capacity(crop_width as usize * crop_height as usize * 3);
+    for row in y0..y1 {
+        let start = (row as usize * width as usize + x0 as usize) * 3;
+        crop.extend_from_slice(&rgb[start..start + crop_width as usize * 3]);
+    }
+    let size = DisplaySize {
+        width: crop_width,
+        height: crop_height,
+    };
+    let fit = ImageScale::fit(size, max.width, max.height).image();
+    if fit == size {
+        return encode_rgb(&crop, size);
+    }
+    let horizontal = resize_axis(&crop, crop_width, crop_height, fit.width, Axis::X);
+    let both = resize_axis(&horizontal, fit.width, crop_height, fit.height, Axis::Y);
+    encode_rgb(&both, fit)
+}
+
 /// Reads a PNG's dimensions without decoding its pixels.
 pub fn png_size(png: &[u8]) -> Result<DisplaySize, ModelError> {
     let decoder = png::Decoder::new(std::io::Cursor::new(png));

@@ -29,6 +29,8 @@ pub(crate) struct Session {
     pub(crate) task_text: String,
     pub(crate) reference_b64: String,
     pub(crate) pending: PendingResult,
+    /// The last screenshot at full display resolution (what `zoom` crops).
+    pub(crate) last_frame: Vec<u8>,
     keep_screenshots: usize,
     /// (conversation item index, JSON pointer inside it, placeholder) of inlined screenshots.
     inlined: VecDeque<(usize, String, Value)>,
@@ -60,13 +62,19 @@ impl Session {
             task_text: prompt::task_text(brief),
             reference_b64: base64::engine::general_purpose::STANDARD.encode(reference),
             pending: PendingResult::default(),
+            last_frame: Vec::new(),
             keep_screenshots: config.keep_screenshots.max(1),
             inlined: VecDeque::new(),
         })
     }
 
-    /// The observation's screenshot at the model's image size, base64-encoded PNG.
-    pub(crate) fn screenshot_b64(&self, observation: &Observation) -> Result<String, ModelError> {
+    /// The observation's screenshot at the model's image size, base64-encoded PNG; the
+    /// full-resolution frame is kept as `last_frame`.
+    pub(crate) fn screenshot_b64(
+        &mut self,
+        observation: &Observation,
+    ) -> Result<String, ModelError> {
+        self.last_frame.clone_from(&observation.screenshot.png);
         let png = resize_png(&observation.screenshot.png, self.scale.image())?;
         Ok(base64::engine::general_purpose::STANDARD.encode(png))
     }

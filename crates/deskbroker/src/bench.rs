@@ -296,6 +296,12 @@ pub(crate) async fn run_with_factory(
         gold_dir: gold_dir.to_owned(),
         out_dir: out.clone(),
         broker_version: env!("CARGO_PKG_VERSION").to_owned(),
+        // The profile name is the app's Debian package for the built-in profiles.
+        versions: desk_harness::SoftwareVersions::probe(
+            &broker_args.default_profile,
+            env!("CARGO_PKG_VERSION"),
+            env!("DESKBROKER_COMMIT"),
+        ),
         attempt_id,
         profile: Some(broker_args.default_profile.clone()),
         max_actions: None,

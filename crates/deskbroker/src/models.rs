@@ -53,6 +53,14 @@ pub(crate) struct ModelArgs {
     /// Function tool or the vendor's native computer tool.
     #[arg(long, value_enum, default_value = "function")]
     pub(crate) tool: ToolArg,
+    /// The native tool's type, overriding the choice by model (e.g. `computer_20250124`,
+    /// `computer_20251124`, `computer_toolset_20260801`; `computer` for OpenAI). See
+    /// docs/models.md.
+    #[arg(long)]
+    pub(crate) native_tool: Option<String>,
+    /// Screenshot image detail [default: `original` for Responses, `high` for Chat Completions].
+    #[arg(long)]
+    pub(crate) image_detail: Option<String>,
     /// Largest image width shown to the model; larger screenshots are downscaled and the
     /// model's coordinates mapped back exactly once.
     #[arg(long, default_value_t = 1280)]
@@ -95,6 +103,8 @@ impl ModelArgs {
             ToolArg::Function => ToolMode::Function,
             ToolArg::Native => ToolMode::Native,
         };
+        config.native_tool = self.native_tool.clone();
+        config.image_detail = self.image_detail.clone();
         config.max_image_width = self.max_image_width;
         config.max_image_height = self.max_image_height;
         config.max_retries = self.max_retries;

@@ -22,6 +22,7 @@ fn options() -> RolloutOptions {
         attempt_id: "a".to_owned(),
         dir: PathBuf::from("/nonexistent"),
         broker_version: String::new(),
+        versions: crate::versions::SoftwareVersions::default(),
         profile: None,
         max_actions: None,
         wall_time: None,

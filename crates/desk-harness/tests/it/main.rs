@@ -5,4 +5,5 @@
 
 mod report;
 mod rollout;
+mod summary;
 mod support;

@@ -47,6 +47,7 @@ async fn the_report_renders_in_headless_chromium() {
         gold_dir: corpus.join("private"),
         out_dir: out.clone(),
         broker_version: "0.0.0-test".into(),
+        versions: desk_harness::SoftwareVersions::default(),
         attempt_id: "report".into(),
         profile: None,
         max_actions: None,

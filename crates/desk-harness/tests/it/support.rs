@@ -153,6 +153,7 @@ impl Agent for Scripted {
                     output_tokens: 2,
                     reasoning_tokens: 0,
                 },
+                acknowledged_safety_checks: Vec::new(),
             })
         })
     }
@@ -193,6 +194,7 @@ pub(crate) fn options(served: &Served, rollout_id: &str) -> RolloutOptions {
         attempt_id: rollout_id.into(),
         dir: served.dir.path().join("runs").join(rollout_id),
         broker_version: "0.0.0-test".into(),
+        versions: desk_harness::SoftwareVersions::default(),
         profile: None,
         max_actions: None,
         wall_time: Some(Duration::from_secs(60)),

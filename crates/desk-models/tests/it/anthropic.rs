@@ -20,6 +20,13 @@ fn tool_use(id: &str, name: &str, input: Value) -> Value {
     })
 }
 
+/// The native tool with a model that takes `computer_20250124`.
+fn native_config(url: &str) -> desk_models::ModelConfig {
+    let mut config = config(Provider::Anthropic, url, ToolMode::Native);
+    config.model = "claude-sonnet-4-5".into();
+    config
+}
+
 fn text_only(text: &str) -> Value {
     json!({"id": "msg_t", "type": "message", "role": "assistant", "content": [
         {"type": "text", "text": text}], "stop_reason": "end_turn",
@@ -223,7 +230,7 @@ async fn native_tool_maps_held_buttons_modifiers_keys_and_scroll() {
         (200, text_only("Drawing saved.")),
     ])
     .await;
-    let mut agent = agent(config(Provider::Anthropic, &server.url, ToolMode::Native));
+    let mut agent = agent(native_config(&server.url));
     agent.start(&brief(DisplaySize::FULL_HD)).await.unwrap();
     let mut batches = Vec::new();
     let mut errors = Vec::new();
@@ -335,7 +342,7 @@ async fn rejected_batch_restores_the_pointer_state() {
         width: 640,
         height: 400,
     };
-    let mut agent = agent(config(Provider::Anthropic, &server.url, ToolMode::Native));
+    let mut agent = agent(native_config(&server.url));
     agent.start(&brief(display)).await.unwrap();
     agent.turn(&observation(1, display, None)).await.unwrap();
     agent

@@ -125,7 +125,11 @@ async fn rollout(
 ) -> (RolloutRecord, Vec<InputAction>, Vec<Recorded>) {
     let served = serve_broker().await;
     let model = Scripted::start(replies.into_iter().map(|reply| (200, reply)).collect()).await;
-    let mut agent = agent(config(provider, &model.url, mode));
+    let mut config = config(provider, &model.url, mode);
+    if provider == Provider::Anthropic {
+        config.model = "claude-sonnet-4-5".into(); // takes `computer_20250124`
+    }
+    let mut agent = agent(config);
     let client = Client::new(&served.socket);
     let (task, gold) = task();
     let options = RolloutOptions {
@@ -133,6 +137,7 @@ async fn rollout(
         attempt_id: "attempt-1".to_string(),
         dir: served.dir.path().join("rollout"),
         broker_version: "test".to_string(),
+        versions: desk_harness::SoftwareVersions::default(),
         profile: None,
         max_actions,
         wall_time: Some(Duration::from_secs(60)),

@@ -4,5 +4,6 @@
 mod anthropic;
 mod chat;
 mod e2e;
+mod live_shapes;
 mod responses;
 mod support;
