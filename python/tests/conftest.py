@@ -53,7 +53,8 @@ class Broker:
         return [json.loads(line) for line in self.probe_log.read_text().splitlines() if line]
 
 
-def start_broker(root: Path, extra: list[str] | None = None) -> Broker:
+def start_broker(root: Path, default_profile: str = "probe",
+                 display: str = "1280x800") -> Broker:
     require_xvfb()
     profiles = root / "profiles"
     profiles.mkdir(parents=True, exist_ok=True)
@@ -74,8 +75,8 @@ timeout_ms = 15000
     log = open(root / "broker.log", "wb")
     process = subprocess.Popen(
         [str(binary("deskbroker")), "serve", "--socket", str(socket), "--state-dir",
-         str(root / "state"), "--profiles", str(profiles), "--display", "1280x800",
-         "--default-profile", "probe", *(extra or [])],
+         str(root / "state"), "--profiles", str(profiles), "--display", display,
+         "--default-profile", default_profile],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
     )
     deadline = time.monotonic() + 20
@@ -113,11 +114,24 @@ def stop_broker(broker: Broker) -> None:
                     pass
 
 
-@pytest.fixture
-def broker() -> Iterator[Broker]:
+def _broker(default_profile: str, display: str) -> Iterator[Broker]:
     # A short root: a session's worker socket path must fit in 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="dbk-"))
-    started = start_broker(root)
+    started = start_broker(root, default_profile, display)
     yield started
     stop_broker(started)
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    """A broker whose sessions run the probe window."""
+    yield from _broker("probe", "1280x800")
+
+
+@pytest.fixture
+def cad_broker() -> Iterator[Broker]:
+    """A broker whose sessions run LibreCAD (the benchmark's app)."""
+    if shutil.which("librecad") is None and os.environ.get("DESK_REQUIRE_XVFB") != "1":
+        pytest.skip("skipped: librecad not found")
+    yield from _broker("librecad", "1920x1080")
