@@ -68,7 +68,7 @@ template = "fresh"
 [window]
 class = "deskprobe"
 maximize = true
-timeout_ms = 15000
+timeout_ms = 30000
 '''
     )
     socket = root / "broker.sock"

@@ -135,3 +135,27 @@ async def test_rollout_draws_task_004_and_is_scored(cad_broker: Broker) -> None:
     assert json.loads(score.stdout)["score"] == reward == desk["score"]["score"]
     assert desk["released"] is True
     await env.broker.aclose()
+
+
+async def test_broker_refusal_mid_batch_fails_closed_and_releases(broker: Broker) -> None:
+    """On the probe desktop: the broker refuses item 1 (an unknown key name, which only the
+    broker validates); item 0 ran, item 2 never does, the rollout fails closed, reward 0, and the
+    session is still released."""
+    env = load_environment(str(broker.socket), tasks=["task-004"],
+                           deskbroker_bin=str(binary("deskbroker")))
+    model = ScriptedClient([
+        [text("a"), key("nosuchkey"), text("b")],
+        [{"type": "done", "intent": "never reached"}],
+    ])
+    since = len(broker.probe_events())
+    output = await env.run_rollout(env.get_eval_dataset()[0], model, "scripted", {},
+                                   state_columns=["deskbroker"])
+    desk = output["deskbroker"]
+    assert desk["status"] == "failed_closed" and "item 1" in desk["status_detail"]
+    assert desk["actions_used"] == 1 and len(model.turns) == 1, "no turn after failing closed"
+    chars = "".join(e.get("char") or "" for e in broker.probe_events()[since:]
+                    if e["type"] == "key_press")
+    assert chars == "a"
+    assert output["reward"] == 0.0 and desk["score"] is None
+    assert desk["released"] is True
+    await env.broker.aclose()
