@@ -71,6 +71,7 @@ class Action(TypedDict):
 
 
 def _without_nulls(actions: Any) -> Any:
+    """The batch without the null fields the strict schema makes the model send."""
     if not isinstance(actions, list):
         return actions
     return [{k: v for k, v in a.items() if v is not None} if isinstance(a, dict) else a
@@ -141,9 +142,9 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         desk = state["deskbroker"]
         desk["turn"] += 1
         turn = desk["turn"]
-        actions = _without_nulls(actions)
+        batch: list[dict[str, Any]] = _without_nulls(actions)
         remaining = desk["max_actions"] - desk["actions_used"]
-        reason = check_batch(actions, desk["width"], desk["height"], remaining)
+        reason = check_batch(batch, desk["width"], desk["height"], remaining)
         if reason is None and time.monotonic() >= desk["deadline"]:
             desk["status"] = "wall_time_exhausted"
             reason = "the wall-time budget is used up"
@@ -154,7 +155,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
         start_sha = desk["last_sha256"]
         final: dict[str, Any] | None = None
-        for index, action in enumerate(actions):
+        for index, action in enumerate(batch):
             request_id = f"{desk['rollout_id']}-t{turn}-i{index}"
             try:
                 answer = await self.broker.act(desk["session_id"], action, request_id=request_id)
@@ -174,12 +175,12 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         assert final is not None
         shot = final["screenshot"]
         desk["last_sha256"] = shot["sha256"]
-        if actions[-1]["type"] == "done":
+        if batch[-1]["type"] == "done":
             desk["status"] = "done"
         elif desk["actions_used"] >= desk["max_actions"]:
             desk["status"] = "action_budget_exhausted"
         delivery = {
-            "delivery": "input_injected", "items_executed": len(actions),
+            "delivery": "input_injected", "items_executed": len(batch),
             "batch_start_sha256": start_sha, "final_sha256": shot["sha256"],
             "screen_changed": start_sha != shot["sha256"],
             "actions_used": desk["actions_used"], "max_actions": desk["max_actions"],
