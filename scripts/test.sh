@@ -7,3 +7,4 @@ scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 DESK_REQUIRE_XVFB=1 cargo test --workspace --locked
+DESK_REQUIRE_XVFB=1 scripts/test-python.sh

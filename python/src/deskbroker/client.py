@@ -1,0 +1,286 @@
+"""The async broker client: one method per route of the HTTP API (`GET /v1/openapi.json`).
+
+The broker owns every rule (validation, exactly-once, settling); this client only keeps what a
+caller would otherwise track by hand:
+
+- lease tokens: remembered per session and sent as ``Authorization: Bearer`` on that session's
+  routes, never printed (``repr`` hides them);
+- request ids and expected action indices: deterministic, ``{task_id}-{attempt_id}-reset`` and
+  ``{task_id}-{attempt_id}-a{index}`` unless given, with the index following the broker's
+  answers;
+- retries: a request whose connection failed (the answer was lost) is re-sent with the same
+  request id, at most ``retries`` times; the broker answers a repeated action from its journal
+  (``idempotent_replay``) and injects nothing twice. An error answer is never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = ["Client", "DeskbrokerError", "ApiError", "TransportError", "Session"]
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class DeskbrokerError(Exception):
+    """Base class of every error this package raises."""
+
+
+class ApiError(DeskbrokerError):
+    """The broker refused a request: its stable ``code`` and ``message``."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code} ({status}): {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class TransportError(DeskbrokerError):
+    """The broker could not be reached, or every retry lost its answer."""
+
+
+@dataclass
+class Session:
+    """What the client remembers about a leased session."""
+
+    session_id: str
+    task_id: str
+    attempt_id: str
+    next_action_index: int = 0
+    lease_token: str = field(default="", repr=False)
+
+    @property
+    def rollout_id(self) -> str:
+        return f"{self.task_id}-{self.attempt_id}"
+
+
+def _session_path(session_id: str, suffix: str = "") -> str:
+    if not session_id or not all(c.isascii() and (c.isalnum() or c in "-_.~") for c in session_id):
+        raise DeskbrokerError(f"session id {session_id!r} is not a plain path segment")
+    return f"/v1/sessions/{session_id}{suffix}"
+
+
+class Client:
+    """An async client of one broker, over its Unix socket or over TLS.
+
+    ``Client(socket=PATH)`` or ``Client(url="https://host:8443", ca=..., cert=..., key=...)``;
+    ``credential`` is an orchestration credential sent on the non-session routes. Use as an
+    async context manager, or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        socket: str | None = None,
+        *,
+        url: str | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+        credential: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = 2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if (socket is None) == (url is None):
+            raise DeskbrokerError("give exactly one of socket= or url=")
+        if retries < 0:
+            raise DeskbrokerError("retries must be >= 0")
+        if (cert is None) != (key is None):
+            raise DeskbrokerError("cert= and key= go together")
+        self._credential = credential
+        self._retries = retries
+        self._sessions: dict[str, Session] = {}
+        if socket is not None:
+            self._endpoint = f"unix:{socket}"
+            transport = transport or httpx.AsyncHTTPTransport(uds=socket)
+            self._http = httpx.AsyncClient(
+                base_url="http://deskbroker", transport=transport, timeout=timeout
+            )
+        else:
+            assert url is not None
+            if not url.startswith("https://"):
+                raise DeskbrokerError("a remote broker is TLS only: url must start with https://")
+            context = ssl.create_default_context(cafile=ca)
+            if cert is not None and key is not None:
+                context.load_cert_chain(cert, key)
+            self._endpoint = url
+            self._http = httpx.AsyncClient(
+                base_url=url, verify=context, transport=transport, timeout=timeout
+            )
+
+    def __repr__(self) -> str:
+        return f"Client({self._endpoint!r}, sessions={len(self._sessions)})"
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- session memory ---------------------------------------------------------------------
+
+    def session(self, session_id: str) -> Session:
+        """The remembered session (its next expected action index, ids)."""
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise DeskbrokerError(f"session {session_id} was not leased through this client") from None
+
+    def adopt(self, session_id: str, lease_token: str, task_id: str, attempt_id: str,
+              next_action_index: int = 0) -> Session:
+        """Remembers a session leased elsewhere (e.g. by the CLI)."""
+        session = Session(session_id, task_id, attempt_id, next_action_index, lease_token)
+        self._sessions[session_id] = session
+        return session
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _headers(self, path: str) -> dict[str, str]:
+        bearer: str | None = None
+        if path.startswith("/v1/sessions/"):
+            session_id = path.removeprefix("/v1/sessions/").split("/")[0].split("?")[0]
+            remembered = self._sessions.get(session_id)
+            bearer = remembered.lease_token if remembered else None
+        else:
+            bearer = self._credential
+        return {"authorization": f"Bearer {bearer}"} if bearer else {}
+
+    async def _call(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        content = None if body is None else json.dumps(body).encode()
+        headers = self._headers(path)
+        if content is not None:
+            headers["content-type"] = "application/json"
+        last: Exception | None = None
+        for attempt in range(self._retries + 1):
+            if attempt:
+                await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+            try:
+                response = await self._http.request(method, path, content=content, headers=headers)
+            except httpx.TransportError as error:
+                last = error
+                continue
+            if response.is_success:
+                return response
+            try:
+                error_body = response.json()
+                raise ApiError(response.status_code, str(error_body["code"]),
+                               str(error_body["message"]))
+            except (ValueError, KeyError, TypeError):
+                raise ApiError(response.status_code, "undecodable",
+                               response.text[:200]) from None
+        raise TransportError(f"{method} {path}: no answer after {self._retries + 1} attempts: {last!r}")
+
+    async def _json(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        response = await self._call(method, path, body)
+        try:
+            value = response.json()
+        except ValueError as error:
+            raise DeskbrokerError(f"{method} {path}: answer is not JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise DeskbrokerError(f"{method} {path}: answer is not a JSON object")
+        return value
+
+    # -- routes -----------------------------------------------------------------------------
+
+    async def lease(self, task_id: str, attempt_id: str, profile: str | None = None) -> dict[str, Any]:
+        """``POST /v1/leases``; remembers the lease token (it stays in the returned dict too)."""
+        body: dict[str, Any] = {"task_id": task_id, "attempt_id": attempt_id}
+        if profile is not None:
+            body["profile"] = profile
+        answer = await self._json("POST", "/v1/leases", body)
+        session_id = str(answer["session_id"])
+        known = self._sessions.get(session_id)
+        self._sessions[session_id] = Session(
+            session_id, task_id, attempt_id,
+            known.next_action_index if known else 0, str(answer["lease_token"]),
+        )
+        return answer
+
+    async def reset(self, session_id: str, request_id: str | None = None) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/reset``: the app maximized, the handoff screenshot."""
+        path = _session_path(session_id, "/reset")
+        request_id = request_id or f"{self.session(session_id).rollout_id}-reset"
+        return await self._json("POST", path, {"request_id": request_id})
+
+    async def screenshot(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/screenshot``."""
+        return await self._json("GET", _session_path(session_id, "/screenshot"))
+
+    async def act(
+        self,
+        session_id: str,
+        action: dict[str, Any],
+        *,
+        request_id: str | None = None,
+        expected_action_index: int | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/actions``: one action, exactly once.
+
+        Without ``expected_action_index`` the remembered next index is used, and without
+        ``request_id`` the id ``{task_id}-{attempt_id}-a{index}``; a lost answer is retried with
+        both unchanged.
+        """
+        path = _session_path(session_id, "/actions")
+        index = expected_action_index
+        remembered = self._sessions.get(session_id)
+        if index is None:
+            index = self.session(session_id).next_action_index
+        if request_id is None:
+            request_id = f"{self.session(session_id).rollout_id}-a{index}"
+        body = {"request_id": request_id, "expected_action_index": index, "action": action}
+        answer = await self._json("POST", path, body)
+        if remembered is not None:
+            remembered.next_action_index = max(remembered.next_action_index,
+                                               int(answer["action_index"]) + 1)
+        return answer
+
+    async def checkpoint(self, session_id: str) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/checkpoint``: save the attempt file."""
+        return await self._json("POST", _session_path(session_id, "/checkpoint"))
+
+    async def artifact(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/artifact``; :func:`artifact_bytes` decodes it."""
+        return await self._json("GET", _session_path(session_id, "/artifact"))
+
+    async def events(self, session_id: str) -> str:
+        """``GET /v1/sessions/{id}/events``: ``events.json`` NDJSON text."""
+        return (await self._call("GET", _session_path(session_id, "/events"))).text
+
+    async def frame_events(self, session_id: str) -> str:
+        """``GET /v1/sessions/{id}/frame-events``: ``frame_events.json`` NDJSON text."""
+        return (await self._call("GET", _session_path(session_id, "/frame-events"))).text
+
+    async def status(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}``."""
+        return await self._json("GET", _session_path(session_id))
+
+    async def release(self, session_id: str) -> dict[str, Any]:
+        """``DELETE /v1/sessions/{id}``: idempotent; the token is forgotten afterwards."""
+        answer = await self._json("DELETE", _session_path(session_id))
+        self._sessions.pop(session_id, None)
+        return answer
+
+    async def openapi(self) -> dict[str, Any]:
+        """``GET /v1/openapi.json``."""
+        return await self._json("GET", "/v1/openapi.json")
+
+
+def artifact_bytes(artifact: dict[str, Any]) -> bytes:
+    """The bytes of an :meth:`Client.artifact` answer."""
+    return base64.b64decode(artifact["bytes_base64"], validate=True)
+
+
+def png_bytes(screenshot: dict[str, Any]) -> bytes:
+    """The PNG bytes of a screenshot object."""
+    return base64.b64decode(screenshot["png_base64"], validate=True)

@@ -1,0 +1,137 @@
+"""Fixtures: a real `deskbroker serve` on a private socket, offering the probe window (a real X11
+client on a real Xvfb desktop that records every X input event it receives) as profile `probe`.
+
+The binaries come from the checkout's cargo target directory (`DESKBROKER_TARGET`, default
+`../target/debug`): build them first (`cargo build -p deskbroker -p desk-test-support`). Without
+Xvfb the tests skip, unless `DESK_REQUIRE_XVFB=1` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET = Path(os.environ.get("DESKBROKER_TARGET", REPO / "target" / "debug"))
+
+
+def binary(name: str) -> Path:
+    path = TARGET / name
+    if not path.exists():
+        pytest.fail(f"{path} missing: run cargo build -p deskbroker -p desk-test-support")
+    return path
+
+
+def require_xvfb() -> None:
+    if shutil.which("Xvfb") and shutil.which("openbox"):
+        return
+    if os.environ.get("DESK_REQUIRE_XVFB") == "1":
+        pytest.fail("Xvfb/openbox not found but DESK_REQUIRE_XVFB=1")
+    pytest.skip("skipped: Xvfb not found")
+
+
+@dataclass
+class Broker:
+    socket: Path
+    root: Path
+    probe_log: Path
+    process: subprocess.Popen[bytes]
+
+    def probe_events(self) -> list[dict]:
+        if not self.probe_log.exists():
+            return []
+        return [json.loads(line) for line in self.probe_log.read_text().splitlines() if line]
+
+
+def start_broker(root: Path, default_profile: str = "probe",
+                 display: str = "1280x800") -> Broker:
+    require_xvfb()
+    profiles = root / "profiles"
+    profiles.mkdir(parents=True, exist_ok=True)
+    probe_log = root / "probe.ndjson"
+    (profiles / "probe.toml").write_text(
+        f'''name = "probe"
+command = ["{binary("desk-probe")}", "--out", "{probe_log}"]
+[attempt]
+filename = "attempt.txt"
+template = "fresh"
+[window]
+class = "deskprobe"
+maximize = true
+timeout_ms = 30000
+'''
+    )
+    socket = root / "broker.sock"
+    log = open(root / "broker.log", "wb")
+    process = subprocess.Popen(
+        [str(binary("deskbroker")), "serve", "--socket", str(socket), "--state-dir",
+         str(root / "state"), "--profiles", str(profiles), "--display", display,
+         "--default-profile", default_profile],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+    )
+    deadline = time.monotonic() + 20
+    while not socket.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"broker did not start: {(root / 'broker.log').read_text()[-2000:]}")
+        time.sleep(0.02)
+    return Broker(socket, root, probe_log, process)
+
+
+def _start_ticks(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def stop_broker(broker: Broker) -> None:
+    """Stops the broker, then kills the desktops a failed test left behind (desktops outlive
+    the broker by design): every recorded process group that is still the same process."""
+    broker.process.terminate()
+    try:
+        broker.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        broker.process.kill()
+        broker.process.wait()
+    for record in (broker.root / "state" / "sessions").glob("*/processes.json"):
+        for process in json.loads(record.read_text()):
+            if _start_ticks(process["pid"]) == process["start_ticks"]:
+                try:
+                    os.killpg(process["pid"], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _broker(default_profile: str, display: str) -> Iterator[Broker]:
+    # A short root: a session's worker socket path must fit in 107 bytes.
+    root = Path(tempfile.mkdtemp(prefix="dbk-"))
+    started = start_broker(root, default_profile, display)
+    yield started
+    stop_broker(started)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def broker() -> Iterator[Broker]:
+    """A broker whose sessions run the probe window."""
+    yield from _broker("probe", "1280x800")
+
+
+@pytest.fixture
+def cad_broker() -> Iterator[Broker]:
+    """A broker whose sessions run LibreCAD (the benchmark's app)."""
+    if shutil.which("librecad") is None and os.environ.get("DESK_REQUIRE_XVFB") != "1":
+        pytest.skip("skipped: librecad not found")
+    yield from _broker("librecad", "1920x1080")

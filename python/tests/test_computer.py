@@ -1,0 +1,145 @@
+"""`DeskbrokerComputer` driven by the OpenAI Agents SDK's own runner with its scripted model, and
+through cua's `AsyncComputerHandler` protocol (loaded from the published `cua-agent` package),
+against a real broker and the probe window on Xvfb."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+from agents import Agent, ComputerTool, Runner, set_tracing_disabled
+from agents.computer import AsyncComputer
+from agents.testing import ScriptedModel, assistant_message
+from openai.types.responses import ResponseComputerToolCall
+
+from deskbroker import Client, DeskbrokerComputer, DeskbrokerError
+
+from .conftest import Broker
+
+set_tracing_disabled(True)
+
+
+def cua_protocol() -> type:
+    """cua's `AsyncComputerHandler`, from the installed `cua-agent` distribution's own file
+    (its package `__init__` imports a model stack this test does not need)."""
+    import importlib.metadata as metadata
+
+    try:
+        files = metadata.files("cua-agent") or []
+    except metadata.PackageNotFoundError:
+        pytest.fail("cua-agent is not installed (pip install --no-deps cua-agent)")
+    (base,) = [f for f in files if str(f).endswith("computers/base.py")]
+    spec = importlib.util.spec_from_file_location("cua_computers_base", Path(base.locate()))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AsyncComputerHandler
+
+
+def presses(broker: Broker, since: int) -> list[tuple[str, int, int]]:
+    return [(e["type"], e["root_x"], e["root_y"]) for e in broker.probe_events()[since:]
+            if e["type"] in ("button_press", "button_release")]
+
+
+def typed(broker: Broker, since: int) -> str:
+    return "".join(e.get("char") or "" for e in broker.probe_events()[since:]
+                   if e["type"] == "key_press")
+
+
+async def test_agents_sdk_runner_drives_the_desktop(broker: Broker) -> None:
+    async with Client(socket=str(broker.socket)) as client:
+        computer = await DeskbrokerComputer.create(client, task_id="sdk", attempt_id="a1")
+        assert isinstance(computer, AsyncComputer)
+        assert computer.dimensions == (1280, 800) and computer.environment == "ubuntu"
+        call = ResponseComputerToolCall.model_validate({
+            "id": "cu_1", "call_id": "call_1", "type": "computer_call", "status": "completed",
+            "pending_safety_checks": [],
+            "actions": [
+                {"type": "click", "x": 400, "y": 300, "button": "left"},
+                {"type": "type", "text": "hi"},
+                {"type": "double_click", "x": 500, "y": 320},
+                {"type": "click", "x": 410, "y": 310, "button": "left", "keys": ["shift"]},
+                {"type": "drag", "path": [{"x": 100, "y": 100}, {"x": 200, "y": 150}]},
+                {"type": "move", "x": 640, "y": 400},
+                {"type": "scroll", "x": 640, "y": 400, "scroll_x": 0, "scroll_y": 200},
+                {"type": "keypress", "keys": ["ctrl", "a"]},
+                {"type": "wait"},
+            ],
+        })
+        model = ScriptedModel([[call], [assistant_message("finished")]])
+        agent = Agent(name="desk", instructions="use the computer", model=model,
+                      tools=[ComputerTool(computer=computer)])
+        since = len(broker.probe_events())
+        result = await Runner.run(agent, "click the probe and type hi")
+        assert result.final_output == "finished"
+        model.assert_complete()
+        # The model's second call saw the screenshot the computer returned.
+        assert "data:image/png;base64," in str(model.last_call)
+
+        got = presses(broker, since)
+        assert got[:2] == [("button_press", 400, 300), ("button_release", 400, 300)]
+        assert got[2:6] == [("button_press", 500, 320), ("button_release", 500, 320)] * 2
+        assert got[6][1:] == (410, 310)
+        assert ("button_press", 100, 100) in got and ("button_release", 200, 150) in got
+        assert typed(broker, since).startswith("hi")
+        shift_click = [e for e in broker.probe_events()[since:]
+                       if e["type"] == "button_press" and (e["root_x"], e["root_y"]) == (410, 310)]
+        assert shift_click[0]["state"] & 1, "shift held during the click"
+        wheel = [e for e in broker.probe_events()[since:]
+                 if e["type"] == "button_press" and e["button"] in (4, 5)]
+        assert [e["button"] for e in wheel] == [5, 5]
+        status = await client.status(computer.session_id)
+        # 9 actions: the scroll needs no move of its own, the pointer is already there.
+        assert status["next_action_index"] == 9
+        await computer.dispose()
+        with pytest.raises(DeskbrokerError):
+            client.session(computer.session_id)
+
+
+async def test_cua_handler_protocol_and_press_release(broker: Broker) -> None:
+    protocol = cua_protocol()
+    async with Client(socket=str(broker.socket)) as client:
+        async with await DeskbrokerComputer.create(client, task_id="cua", attempt_id="a1") as pc:
+            assert isinstance(pc, protocol)
+            for name, member in inspect.getmembers(protocol, inspect.isfunction):
+                if name.startswith("_"):
+                    continue
+                ours = inspect.signature(getattr(pc, name))
+                theirs = inspect.signature(member)
+                args = [p.default if p.default is not inspect.Parameter.empty else 1
+                        for p in list(theirs.parameters.values())[1:]]
+                ours.bind(*args)  # every argument cua may pass is accepted
+                assert inspect.iscoroutinefunction(getattr(pc, name)), name
+            assert await pc.get_environment() == "linux"
+            assert await pc.get_dimensions() == (1280, 800)
+            assert (await pc.screenshot()).startswith("iVBOR")
+
+            since = len(broker.probe_events())
+            await pc.left_mouse_down(300, 300)
+            await pc.move(350, 320)
+            await pc.left_mouse_up(400, 340)
+            await pc.drag([{"x": 600, "y": 600}, {"x": 650, "y": 610}])
+            await pc.keypress("ctrl+a")
+            await pc.type("ok")
+            await pc.wait(50)
+            got = presses(broker, since)
+            assert got[0] == ("button_press", 300, 300)
+            assert got[1] == ("button_release", 400, 340)
+            assert got[2:] == [("button_press", 600, 600), ("button_release", 650, 610)]
+            assert typed(broker, since).endswith("ok")
+            # Bad input is refused before anything is sent.
+            before = (await client.status(pc.session_id))["next_action_index"]
+            with pytest.raises(DeskbrokerError):
+                await pc.left_mouse_up(1, 1)
+            with pytest.raises(DeskbrokerError):
+                await pc.click(1, 1, "back")
+            with pytest.raises(DeskbrokerError):
+                await pc.drag([(1.5, 2)])
+            with pytest.raises(DeskbrokerError):
+                await pc.click(1, 1, keys=["meta"])
+            assert (await client.status(pc.session_id))["next_action_index"] == before
+        # Released on exit.
+        with pytest.raises(DeskbrokerError):
+            client.session(pc.session_id)

@@ -1,0 +1,161 @@
+"""The Verifiers environment: a real rollout through verifiers' own loop with a scripted model,
+LibreCAD on a real desktop, the drawing scored by the broker-side scorer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import verifiers as vf
+from verifiers.legacy.clients.client import Client as VfClient
+from verifiers.types import Response, ResponseMessage, ToolCall
+
+from deskbroker.verifiers_env import check_batch, load_environment
+
+from .conftest import Broker, binary
+
+
+class ScriptedClient(VfClient):
+    """A verifiers model client that answers from a script and records what the model saw."""
+
+    def __init__(self, turns: list[list[dict[str, Any]] | str]) -> None:
+        super().__init__(object())
+        self.turns = list(turns)
+        self.prompts: list[Any] = []
+
+    def setup_client(self, config: Any) -> Any:
+        return object()
+
+    async def to_native_tool(self, tool: Any) -> Any:
+        return tool
+
+    async def to_native_prompt(self, messages: Any) -> tuple[Any, dict]:
+        return messages, {}
+
+    async def get_native_response(self, prompt: Any, model: str, sampling_args: Any,
+                                  tools: Any = None, **kwargs: Any) -> Any:
+        self.prompts.append(prompt)
+        turn = self.turns.pop(0)
+        n = len(self.prompts)
+        if isinstance(turn, str):
+            message = ResponseMessage(content=turn, finish_reason="stop", is_truncated=False)
+        else:
+            message = ResponseMessage(
+                content=None, finish_reason="tool_calls", is_truncated=False,
+                tool_calls=[ToolCall(id=f"call_{n}", name="computer_action",
+                                     arguments=json.dumps({"actions": turn}))])
+        return Response(id=f"r{n}", created=0, model=model, message=message)
+
+    async def raise_from_native_response(self, response: Any) -> None:
+        return None
+
+    async def from_native_response(self, response: Any) -> Any:
+        return response
+
+    async def close(self) -> None:
+        return None
+
+
+def key(*keys: str) -> dict[str, Any]:
+    return {"type": "key", "keys": list(keys), "intent": "+".join(keys)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "type", "text": value, "intent": f"type {value}"}
+
+
+def rect(a: str, b: str) -> list[dict[str, Any]]:
+    """LibreCAD's rect command at the command line (docs/librecad-recipes.md)."""
+    return [key("ctrl", "m"), text("rect"), key("return"), text(a), key("return"), text(b),
+            key("return"), key("escape"), key("escape")]
+
+
+def test_check_batch_refusals() -> None:
+    ok = [{"type": "click", "x": 1, "y": 2, "intent": "i"}, {"type": "done", "intent": "d"}]
+    assert check_batch(ok, 10, 10, 2) is None
+    assert "budget" in check_batch(ok, 10, 10, 1)
+    assert "last" in check_batch(list(reversed(ok)), 10, 10, 5)
+    assert "outside" in check_batch([{"type": "move", "x": 10, "y": 0, "intent": "i"}], 10, 10, 5)
+    assert "integers" in check_batch([{"type": "move", "x": 1.5, "y": 0, "intent": "i"}], 10, 10, 5)
+    assert "unknown" in check_batch([{"type": "hover", "intent": "i"}], 10, 10, 5)
+    assert "intent" in check_batch([{"type": "wait", "milliseconds": 5}], 10, 10, 5)
+    assert check_batch([], 10, 10, 5) is not None
+
+
+async def test_rollout_draws_task_004_and_is_scored(cad_broker: Broker) -> None:
+    deskbroker = str(binary("deskbroker"))
+    kept = cad_broker.root / "artifacts"
+    env = load_environment(str(cad_broker.socket), tasks=["task-004"], deskbroker_bin=deskbroker,
+                           artifacts_dir=str(kept))
+    assert isinstance(env, vf.StatefulToolEnv)
+    (tool,) = env.tool_defs
+    assert tool.name == "computer_action" and list(tool.parameters["properties"]) == ["actions"]
+    row = env.get_eval_dataset()[0]
+    model = ScriptedClient([
+        [key("ctrl", "s"), {"type": "done", "intent": "too early"}, key("ctrl", "s")],  # refused
+        rect("100,105", "185,145") + rect("110,115", "175,135"),
+        [key("ctrl", "s")],
+        [{"type": "wait", "milliseconds": 500, "intent": "let the save finish"}],
+        [{"type": "done", "intent": "finished"}],
+    ])
+    output = await env.run_rollout(row, model, "scripted", {}, state_columns=["deskbroker"])
+    desk = output["deskbroker"]
+    assert not model.turns, "every scripted turn was played"
+
+    # The model saw the reference and the handoff screenshot as images, then one screenshot per
+    # tool result; the refused batch ran nothing.
+    first = model.prompts[0]
+    images = [p for m in first if isinstance(m.content, list) for p in m.content
+              if (p.get("type") if isinstance(p, dict) else p.type) == "image_url"]
+    assert len(images) == 2
+    tool_results = [m for m in model.prompts[-1] if m.role == "tool"]
+    assert len(tool_results) == 4
+    rejected = json.loads(tool_results[0].content[0]["text"])
+    assert rejected["delivery"] == "rejected" and rejected["items_executed"] == 0
+    accepted = json.loads(tool_results[1].content[0]["text"])
+    assert accepted["delivery"] == "input_injected" and accepted["items_executed"] == 18
+    assert tool_results[1].content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+    # The lease token never reached the model.
+    everything = json.dumps([[m.model_dump() for m in p] for p in model.prompts], default=str)
+    assert "lease_token" not in everything
+    assert "Bearer" not in everything
+
+    reward = output["reward"]
+    assert reward > 0.9, output
+    assert desk["status"] == "done" and desk["actions_used"] == 21 and desk["turn"] == 5
+    assert desk["n_rejected_batches"] == 1
+    assert [item["request_id"] for item in desk["items"]][:2] == [
+        f"{desk['rollout_id']}-t2-i0", f"{desk['rollout_id']}-t2-i1"]
+    # The reward is the broker-side scorer's verdict on the retrieved drawing.
+    (saved,) = kept.glob("*.dxf")
+    score = subprocess.run([deskbroker, "bench", "score", "--log", "warn", "--task", "task-004",
+                            "--candidate", str(saved)], check=True, capture_output=True, text=True)
+    assert json.loads(score.stdout)["score"] == reward == desk["score"]["score"]
+    assert desk["released"] is True
+    await env.broker.aclose()
+
+
+async def test_broker_refusal_mid_batch_fails_closed_and_releases(broker: Broker) -> None:
+    """On the probe desktop: the broker refuses item 1 (an unknown key name, which only the
+    broker validates); item 0 ran, item 2 never does, the rollout fails closed, reward 0, and the
+    session is still released."""
+    env = load_environment(str(broker.socket), tasks=["task-004"],
+                           deskbroker_bin=str(binary("deskbroker")))
+    model = ScriptedClient([
+        [text("a"), key("nosuchkey"), text("b")],
+        [{"type": "done", "intent": "never reached"}],
+    ])
+    since = len(broker.probe_events())
+    output = await env.run_rollout(env.get_eval_dataset()[0], model, "scripted", {},
+                                   state_columns=["deskbroker"])
+    desk = output["deskbroker"]
+    assert desk["status"] == "failed_closed" and "item 1" in desk["status_detail"]
+    assert desk["actions_used"] == 1 and len(model.turns) == 1, "no turn after failing closed"
+    chars = "".join(e.get("char") or "" for e in broker.probe_events()[since:]
+                    if e["type"] == "key_press")
+    assert chars == "a"
+    assert output["reward"] == 0.0 and desk["score"] is None
+    assert desk["released"] is True
+    await env.broker.aclose()
