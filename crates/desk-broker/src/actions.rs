@@ -14,19 +14,20 @@
 
 use std::path::Path;
 
-use desk_contract::api::{ActionRequest, ActionResponse, Receipt, SessionState, SettleReceipt};
+use desk_contract::api::{ActionRequest, ActionResponse, Receipt, SettleReceipt};
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Provenance;
 use desk_contract::settle::SettleReport;
 use desk_contract::{ErrorCode, InputAction, SettleOutcome, validate_action};
 
-use crate::broker::{Broker, Inner, screenshot, wrong_state};
+use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
 use crate::evidence::{self, ActionEnd};
 use crate::fault::FaultHook;
 use crate::frames;
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
+use crate::session::Failure;
 use crate::util::{canonical_json, check_identifier, now_ms, sha256_hex};
 
 fn settle_outcome_name(outcome: SettleOutcome) -> &'static str {
@@ -88,22 +89,13 @@ impl Inner {
                 }),
             };
         }
-        if session.state != SessionState::Ready {
-            return Err(wrong_state("execute_action", &session));
-        }
-        if request.expected_action_index != session.next_action_index {
-            return Err(BrokerError::SequenceConflict(format!(
-                "expected_action_index is {} but the next action index is {}",
-                request.expected_action_index, session.next_action_index
-            )));
-        }
+        let (running, action_index) = session.lifecycle.accept(request.expected_action_index)?;
         let Some(backend) = runtime.backend.as_mut() else {
             return Err(BrokerError::Internal(
                 "ready session without a desktop".to_string(),
             ));
         };
 
-        let action_index = session.next_action_index;
         let accepted_at_ms = now_ms();
         let (input, intent) = validated.clone().into_parts();
         tracing::info!(
@@ -113,8 +105,7 @@ impl Inner {
             intent,
             "action accepted"
         );
-        session.state = SessionState::Running;
-        session.next_action_index += 1;
+        session.lifecycle = running;
         self.renew(&mut session);
         let begin_started = std::time::Instant::now();
         self.store.begin_action(
@@ -141,8 +132,7 @@ impl Inner {
             validated.action_type(),
             &intent,
         ) {
-            session.state = SessionState::Ready;
-            session.next_action_index = action_index;
+            session.lifecycle = session.lifecycle.withdraw()?;
             self.store.discard_action(&session, action_index)?;
             return Err(error);
         }
@@ -187,9 +177,10 @@ impl Inner {
                     action_index,
                     source: Some(error),
                 };
-                session.state = SessionState::Error;
-                session.last_error_code = Some(ErrorCode::InputOutcomeUnknown.as_str().to_string());
-                session.last_error_message = Some(failure.to_string());
+                session.lifecycle = session.lifecycle.fail(Failure::new(
+                    ErrorCode::InputOutcomeUnknown,
+                    failure.to_string(),
+                ));
                 self.store.mark_unknown(&session, action_index)?;
                 return Err(failure);
             }
@@ -203,8 +194,7 @@ impl Inner {
                         error_code: ErrorCode::DesktopFailed.as_str(),
                     },
                 );
-                session.state = SessionState::Ready;
-                session.next_action_index = action_index;
+                session.lifecycle = session.lifecycle.withdraw()?;
                 self.store.discard_action(&session, action_index)?;
                 return Err(BrokerError::Desktop {
                     operation: "execute_action",
@@ -237,9 +227,10 @@ impl Inner {
                     error_code: ErrorCode::Internal.as_str(),
                 },
             );
-            session.state = SessionState::Error;
-            session.last_error_code = Some(ErrorCode::Internal.as_str().to_string());
-            session.last_error_message = Some("failed to write the event logs".to_string());
+            session.lifecycle = session.lifecycle.fail(Failure::new(
+                ErrorCode::Internal,
+                "failed to write the event logs",
+            ));
             self.store.mark_unknown(&session, action_index)?;
             return Err(error);
         }
@@ -302,9 +293,10 @@ impl Inner {
         let receipt_done_at = std::time::Instant::now();
         if let Err(error) = stored_frame.and(receipt) {
             // Delivered but its evidence is incomplete: never replay it.
-            session.state = SessionState::Error;
-            session.last_error_code = Some(ErrorCode::Internal.as_str().to_string());
-            session.last_error_message = Some("failed to store the action frame".to_string());
+            session.lifecycle = session.lifecycle.fail(Failure::new(
+                ErrorCode::Internal,
+                "failed to store the action frame",
+            ));
             self.store.mark_unknown(&session, action_index)?;
             return Err(error);
         }
@@ -312,11 +304,7 @@ impl Inner {
         stored.screenshot.png_base64 = String::new();
         let cached =
             serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
-        session.state = if done {
-            SessionState::Done
-        } else {
-            SessionState::Ready
-        };
+        session.lifecycle = session.lifecycle.complete(done)?;
         session.last_sequence = sequence;
         session.last_frame_ms = Some(outcome.frame.captured_at_ms);
         self.store

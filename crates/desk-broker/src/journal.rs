@@ -16,7 +16,8 @@ use desk_contract::ErrorCode;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::BrokerError;
-use crate::store::{SessionRow, Store, from_sql, save_session_on, to_sql};
+use crate::session::Failure;
+use crate::store::{SessionRow, Store, from_sql, save_session_on, session_on, to_sql};
 use crate::util::now_ms;
 
 /// A journal row's status.
@@ -259,16 +260,13 @@ impl Store {
                 params![session_id, to_sql(*action_index), to_sql(now_ms())],
             )
             .map_err(BrokerError::store("recover the journal"))?;
-            tx.execute(
-                "UPDATE sessions SET state = 'error', last_error_code = ?2, \
-                 last_error_message = ?3 WHERE id = ?1 AND state != 'released'",
-                params![
-                    session_id,
-                    ErrorCode::InputOutcomeUnknown.as_str(),
-                    recovered_message(*action_index)
-                ],
-            )
-            .map_err(BrokerError::store("recover the journal"))?;
+            if let Some(mut session) = session_on(&tx, session_id)? {
+                session.lifecycle = session.lifecycle.fail(Failure::new(
+                    ErrorCode::InputOutcomeUnknown,
+                    recovered_message(*action_index),
+                ));
+                save_session_on(&tx, &session)?;
+            }
         }
         tx.commit()
             .map_err(BrokerError::store("recover the journal"))?;

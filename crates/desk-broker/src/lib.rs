@@ -34,6 +34,7 @@ mod openapi;
 mod reset;
 mod routes;
 mod serve;
+mod session;
 mod store;
 mod tls;
 mod util;
