@@ -28,6 +28,7 @@ mod fault;
 mod frames;
 mod journal;
 mod lease;
+mod ledger;
 mod logs;
 mod metrics;
 mod openapi;
