@@ -1,8 +1,9 @@
 //! `execute_action`: validation, exactly-once journaling, execution, logging and the receipt.
 //!
 //! Order of checks: the action is validated against the session's display before anything else
-//! (`invalid_action`, nothing sent); then lease liveness; then the journal by `request_id`
-//! (identical retry of a complete action → cached response with `idempotent_replay=true`;
+//! (`invalid_action`, nothing sent; but `action_sequence_conflict` when its request id was
+//! already used in the session, also for an action object that did not parse); then lease
+//! liveness; then the journal by `request_id` (identical retry of a complete action → cached response with `idempotent_replay=true`;
 //! unknown outcome → `input_outcome_unknown`; different content or index →
 //! `action_sequence_conflict`); then the session state (`ready` only); then the expected index.
 //! The intent is logged and journaled, never sent: the backend receives only the
@@ -44,7 +45,8 @@ impl Inner {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
-        let validated = validate_action(&request.action, runtime.display)?;
+        let validated = validate_action(&request.action, runtime.display)
+            .map_err(|error| self.conflict_or(session_id, &request.request_id, error.into()))?;
         check_identifier("request_id", &request.request_id)?;
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
@@ -99,6 +101,19 @@ impl Inner {
         );
         ledger.delivered(&outcome, &response, input == InputAction::Done)?;
         Ok(response)
+    }
+
+    /// A refused action under a request id the session already used is
+    /// `action_sequence_conflict` (the content differs, whatever it is); otherwise `refusal`.
+    fn conflict_or(&self, session_id: &str, request_id: &str, refusal: BrokerError) -> BrokerError {
+        match self.store.action_by_request(session_id, request_id) {
+            Ok(Some(entry)) => BrokerError::SequenceConflict(format!(
+                "request_id {request_id:?} was already used for action {} with different content",
+                entry.action_index
+            )),
+            Ok(None) => refusal,
+            Err(error) => error,
+        }
     }
 
     /// The journaled answer to a reused `request_id`: the cached response of an identical
@@ -206,6 +221,23 @@ fn action_response(
 }
 
 impl Broker {
+    /// An action whose object did not parse: `action_sequence_conflict` when `request_id` was
+    /// already used in the session, else `refusal`. Nothing is sent either way.
+    pub(crate) async fn refused_action(
+        &self,
+        session_id: &str,
+        request_id: String,
+        refusal: BrokerError,
+    ) -> BrokerError {
+        let session_id = session_id.to_string();
+        let outcome = self
+            .run(None, move |inner| {
+                Ok(inner.conflict_or(&session_id, &request_id, refusal))
+            })
+            .await;
+        outcome.unwrap_or_else(|error| error)
+    }
+
     /// `execute_action`: validates and executes exactly one action.
     pub async fn execute(
         &self,
