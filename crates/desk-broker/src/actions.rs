@@ -61,6 +61,7 @@ impl Inner {
             ));
         };
 
+        self.check_session_dir(&session)?;
         let accepted_at_ms = now_ms();
         let (input, intent) = validated.clone().into_parts();
         let action_type = validated.action_type();
@@ -101,6 +102,26 @@ impl Inner {
         );
         ledger.delivered(&outcome, &response, input == InputAction::Done)?;
         Ok(response)
+    }
+
+    /// The session's directory must exist before any input: without it the action's frame and
+    /// logs could not be written after the input reached the desktop. A missing one puts the
+    /// session in `error` (its files are gone) and refuses the action with nothing sent.
+    fn check_session_dir(&self, session: &SessionRow) -> Result<(), BrokerError> {
+        let dir = Path::new(&session.session_dir);
+        match std::fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => Ok(()),
+            found => {
+                let message = "the session directory is missing; its logs and frames are gone";
+                tracing::error!(session_id = session.id, dir = %dir.display(), "{message}");
+                self.mark_error(&session.id, desk_contract::ErrorCode::Internal, message)?;
+                let source = match found {
+                    Err(error) => error,
+                    Ok(_) => std::io::Error::other("not a directory"),
+                };
+                Err(BrokerError::io("find the session directory", dir)(source))
+            }
+        }
     }
 
     /// A refused action under a request id the session already used is

@@ -256,3 +256,26 @@ async fn a_reused_request_id_with_invalid_content_is_a_sequence_conflict() {
     );
     assert_eq!(harness.status(&id).await["next_action_index"], 1);
 }
+
+#[tokio::test]
+async fn a_missing_session_directory_is_detected_before_input() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let session_dir = harness.dir.path().join("sessions").join(&id);
+    assert!(session_dir.is_dir());
+    std::fs::remove_dir_all(&session_dir).unwrap();
+    let body = json!({"request_id": "after-delete", "expected_action_index": 0,
+        "action": {"type": "click", "x": 1, "y": 1, "intent": "click"}});
+    let (status, text) = harness
+        .raw(
+            "POST",
+            &format!("/v1/sessions/{id}/actions"),
+            Some(body.to_string()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{text}");
+    assert_eq!(harness.fake.n_inputs(), 0, "the desktop received input");
+    let status = harness.status(&id).await;
+    assert_eq!(status["state"], "error", "{status}");
+    assert_eq!(status["next_action_index"], 0, "{status}");
+}
