@@ -112,7 +112,13 @@ impl Broker {
             in_doubt.insert(session_id);
         }
         let mut slots = HashMap::new();
-        for mut session in store.unreleased_sessions()? {
+        let unreleased = store.unreleased_sessions()?;
+        let known: HashSet<PathBuf> = unreleased
+            .iter()
+            .map(|session| PathBuf::from(&session.session_dir))
+            .collect();
+        reap_unknown_desktops(&sessions_dir, &known, &factory);
+        for mut session in unreleased {
             let session_dir = PathBuf::from(&session.session_dir);
             let adoptable = !in_doubt.contains(&session.id)
                 && matches!(
@@ -332,6 +338,31 @@ impl Inner {
             }
         }
         Ok(())
+    }
+}
+
+/// Reaps what runs for every session directory on disk that the store does not know as an
+/// unreleased session (a lost or replaced journal, a release interrupted after the row was
+/// written): nothing could ever release those desktops otherwise.
+fn reap_unknown_desktops(
+    sessions_dir: &std::path::Path,
+    known: &HashSet<PathBuf>,
+    factory: &impl BackendFactory,
+) {
+    let entries = match std::fs::read_dir(sessions_dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            tracing::warn!(dir = %sessions_dir.display(), error = %error, "cannot list session directories");
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) || known.contains(&dir) {
+            continue;
+        }
+        let n_reaped = factory.reap_orphans(&dir);
+        tracing::warn!(dir = %dir.display(), n_reaped, "reaped a desktop unknown to the journal");
     }
 }
 
