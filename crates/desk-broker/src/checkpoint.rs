@@ -274,6 +274,7 @@ impl Broker {
             inner.checkpoint(&session_id)
         })
         .await
+        .map_err(crate::journal::store_unavailable("checkpoint_save"))
     }
 
     /// `retrieve_artifact`: the checkpointed bytes; `checkpoint_required` before a checkpoint.

@@ -69,12 +69,9 @@ pub(crate) fn recovered_message(action_index: u64) -> String {
     )
 }
 
-/// Names a storage failure while journaling an action; other errors pass through.
-fn journal_unavailable(error: BrokerError) -> BrokerError {
-    let BrokerError::Store { source, .. } = &error else {
-        return error;
-    };
-    let why = match source.sqlite_error_code() {
+/// Why the store cannot be written, for SQLite errors that say the storage failed.
+fn storage_failure(source: &rusqlite::Error) -> Option<&'static str> {
+    Some(match source.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DiskFull) => "the disk is full",
         Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
         Some(rusqlite::ErrorCode::SystemIoFailure) => {
@@ -84,7 +81,36 @@ fn journal_unavailable(error: BrokerError) -> BrokerError {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             "it is locked by another process"
         }
-        _ => return error,
+        _ => return None,
+    })
+}
+
+/// A storage failure of an operation other than an action (lease, reset, screenshot,
+/// checkpoint, release) as the typed `journal_unavailable`; other errors pass through.
+pub(crate) fn store_unavailable(
+    operation: &'static str,
+) -> impl FnOnce(BrokerError) -> BrokerError {
+    move |error| {
+        let BrokerError::Store { source, .. } = &error else {
+            return error;
+        };
+        let Some(why) = storage_failure(source) else {
+            return error;
+        };
+        tracing::error!(operation, error = %source, "the session store cannot be written");
+        BrokerError::JournalUnavailable(format!(
+            "the session store cannot be written ({why}); {operation} was not recorded"
+        ))
+    }
+}
+
+/// Names a storage failure while journaling an action; other errors pass through.
+fn journal_unavailable(error: BrokerError) -> BrokerError {
+    let BrokerError::Store { source, .. } = &error else {
+        return error;
+    };
+    let Some(why) = storage_failure(source) else {
+        return error;
     };
     tracing::error!(error = %source, "the action journal cannot be written");
     BrokerError::JournalUnavailable(format!(
@@ -273,3 +299,6 @@ impl Store {
         Ok(pending)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,7 @@ use desk_contract::api::{
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::journal::store_unavailable;
 use crate::session::Lifecycle;
 use crate::store::SessionRow;
 use crate::util::{check_identifier, new_session_id, now_ms, rfc3339};
@@ -213,7 +214,9 @@ fn remove_dir(dir: &Path) -> Result<(), BrokerError> {
 impl Broker {
     /// `lease_session`: reserves a desktop, or replays the active lease of the same identity.
     pub async fn lease(&self, request: LeaseRequest) -> Result<LeaseResponse, BrokerError> {
-        self.run(None, move |inner| inner.lease(request)).await
+        self.run(None, move |inner| inner.lease(request))
+            .await
+            .map_err(store_unavailable("lease_session"))
     }
 
     /// `get_status`.
@@ -227,6 +230,7 @@ impl Broker {
         let session_id = session_id.to_string();
         self.run(None, move |inner| inner.release(&session_id, false))
             .await
+            .map_err(store_unavailable("release_session"))
     }
 
     /// Releases expired leases once; returns how many were released.

@@ -17,6 +17,7 @@ use crate::config::BackendRequest;
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
+use crate::journal::store_unavailable;
 use crate::logs::EventLogs;
 use crate::session::Failure;
 use crate::util::{check_identifier, sha256_hex};
@@ -180,6 +181,7 @@ impl Broker {
             inner.reset(&session_id, request)
         })
         .await
+        .map_err(store_unavailable("reset_session"))
     }
 
     /// `get_screenshot`.
@@ -189,5 +191,6 @@ impl Broker {
             inner.screenshot(&session_id)
         })
         .await
+        .map_err(store_unavailable("get_screenshot"))
     }
 }
