@@ -13,7 +13,7 @@
 //! | 422 | `checkpoint_failed`, `app_not_maximized` |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed` |
-//! | 503 | `journal_unavailable` (the action journal or the signed evidence journal cannot be written; nothing was done) |
+//! | 503 | `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
 //!
 //! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
 //! message; the full error chain is logged at error level inside the request span.

@@ -263,8 +263,8 @@ pub(crate) fn check_session_state(
     // The same rule as `check_live`: a lease released because it expired, or an unreleased one
     // past its expiry. A session released in time has no desktop left; its handlers answer
     // `invalid_state`.
-    if session.expired
-        || (session.state != SessionState::Released && session.expires_at_ms < now_ms)
+    if session.expired()
+        || (session.state() != SessionState::Released && session.expires_at_ms < now_ms)
     {
         return Err(BrokerError::LeaseExpired(session.id.clone()));
     }

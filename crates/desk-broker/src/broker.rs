@@ -21,6 +21,7 @@ use desk_desktop::{BackendError, DesktopBackend};
 use crate::config::{BackendFactory, BackendRequest, BrokerConfig};
 use crate::error::BrokerError;
 use crate::journal::recovered_message;
+use crate::session::Failure;
 use crate::store::{SessionRow, Store};
 use crate::util::now_ms;
 
@@ -111,11 +112,17 @@ impl Broker {
             in_doubt.insert(session_id);
         }
         let mut slots = HashMap::new();
-        for mut session in store.unreleased_sessions()? {
+        let unreleased = store.unreleased_sessions()?;
+        let known: HashSet<PathBuf> = unreleased
+            .iter()
+            .map(|session| PathBuf::from(&session.session_dir))
+            .collect();
+        reap_unknown_desktops(&sessions_dir, &known, &factory);
+        for mut session in unreleased {
             let session_dir = PathBuf::from(&session.session_dir);
             let adoptable = !in_doubt.contains(&session.id)
                 && matches!(
-                    session.state,
+                    session.state(),
                     SessionState::Leased | SessionState::Ready | SessionState::Done
                 );
             let mut lost_because = None;
@@ -127,7 +134,7 @@ impl Broker {
                 };
                 match factory.reattach(&request) {
                     Ok(Some(backend)) => {
-                        tracing::info!(session_id = %session.id, state = session.state.as_str(), "reattached a running desktop");
+                        tracing::info!(session_id = %session.id, state = session.state().as_str(), "reattached a running desktop");
                         slots.insert(session.id.clone(), Slot::new(Some(backend), config.display));
                         continue;
                     }
@@ -142,15 +149,17 @@ impl Broker {
             if n_reaped > 0 {
                 tracing::info!(session_id = %session.id, n_reaped, "reaped processes of a desktop that was not reattached");
             }
-            if matches!(session.state, SessionState::Ready | SessionState::Running) {
-                session.state = SessionState::Error;
-                session.last_error_code = Some(ErrorCode::DesktopFailed.as_str().to_string());
-                session.last_error_message = Some(match lost_because {
-                    Some(reason) => {
-                        format!("the broker restarted and the session's desktop was lost: {reason}")
-                    }
-                    None => "the broker restarted and the session's desktop was lost".to_string(),
-                });
+            let message = match lost_because {
+                Some(reason) => {
+                    format!("the broker restarted and the session's desktop was lost: {reason}")
+                }
+                None => "the broker restarted and the session's desktop was lost".to_string(),
+            };
+            let lost = session
+                .lifecycle
+                .desktop_lost(Failure::new(ErrorCode::DesktopFailed, message));
+            if lost != session.lifecycle {
+                session.lifecycle = lost;
                 store.save_session(&session)?;
             }
         }
@@ -303,18 +312,9 @@ impl Inner {
         session: &SessionRow,
         operation: &'static str,
     ) -> Result<(), BrokerError> {
-        if session.expired
-            || (session.state != SessionState::Released && session.expires_at_ms < now_ms())
-        {
-            return Err(BrokerError::LeaseExpired(session.id.clone()));
-        }
-        if session.state == SessionState::Released {
-            return Err(BrokerError::InvalidState {
-                operation,
-                reason: "the session was released".to_string(),
-            });
-        }
-        Ok(())
+        session
+            .lifecycle
+            .check_live(&session.id, session.expires_at_ms, now_ms(), operation)
     }
 
     /// Extends the lease from now.
@@ -330,15 +330,39 @@ impl Inner {
         code: ErrorCode,
         message: &str,
     ) -> Result<(), BrokerError> {
-        if let Some(mut session) = self.store.session(session_id)?
-            && session.state != SessionState::Released
-        {
-            session.state = SessionState::Error;
-            session.last_error_code = Some(code.as_str().to_string());
-            session.last_error_message = Some(message.to_string());
-            self.store.save_session(&session)?;
+        if let Some(mut session) = self.store.session(session_id)? {
+            let failed = session.lifecycle.fail(Failure::new(code, message));
+            if failed != session.lifecycle {
+                session.lifecycle = failed;
+                self.store.save_session(&session)?;
+            }
         }
         Ok(())
+    }
+}
+
+/// Reaps what runs for every session directory on disk that the store does not know as an
+/// unreleased session (a lost or replaced journal, a release interrupted after the row was
+/// written): nothing could ever release those desktops otherwise.
+fn reap_unknown_desktops(
+    sessions_dir: &std::path::Path,
+    known: &HashSet<PathBuf>,
+    factory: &impl BackendFactory,
+) {
+    let entries = match std::fs::read_dir(sessions_dir) {
+        Ok(entries) => entries,
+        Err(error) => {
+            tracing::warn!(dir = %sessions_dir.display(), error = %error, "cannot list session directories");
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) || known.contains(&dir) {
+            continue;
+        }
+        let n_reaped = factory.reap_orphans(&dir);
+        tracing::warn!(dir = %dir.display(), n_reaped, "reaped a desktop unknown to the journal");
     }
 }
 
@@ -357,15 +381,5 @@ pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
 
 /// The state refusal used by most operations.
 pub(crate) fn wrong_state(operation: &'static str, session: &SessionRow) -> BrokerError {
-    let reason = match session.state {
-        SessionState::Leased => "the session has not been reset yet".to_string(),
-        SessionState::Done => "the session is done".to_string(),
-        SessionState::Error => format!(
-            "the session is in error ({}: {})",
-            session.last_error_code.as_deref().unwrap_or("internal"),
-            session.last_error_message.as_deref().unwrap_or("unknown")
-        ),
-        other => format!("the session is {}", other.as_str()),
-    };
-    BrokerError::InvalidState { operation, reason }
+    session.lifecycle.refuse(operation)
 }

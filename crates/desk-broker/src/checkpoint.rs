@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod, SessionState};
+use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod};
 use desk_contract::events::Provenance;
 use desk_contract::{Action, b64, validate_action};
 
@@ -50,9 +50,7 @@ impl Inner {
         let mut runtime = slot.lock();
         let mut session = self.load(session_id)?;
         self.check_live(&session, "checkpoint")?;
-        if !matches!(session.state, SessionState::Ready | SessionState::Done) {
-            return Err(wrong_state("checkpoint", &session));
-        }
+        session.lifecycle.check_observe("checkpoint")?;
         let (Some(attempt_path), Some(reset_sha)) = (
             session.attempt_path.clone().map(PathBuf::from),
             session.reset_sha.clone(),
@@ -133,7 +131,7 @@ impl Inner {
             let handoff_ms = session.handoff_ms.unwrap_or(outcome.frame.captured_at_ms);
             EventLogs::new(Path::new(&session.session_dir)).append(
                 &outcome.events,
-                session.next_action_index,
+                session.next_action_index(),
                 Provenance::BrokerCheckpoint,
                 FrameTiming {
                     sequence,
@@ -276,6 +274,7 @@ impl Broker {
             inner.checkpoint(&session_id)
         })
         .await
+        .map_err(crate::journal::store_unavailable("checkpoint_save"))
     }
 
     /// `retrieve_artifact`: the checkpointed bytes; `checkpoint_required` before a checkpoint.

@@ -45,8 +45,9 @@ pub trait BackendFactory: Send + Sync + 'static {
 
     /// Kills whatever a previous broker run left running for the session whose directory is
     /// `session_dir` (its desktop was not reattached). Returns how many processes were found.
-    /// Called at startup for every unreleased session that is not reattached and on release
-    /// when the session has no live desktop. The default finds nothing.
+    /// Called at startup for every unreleased session that is not reattached and for every
+    /// session directory the store does not know as unreleased, and on release when the
+    /// session has no live desktop. The default finds nothing.
     fn reap_orphans(&self, _session_dir: &Path) -> usize {
         0
     }

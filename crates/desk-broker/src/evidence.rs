@@ -568,11 +568,8 @@ pub(crate) fn artifact(
 }
 
 fn release_reason(session: &SessionRow) -> String {
-    match session.state {
-        desk_contract::api::SessionState::Error => format!(
-            "error: {}",
-            session.last_error_code.as_deref().unwrap_or("internal")
-        ),
+    match session.lifecycle.phase() {
+        crate::session::Phase::Error(failure) => format!("error: {}", failure.code.as_str()),
         _ if session.expires_at_ms < now_ms() => "expired".to_string(),
         _ => "released".to_string(),
     }

@@ -93,18 +93,40 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// An action request: envelope errors are `invalid_request`, action errors `invalid_action`.
+/// An action request: envelope errors are `invalid_request` (rejected here); an action object
+/// that does not parse is kept with its request id, so the handler can answer a reused request
+/// id with `action_sequence_conflict` rather than `invalid_action`.
 #[derive(Debug)]
-pub(crate) struct ActionBody(pub(crate) ActionRequest);
+pub(crate) enum ActionBody {
+    Parsed(ActionRequest),
+    Refused {
+        request_id: String,
+        error: BrokerError,
+    },
+}
+
+/// The `request_id` of an envelope whose action object was refused.
+fn envelope_request_id(bytes: &[u8]) -> Option<String> {
+    let value = desk_contract::strict::parse_value(bytes).ok()?;
+    value.get("request_id")?.as_str().map(str::to_string)
+}
 
 impl<S: Send + Sync> FromRequest<S> for ActionBody {
     type Rejection = BrokerError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = read_body(request, state).await?;
-        request::parse_action_request(&bytes)
-            .map(ActionBody)
-            .map_err(refused)
+        match request::parse_action_request(&bytes) {
+            Ok(parsed) => Ok(ActionBody::Parsed(parsed)),
+            Err(error) if error.part == RequestPart::Action => {
+                let error = refused(error);
+                match envelope_request_id(&bytes) {
+                    Some(request_id) => Ok(ActionBody::Refused { request_id, error }),
+                    None => Err(error),
+                }
+            }
+            Err(error) => Err(refused(error)),
+        }
     }
 }
 

@@ -16,7 +16,8 @@ use desk_contract::ErrorCode;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::BrokerError;
-use crate::store::{SessionRow, Store, from_sql, save_session_on, to_sql};
+use crate::session::Failure;
+use crate::store::{SessionRow, Store, from_sql, save_session_on, session_on, to_sql};
 use crate::util::now_ms;
 
 /// A journal row's status.
@@ -68,12 +69,9 @@ pub(crate) fn recovered_message(action_index: u64) -> String {
     )
 }
 
-/// Names a storage failure while journaling an action; other errors pass through.
-fn journal_unavailable(error: BrokerError) -> BrokerError {
-    let BrokerError::Store { source, .. } = &error else {
-        return error;
-    };
-    let why = match source.sqlite_error_code() {
+/// Why the store cannot be written, for SQLite errors that say the storage failed.
+fn storage_failure(source: &rusqlite::Error) -> Option<&'static str> {
+    Some(match source.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DiskFull) => "the disk is full",
         Some(rusqlite::ErrorCode::ReadOnly) => "it is read-only",
         Some(rusqlite::ErrorCode::SystemIoFailure) => {
@@ -83,7 +81,36 @@ fn journal_unavailable(error: BrokerError) -> BrokerError {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             "it is locked by another process"
         }
-        _ => return error,
+        _ => return None,
+    })
+}
+
+/// A storage failure of an operation other than an action (lease, reset, screenshot,
+/// checkpoint, release) as the typed `journal_unavailable`; other errors pass through.
+pub(crate) fn store_unavailable(
+    operation: &'static str,
+) -> impl FnOnce(BrokerError) -> BrokerError {
+    move |error| {
+        let BrokerError::Store { source, .. } = &error else {
+            return error;
+        };
+        let Some(why) = storage_failure(source) else {
+            return error;
+        };
+        tracing::error!(operation, error = %source, "the session store cannot be written");
+        BrokerError::JournalUnavailable(format!(
+            "the session store cannot be written ({why}); {operation} was not recorded"
+        ))
+    }
+}
+
+/// Names a storage failure while journaling an action; other errors pass through.
+fn journal_unavailable(error: BrokerError) -> BrokerError {
+    let BrokerError::Store { source, .. } = &error else {
+        return error;
+    };
+    let Some(why) = storage_failure(source) else {
+        return error;
     };
     tracing::error!(error = %source, "the action journal cannot be written");
     BrokerError::JournalUnavailable(format!(
@@ -259,19 +286,19 @@ impl Store {
                 params![session_id, to_sql(*action_index), to_sql(now_ms())],
             )
             .map_err(BrokerError::store("recover the journal"))?;
-            tx.execute(
-                "UPDATE sessions SET state = 'error', last_error_code = ?2, \
-                 last_error_message = ?3 WHERE id = ?1 AND state != 'released'",
-                params![
-                    session_id,
-                    ErrorCode::InputOutcomeUnknown.as_str(),
-                    recovered_message(*action_index)
-                ],
-            )
-            .map_err(BrokerError::store("recover the journal"))?;
+            if let Some(mut session) = session_on(&tx, session_id)? {
+                session.lifecycle = session.lifecycle.fail(Failure::new(
+                    ErrorCode::InputOutcomeUnknown,
+                    recovered_message(*action_index),
+                ));
+                save_session_on(&tx, &session)?;
+            }
         }
         tx.commit()
             .map_err(BrokerError::store("recover the journal"))?;
         Ok(pending)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,14 +8,16 @@
 
 use std::path::Path;
 
+use desk_contract::ErrorBody;
 use desk_contract::api::{
     CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, SessionState,
     StatusResponse,
 };
-use desk_contract::{ErrorBody, ErrorCode};
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::journal::store_unavailable;
+use crate::session::Lifecycle;
 use crate::store::SessionRow;
 use crate::util::{check_identifier, new_session_id, now_ms, rfc3339};
 
@@ -26,7 +28,7 @@ fn lease_response(
 ) -> LeaseResponse {
     LeaseResponse {
         session_id: session.id.clone(),
-        state: session.state,
+        state: session.state(),
         expires_at: rfc3339(session.expires_at_ms),
         task_id: session.task_id.clone(),
         attempt_id: session.attempt_id.clone(),
@@ -60,7 +62,7 @@ impl Inner {
                     request.task_id, request.attempt_id, existing.profile
                 )));
             }
-            if existing.state == SessionState::Released {
+            if existing.state() == SessionState::Released {
                 return Err(BrokerError::LeaseConflict(format!(
                     "task {:?} attempt {:?} was already released; use a new attempt_id",
                     request.task_id, request.attempt_id
@@ -86,11 +88,9 @@ impl Inner {
             task_id: request.task_id,
             attempt_id: request.attempt_id,
             profile,
-            state: SessionState::Leased,
+            lifecycle: Lifecycle::leased(),
             created_at_ms: now_ms(),
             expires_at_ms: 0,
-            expired: false,
-            next_action_index: 0,
             last_sequence: 0,
             reset_request_id: None,
             reset_response: None,
@@ -101,8 +101,6 @@ impl Inner {
             checkpoint_sha: None,
             checkpoint_size: None,
             checkpoint_method: None,
-            last_error_code: None,
-            last_error_message: None,
             session_dir: session_dir.display().to_string(),
         };
         self.renew(&mut session);
@@ -119,11 +117,10 @@ impl Inner {
 
     fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
         let session = self.load(session_id)?;
-        let last_error = session.last_error_code.as_deref().map(|code| {
-            let code = serde_json::from_value(serde_json::Value::String(code.to_string()))
-                .unwrap_or(ErrorCode::Internal);
-            ErrorBody::new(code, session.last_error_message.clone().unwrap_or_default())
-        });
+        let last_error = session
+            .lifecycle
+            .last_error()
+            .map(|failure| ErrorBody::new(failure.code, failure.message.clone()));
         let checkpoint = match (&session.checkpoint_sha, session.checkpoint_size) {
             (Some(sha256), Some(size)) => Some(CheckpointStatus {
                 sha256: sha256.clone(),
@@ -133,12 +130,12 @@ impl Inner {
         };
         Ok(StatusResponse {
             session_id: session.id.clone(),
-            state: session.state,
+            state: session.state(),
             task_id: session.task_id.clone(),
             attempt_id: session.attempt_id.clone(),
             profile: session.profile.clone(),
-            action_count: session.next_action_index,
-            next_action_index: session.next_action_index,
+            action_count: session.next_action_index(),
+            next_action_index: session.next_action_index(),
             checkpoint,
             last_error,
             expires_at: rfc3339(session.expires_at_ms),
@@ -154,13 +151,13 @@ impl Inner {
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
         let mut session = self.load(session_id)?;
-        if session.state == SessionState::Released {
+        let Some(released) = session.lifecycle.release(expired) else {
             return Ok(ReleaseResponse {
                 session_id: session.id,
                 state: SessionState::Released,
                 released_now: false,
             });
-        }
+        };
         match runtime.backend.take() {
             Some(mut backend) => {
                 if let Err(error) = backend.shutdown() {
@@ -180,8 +177,7 @@ impl Inner {
         }
         crate::evidence::session_released(self, &session)?;
         remove_dir(Path::new(&session.session_dir))?;
-        session.state = SessionState::Released;
-        session.expired = expired;
+        session.lifecycle = released;
         self.store.save_session(&session)?;
         drop(runtime);
         self.forget_slot(session_id);
@@ -218,7 +214,9 @@ fn remove_dir(dir: &Path) -> Result<(), BrokerError> {
 impl Broker {
     /// `lease_session`: reserves a desktop, or replays the active lease of the same identity.
     pub async fn lease(&self, request: LeaseRequest) -> Result<LeaseResponse, BrokerError> {
-        self.run(None, move |inner| inner.lease(request)).await
+        self.run(None, move |inner| inner.lease(request))
+            .await
+            .map_err(store_unavailable("lease_session"))
     }
 
     /// `get_status`.
@@ -232,6 +230,7 @@ impl Broker {
         let session_id = session_id.to_string();
         self.run(None, move |inner| inner.release(&session_id, false))
             .await
+            .map_err(store_unavailable("release_session"))
     }
 
     /// Releases expired leases once; returns how many were released.

@@ -275,7 +275,7 @@ impl Broker {
             let sessions = inner.store.unreleased_sessions()?;
             let mut by_state = BTreeMap::new();
             for session in &sessions {
-                *by_state.entry(session.state.as_str()).or_insert(0) += 1;
+                *by_state.entry(session.state().as_str()).or_insert(0) += 1;
             }
             Ok::<_, BrokerError>(Gauges {
                 by_state,

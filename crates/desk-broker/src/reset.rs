@@ -12,12 +12,14 @@ use desk_contract::ErrorCode;
 use desk_contract::api::{ResetRequest, ResetResponse, Screenshot, SessionState};
 use desk_desktop::BackendError;
 
-use crate::broker::{Broker, Inner, screenshot, wrong_state};
+use crate::broker::{Broker, Inner, screenshot};
 use crate::config::BackendRequest;
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
+use crate::journal::store_unavailable;
 use crate::logs::EventLogs;
+use crate::session::Failure;
 use crate::util::{check_identifier, sha256_hex};
 
 /// SHA-256 and size of a file.
@@ -46,9 +48,7 @@ impl Inner {
             response.idempotent_replay = true;
             return Ok(response);
         }
-        if session.state != SessionState::Leased {
-            return Err(wrong_state("reset", &session));
-        }
+        session.lifecycle.check_reset()?;
         let session_dir = Path::new(&session.session_dir).to_path_buf();
         std::fs::create_dir_all(&session_dir).map_err(BrokerError::io(
             "create the session directory",
@@ -106,8 +106,9 @@ impl Inner {
                     BrokerError::AppNotMaximized(_) => ErrorCode::AppNotMaximized,
                     _ => ErrorCode::DesktopFailed,
                 };
-                session.last_error_code = Some(code.as_str().to_string());
-                session.last_error_message = Some(error.to_string());
+                session.lifecycle = session
+                    .lifecycle
+                    .reset_failed(Failure::new(code, error.to_string()))?;
                 self.store.save_session(&session)?;
                 return Err(error);
             }
@@ -124,7 +125,7 @@ impl Inner {
             elapsed_ms: handoff.elapsed_ms,
             idempotent_replay: false,
         };
-        session.state = SessionState::Ready;
+        session.lifecycle = session.lifecycle.reset_done()?;
         session.last_sequence = sequence;
         session.reset_request_id = Some(request.request_id);
         // The session row is rewritten by every action: it caches the reset without the
@@ -139,8 +140,6 @@ impl Inner {
         session.attempt_path = Some(prepared.attempt_path.display().to_string());
         session.handoff_ms = Some(handoff.frame.captured_at_ms);
         session.last_frame_ms = Some(handoff.frame.captured_at_ms);
-        session.last_error_code = None;
-        session.last_error_message = None;
         self.renew(&mut session);
         self.store.save_session(&session)?;
         tracing::info!(session_id, elapsed_ms = handoff.elapsed_ms, "session reset");
@@ -153,9 +152,7 @@ impl Inner {
         let mut runtime = slot.lock();
         let mut session = self.load(session_id)?;
         self.check_live(&session, "screenshot")?;
-        if !matches!(session.state, SessionState::Ready | SessionState::Done) {
-            return Err(wrong_state("screenshot", &session));
-        }
+        session.lifecycle.check_observe("screenshot")?;
         let Some(backend) = runtime.backend.as_mut() else {
             return Err(BrokerError::Internal(
                 "ready session without a desktop".to_string(),
@@ -184,6 +181,7 @@ impl Broker {
             inner.reset(&session_id, request)
         })
         .await
+        .map_err(store_unavailable("reset_session"))
     }
 
     /// `get_screenshot`.
@@ -193,5 +191,6 @@ impl Broker {
             inner.screenshot(&session_id)
         })
         .await
+        .map_err(store_unavailable("get_screenshot"))
     }
 }

@@ -77,9 +77,14 @@ async fn screenshot(
 async fn execute(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
-    ActionBody(request): ActionBody,
+    body: ActionBody,
 ) -> ApiResult<desk_contract::api::ActionResponse> {
-    broker.execute(&id, request).await.map(Json)
+    match body {
+        ActionBody::Parsed(request) => broker.execute(&id, request).await.map(Json),
+        ActionBody::Refused { request_id, error } => {
+            Err(broker.refused_action(&id, request_id, error).await)
+        }
+    }
 }
 
 async fn checkpoint(

@@ -15,6 +15,7 @@ use desk_contract::api::SessionState;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::BrokerError;
+use crate::session::{Lifecycle, StoredLifecycle};
 
 const MIGRATIONS: &[&str] = &[
     r#"
@@ -76,12 +77,10 @@ pub(crate) struct SessionRow {
     pub(crate) task_id: String,
     pub(crate) attempt_id: String,
     pub(crate) profile: String,
-    pub(crate) state: SessionState,
+    /// The phase and the next action index; changed only by its transitions (`session.rs`).
+    pub(crate) lifecycle: Lifecycle,
     pub(crate) created_at_ms: u64,
     pub(crate) expires_at_ms: u64,
-    /// Set when the reaper released the session because its lease expired.
-    pub(crate) expired: bool,
-    pub(crate) next_action_index: u64,
     /// The sequence of the last screenshot handed out; the next one is larger.
     pub(crate) last_sequence: u64,
     pub(crate) reset_request_id: Option<String>,
@@ -95,9 +94,23 @@ pub(crate) struct SessionRow {
     pub(crate) checkpoint_sha: Option<String>,
     pub(crate) checkpoint_size: Option<u64>,
     pub(crate) checkpoint_method: Option<String>,
-    pub(crate) last_error_code: Option<String>,
-    pub(crate) last_error_message: Option<String>,
     pub(crate) session_dir: String,
+}
+
+impl SessionRow {
+    /// The wire state.
+    pub(crate) fn state(&self) -> SessionState {
+        self.lifecycle.state()
+    }
+
+    /// Whether the reaper released the session because its lease expired.
+    pub(crate) fn expired(&self) -> bool {
+        self.lifecycle.expired()
+    }
+
+    pub(crate) fn next_action_index(&self) -> u64 {
+        self.lifecycle.next_action_index()
+    }
 }
 
 pub(crate) fn to_sql(value: u64) -> i64 {
@@ -126,16 +139,21 @@ fn row_to_session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
             format!("unknown session state {state_text:?}").into(),
         )
     })?;
+    let lifecycle = Lifecycle::from_stored(StoredLifecycle {
+        state,
+        expired: row.get::<_, i64>(7)? != 0,
+        error_code: row.get(19)?,
+        error_message: row.get(20)?,
+        next_action_index: from_sql(row.get(8)?),
+    });
     Ok(SessionRow {
         id: row.get(0)?,
         task_id: row.get(1)?,
         attempt_id: row.get(2)?,
         profile: row.get(3)?,
-        state,
+        lifecycle,
         created_at_ms: from_sql(row.get(5)?),
         expires_at_ms: from_sql(row.get(6)?),
-        expired: row.get::<_, i64>(7)? != 0,
-        next_action_index: from_sql(row.get(8)?),
         last_sequence: from_sql(row.get(9)?),
         reset_request_id: row.get(10)?,
         reset_response: row.get(11)?,
@@ -146,8 +164,6 @@ fn row_to_session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         checkpoint_sha: row.get(16)?,
         checkpoint_size: opt_from_sql(row.get(17)?),
         checkpoint_method: row.get(18)?,
-        last_error_code: row.get(19)?,
-        last_error_message: row.get(20)?,
         session_dir: row.get(21)?,
     })
 }
@@ -200,6 +216,7 @@ impl Store {
     }
 
     pub(crate) fn insert_session(&self, session: &SessionRow) -> Result<(), BrokerError> {
+        let stored = session.lifecycle.to_stored();
         let connection = self.lock();
         connection
             .execute(
@@ -212,11 +229,11 @@ impl Store {
                     session.task_id,
                     session.attempt_id,
                     session.profile,
-                    session.state.as_str(),
+                    stored.state.as_str(),
                     to_sql(session.created_at_ms),
                     to_sql(session.expires_at_ms),
-                    i64::from(session.expired),
-                    to_sql(session.next_action_index),
+                    i64::from(stored.expired),
+                    to_sql(stored.next_action_index),
                     to_sql(session.last_sequence),
                     session.reset_request_id,
                     session.reset_response,
@@ -227,8 +244,8 @@ impl Store {
                     session.checkpoint_sha,
                     session.checkpoint_size.map(to_sql),
                     session.checkpoint_method,
-                    session.last_error_code,
-                    session.last_error_message,
+                    stored.error_code,
+                    stored.error_message,
                     session.session_dir,
                 ],
             )
@@ -242,14 +259,7 @@ impl Store {
     }
 
     pub(crate) fn session(&self, session_id: &str) -> Result<Option<SessionRow>, BrokerError> {
-        self.lock()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
-                [session_id],
-                row_to_session,
-            )
-            .optional()
-            .map_err(BrokerError::store("read a session"))
+        session_on(&self.lock(), session_id)
     }
 
     pub(crate) fn session_by_identity(
@@ -313,10 +323,25 @@ impl Store {
     }
 }
 
+pub(crate) fn session_on(
+    connection: &Connection,
+    session_id: &str,
+) -> Result<Option<SessionRow>, BrokerError> {
+    connection
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
+            [session_id],
+            row_to_session,
+        )
+        .optional()
+        .map_err(BrokerError::store("read a session"))
+}
+
 pub(crate) fn save_session_on(
     connection: &Connection,
     session: &SessionRow,
 ) -> Result<(), BrokerError> {
+    let stored = session.lifecycle.to_stored();
     connection
         .execute(
             "UPDATE sessions SET state = ?2, expires_at_ms = ?3, expired = ?4, \
@@ -327,10 +352,10 @@ pub(crate) fn save_session_on(
              WHERE id = ?1",
             params![
                 session.id,
-                session.state.as_str(),
+                stored.state.as_str(),
                 to_sql(session.expires_at_ms),
-                i64::from(session.expired),
-                to_sql(session.next_action_index),
+                i64::from(stored.expired),
+                to_sql(stored.next_action_index),
                 to_sql(session.last_sequence),
                 session.reset_request_id,
                 session.reset_response,
@@ -341,8 +366,8 @@ pub(crate) fn save_session_on(
                 session.checkpoint_sha,
                 session.checkpoint_size.map(to_sql),
                 session.checkpoint_method,
-                session.last_error_code,
-                session.last_error_message,
+                stored.error_code,
+                stored.error_message,
             ],
         )
         .map_err(BrokerError::store("update a session"))?;

@@ -332,11 +332,15 @@ mod auth {
             task_id: "t".into(),
             attempt_id: "a".into(),
             profile: "p".into(),
-            state,
+            lifecycle: crate::session::Lifecycle::from_stored(crate::session::StoredLifecycle {
+                state,
+                expired,
+                error_code: None,
+                error_message: None,
+                next_action_index: 0,
+            }),
             created_at_ms: 0,
             expires_at_ms,
-            expired,
-            next_action_index: 0,
             last_sequence: 0,
             reset_request_id: None,
             reset_response: None,
@@ -347,8 +351,6 @@ mod auth {
             checkpoint_sha: None,
             checkpoint_size: None,
             checkpoint_method: None,
-            last_error_code: None,
-            last_error_message: None,
             session_dir: String::new(),
         }
     }

@@ -154,8 +154,8 @@ impl Broker {
         let session_id = session_id.to_string();
         tokio::task::spawn_blocking(move || {
             inner.load(&session_id).map(|session| View {
-                state: session.state,
-                next_action_index: session.next_action_index,
+                state: session.state(),
+                next_action_index: session.next_action_index(),
             })
         })
         .await

@@ -297,8 +297,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
             .unwrap(),
     };
     let mut running = session.clone();
-    running.state = SessionState::Running;
-    running.next_action_index = 1;
+    running.lifecycle = session.lifecycle.accept(0).unwrap().0;
     setup
         .broker
         .inner

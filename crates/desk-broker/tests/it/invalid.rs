@@ -209,3 +209,73 @@ async fn invalid_lease_and_reset_requests() {
     }
     assert_eq!(harness.status(&id).await["state"], "leased");
 }
+
+#[tokio::test]
+async fn a_reused_request_id_with_invalid_content_is_a_sequence_conflict() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let path = format!("/v1/sessions/{id}/actions");
+    let used = json!({"request_id": "used", "expected_action_index": 0,
+        "action": {"type": "click", "x": 1, "y": 1, "intent": "first"}});
+    let (status, text) = harness.raw("POST", &path, Some(used.to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let n_inputs = harness.fake.n_inputs();
+    let reuses = [
+        (
+            "out of bounds",
+            json!({"type": "click", "x": 640, "y": 1, "intent": "again"}),
+        ),
+        (
+            "unknown type",
+            json!({"type": "hover", "x": 1, "y": 1, "intent": "again"}),
+        ),
+        ("missing intent", json!({"type": "click", "x": 1, "y": 1})),
+    ];
+    for (name, action) in reuses {
+        for request_id in ["used", "fresh"] {
+            let body =
+                json!({"request_id": request_id, "expected_action_index": 1, "action": action});
+            let (status, text) = harness.raw("POST", &path, Some(body.to_string())).await;
+            let answer: Value = serde_json::from_str(&text).unwrap();
+            let expected = if request_id == "used" {
+                (CONFLICT, "action_sequence_conflict")
+            } else {
+                (BAD_REQUEST, "invalid_action")
+            };
+            assert_eq!(
+                (status.as_u16(), answer["code"].as_str().unwrap()),
+                expected,
+                "{name} under {request_id:?}: {answer}"
+            );
+        }
+    }
+    assert_eq!(
+        harness.fake.n_inputs(),
+        n_inputs,
+        "the desktop received input"
+    );
+    assert_eq!(harness.status(&id).await["next_action_index"], 1);
+}
+
+#[tokio::test]
+async fn a_missing_session_directory_is_detected_before_input() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let session_dir = harness.dir.path().join("sessions").join(&id);
+    assert!(session_dir.is_dir());
+    std::fs::remove_dir_all(&session_dir).unwrap();
+    let body = json!({"request_id": "after-delete", "expected_action_index": 0,
+        "action": {"type": "click", "x": 1, "y": 1, "intent": "click"}});
+    let (status, text) = harness
+        .raw(
+            "POST",
+            &format!("/v1/sessions/{id}/actions"),
+            Some(body.to_string()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{text}");
+    assert_eq!(harness.fake.n_inputs(), 0, "the desktop received input");
+    let status = harness.status(&id).await;
+    assert_eq!(status["state"], "error", "{status}");
+    assert_eq!(status["next_action_index"], 0, "{status}");
+}

@@ -87,3 +87,49 @@ async fn ready_sessions_lose_their_desktop_on_restart() {
     assert_eq!(status_body["state"], "error");
     assert_eq!(status_body["last_error"]["code"], "desktop_failed");
 }
+
+/// Records the directories it is asked to reap.
+#[derive(Clone, Default)]
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>);
+
+impl desk_broker::BackendFactory for Recorder {
+    fn create(
+        &self,
+        request: &desk_broker::BackendRequest,
+    ) -> Result<Box<dyn desk_desktop::DesktopBackend>, desk_desktop::BackendError> {
+        Ok(Box::new(desk_desktop::fake::FakeDesktop::new(
+            request.display,
+        )))
+    }
+
+    fn reap_orphans(&self, session_dir: &std::path::Path) -> usize {
+        self.0.lock().unwrap().push(session_dir.to_path_buf());
+        1
+    }
+}
+
+#[tokio::test]
+async fn desktops_on_disk_unknown_to_the_journal_are_reaped_at_start() {
+    let harness = Harness::new();
+    let live = harness.ready().await;
+    let state_dir = harness.dir.path().to_path_buf();
+    drop(harness.app);
+    drop(harness.broker);
+    // A desktop the journal does not know: its journal was lost, or belonged to another run.
+    let orphan = state_dir.join("sessions").join("s_orphan");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(state_dir.join("sessions").join("not-a-dir"), b"").unwrap();
+
+    let recorder = Recorder::default();
+    let _broker = desk_broker::Broker::open(config(state_dir.clone()), recorder.clone()).unwrap();
+    let reaped = recorder.0.lock().unwrap().clone();
+    assert!(reaped.contains(&orphan), "{reaped:?}");
+    // The known session (not reattached by this factory) is reaped once, as before.
+    let known = state_dir.join("sessions").join(&live);
+    assert_eq!(
+        reaped.iter().filter(|dir| **dir == known).count(),
+        1,
+        "{reaped:?}"
+    );
+    assert_eq!(reaped.len(), 2, "{reaped:?}");
+}

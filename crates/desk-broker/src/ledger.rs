@@ -1,0 +1,271 @@
+//! The ledger: the one place that writes the durable records of an action, always in this order:
+//!
+//! 1. journal `pending` (SQLite, with the session advanced to `running`) — [`Ledger::open`];
+//! 2. evidence `action_accepted` — still in [`Ledger::open`]; without it the row is discarded
+//!    and nothing is sent;
+//! 3. (input: the caller runs the backend)
+//! 4. the frame file, 5. the event logs, 6. the evidence receipt, 7. journal `complete` —
+//!    [`Ledger::delivered`].
+//!
+//! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
+//! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
+//! then `unknown` and the session `error`). A failure in steps 4–6 takes the one fail-closed
+//! path, [`Ledger::incomplete`]: an `incomplete` receipt (best effort), the row `unknown`, the
+//! session `error`; the delivered input is never replayed.
+
+use std::time::Instant;
+
+use desk_contract::api::{ActionRequest, ActionResponse};
+use desk_contract::desktop::ActionOutcome;
+use desk_contract::events::Provenance;
+use desk_contract::{ErrorCode, SettleOutcome};
+use desk_desktop::BackendError;
+
+use crate::broker::Inner;
+use crate::error::BrokerError;
+use crate::evidence::{self, ActionEnd};
+use crate::frames;
+use crate::journal::{JournalEntry, JournalStatus};
+use crate::logs::{EventLogs, FrameTiming};
+use crate::session::{Failure, Lifecycle};
+use crate::store::SessionRow;
+
+fn settle_outcome_name(outcome: SettleOutcome) -> &'static str {
+    match outcome {
+        SettleOutcome::Stable => "stable",
+        SettleOutcome::StillChanging => "still_changing",
+        SettleOutcome::Unavailable => "unavailable",
+        SettleOutcome::Skipped => "skipped",
+        SettleOutcome::Interrupted => "interrupted",
+    }
+}
+
+fn micros(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// What an accepted action is journaled as.
+pub(crate) struct Accepted<'a> {
+    pub(crate) request: &'a ActionRequest,
+    pub(crate) request_digest: String,
+    pub(crate) action_type: &'static str,
+    pub(crate) intent: &'a str,
+}
+
+/// The records of one accepted action, open until one of its exits.
+pub(crate) struct Ledger<'a> {
+    inner: &'a Inner,
+    session: SessionRow,
+    action_index: u64,
+}
+
+impl<'a> Ledger<'a> {
+    /// Steps 1 and 2: journals the action `pending` with `session` moved to `running`
+    /// (`running` from [`Lifecycle::accept`]), then writes `action_accepted`. On any failure
+    /// nothing was sent and the session is as it was.
+    pub(crate) fn open(
+        inner: &'a Inner,
+        mut session: SessionRow,
+        running: Lifecycle,
+        action_index: u64,
+        accepted: Accepted<'_>,
+    ) -> Result<Ledger<'a>, BrokerError> {
+        session.lifecycle = running;
+        inner.renew(&mut session);
+        let started = Instant::now();
+        inner.store.begin_action(
+            &session,
+            &JournalEntry {
+                session_id: session.id.clone(),
+                action_index,
+                request_id: accepted.request.request_id.clone(),
+                request_digest: accepted.request_digest,
+                action_type: accepted.action_type.to_string(),
+                intent: accepted.intent.to_string(),
+                status: JournalStatus::Pending,
+                response: None,
+            },
+        )?;
+        let begin_action_us = micros(started);
+        let started = Instant::now();
+        let mut ledger = Ledger {
+            inner,
+            session,
+            action_index,
+        };
+        if let Err(error) = evidence::action_accepted(
+            inner,
+            &ledger.session,
+            action_index,
+            accepted.request,
+            accepted.action_type,
+            accepted.intent,
+        ) {
+            ledger.session.lifecycle = ledger.session.lifecycle.withdraw()?;
+            inner.store.discard_action(&ledger.session, action_index)?;
+            return Err(error);
+        }
+        tracing::debug!(
+            session_id = ledger.session.id,
+            action_index,
+            begin_action_us,
+            evidence_accepted_us = micros(started),
+            "action timing: accepted"
+        );
+        Ok(ledger)
+    }
+
+    /// The session as journaled (state `running`).
+    pub(crate) fn session(&self) -> &SessionRow {
+        &self.session
+    }
+
+    /// The backend refused before sending anything: a `not injected` receipt (without it the
+    /// next acceptance withdraws this one), the row discarded, the index given back.
+    pub(crate) fn not_injected(mut self, error: BackendError) -> BrokerError {
+        let _ = evidence::action_receipt(
+            self.inner,
+            &self.session,
+            self.action_index,
+            ActionEnd::NotInjected {
+                error_code: ErrorCode::DesktopFailed.as_str(),
+            },
+        );
+        let discarded = self.session.lifecycle.withdraw().and_then(|ready| {
+            self.session.lifecycle = ready;
+            self.inner
+                .store
+                .discard_action(&self.session, self.action_index)
+        });
+        match discarded {
+            Ok(()) => BrokerError::Desktop {
+                operation: "execute_action",
+                source: error,
+            },
+            Err(failure) => failure,
+        }
+    }
+
+    /// Input may have been sent without a known outcome: an `in doubt` receipt (best effort),
+    /// the row `unknown`, the session `error` with `input_outcome_unknown`.
+    pub(crate) fn in_doubt(mut self, error: BackendError) -> BrokerError {
+        let _ = evidence::action_receipt(
+            self.inner,
+            &self.session,
+            self.action_index,
+            ActionEnd::InDoubt,
+        );
+        let failure = BrokerError::OutcomeUnknown {
+            action_index: self.action_index,
+            source: Some(error),
+        };
+        self.session.lifecycle = self.session.lifecycle.fail(Failure::new(
+            ErrorCode::InputOutcomeUnknown,
+            failure.to_string(),
+        ));
+        match self
+            .inner
+            .store
+            .mark_unknown(&self.session, self.action_index)
+        {
+            Ok(()) => failure,
+            Err(store_error) => store_error,
+        }
+    }
+
+    /// Steps 4–7 for a delivered action whose answer is `response` (its screenshot carries the
+    /// bytes of `outcome.frame`). `done` ends the session's actions.
+    pub(crate) fn delivered(
+        mut self,
+        outcome: &ActionOutcome,
+        response: &ActionResponse,
+        done: bool,
+    ) -> Result<(), BrokerError> {
+        let started = Instant::now();
+        let session_dir = std::path::Path::new(&self.session.session_dir).to_path_buf();
+        let sequence = response.screenshot.sequence;
+        if let Err(error) = frames::store(&session_dir, &response.screenshot, &outcome.frame.png) {
+            return Err(self.incomplete("failed to store the action frame", error, true));
+        }
+        let handoff_ms = self
+            .session
+            .handoff_ms
+            .unwrap_or(outcome.frame.captured_at_ms);
+        let timing = FrameTiming {
+            sequence,
+            captured_at_ms: outcome.frame.captured_at_ms,
+            handoff_ms,
+            previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
+        };
+        if let Err(error) = EventLogs::new(&session_dir).append(
+            &outcome.events,
+            self.action_index,
+            Provenance::BrokerAction,
+            timing,
+        ) {
+            return Err(self.incomplete("failed to write the event logs", error, true));
+        }
+        let receipt_started = Instant::now();
+        if let Err(error) = evidence::action_receipt(
+            self.inner,
+            &self.session,
+            self.action_index,
+            ActionEnd::Delivered {
+                settle_outcome: settle_outcome_name(outcome.settle.outcome),
+                screenshot_sha256: &response.screenshot.sha256,
+            },
+        ) {
+            // The receipt itself failed: no second one.
+            return Err(self.incomplete("failed to store the action frame", error, false));
+        }
+        let evidence_receipt_us = micros(receipt_started);
+        let mut stored = response.clone();
+        stored.screenshot.png_base64 = String::new();
+        let cached =
+            serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
+        self.session.lifecycle = self.session.lifecycle.complete(done)?;
+        self.session.last_sequence = sequence;
+        self.session.last_frame_ms = Some(outcome.frame.captured_at_ms);
+        let commit_started = Instant::now();
+        self.inner
+            .store
+            .complete_action(&self.session, self.action_index, &cached)?;
+        tracing::debug!(
+            session_id = self.session.id,
+            action_index = self.action_index,
+            records_us = micros(started),
+            evidence_receipt_us,
+            cache_commit_us = micros(commit_started),
+            "action timing: delivered"
+        );
+        Ok(())
+    }
+
+    /// The one fail-closed path after input: an `incomplete` receipt (best effort, unless the
+    /// receipt is what failed), the row `unknown`, the session `error` (`internal`, `message`);
+    /// answers `error`.
+    fn incomplete(mut self, message: &str, error: BrokerError, receipt: bool) -> BrokerError {
+        if receipt {
+            let _ = evidence::action_receipt(
+                self.inner,
+                &self.session,
+                self.action_index,
+                ActionEnd::Incomplete {
+                    error_code: ErrorCode::Internal.as_str(),
+                },
+            );
+        }
+        self.session.lifecycle = self
+            .session
+            .lifecycle
+            .fail(Failure::new(ErrorCode::Internal, message));
+        match self
+            .inner
+            .store
+            .mark_unknown(&self.session, self.action_index)
+        {
+            Ok(()) => error,
+            Err(store_error) => store_error,
+        }
+    }
+}
