@@ -5,6 +5,7 @@
 set -euo pipefail
 packages=(xvfb openbox librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv chromium)
 missing=()
+packages+=(freecad bubblewrap)  # 3D tasks: FreeCAD and the 3D judge's own sandbox
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done

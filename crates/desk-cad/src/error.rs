@@ -43,6 +43,9 @@ pub enum CadError {
     /// The SVG could not be parsed or rasterized.
     #[error("failed to render drawing: {0}")]
     Render(String),
+    /// The sandboxed headless FreeCAD judge could not run or answered nothing usable.
+    #[error("3D judge failed: {0}")]
+    Judge(String),
     /// A task id is not of the form `task-NNN`.
     #[error("invalid task id {0:?}")]
     InvalidTaskId(String),

@@ -17,6 +17,7 @@ pub mod model;
 mod normalize;
 pub mod render;
 pub mod score;
+pub mod solid;
 
 pub use corpus::{
     Budgets, CONTRACT_VERSION, CORPUS_VERSION, DrawingType, Level, Split, Task, TaskId,

@@ -57,6 +57,29 @@ pub struct AttemptSpec {
     /// Initial contents.
     #[serde(default)]
     pub template: String,
+    /// Initial contents as standard base64, for binary formats (FreeCAD's zipped `.FCStd`);
+    /// exclusive with a non-empty `template`.
+    #[serde(default)]
+    pub template_base64: Option<String>,
+}
+
+impl AttemptSpec {
+    /// The bytes written to the attempt file at reset.
+    fn initial_bytes(&self) -> Result<Vec<u8>, String> {
+        match &self.template_base64 {
+            None => Ok(self.template.clone().into_bytes()),
+            Some(_) if !self.template.is_empty() => {
+                Err("attempt.template and attempt.template_base64 are exclusive".to_string())
+            }
+            Some(encoded) => {
+                use base64::Engine as _;
+                let compact: String = encoded.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(compact)
+                    .map_err(|error| format!("attempt.template_base64 is not base64: {error}"))
+            }
+        }
+    }
 }
 
 /// Window recognition and preparation rules.
@@ -183,6 +206,9 @@ impl AppProfile {
                 ));
             }
         }
+        self.attempt
+            .initial_bytes()
+            .map_err(|message| invalid(&message))?;
         Ok(())
     }
 
@@ -211,7 +237,14 @@ impl AppProfile {
             let text = substitute(contents, &attempt_path, &home, session_dir);
             std::fs::write(&path, text).map_err(io(&path))?;
         }
-        std::fs::write(&attempt_path, &self.attempt.template).map_err(io(&attempt_path))?;
+        let initial = self
+            .attempt
+            .initial_bytes()
+            .map_err(|message| ProfileError::Invalid {
+                name: self.name.clone(),
+                message,
+            })?;
+        std::fs::write(&attempt_path, initial).map_err(io(&attempt_path))?;
 
         let sub = |text: &str| substitute(text, &attempt_path, &home, session_dir);
         let mut env = vec![
@@ -284,6 +317,7 @@ pub struct ProfileSet {
 const BUILTIN: &[(&str, &str)] = &[
     ("librecad", include_str!("../profiles/librecad.toml")),
     ("generic", include_str!("../profiles/generic.toml")),
+    ("freecad", include_str!("../profiles/freecad.toml")),
 ];
 
 impl ProfileSet {
@@ -336,3 +370,7 @@ impl ProfileSet {
         self.profiles.keys().cloned().collect()
     }
 }
+
+#[cfg(test)]
+#[path = "profile_tests.rs"]
+mod tests;

@@ -1,6 +1,7 @@
 //! Integration tests for desk-cad: corpus determinism, scoring rules and LibreCAD fixtures.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod corpus;
 mod fixtures;
 mod scoring;
+mod solid;

@@ -7,6 +7,7 @@ mod bench;
 mod crash;
 mod evidence;
 mod faults;
+mod freecad;
 mod librecad;
 mod load;
 mod probe;

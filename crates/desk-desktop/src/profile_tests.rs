@@ -1,0 +1,74 @@
+use super::*;
+
+#[test]
+fn freecad_profile_prepares_a_zipped_document_and_its_locked_down_home() {
+    let set = ProfileSet::builtin().unwrap();
+    let profile = set.get("freecad").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prepared = profile.prepare(dir.path()).unwrap();
+    let bytes = std::fs::read(&prepared.attempt_path).unwrap();
+    assert!(
+        bytes.starts_with(b"PK\x03\x04"),
+        "an FCStd is a zip archive"
+    );
+    assert!(
+        bytes.windows(12).any(|w| w == b"Document.xml"),
+        "the archive holds Document.xml"
+    );
+    let home = dir.path().join("home");
+    let config = std::fs::read_to_string(home.join(".config/FreeCAD/user.cfg")).unwrap();
+    for pinned in [
+        r#"<FCBool Name="ShowSplasher" Value="0"/>"#,
+        r#"<FCInt Name="UserSchema" Value="0"/>"#,
+        r#"<FCText Name="AutoloadModule">PartDesignWorkbench</FCText>"#,
+        r#"<FCBool Name="AutoSaveEnabled" Value="0"/>"#,
+    ] {
+        assert!(config.contains(pinned), "user.cfg lacks {pinned}");
+    }
+    let lockdown =
+        std::fs::read_to_string(home.join(".local/share/FreeCAD/Mod/DeskLockdown/InitGui.py"))
+            .unwrap();
+    for blocked in [
+        "Std_DlgMacroExecute",
+        "Std_AddonMgr",
+        "Python console",
+        "Report view",
+    ] {
+        assert!(lockdown.contains(blocked), "the lockdown misses {blocked}");
+    }
+    assert_eq!(prepared.save_keys, ["ctrl", "s"]);
+    assert!(
+        prepared
+            .launch
+            .env
+            .iter()
+            .any(|(k, v)| k == "QTWEBENGINE_DISABLE_SANDBOX" && v == "1")
+    );
+    assert_eq!(
+        prepared.launch.window.ready_title_contains.as_deref(),
+        Some("FreeCAD - attempt.FCStd")
+    );
+}
+
+#[test]
+fn a_binary_template_is_exclusive_with_a_text_one_and_must_be_base64() {
+    let base = "name = \"x\"\ncommand = [\"true\"]\n[window]\n[attempt]\nfilename = \"a.bin\"\n";
+    let both = format!("{base}template = \"t\"\ntemplate_base64 = \"AAEC\"\n");
+    assert!(matches!(
+        AppProfile::from_toml("x", &both),
+        Err(ProfileError::Invalid { .. })
+    ));
+    let garbage = format!("{base}template_base64 = \"not base64!\"\n");
+    assert!(matches!(
+        AppProfile::from_toml("x", &garbage),
+        Err(ProfileError::Invalid { .. })
+    ));
+    let good = format!("{base}template_base64 = \"\"\"\nAAEC\n/w==\n\"\"\"\n");
+    let profile = AppProfile::from_toml("x", &good).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prepared = profile.prepare(dir.path()).unwrap();
+    assert_eq!(
+        std::fs::read(prepared.attempt_path).unwrap(),
+        [0u8, 1, 2, 255]
+    );
+}
