@@ -31,6 +31,7 @@ mod lease;
 mod logs;
 mod metrics;
 mod openapi;
+mod private;
 mod reset;
 mod routes;
 mod serve;
@@ -49,6 +50,7 @@ pub use evidence::{
 };
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
+pub use private::restrict_umask;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;
 pub use serve::{serve_tls, serve_unix};

@@ -4,8 +4,10 @@
 //! the TLS client certificate's digest) as `ConnectInfo`, which `auth.rs` checks on every
 //! request.
 //!
-//! The socket file is created with mode 0600 right after bind (put it in a 0700 directory to
-//! close the window between bind and chmod). A stale socket file nobody listens on is removed; a
+//! Sockets you can trust: the socket's directory is created 0700 when missing, and an existing
+//! one that another uid owns or that group or others can write is refused (whoever can write
+//! there can swap the socket and receive clients' lease tokens). The socket file is created
+//! with mode 0600 right after bind. A stale socket file nobody listens on is removed; a
 //! live one is an error. The socket file is removed on exit. Serving does not start the lease
 //! reaper: call [`crate::Broker::spawn_reaper`] once beside it.
 
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use crate::auth::Peer;
 use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::private::{DirUse, ensure_private_dir};
 use crate::routes::router;
 use crate::tls::TlsListener;
 
@@ -55,6 +58,11 @@ pub async fn serve_unix(
     broker: Broker,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BrokerError> {
+    let socket_dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    ensure_private_dir(socket_dir, DirUse::Socket)?;
     remove_stale_socket(path)?;
     let listener =
         tokio::net::UnixListener::bind(path).map_err(BrokerError::io("bind the socket", path))?;

@@ -115,6 +115,8 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
 
 /// `deskbroker serve`: runs until SIGINT or SIGTERM.
 pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
+    // Private state: everything the broker, SQLite and the log writers create is 0600/0700.
+    desk_broker::restrict_umask();
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
