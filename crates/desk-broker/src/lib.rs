@@ -20,6 +20,7 @@ mod auth;
 mod broker;
 mod checkpoint;
 mod config;
+mod conn;
 pub mod credential;
 mod error;
 mod evidence;
@@ -43,6 +44,7 @@ mod watch;
 pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
 pub use config::{BackendFactory, BackendRequest, BrokerConfig};
+pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use error::BrokerError;
 pub use evidence::{
     EvidenceConfig, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path,
@@ -53,7 +55,7 @@ pub use openapi::OPENAPI_JSON;
 pub use private::restrict_umask;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;
-pub use serve::{serve_tls, serve_unix};
+pub use serve::{serve_tls, serve_tls_with, serve_unix, serve_unix_with};
 pub use tls::{TlsFiles, install_crypto_provider, server_config};
 
 #[cfg(test)]

@@ -552,3 +552,98 @@ fn tcp_without_tls_is_refused_at_startup() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("requires TLS"), "{stderr}");
 }
+
+/// More idle connections than the cap (and than the broker's open-file limit, lowered to 256
+/// once it listens) on the Unix socket and the TLS listener: a legitimate client still gets its
+/// answers on both. Before the cap, the broker ran out of descriptors and answered nobody.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connection_floods_leave_both_listeners_answering() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let certs_dir = root.path().join("certs");
+    certs_init(&certs_dir);
+    let flags = |name: &str| certs_dir.join(name).display().to_string();
+    let served = Served::start(
+        root.path(),
+        &root.path().join("probe.ndjson"),
+        true,
+        &[
+            "--tls-cert".into(),
+            flags("server.pem"),
+            "--tls-key".into(),
+            flags("server.key"),
+            "--max-connections".into(),
+            "32".into(),
+        ],
+    );
+    let status = Command::new("prlimit")
+        .arg(format!("--pid={}", served.child.id()))
+        .arg("--nofile=256:")
+        .status()
+        .unwrap();
+    assert!(status.success(), "prlimit");
+    let local = Client::new(&served.socket);
+    let remote = served.remote(&certs_dir, None, None);
+    let answered_within = |client: Client| async move {
+        let started = Instant::now();
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.openapi()).await;
+        assert!(matches!(answer, Ok(Ok(_))), "no answer: {answer:?}");
+        started.elapsed()
+    };
+    let before = (
+        answered_within(local.clone()).await,
+        answered_within(remote.clone()).await,
+    );
+    // 300 idle connections on the socket, 300 that completed TLS and then said nothing.
+    let mut held_unix = Vec::new();
+    for _ in 0..300 {
+        held_unix.push(std::os::unix::net::UnixStream::connect(&served.socket).unwrap());
+    }
+    let mut held_tls = Vec::new();
+    let connector = tls_connector(&certs_dir);
+    for _ in 0..300 {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", served.port.unwrap()))
+            .await
+            .unwrap();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(Duration::from_secs(5), connector.connect(name, tcp)).await
+        {
+            held_tls.push(stream);
+        }
+    }
+    assert!(
+        held_tls.len() > 32,
+        "only {} TLS connections held",
+        held_tls.len()
+    );
+    let during = (
+        answered_within(local.clone()).await,
+        answered_within(remote.clone()).await,
+    );
+    eprintln!(
+        "openapi latency before the flood: unix {:?}, tls {:?}; with 300+{} idle: unix {:?}, tls {:?}",
+        before.0,
+        before.1,
+        held_tls.len(),
+        during.0,
+        during.1
+    );
+    drop(held_unix);
+    drop(held_tls);
+}
+
+fn tls_connector(certs_dir: &Path) -> tokio_rustls::TlsConnector {
+    use rustls_pki_types::pem::PemObject as _;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_file_iter(certs_dir.join("ca.pem")).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+}
