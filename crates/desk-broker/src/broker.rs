@@ -95,8 +95,8 @@ impl Broker {
     /// Blocking.
     pub fn open(config: BrokerConfig, factory: impl BackendFactory) -> Result<Broker, BrokerError> {
         let sessions_dir = config.state_dir.join("sessions");
-        std::fs::create_dir_all(&sessions_dir)
-            .map_err(BrokerError::io("create the state directory", &sessions_dir))?;
+        crate::private::ensure_private_dir(&config.state_dir, crate::private::DirUse::State)?;
+        crate::private::ensure_private_dir(&sessions_dir, crate::private::DirUse::State)?;
         crate::fault::survive_file_size_limit();
         let store = Store::open(&config.state_dir.join("broker.sqlite3"))?;
         crate::evidence::load_key(&config)?;

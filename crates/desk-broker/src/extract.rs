@@ -84,7 +84,7 @@ fn refused(error: RequestError) -> BrokerError {
     }
 }
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned + serde::Serialize, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = BrokerError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {

@@ -20,6 +20,7 @@ mod auth;
 mod broker;
 mod checkpoint;
 mod config;
+mod conn;
 pub mod credential;
 mod error;
 mod evidence;
@@ -32,6 +33,7 @@ mod ledger;
 mod logs;
 mod metrics;
 mod openapi;
+mod private;
 mod reset;
 mod routes;
 mod serve;
@@ -44,6 +46,7 @@ mod watch;
 pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
 pub use config::{BackendFactory, BackendRequest, BrokerConfig};
+pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use error::BrokerError;
 pub use evidence::{
     EvidenceConfig, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path,
@@ -51,9 +54,10 @@ pub use evidence::{
 };
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
+pub use private::restrict_umask;
 pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;
-pub use serve::{serve_tls, serve_unix};
+pub use serve::{serve_tls, serve_tls_with, serve_unix, serve_unix_with};
 pub use tls::{TlsFiles, install_crypto_provider, server_config};
 
 #[cfg(test)]

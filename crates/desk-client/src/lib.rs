@@ -14,7 +14,8 @@
 //! [`Client::with_private_tokens`] gives a client its own. [`Client::set_lease_token`] supplies a
 //! token learned elsewhere (e.g. from the command line). Over TLS ([`Client::remote`]), an
 //! optional orchestration credential is sent on the non-session routes. `Debug` never prints a
-//! credential.
+//! credential. Over a Unix socket, nothing is sent until the socket's directory and the
+//! listener's uid (`SO_PEERCRED`) are trusted (`trust`).
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
@@ -36,9 +37,10 @@ use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
 
 mod remote;
+mod trust;
 
 pub use remote::RemoteConfig;
 
@@ -56,6 +58,15 @@ pub enum ClientError {
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// The Unix socket is not trusted with a credential: its directory can be written by
+    /// another user, or the process listening on it runs as another user. Nothing was sent.
+    #[error("refused to use the broker socket {path}: {reason}")]
+    UntrustedSocket {
+        /// The socket path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// The TCP connection to a remote broker failed.
     #[error("failed to connect to the broker at {address}")]
@@ -282,13 +293,7 @@ impl Client {
         }
         match &self.endpoint {
             Endpoint::Unix(socket) => {
-                let stream =
-                    UnixStream::connect(socket)
-                        .await
-                        .map_err(|source| ClientError::Connect {
-                            path: socket.clone(),
-                            source,
-                        })?;
+                let stream = trust::connect_trusted(socket).await?;
                 let request = build(operation, builder.header(HOST, "deskbroker"), body)?;
                 send(stream, request).await
             }

@@ -7,8 +7,8 @@
 //! (`$.action` and below: the broker answers `invalid_action`) or anywhere else, including a
 //! body that is not JSON at all (`invalid_request`). See `docs/strict-parsing.md`.
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::action::Action;
@@ -54,12 +54,12 @@ impl RequestError {
 }
 
 /// Parses a body that is a request `T` with no action inside (lease, reset).
-pub fn parse_request<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
+pub fn parse_request<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, RequestError> {
     let value = strict::parse_value(bytes).map_err(RequestError::envelope)?;
     strict::from_value(&value, "$").map_err(RequestError::envelope)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct ActionEnvelope {
     request_id: String,

@@ -54,7 +54,54 @@ pub fn parse_typed<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, S
 
 /// Deserializes `value` (found at `root_path`) as `T`, naming the path of the first problem:
 /// a wrong type, an unknown field (under `deny_unknown_fields`) or a missing field.
-pub fn from_value<T: DeserializeOwned>(
+///
+/// Objects are objects: serde's derived struct deserializers also accept a struct in array
+/// form (`[1, 2]` for `{"x": 1, "y": 2}`), which would bypass unknown-field refusal. Wherever
+/// `T` serializes back to an object, `value` must hold an object at that path, at any depth;
+/// otherwise the path is named as a wrong type. Checked here once, for every typed read.
+pub fn from_value<T: DeserializeOwned + Serialize>(
+    value: &Value,
+    root_path: &str,
+) -> Result<T, StrictJsonError> {
+    let typed: T = deserialize_at(value, root_path)?;
+    let round_trip = serde_json::to_value(&typed).map_err(|error| {
+        StrictJsonError::new(
+            root_path,
+            StrictJsonProblem::NotExact(clip(&error.to_string())),
+        )
+    })?;
+    if let Some(path) = first_array_for_object(value, &round_trip, root_path) {
+        return Err(StrictJsonError::new(
+            clip_path(&path),
+            StrictJsonProblem::WrongType("expected an object, found an array".to_string()),
+        ));
+    }
+    Ok(typed)
+}
+
+/// The first path where `read` holds an array and `typed` (the same value read back through
+/// its type) an object.
+fn first_array_for_object(read: &Value, typed: &Value, path: &str) -> Option<String> {
+    match (read, typed) {
+        (Value::Array(_), Value::Object(_)) => Some(path.to_string()),
+        (Value::Array(read_items), Value::Array(typed_items)) => {
+            read_items.iter().zip(typed_items).enumerate().find_map(
+                |(item_idx, (read_item, typed_item))| {
+                    first_array_for_object(read_item, typed_item, &format!("{path}[{item_idx}]"))
+                },
+            )
+        }
+        (Value::Object(read_map), Value::Object(typed_map)) => {
+            read_map.iter().find_map(|(key, read_item)| {
+                let typed_item = typed_map.get(key)?;
+                first_array_for_object(read_item, typed_item, &child_path(path, key))
+            })
+        }
+        _ => None,
+    }
+}
+
+fn deserialize_at<T: DeserializeOwned>(
     value: &Value,
     root_path: &str,
 ) -> Result<T, StrictJsonError> {
@@ -78,7 +125,7 @@ pub fn from_value_exact<T: DeserializeOwned + Serialize>(
     value: Value,
     root_path: &str,
 ) -> Result<T, StrictJsonError> {
-    let typed: T = from_value(&value, root_path)?;
+    let typed: T = deserialize_at(&value, root_path)?;
     let round_trip = serde_json::to_value(&typed).map_err(|error| {
         StrictJsonError::new(
             root_path,

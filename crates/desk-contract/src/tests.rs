@@ -85,3 +85,29 @@ fn base64_round_trips() {
     assert!(b64::decode("abc").is_none());
     assert!(b64::decode("ab=c").is_none());
 }
+
+#[test]
+fn intents_need_a_visible_character() {
+    let done = |intent: &str| Action::Done {
+        intent: intent.to_string(),
+    };
+    for invisible in [
+        "\u{200B}",
+        "\u{200B}\u{200C}\u{200D}\u{2060}\u{FEFF}",
+        "\u{202E}\u{202A}\u{2066}\u{2069}\u{200E}\u{200F}\u{061C}",
+        " \u{00AD} \u{3164} \u{2800} \u{FE0F} \u{E0041}",
+    ] {
+        let error = validate_action(&done(invisible), DisplaySize::FULL_HD)
+            .expect_err("an intent of invisible characters");
+        assert!(
+            error.to_string().contains("visible"),
+            "{invisible:?}: {error}"
+        );
+    }
+    for visible in ["\u{200B}save\u{200B}", "\u{202E}x", "保存", "✓"] {
+        assert!(
+            validate_action(&done(visible), DisplaySize::FULL_HD).is_ok(),
+            "{visible:?} has a visible character"
+        );
+    }
+}

@@ -28,6 +28,32 @@ pub const MAX_TEXT_CHARS: usize = 2_000;
 /// Most characters in an `intent`.
 pub const MAX_INTENT_CHARS: usize = 500;
 
+/// Whether `character` renders as nothing: whitespace, a control character, or a format,
+/// joiner, filler or bidi control character (Unicode `Cf` and the blank fillers).
+fn is_invisible(character: char) -> bool {
+    character.is_whitespace()
+        || character.is_control()
+        || matches!(
+            character,
+            '\u{00AD}' // soft hyphen
+                | '\u{034F}' // combining grapheme joiner
+                | '\u{061C}' // Arabic letter mark
+                | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+                | '\u{17B4}' | '\u{17B5}' // Khmer inherent vowels
+                | '\u{180B}'..='\u{180F}' // Mongolian variation selectors and vowel separator
+                | '\u{200B}'..='\u{200F}' // zero-width space, joiners, LRM, RLM
+                | '\u{202A}'..='\u{202E}' // bidi embeddings and overrides
+                | '\u{2060}'..='\u{206F}' // word joiner, invisible operators, bidi isolates
+                | '\u{2800}' // braille blank
+                | '\u{FE00}'..='\u{FE0F}' // variation selectors
+                | '\u{FEFF}' // zero-width no-break space
+                | '\u{FFF9}'..='\u{FFFB}' // interlinear annotation controls
+                | '\u{1D173}'..='\u{1D17A}' // musical formatting controls
+                | '\u{E0000}'..='\u{E007F}' // tags
+                | '\u{E0100}'..='\u{E01EF}' // variation selectors supplement
+        )
+}
+
 /// A normalized input program for one action. Carries no intent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -188,6 +214,13 @@ impl Checker {
         let trimmed = intent.trim();
         if trimmed.is_empty() {
             return Err(self.fail("intent", "intent is required and must not be blank"));
+        }
+        if trimmed.chars().all(is_invisible) {
+            return Err(self.fail(
+                "intent",
+                "intent must contain a visible character (it has only whitespace, zero-width or \
+                 bidi control characters)",
+            ));
         }
         let n_chars = trimmed.chars().count();
         if n_chars > MAX_INTENT_CHARS {

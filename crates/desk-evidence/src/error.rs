@@ -258,6 +258,15 @@ pub enum EvidenceError {
         /// Why.
         reason: String,
     },
+    /// The journal on disk is no longer what this writer wrote (length or content changed
+    /// under it); the append is refused and the writer stays refused.
+    #[error("refused to append to journal {path}: it was altered on disk ({reason})")]
+    Tampered {
+        /// The journal file.
+        path: PathBuf,
+        /// What differs, naming the first altered record when it can be found.
+        reason: String,
+    },
     /// Export refused its inputs.
     #[error("failed to export bundle to {path}: {reason}")]
     Export {

@@ -12,6 +12,13 @@
 //! The writer appends, fsyncs, then reads the line back from disk and verifies it before
 //! returning, so a caller may send the response that depends on the record afterwards. Any
 //! failure poisons the writer: the file's tail is then unknown and later appends are refused.
+//!
+//! Tamper check before append: before each append the writer checks that the file still has
+//! the length it left and that its bytes still hash to the SHA-256 of everything it wrote
+//! (which covers the last record's hash and every earlier record). A mismatch is
+//! [`EvidenceError::Tampered`] naming the first altered record, and poisons the writer, so a
+//! live session stops at the first action after an on-disk edit. The cost is one read of the
+//! journal per append (a few hundred bytes per record).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -20,6 +27,7 @@ use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::error::{EvidenceError, RecordProblem};
 use crate::files;
@@ -309,6 +317,8 @@ pub struct EvidenceWriter {
     chain: ChainState,
     // Invariant: end of the last verified line.
     end_offset: u64,
+    // Invariant: the SHA-256 state over the file's first `end_offset` bytes as written.
+    content_sha256: Sha256,
     poisoned: Option<String>,
 }
 
@@ -344,6 +354,7 @@ impl EvidenceWriter {
             verifying_key,
             session_id: session_id.to_string(),
             end_offset: 0,
+            content_sha256: Sha256::new(),
             poisoned: None,
         })
     }
@@ -388,6 +399,7 @@ impl EvidenceWriter {
                 session_id,
                 chain,
                 end_offset,
+                content_sha256: Sha256::new_with_prefix(&bytes),
                 poisoned: None,
             },
             records,
@@ -460,11 +472,12 @@ impl EvidenceWriter {
             .seek(SeekFrom::End(0))
             .map_err(|error| EvidenceError::io("seek", path, error))?;
         if actual_end != offset {
-            return Err(EvidenceError::Append {
+            return Err(EvidenceError::Tampered {
                 path: path.clone(),
                 reason: format!("journal is {actual_end} bytes, writer expected {offset}"),
             });
         }
+        self.check_content(offset)?;
         self.file
             .write_all(line)
             .map_err(|error| EvidenceError::io("write", path, error))?;
@@ -498,11 +511,39 @@ impl EvidenceWriter {
             ));
         }
         self.chain.advance(record, &envelope_sha256);
+        self.content_sha256.update(line);
         self.end_offset = offset + line.len() as u64;
         Ok(VerifiedRecord {
             record: read_record,
             envelope_sha256,
             line: line_number,
+        })
+    }
+}
+
+impl EvidenceWriter {
+    /// Checks that the first `length` bytes of the file are exactly the bytes this writer
+    /// wrote (or verified on open).
+    fn check_content(&self, length: u64) -> Result<(), EvidenceError> {
+        let path = &self.path;
+        let size = usize::try_from(length).map_err(|_| EvidenceError::Tampered {
+            path: path.clone(),
+            reason: format!("journal of {length} bytes cannot be read back"),
+        })?;
+        let mut on_disk = vec![0_u8; size];
+        self.file
+            .read_exact_at(&mut on_disk, 0)
+            .map_err(|error| EvidenceError::io("read back", path, error))?;
+        if Sha256::digest(&on_disk) == self.content_sha256.clone().finalize() {
+            return Ok(());
+        }
+        let reason = match verify_journal(&on_disk, &self.verifying_key) {
+            Err(error) => error.to_string(),
+            Ok(_) => "its bytes differ from the records this writer wrote".to_string(),
+        };
+        Err(EvidenceError::Tampered {
+            path: path.clone(),
+            reason,
         })
     }
 }

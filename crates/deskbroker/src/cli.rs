@@ -99,6 +99,10 @@ pub(crate) struct ServeArgs {
     /// Accept orchestration credentials signed by this key (orchestrator.pub) on TCP.
     #[arg(long)]
     pub(crate) orchestrator_pub: Option<PathBuf>,
+    /// Most connections open at once on each listener (the Unix socket and TLS each have their
+    /// own); a new connection over the cap closes the longest-idle one.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections: u32,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

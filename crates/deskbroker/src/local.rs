@@ -115,6 +115,16 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
 
 /// `deskbroker serve`: runs until SIGINT or SIGTERM.
 pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
+    // Private state: everything the broker, SQLite and the log writers create is 0600/0700.
+    desk_broker::restrict_umask();
+    match desk_broker::raise_open_file_limit() {
+        Ok(limit) => tracing::info!(open_file_limit = limit, "open-file limit raised"),
+        Err(error) => tracing::warn!(error = %error, "failed to raise the open-file limit"),
+    }
+    let limits = desk_broker::ConnectionLimits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        ..desk_broker::ConnectionLimits::default()
+    };
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
@@ -137,15 +147,17 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let tcp = match (args.listen, tls) {
-        (Some(addr), Some(tls)) => Some(tokio::spawn(desk_broker::serve_tls(
+        (Some(addr), Some(tls)) => Some(tokio::spawn(desk_broker::serve_tls_with(
             addr,
             tls,
             broker.clone(),
+            limits,
             until_stopped(stopped.clone()),
         ))),
         _ => None,
     };
-    let served = desk_broker::serve_unix(&socket, broker.clone(), until_stopped(stopped)).await;
+    let served =
+        desk_broker::serve_unix_with(&socket, broker.clone(), limits, until_stopped(stopped)).await;
     let served_tcp = match tcp {
         Some(task) => task.await.context("TLS server task failed")?,
         None => Ok(()),

@@ -257,3 +257,72 @@ async fn a_live_socket_is_not_stolen_and_a_stale_one_is_replaced() {
     serve_unix(&stale, broker, async {}).await.unwrap();
     served.stop().await;
 }
+
+/// A squatter's listener: binds `socket`, accepts one connection and prints how many bytes it
+/// received before the client hung up (perl-base is on every Debian machine).
+const SQUATTER: &str = r#"
+use IO::Socket::UNIX; use IO::Select;
+my $server = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $ARGV[0], Listen => 5)
+    or die "bind: $!";
+$| = 1; print "ready\n";
+my $client = $server->accept or die "accept: $!";
+my $n = 0; my $buffer;
+if (IO::Select->new($client)->can_read(5)) { $n = sysread($client, $buffer, 65536) // 0; }
+print "$n\n";
+"#;
+
+#[tokio::test]
+async fn the_client_sends_nothing_through_a_socket_it_cannot_trust() {
+    use std::io::BufRead as _;
+    use std::os::unix::process::CommandExt as _;
+
+    // A directory others can write: refused before connecting.
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("broker.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let client = Client::new(&socket);
+    client.set_lease_token("s_1", desk_contract::api::LeaseToken::new("secret-token"));
+    let error = client.status("s_1").await.unwrap_err();
+    assert!(
+        matches!(&error, ClientError::UntrustedSocket { reason, .. } if reason.contains("0777")),
+        "{error:?}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the client did not even connect"
+    );
+
+    // A trusted directory, but the listener runs as another user: refused after SO_PEERCRED,
+    // before a byte is written.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: the listener-uid case needs root to run a listener as another uid");
+        return;
+    }
+    let squat = dir.path().join("squat.sock");
+    let mut squatter = std::process::Command::new("perl")
+        .args(["-e", SQUATTER])
+        .arg(&squat)
+        .uid(54_321)
+        .gid(54_321)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(squatter.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let client = Client::new(&squat);
+    client.set_lease_token("s_1", desk_contract::api::LeaseToken::new("secret-token"));
+    let error = client.status("s_1").await.unwrap_err();
+    assert!(
+        matches!(&error, ClientError::UntrustedSocket { reason, .. } if reason.contains("uid 54321")),
+        "{error:?}"
+    );
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        "0",
+        "nothing reached the squatter"
+    );
+    squatter.wait().unwrap();
+}

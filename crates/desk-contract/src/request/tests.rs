@@ -162,6 +162,55 @@ fn valid_requests_parse() {
     assert_eq!(refused.part, RequestPart::Envelope);
 }
 
+#[test]
+fn objects_in_array_form_are_refused_at_their_path() {
+    // serde's derived struct deserializers accept a sequence of the fields in order; every one
+    // of these parsed before the check in `strict::from_value`.
+    let actions: &[(&str, RequestPart, &str)] = &[
+        (
+            r#"["r1",0,{"type":"done","intent":"finish"}]"#,
+            RequestPart::Envelope,
+            "$",
+        ),
+        (
+            r#"{"request_id":"r1","expected_action_index":0,"action":["done","finish"]}"#,
+            RequestPart::Action,
+            "$.action",
+        ),
+        (
+            r#"{"request_id":"r1","expected_action_index":0,"action":{"type":"drag","path":[[1,2],{"x":3,"y":4}],"intent":"drag"}}"#,
+            RequestPart::Action,
+            "$.action.path[0]",
+        ),
+        (
+            r#"{"request_id":"r1","expected_action_index":0,"action":{"type":"drag","path":[{"x":1,"y":2},[3,4]],"intent":"drag"}}"#,
+            RequestPart::Action,
+            "$.action.path[1]",
+        ),
+    ];
+    for (body, part, path) in actions {
+        let error = action_request(body);
+        assert_eq!(
+            (error.part, error.error.path.as_str()),
+            (*part, *path),
+            "{body}: {error}"
+        );
+        assert!(
+            matches!(&error.error.problem, StrictJsonProblem::WrongType(message) if message.contains("object")),
+            "{body}: {error}"
+        );
+    }
+    let lease = parse_request::<crate::api::LeaseRequest>(br#"["t","a",null]"#)
+        .expect_err("a lease body in array form");
+    assert_eq!(lease.error.path, "$", "{lease}");
+    let reset = parse_request::<crate::api::ResetRequest>(br#"["r1"]"#)
+        .expect_err("a reset body in array form");
+    assert_eq!(reset.error.path, "$", "{reset}");
+    let action = parse_action(br#"{"type":"drag","path":[[1,2],[3,4]],"intent":"d"}"#)
+        .expect_err("drag points in array form");
+    assert_eq!(action.path, "$.path[0]", "{action}");
+}
+
 /// One action of every type with every optional field set, so every wire field appears.
 pub(crate) fn every_action() -> Vec<Action> {
     let modifiers = vec![Modifier::Shift];

@@ -143,3 +143,62 @@ fn a_not_injected_receipt_withdraws_the_last_index_only() {
     let records = read_journal(&path, &key.verifying_key()).expect("journal verifies");
     assert_eq!(records.len(), 9);
 }
+
+#[test]
+fn an_earlier_record_altered_on_disk_refuses_the_next_append() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(10, started(&key)).expect("session_started");
+    writer.append(11, accepted(0)).expect("action 0");
+    writer.append(12, receipt(0, "settled")).expect("receipt 0");
+    // Flip one byte of the first record in place: same length, last record untouched.
+    let mut bytes = std::fs::read(&path).expect("reads");
+    let quote_idx = bytes
+        .windows(9)
+        .position(|window| window == b"\"lease-1\"")
+        .expect("the first record names its lease");
+    bytes[quote_idx + 1] = b'L';
+    std::fs::write(&path, &bytes).expect("tampers");
+    let refused = writer
+        .append(13, accepted(1))
+        .expect_err("tampered journal");
+    assert!(
+        matches!(&refused, EvidenceError::Tampered { reason, .. } if reason.contains("line 1")),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read(&path).expect("reads"),
+        bytes,
+        "nothing appended"
+    );
+    // Fail closed: the writer stays refused even once the bytes are restored.
+    bytes[quote_idx + 1] = b'l';
+    std::fs::write(&path, &bytes).expect("restores");
+    assert!(writer.append(13, accepted(1)).is_err());
+}
+
+#[test]
+fn a_journal_grown_or_cut_under_the_writer_refuses_the_next_append() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(10, started(&key)).expect("session_started");
+    writer.append(11, accepted(0)).expect("action 0");
+    let bytes = std::fs::read(&path).expect("reads");
+    let first_line_len = bytes
+        .iter()
+        .position(|byte| *byte == b'\n')
+        .expect("a line")
+        + 1;
+    std::fs::write(&path, &bytes[..first_line_len]).expect("cuts the last record");
+    let refused = writer
+        .append(12, receipt(0, "settled"))
+        .expect_err("cut journal");
+    assert!(
+        matches!(&refused, EvidenceError::Tampered { reason, .. } if reason.contains("bytes, writer expected")),
+        "{refused}"
+    );
+}

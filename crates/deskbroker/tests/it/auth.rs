@@ -239,11 +239,95 @@ async fn lease_tokens_guard_the_desktop_over_the_unix_socket() {
     let presses = of_type(&events[baseline..], "button_press");
     assert_eq!(presses.len(), 1, "{presses:?}");
     assert_eq!(presses[0]["root_x"], 300);
+    assert_private(&served.state_dir);
     owner.release(&session).await.unwrap();
     served.assert_log_free_of(&[
         lease.lease_token.expose().to_string(),
         other.lease_token.expose().to_string(),
     ]);
+}
+
+/// Asserts that every directory under `state_dir` (itself included) is 0700 and every file
+/// 0600 or stricter, for whatever the broker's own uid owns (this test runs with umask 022).
+fn assert_private(state_dir: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let own_uid = nix::unistd::geteuid().as_raw();
+    let mut pending = vec![state_dir.to_path_buf()];
+    let mut n_checked = 0;
+    while let Some(path) = pending.pop() {
+        let metadata = std::fs::symlink_metadata(&path).unwrap();
+        if metadata.uid() != own_uid || metadata.file_type().is_symlink() {
+            continue;
+        }
+        let mode = metadata.mode() & 0o7777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:04o}", path.display());
+        n_checked += 1;
+        if metadata.is_dir() {
+            pending.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+        }
+    }
+    assert!(
+        n_checked > 8,
+        "only {n_checked} entries under {}",
+        state_dir.display()
+    );
+}
+
+#[test]
+fn a_state_or_socket_directory_others_can_reach_is_refused_at_startup() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().unwrap();
+    let state_dir = root.path().join("state");
+    // A state directory from an earlier run (not empty) that group and others can read.
+    std::fs::create_dir_all(state_dir.join("sessions")).unwrap();
+    std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let serve = |socket: &Path| {
+        Command::new(deskbroker())
+            .arg("serve")
+            .arg("--socket")
+            .arg(socket)
+            .arg("--state-dir")
+            .arg(&state_dir)
+            .output()
+            .unwrap()
+    };
+    let output = serve(&root.path().join("b.sock"));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("chmod 700"), "{stderr}");
+    std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let output = serve(&shared.join("b.sock"));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("socket directory"), "{stderr}");
+    assert!(!shared.join("b.sock").exists());
+    // A missing socket directory is created 0700.
+    let fresh = root.path().join("run/deskbroker");
+    let mut child = Command::new(deskbroker())
+        .arg("serve")
+        .arg("--socket")
+        .arg(fresh.join("b.sock"))
+        .arg("--state-dir")
+        .arg(&state_dir)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fresh.join("b.sock").exists() {
+        assert!(Instant::now() < deadline, "broker did not start listening");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(mode, 0o700);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -467,4 +551,99 @@ fn tcp_without_tls_is_refused_at_startup() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("requires TLS"), "{stderr}");
+}
+
+/// More idle connections than the cap (and than the broker's open-file limit, lowered to 256
+/// once it listens) on the Unix socket and the TLS listener: a legitimate client still gets its
+/// answers on both. Before the cap, the broker ran out of descriptors and answered nobody.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_connection_floods_leave_both_listeners_answering() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let certs_dir = root.path().join("certs");
+    certs_init(&certs_dir);
+    let flags = |name: &str| certs_dir.join(name).display().to_string();
+    let served = Served::start(
+        root.path(),
+        &root.path().join("probe.ndjson"),
+        true,
+        &[
+            "--tls-cert".into(),
+            flags("server.pem"),
+            "--tls-key".into(),
+            flags("server.key"),
+            "--max-connections".into(),
+            "32".into(),
+        ],
+    );
+    let status = Command::new("prlimit")
+        .arg(format!("--pid={}", served.child.id()))
+        .arg("--nofile=256:")
+        .status()
+        .unwrap();
+    assert!(status.success(), "prlimit");
+    let local = Client::new(&served.socket);
+    let remote = served.remote(&certs_dir, None, None);
+    let answered_within = |client: Client| async move {
+        let started = Instant::now();
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.openapi()).await;
+        assert!(matches!(answer, Ok(Ok(_))), "no answer: {answer:?}");
+        started.elapsed()
+    };
+    let before = (
+        answered_within(local.clone()).await,
+        answered_within(remote.clone()).await,
+    );
+    // 300 idle connections on the socket, 300 that completed TLS and then said nothing.
+    let mut held_unix = Vec::new();
+    for _ in 0..300 {
+        held_unix.push(std::os::unix::net::UnixStream::connect(&served.socket).unwrap());
+    }
+    let mut held_tls = Vec::new();
+    let connector = tls_connector(&certs_dir);
+    for _ in 0..300 {
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", served.port.unwrap()))
+            .await
+            .unwrap();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(Duration::from_secs(5), connector.connect(name, tcp)).await
+        {
+            held_tls.push(stream);
+        }
+    }
+    assert!(
+        held_tls.len() > 32,
+        "only {} TLS connections held",
+        held_tls.len()
+    );
+    let during = (
+        answered_within(local.clone()).await,
+        answered_within(remote.clone()).await,
+    );
+    eprintln!(
+        "openapi latency before the flood: unix {:?}, tls {:?}; with 300+{} idle: unix {:?}, tls {:?}",
+        before.0,
+        before.1,
+        held_tls.len(),
+        during.0,
+        during.1
+    );
+    drop(held_unix);
+    drop(held_tls);
+}
+
+fn tls_connector(certs_dir: &Path) -> tokio_rustls::TlsConnector {
+    use rustls_pki_types::pem::PemObject as _;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_file_iter(certs_dir.join("ca.pem")).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
 }
