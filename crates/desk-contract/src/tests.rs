@@ -44,6 +44,18 @@ fn system_keys_and_chords_are_refused() {
         vec!["ctrl+alt+F12"],
         vec!["ctrl+alt+kp_add"],
         vec!["cmd", "q"],
+        vec!["alt", "tab"],
+        vec!["alt", "shift", "tab"],
+        vec!["alt+esc"],
+        vec!["alt", "space"],
+        vec!["ctrl", "esc"],
+        vec!["ctrl", "alt", "right"],
+        vec!["ctrl+alt+left"],
+        vec!["shift", "ctrl", "alt", "up"],
+        vec!["ctrl+alt+down"],
+        vec!["print"],
+        vec!["alt", "print"],
+        vec!["sysrq"],
     ] {
         assert!(
             parse_chord(&keys(&chord)).is_err(),
@@ -51,6 +63,18 @@ fn system_keys_and_chords_are_refused() {
         );
     }
     assert!(parse_chord(&keys(&["ctrl+alt+f13"])).is_ok());
+    // The app's own chords stay available.
+    for chord in [
+        vec!["tab"],
+        vec!["esc"],
+        vec!["space"],
+        vec!["ctrl", "right"],
+        vec!["alt", "right"],
+        vec!["shift+tab"],
+        vec!["ctrl+tab"],
+    ] {
+        assert!(parse_chord(&keys(&chord)).is_ok(), "{chord:?} must pass");
+    }
 }
 
 #[test]
