@@ -1,4 +1,0 @@
-//! desk-desktop's integration tests (real Xvfb and openbox).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod wm;
