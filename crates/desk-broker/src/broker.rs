@@ -321,6 +321,16 @@ impl Inner {
     pub(crate) fn renew(&self, session: &mut SessionRow) {
         let ttl_ms = u64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(u64::MAX);
         session.expires_at_ms = now_ms().saturating_add(ttl_ms);
+        // The desktop's own backstop: it stops at expiry plus grace if no broker releases it.
+        let grace_ms = u64::try_from(self.config.lease_grace.as_millis()).unwrap_or(u64::MAX);
+        let deadline_secs = session
+            .expires_at_ms
+            .saturating_add(grace_ms)
+            .div_ceil(1000);
+        let session_dir = std::path::Path::new(&session.session_dir);
+        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(session_dir, deadline_secs) {
+            tracing::warn!(session_id = session.id, %error, "failed to record the desktop's lease deadline");
+        }
     }
 
     /// Records a failure on a session and moves it to `error`.

@@ -71,6 +71,10 @@ pub struct BrokerConfig {
     pub display: DisplaySize,
     /// Lease time to live; renewed by reset, screenshot, action and checkpoint.
     pub lease_ttl: Duration,
+    /// How long past its lease expiry a sandboxed desktop stops by itself when no broker
+    /// released it (the broker that renews the lease is gone): the sandbox's first process
+    /// enforces expiry plus this grace, outside the broker.
+    pub lease_grace: Duration,
     /// How often the reaper releases expired leases.
     pub reaper_interval: Duration,
     /// Most sessions not yet released at once.
@@ -97,6 +101,7 @@ impl BrokerConfig {
             state_dir: state_dir.into(),
             display: DisplaySize::FULL_HD,
             lease_ttl: Duration::from_secs(30 * 60),
+            lease_grace: Duration::from_secs(30),
             reaper_interval: Duration::from_secs(5),
             max_sessions: 8,
             profiles,

@@ -16,6 +16,15 @@ use crate::validate::InputAction;
 /// The protocol version; bumped on any incompatible change.
 pub const WORKER_PROTOCOL_VERSION: u32 = 1;
 
+/// The environment variable that selects socket mode: the path the worker listens on.
+pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
+
+/// The environment variable that tells a socket-mode worker that a window manager is starting
+/// on its display: its value is how many milliseconds the worker waits for the manager to take
+/// the display (`_NET_SUPPORTING_WM_CHECK` on the root) before it listens. An app started
+/// before the manager took the display can map a window the manager never adopts.
+pub const WORKER_WAIT_WM_ENV: &str = "DESKBROKER_WORKER_WAIT_WM_MS";
+
 /// One request line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,6 +32,9 @@ pub enum BackendError {
     /// The worker pipe broke or carried something unexpected.
     #[error("desktop worker failed: {0}")]
     Worker(String),
+    /// The session sandbox could not be built (the kernel or bwrap refused it); nothing ran.
+    #[error("sandbox unavailable: {0}")]
+    SandboxUnavailable(String),
     /// The backend was shut down.
     #[error("desktop was shut down")]
     ShutDown,

@@ -13,9 +13,13 @@
 //! dead one fails the operation with [`BackendError::ProcessDied`] naming it, before anything is
 //! sent to the desktop.
 //!
-//! Known limit: Xvfb runs without an X authority cookie; any local process of the same host
-//! that can reach `/tmp/.X11-unix` can connect to it. Containment (bubblewrap, private /tmp)
-//! closes that in a later step.
+//! Containment (see [`crate::sandbox`]): with the sandbox on (the default), every process runs
+//! inside the session's one bubblewrap sandbox and is recorded by the host pid of its
+//! `setpriv`/`nsenter` wrapper (same process group); the sandbox holder is recorded as role
+//! `sandbox`. Xvfb always gets a fresh MIT-MAGIC-COOKIE (`-auth`) and `-nolisten tcp`; every
+//! process starts from an empty environment plus an allowlist. The worker socket lives in the
+//! workspace's `run/` directory and is reached through `/proc/self/fd`, so no socket path
+//! depends on the state directory's length.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -36,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
+use crate::sandbox::{INSIDE_RUN_DIR, SAFE_PATH, Sandbox, SandboxPolicy, SandboxStart};
 use crate::worker_client::WorkerClient;
 
 /// How to start a local desktop.
@@ -51,6 +56,8 @@ pub struct LocalDesktopConfig {
     pub xvfb_program: String,
     /// The session directory: logs and `processes.json` live here.
     pub session_dir: PathBuf,
+    /// Whether the desktop runs in a sandbox (on by default).
+    pub sandbox: SandboxPolicy,
 }
 
 impl LocalDesktopConfig {
@@ -62,6 +69,7 @@ impl LocalDesktopConfig {
             window_manager: Some(vec!["openbox".to_string(), "--sm-disable".to_string()]),
             xvfb_program: "Xvfb".to_string(),
             session_dir,
+            sandbox: SandboxPolicy::default_for_this_process(),
         }
     }
 }
@@ -87,17 +95,36 @@ struct DesktopRecord {
     width: u32,
     /// The display size requested at launch.
     height: u32,
+    /// The sandbox the desktop runs in, when on.
+    #[serde(default)]
+    sandbox: Option<Sandbox>,
+    /// The host directory holding `worker.sock` and the X authority file.
+    #[serde(default)]
+    run_dir: Option<PathBuf>,
 }
 
-/// The environment variable through which the worker learns its socket path (the same name as
-/// `desk_x11::WORKER_SOCKET_ENV`; this crate does not depend on the worker's).
-pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
+pub use desk_contract::worker::{WORKER_SOCKET_ENV, WORKER_WAIT_WM_ENV};
 
-/// The worker's socket inside the session directory.
+/// How long the worker waits for the window manager to take the display (less than
+/// [`WORKER_TIMEOUT`], so the worker's own reason reaches the error).
+const WM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The worker's socket inside the run directory.
 pub const WORKER_SOCKET_FILE: &str = "worker.sock";
 
-/// Longest Unix socket path Linux accepts (`sun_path` is 108 bytes with its NUL).
-const MAX_SOCKET_PATH: usize = 107;
+/// The X authority file inside the run directory.
+const XAUTHORITY_FILE: &str = "xauthority";
+
+/// Environment variables passed from the broker to the worker when set (nothing secret).
+const WORKER_ENV_ALLOWLIST: &[&str] = &["RUST_LOG", "RUST_BACKTRACE"];
+
+/// Connects to the socket `name` in `dir` through `/proc/self/fd`, so the path handed to the
+/// kernel is short whatever the length of `dir`.
+fn connect_in(dir: &Path, name: &str) -> std::io::Result<UnixStream> {
+    use std::os::fd::AsRawFd;
+    let handle = File::open(dir)?;
+    UnixStream::connect(format!("/proc/self/fd/{}/{name}", handle.as_raw_fd()))
+}
 
 struct Supervised {
     role: &'static str,
@@ -136,6 +163,7 @@ fn role_label(role: &str) -> &str {
         "window_manager" => "the window manager",
         "worker" => "the desktop worker",
         "app" => "the app",
+        "sandbox" => "the sandbox (bwrap)",
         other => other,
     }
 }
@@ -146,6 +174,7 @@ fn static_role(role: &str) -> &'static str {
         "window_manager" => "window_manager",
         "worker" => "worker",
         "app" => "app",
+        "sandbox" => "sandbox",
         _ => "other",
     }
 }
@@ -161,6 +190,10 @@ pub struct LocalDesktop {
     app_running: bool,
     /// Set by `detach`: dropping leaves the processes running for a later broker.
     detached: bool,
+    /// The sandbox every process runs in, when on.
+    sandbox: Option<Sandbox>,
+    /// The host directory holding the worker socket and the X authority file.
+    run_dir: PathBuf,
 }
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -223,12 +256,13 @@ pub fn reap_recorded(session_dir: &Path) -> usize {
         }
     }
     if let (Some(record), Some(xvfb)) = (
-        read_desktop_record(session_dir),
+        read_desktop_record(session_dir).filter(|record| record.sandbox.is_none()),
         recorded.iter().find(|process| process.role == "xvfb"),
     ) {
         wait_gone(xvfb.pid, xvfb.start_ticks, Duration::from_secs(2));
         remove_display_files(&record.display_name, xvfb.pid);
     }
+    crate::sandbox::remove_workspace(session_dir);
     alive.len()
 }
 
@@ -319,6 +353,7 @@ impl LocalDesktop {
             what: format!("session directory {}", config.session_dir.display()),
             source,
         })?;
+        let workspace = crate::sandbox::ensure_workspace(&config.session_dir, config.sandbox)?;
         let mut desktop = LocalDesktop {
             display_name: String::new(),
             display: config.display,
@@ -327,6 +362,8 @@ impl LocalDesktop {
             worker: None,
             app_running: false,
             detached: false,
+            sandbox: None,
+            run_dir: workspace.join("run"),
         };
         match desktop.start_processes() {
             Ok(()) => Ok(desktop),
@@ -388,11 +425,13 @@ impl LocalDesktop {
             }
         }
         let app_running = processes.iter().any(|process| process.role == "app");
-        let socket = config.session_dir.join(WORKER_SOCKET_FILE);
-        let stream = UnixStream::connect(&socket).map_err(|error| {
+        let run_dir = record.run_dir.clone().ok_or_else(|| {
+            BackendError::DesktopFailed("the desktop's run directory was not recorded".to_string())
+        })?;
+        let stream = connect_in(&run_dir, WORKER_SOCKET_FILE).map_err(|error| {
             BackendError::DesktopFailed(format!(
-                "failed to connect to the desktop worker at {}: {error}",
-                socket.display()
+                "failed to connect to the desktop worker in {}: {error}",
+                run_dir.display()
             ))
         })?;
         let mut desktop = LocalDesktop {
@@ -404,6 +443,8 @@ impl LocalDesktop {
             app_running,
             // Until the handshake succeeds, dropping must not stop what the caller may reap.
             detached: true,
+            sandbox: record.sandbox,
+            run_dir,
         };
         desktop.handshake(stream)?;
         desktop.detached = false;
@@ -453,15 +494,107 @@ impl LocalDesktop {
         &self.display_name
     }
 
+    /// A command running `argv` as a desktop process: inside the sandbox when on, with
+    /// exactly `env` as its environment, in `cwd` (`/` when `None`).
+    fn desktop_command(
+        &self,
+        argv: &[String],
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+    ) -> Result<Command, BackendError> {
+        let Some(program) = argv.first() else {
+            return Err(BackendError::Rejected("empty command".to_string()));
+        };
+        let cwd = cwd.unwrap_or(Path::new("/"));
+        if let Some(sandbox) = &self.sandbox {
+            return Ok(sandbox.command(argv, cwd, env));
+        }
+        let mut command = Command::new(program);
+        command
+            .args(&argv[1..])
+            .env_clear()
+            .envs(env.iter().map(|(key, value)| (key, value)))
+            .current_dir(cwd);
+        Ok(command)
+    }
+
+    /// The X authority file as the desktop's processes see it.
+    fn xauthority(&self) -> String {
+        match &self.sandbox {
+            Some(_) => format!("{INSIDE_RUN_DIR}/{XAUTHORITY_FILE}"),
+            None => self.run_dir.join(XAUTHORITY_FILE).display().to_string(),
+        }
+    }
+
+    /// The environment every X client of the desktop starts from.
+    fn x_client_env(&self) -> Vec<(String, String)> {
+        let home = match &self.sandbox {
+            Some(_) => "/tmp".to_string(),
+            None => self.run_dir.display().to_string(),
+        };
+        vec![
+            ("PATH".to_string(), SAFE_PATH.to_string()),
+            ("HOME".to_string(), home),
+            ("DISPLAY".to_string(), self.display_name.clone()),
+            ("XAUTHORITY".to_string(), self.xauthority()),
+        ]
+    }
+
+    fn start_sandbox(&mut self) -> Result<(), BackendError> {
+        let workspace = self
+            .run_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        // The worker's directory, read-only: the worker binary and its sibling tools.
+        let read_only: Vec<PathBuf> = self
+            .config
+            .worker_command
+            .first()
+            .and_then(|program| std::fs::canonicalize(program).ok())
+            .and_then(|program| program.parent().map(Path::to_path_buf))
+            .into_iter()
+            .collect();
+        let (mut command, start) = SandboxStart::new(self.config.sandbox, &workspace, &read_only)?;
+        let log = log_file(&self.config.session_dir, "sandbox.log")?;
+        command.stderr(log).process_group(0);
+        let child = self.spawn("sandbox", command)?;
+        let stdout = child.stdout.take().ok_or_else(|| {
+            BackendError::DesktopFailed("bwrap stdout was not captured".to_string())
+        })?;
+        let sandbox = start.finish(stdout);
+        let sandbox = match sandbox {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                let detail = log_tail(&self.config.session_dir.join("sandbox.log"));
+                return Err(match error {
+                    BackendError::SandboxUnavailable(message) if !detail.is_empty() => {
+                        BackendError::SandboxUnavailable(format!("{message}: {detail}"))
+                    }
+                    other => other,
+                });
+            }
+        };
+        self.sandbox = Some(sandbox);
+        Ok(())
+    }
+
     fn start_processes(&mut self) -> Result<(), BackendError> {
+        if let SandboxPolicy::On { .. } = self.config.sandbox {
+            self.start_sandbox()?;
+        }
+        let owner = self
+            .sandbox
+            .as_ref()
+            .filter(|s| s.drop_root)
+            .map(|s| (s.uid, s.gid));
+        crate::sandbox::write_xauthority(&self.run_dir.join(XAUTHORITY_FILE), owner)?;
         self.start_xvfb()?;
         if let Some(argv) = self.config.window_manager.clone() {
             let log = log_file(&self.config.session_dir, "window-manager.log")?;
-            let mut command = Command::new(&argv[0]);
+            let env = self.x_client_env();
+            let mut command = self.desktop_command(&argv, None, &env)?;
             command
-                .args(&argv[1..])
-                .env("DISPLAY", &self.display_name)
-                .env("HOME", &self.config.session_dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(log)
@@ -474,19 +607,29 @@ impl LocalDesktop {
     fn start_xvfb(&mut self) -> Result<(), BackendError> {
         let size = self.config.display;
         let log = log_file(&self.config.session_dir, "xvfb.log")?;
-        let mut command = Command::new(&self.config.xvfb_program);
+        let argv: Vec<String> = [
+            self.config.xvfb_program.as_str(),
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            &format!("{}x{}x24", size.width, size.height),
+            "-auth",
+            &self.xauthority(),
+            "-nolisten",
+            "tcp",
+            "-noreset",
+            "+extension",
+            "XTEST",
+            "-dpi",
+            "96",
+        ]
+        .iter()
+        .map(|part| part.to_string())
+        .collect();
+        let env = vec![("PATH".to_string(), SAFE_PATH.to_string())];
+        let mut command = self.desktop_command(&argv, None, &env)?;
         command
-            .args(["-displayfd", "1", "-screen", "0"])
-            .arg(format!("{}x{}x24", size.width, size.height))
-            .args([
-                "-nolisten",
-                "tcp",
-                "-noreset",
-                "+extension",
-                "XTEST",
-                "-dpi",
-                "96",
-            ])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -523,6 +666,8 @@ impl LocalDesktop {
             display_name: self.display_name.clone(),
             width: size.width,
             height: size.height,
+            sandbox: self.sandbox.clone(),
+            run_dir: Some(self.run_dir.clone()),
         };
         let path = self.config.session_dir.join("desktop.json");
         let text = serde_json::to_string_pretty(&record).map_err(|error| {
@@ -542,13 +687,7 @@ impl LocalDesktop {
                 "empty worker command".to_string(),
             ));
         }
-        let socket = self.config.session_dir.join(WORKER_SOCKET_FILE);
-        if socket.as_os_str().len() > MAX_SOCKET_PATH {
-            return Err(BackendError::DesktopFailed(format!(
-                "the worker socket path {} is longer than {MAX_SOCKET_PATH} bytes; use a shorter state directory",
-                socket.display()
-            )));
-        }
+        let socket = self.run_dir.join(WORKER_SOCKET_FILE);
         match std::fs::remove_file(&socket) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -560,11 +699,27 @@ impl LocalDesktop {
             }
         }
         let log = log_file(&self.config.session_dir, "worker.log")?;
-        let mut command = Command::new(&argv[0]);
+        // A short socket path whatever the state directory: fixed inside the sandbox, relative
+        // to the worker's working directory without it.
+        let (inside_socket, cwd) = match &self.sandbox {
+            Some(_) => (format!("{INSIDE_RUN_DIR}/{WORKER_SOCKET_FILE}"), None),
+            None => (WORKER_SOCKET_FILE.to_string(), Some(self.run_dir.clone())),
+        };
+        let mut env = self.x_client_env();
+        env.push((WORKER_SOCKET_ENV.to_string(), inside_socket));
+        if self.config.window_manager.is_some() {
+            // The worker listens only once the manager took the display, so the app (started
+            // after the handshake) never maps a window the manager does not adopt.
+            let wait_ms = WM_TIMEOUT.as_millis().to_string();
+            env.push((WORKER_WAIT_WM_ENV.to_string(), wait_ms));
+        }
+        for name in WORKER_ENV_ALLOWLIST {
+            if let Ok(value) = std::env::var(name) {
+                env.push((name.to_string(), value));
+            }
+        }
+        let mut command = self.desktop_command(&argv, cwd.as_deref(), &env)?;
         command
-            .args(&argv[1..])
-            .env("DISPLAY", &self.display_name)
-            .env(WORKER_SOCKET_ENV, &socket)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -572,15 +727,18 @@ impl LocalDesktop {
         self.spawn("worker", command)?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
         let stream = loop {
-            match UnixStream::connect(&socket) {
+            match connect_in(&self.run_dir, WORKER_SOCKET_FILE) {
                 Ok(stream) => break stream,
                 Err(error) => {
-                    self.check_alive(None)?;
+                    if let Err(died) = self.check_alive(None) {
+                        return Err(self.with_log_tail(died, "worker.log"));
+                    }
                     if Instant::now() >= deadline {
                         return Err(BackendError::Worker(format!(
-                            "the worker did not listen on {} within {} s: {error} (see worker.log)",
+                            "the worker did not listen on {} within {} s: {error}{}",
                             socket.display(),
-                            WORKER_TIMEOUT.as_secs()
+                            WORKER_TIMEOUT.as_secs(),
+                            tail_suffix(&self.config.session_dir.join("worker.log"))
                         )));
                     }
                     std::thread::sleep(Duration::from_millis(10));
@@ -693,12 +851,15 @@ impl LocalDesktop {
         // Stop in reverse start order: app, worker, window manager, display.
         while let Some(mut process) = self.processes.pop() {
             terminate(&mut process);
-            if process.role == "xvfb" {
+            if process.role == "xvfb" && self.sandbox.is_none() {
                 remove_display_files(&self.display_name, process.pid);
             }
         }
         self.app_running = false;
         self.record_processes();
+        if self.sandbox.is_some() {
+            crate::sandbox::remove_workspace(&self.config.session_dir);
+        }
     }
 }
 
@@ -753,30 +914,37 @@ impl DesktopBackend for LocalDesktop {
     fn start_app(&mut self, launch: &AppLaunch) -> Result<Handoff, BackendError> {
         self.stop_app()?;
         self.check_alive(None)?;
-        let Some(program) = launch.argv.first() else {
+        if launch.argv.is_empty() {
             return Err(BackendError::Rejected("app command is empty".to_string()));
-        };
+        }
         let log = log_file(&self.config.session_dir, "app.log")?;
         let log_err = log.try_clone().map_err(|source| BackendError::Spawn {
             what: "app log".to_string(),
             source,
         })?;
-        let mut command = Command::new(program);
+        if let Some(sandbox) = &self.sandbox {
+            // The attempt and home directories were prepared by the broker; hand them over.
+            sandbox.hand_over(&launch.cwd)?;
+            if let Some((_, home)) = launch.env.iter().find(|(key, _)| key == "HOME") {
+                sandbox.hand_over(Path::new(home))?;
+            }
+        }
+        let mut env = self.x_client_env();
+        for (key, value) in &launch.env {
+            env.retain(|(existing, _)| existing != key);
+            env.push((key.clone(), value.clone()));
+        }
+        let mut command = self.desktop_command(&launch.argv, Some(&launch.cwd), &env)?;
         command
-            .args(&launch.argv[1..])
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_string()),
-            )
-            .env("DISPLAY", &self.display_name)
-            .envs(launch.env.iter().map(|(key, value)| (key, value)))
-            .current_dir(&launch.cwd)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
             .process_group(0);
-        let pid = self.spawn("app", command)?.id();
+        let mut pid = self.spawn("app", command)?.id();
+        if let Some(sandbox) = &self.sandbox {
+            // The window carries the app's pid as the sandbox sees it.
+            pid = sandbox.inner_pid(pid)?;
+        }
         self.app_running = true;
         let timeout = Duration::from_millis(u64::from(launch.window.timeout_ms)) + WORKER_TIMEOUT;
         let op = WorkerOp::AwaitApp {
@@ -898,6 +1066,50 @@ impl Drop for LocalDesktop {
     fn drop(&mut self) {
         if !self.detached {
             self.stop_all();
+        }
+    }
+}
+
+/// The last lines of a log file, joined with " | " (empty when unreadable or empty).
+fn log_tail(path: &Path) -> String {
+    const LINES: usize = 5;
+    const MAX_CHARS: usize = 600;
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return String::new();
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(LINES)..].join(" | ");
+    let skip = tail.chars().count().saturating_sub(MAX_CHARS);
+    tail.chars().skip(skip).collect()
+}
+
+/// `"; last lines of NAME: ..."` for an error message, or `" (see NAME)"` when empty.
+fn tail_suffix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match log_tail(path).as_str() {
+        "" => format!(" (see {name})"),
+        tail => format!("; last lines of {name}: {tail}"),
+    }
+}
+
+impl LocalDesktop {
+    /// Adds the last lines of the session's log `name` to a start failure.
+    fn with_log_tail(&self, error: BackendError, name: &str) -> BackendError {
+        let suffix = tail_suffix(&self.config.session_dir.join(name));
+        match error {
+            BackendError::ProcessDied(message) => {
+                BackendError::ProcessDied(format!("{message}{suffix}"))
+            }
+            BackendError::DesktopFailed(message) => {
+                BackendError::DesktopFailed(format!("{message}{suffix}"))
+            }
+            other => other,
         }
     }
 }

@@ -12,6 +12,7 @@ mod error;
 pub mod fake;
 pub mod launcher;
 pub mod profile;
+pub mod sandbox;
 mod worker_client;
 
 pub use backend::{AppLaunch, DesktopBackend};
@@ -19,3 +20,4 @@ pub use error::BackendError;
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig};
 pub use profile::{AppProfile, ProfileError, ProfileSet};
+pub use sandbox::SandboxPolicy;

@@ -214,13 +214,33 @@ impl AppProfile {
 
     /// Writes the private home and the attempt file below `session_dir` and resolves the launch.
     pub fn prepare(&self, session_dir: &Path) -> Result<PreparedAttempt, ProfileError> {
-        let home = session_dir.join("home");
-        let attempt_dir = session_dir.join("attempt");
+        // The workspace is what a sandbox sees (see `sandbox`); home and attempt are made
+        // afresh each reset, so nothing a previous attempt left in them (links included)
+        // survives or is written through.
+        // Made (or found) first, so that under a root broker home and attempt land in the
+        // out-of-tree workspace the sandbox uid can reach, at the path the sandbox binds.
+        let workspace = crate::sandbox::ensure_workspace(
+            session_dir,
+            crate::sandbox::SandboxPolicy::default_for_this_process(),
+        )
+        .map_err(|error| ProfileError::Io {
+            path: session_dir.join("workspace"),
+            source: std::io::Error::other(error.to_string()),
+        })?;
+        let home = workspace.join("home");
+        let attempt_dir = workspace.join("attempt");
         let attempt_path = attempt_dir.join(&self.attempt.filename);
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ProfileError::Io { path, source }
         };
+        for dir in [&home, &attempt_dir] {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io(dir)(source)),
+            }
+        }
         for dir in [
             &home,
             &attempt_dir,

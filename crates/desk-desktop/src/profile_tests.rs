@@ -15,7 +15,7 @@ fn freecad_profile_prepares_a_zipped_document_and_its_locked_down_home() {
         bytes.windows(12).any(|w| w == b"Document.xml"),
         "the archive holds Document.xml"
     );
-    let home = dir.path().join("home");
+    let home = dir.path().join("workspace/home");
     let config = std::fs::read_to_string(home.join(".config/FreeCAD/user.cfg")).unwrap();
     for pinned in [
         r#"<FCBool Name="ShowSplasher" Value="0"/>"#,

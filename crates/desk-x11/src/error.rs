@@ -70,6 +70,12 @@ pub enum X11Error {
     /// The app's window was not observed maximized.
     #[error("app window not maximized: {0}")]
     AppNotMaximized(String),
+    /// The window manager did not take the display in time.
+    #[error("the window manager did not take the display within {waited_ms} ms")]
+    NoWindowManager {
+        /// How long the worker waited.
+        waited_ms: u64,
+    },
 }
 
 impl X11Error {

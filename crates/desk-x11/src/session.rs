@@ -110,6 +110,20 @@ impl X11Session {
         }
     }
 
+    /// Waits until a window manager has taken the display, at most `timeout`.
+    pub fn wait_for_window_manager(&self, timeout: std::time::Duration) -> Result<(), X11Error> {
+        let started = std::time::Instant::now();
+        while !self.windows().manager_present()? {
+            if started.elapsed() >= timeout {
+                return Err(X11Error::NoWindowManager {
+                    waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
     /// The display size.
     pub fn display(&self) -> DisplaySize {
         self.display

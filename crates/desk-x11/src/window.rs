@@ -44,6 +44,13 @@ pub(crate) struct Windows<'a> {
 }
 
 impl Windows<'_> {
+    /// Whether a window manager has taken the display (`_NET_SUPPORTING_WM_CHECK` on the root).
+    pub(crate) fn manager_present(&self) -> Result<bool, X11Error> {
+        Ok(!self
+            .cardinals(self.root, self.atoms._NET_SUPPORTING_WM_CHECK)?
+            .is_empty())
+    }
+
     fn cardinals(&self, window: Window, property: u32) -> Result<Vec<u32>, X11Error> {
         let reply = self
             .conn

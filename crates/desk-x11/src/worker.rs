@@ -23,8 +23,8 @@ use desk_contract::worker::{
 use crate::error::X11Error;
 use crate::session::X11Session;
 
-/// The environment variable that selects socket mode: the path the worker listens on.
-pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
+pub use desk_contract::worker::WORKER_SOCKET_ENV;
+use desk_contract::worker::WORKER_WAIT_WM_ENV;
 
 /// Serves a Unix socket when [`WORKER_SOCKET_ENV`] is set, stdin/stdout otherwise.
 pub fn run_from_env() -> Result<(), X11Error> {
@@ -45,8 +45,16 @@ pub fn run_stdio() -> Result<(), X11Error> {
 /// Connects to `$DISPLAY`, listens on `path` (mode 0600) and serves one client at a time until a
 /// client sends `shutdown`. A client that disconnects, or whose response cannot be written,
 /// only ends its connection: held input is released and the next client is accepted.
+///
+/// With [`WORKER_WAIT_WM_ENV`] set, it first waits for the window manager to take the display.
 pub fn run_socket(path: &Path) -> Result<(), X11Error> {
     let mut session = X11Session::connect(None)?;
+    if let Some(wait_ms) = std::env::var(WORKER_WAIT_WM_ENV)
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok())
+    {
+        session.wait_for_window_manager(std::time::Duration::from_millis(wait_ms))?;
+    }
     let listener = listen_private(path)?;
     tracing::info!(socket = %path.display(), "worker listening");
     loop {

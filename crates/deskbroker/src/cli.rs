@@ -69,6 +69,10 @@ pub(crate) struct BrokerArgs {
     /// Lease lifetime in seconds; expired sessions are released by a reaper.
     #[arg(long, default_value_t = 1800)]
     pub(crate) lease_ttl_secs: u64,
+    /// Seconds past its lease expiry after which a sandboxed desktop stops by itself when no
+    /// broker released it (the broker died and did not come back).
+    #[arg(long, default_value_t = 30)]
+    pub(crate) lease_grace_secs: u64,
     /// Profile used when a lease names none.
     #[arg(long, default_value = "librecad")]
     pub(crate) default_profile: String,

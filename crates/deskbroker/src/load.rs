@@ -116,7 +116,7 @@ fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
 fn probe_profile(probe: &Path) -> String {
     format!(
         r#"name = "probe"
-command = ["{probe}", "--out", "{{session}}/probe.ndjson"]
+command = ["{probe}", "--out", "{{home}}/probe.ndjson"]
 [attempt]
 filename = "attempt.txt"
 template = "fresh"
@@ -239,7 +239,7 @@ async fn drive(
         .state_dir
         .join("sessions")
         .join(session)
-        .join("probe.ndjson");
+        .join("workspace/home/probe.ndjson");
     let n_before = probe_events(&probe_log).len();
     let mut expected = Expected::default();
     let mut next_index = 0_u64;

@@ -68,6 +68,7 @@ fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
         height: args.display.1,
     };
     config.lease_ttl = Duration::from_secs(args.lease_ttl_secs);
+    config.lease_grace = Duration::from_secs(args.lease_grace_secs);
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;

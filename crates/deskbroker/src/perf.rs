@@ -90,11 +90,14 @@ fn part_a(
 ) -> Result<PartA> {
     let exe = std::env::current_exe().context("failed to find the deskbroker executable")?;
     let session_dir = work.join("part-a");
-    let config = LocalDesktopConfig::new(
+    let mut config = LocalDesktopConfig::new(
         display,
         vec![exe.display().to_string(), "worker".to_string()],
         session_dir.clone(),
     );
+    // Part A also captures in-process from this process, which a sandboxed display (private
+    // /tmp and network) refuses by design: it measures the unsandboxed desktop.
+    config.sandbox = desk_desktop::SandboxPolicy::Off;
     let mut desktop = LocalDesktop::start(config)?;
     let profiles = ProfileSet::builtin()?;
     let prepared = profiles.get("librecad")?.prepare(&session_dir)?;

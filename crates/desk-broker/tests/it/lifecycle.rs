@@ -172,7 +172,7 @@ async fn checkpoint_accepts_an_agent_save_without_sending_input() {
         .path()
         .join("sessions")
         .join(&id)
-        .join("attempt/attempt.txt");
+        .join("workspace/attempt/attempt.txt");
     std::fs::write(&attempt, "edited by the agent\n").unwrap();
     let (status, body) = harness
         .call("POST", &format!("/v1/sessions/{id}/checkpoint"), None)

@@ -50,6 +50,7 @@ impl Served {
             ),
         )
         .unwrap();
+        crate::support::share_probe_log(root, probe_log);
         let socket = root.join("broker.sock");
         let state_dir = root.join("state");
         let port = tls.then(free_port);
@@ -67,6 +68,7 @@ impl Served {
             .args(["--log", "debug"])
             .env_remove("DESKBROKER_FAULT")
             .env_remove("RUST_LOG")
+            .env(desk_desktop::sandbox::EXTRA_WRITABLE_ENV, probe_log)
             .stderr(std::fs::File::create(root.join("broker.log")).unwrap())
             .stdin(Stdio::null());
         if let Some(port) = port {

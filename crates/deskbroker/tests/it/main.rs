@@ -11,5 +11,6 @@ mod freecad;
 mod librecad;
 mod load;
 mod probe;
+mod sandbox;
 mod strict;
 mod support;

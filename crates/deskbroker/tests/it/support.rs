@@ -51,6 +51,8 @@ pub(crate) struct Broker {
     pub(crate) profiles: PathBuf,
     /// Extra `serve` arguments.
     extra: Vec<String>,
+    /// The probe's recording, bound writable into every session sandbox.
+    probe_log: PathBuf,
 }
 
 impl Broker {
@@ -67,7 +69,19 @@ impl Broker {
         probe_log: &Path,
         extra: &[&str],
     ) -> Broker {
-        let state_dir = root.join("state");
+        Broker::start_in(root, &root.join("state"), fault, probe_log, extra)
+    }
+
+    /// [`Broker::start_with`] on the state directory `state_dir` (socket and profiles in
+    /// `root`).
+    pub(crate) fn start_in(
+        root: &Path,
+        state_dir: &Path,
+        fault: Option<&str>,
+        probe_log: &Path,
+        extra: &[&str],
+    ) -> Broker {
+        let state_dir = state_dir.to_path_buf();
         let profiles = root.join("profiles");
         std::fs::create_dir_all(&profiles).unwrap();
         let socket = root.join("broker.sock");
@@ -77,8 +91,11 @@ impl Broker {
             state_dir,
             profiles,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            probe_log: PathBuf::new(),
         };
         broker.add_probe_profile(probe_log);
+        share_probe_log(root, probe_log);
+        broker.probe_log = probe_log.to_path_buf();
         broker.spawn(fault);
         broker
     }
@@ -97,6 +114,7 @@ impl Broker {
             .args(["--display", "1280x800", "--default-profile", "probe"])
             .args(&self.extra)
             .env_remove("DESKBROKER_FAULT")
+            .env(desk_desktop::sandbox::EXTRA_WRITABLE_ENV, &self.probe_log)
             .stdin(Stdio::null());
         if let Some(fault) = fault {
             command.env("DESKBROKER_FAULT", fault);
@@ -170,6 +188,18 @@ impl Drop for Broker {
             }
         }
     }
+}
+
+/// Makes the probe's recording `probe_log` (a file directly in `root`) reachable and writable
+/// by the sandbox's unprivileged uid; a broker started with
+/// [`desk_desktop::sandbox::EXTRA_WRITABLE_ENV`] set to it binds it into every sandbox.
+pub(crate) fn share_probe_log(root: &Path, probe_log: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711)).unwrap();
+    if !probe_log.exists() {
+        std::fs::write(probe_log, b"").unwrap();
+    }
+    std::fs::set_permissions(probe_log, std::fs::Permissions::from_mode(0o666)).unwrap();
 }
 
 /// Whether any process is still running whose command line mentions `needle`.

@@ -1,0 +1,515 @@
+//! The session sandbox: one bubblewrap (`bwrap`) sandbox per session that every desktop process
+//! (Xvfb, window manager, worker, app) runs in.
+//!
+//! Why bubblewrap: it is Debian's maintained, small, setuid-free namespace tool (Flatpak's), it
+//! needs no daemon, and its sandbox is an ordinary process tree that outlives the broker
+//! (no `--die-with-parent`), so a restarted broker can reattach.
+//!
+//! Shape: `bwrap` starts a holder (`sleep infinity`) in new user, mount, pid, ipc, uts, net and
+//! cgroup namespaces, as an unprivileged uid (the dedicated [`DEFAULT_SANDBOX_UID`] when the
+//! broker is root, else the broker's own uid inside a user namespace), with `NoNewPrivs`. Its
+//! root is built from an allowlist: `/usr` and `/etc` read-only, the merged-usr links, a
+//! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker binary
+//! read-only, and the session's workspace (home, attempt directory, `run/`) as the only
+//! writable paths. `/dev` is not a devpts mount on purpose: that keeps bwrap to one user
+//! namespace, which `nsenter` can join. Each desktop process then enters the holder's
+//! namespaces (`setpriv [--reuid] --no-new-privs nsenter --user --mount ...`), so all of them
+//! share one display socket, one IPC namespace (MIT-SHM) and one loopback-only network.
+//!
+//! Every process starts from an empty environment plus the allowlist the caller passes.
+//!
+//! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
+//! account files and the deadline live in the workspace's read-only `host/` directory.
+
+mod host;
+
+pub use host::{SANDBOX_USER, set_lease_deadline};
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BackendError;
+
+/// The host uid (and gid) desktop processes run as when the broker runs as root: not the
+/// broker's, owns nothing on the host.
+pub const DEFAULT_SANDBOX_UID: u32 = 61_234;
+
+/// Where the worker socket and the X authority file live inside the sandbox (short, so the
+/// socket path never depends on the state directory's length).
+pub const INSIDE_RUN_DIR: &str = "/run/desk";
+
+/// Where a root broker keeps the sandbox-visible workspaces: the session directory stays 0700
+/// and root-owned, so the unprivileged sandbox uid could not reach a workspace inside it.
+const ROOT_WORKSPACES: &str = "/run/deskbroker-workspaces";
+
+/// The operator's extra writable paths (colon-separated absolute paths, read from the broker's
+/// environment at each desktop start), bound at the same place inside every sandbox. Meant for
+/// test instruments such as the probe window's recording; never set it in production.
+pub const EXTRA_WRITABLE_ENV: &str = "DESKBROKER_SANDBOX_WRITABLE";
+
+/// How long bwrap may take to report its sandbox.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether and how a session's processes are sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxPolicy {
+    /// Processes run unsandboxed as the broker's user (`serve --unsafe-no-sandbox`).
+    Off,
+    /// One bubblewrap sandbox per session; processes run as `uid`/`gid` on the host.
+    On {
+        /// Host uid of every desktop process.
+        uid: u32,
+        /// Host gid of every desktop process.
+        gid: u32,
+    },
+}
+
+impl SandboxPolicy {
+    /// On: the dedicated uid for a root broker, the broker's own uid otherwise.
+    pub fn default_for_this_process() -> SandboxPolicy {
+        if nix::unistd::geteuid().is_root() {
+            SandboxPolicy::On {
+                uid: DEFAULT_SANDBOX_UID,
+                gid: DEFAULT_SANDBOX_UID,
+            }
+        } else {
+            SandboxPolicy::On {
+                uid: nix::unistd::getuid().as_raw(),
+                gid: nix::unistd::getgid().as_raw(),
+            }
+        }
+    }
+}
+
+/// A running sandbox, as recorded in `desktop.json` so a restarted broker can enter it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sandbox {
+    /// Host pid of the sandbox's first process (pid 1 inside), whose namespaces others enter.
+    pub holder_pid: u32,
+    /// Host uid of every process inside.
+    pub uid: u32,
+    /// Host gid of every process inside.
+    pub gid: u32,
+    /// Whether processes drop from root to `uid` before entering (the broker is root).
+    pub drop_root: bool,
+    /// The workspace on the host, bound at the same path inside.
+    pub workspace: PathBuf,
+}
+
+/// The session's workspace directory (`<session_dir>/workspace`, a link into
+/// [`ROOT_WORKSPACES`] for a root broker), created when missing. `home/` and `attempt/` are
+/// created in it by the profile at each reset; `run/` holds the worker socket and the X cookie.
+pub fn ensure_workspace(
+    session_dir: &Path,
+    policy: SandboxPolicy,
+) -> Result<PathBuf, BackendError> {
+    let link = session_dir.join("workspace");
+    let io = |what: &str, path: &Path| {
+        let what = format!("{what} {}", path.display());
+        move |source| BackendError::Spawn { what, source }
+    };
+    let root_broker = nix::unistd::geteuid().is_root();
+    if let (SandboxPolicy::On { uid, gid }, true) = (policy, root_broker) {
+        if std::fs::symlink_metadata(&link).is_ok_and(|meta| !meta.file_type().is_symlink()) {
+            // Made before this call (not through it): the sandbox uid cannot reach it.
+            return Err(BackendError::SandboxUnavailable(format!(
+                "{} is a directory inside the private session directory, not the link to a \
+                 workspace the sandbox can reach",
+                link.display()
+            )));
+        }
+        if !link.exists() {
+            let name = hex16(session_dir);
+            let target = Path::new(ROOT_WORKSPACES).join(name);
+            std::fs::create_dir_all(ROOT_WORKSPACES)
+                .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
+            // Reachable (not listable) by the sandbox uid; writable only by root.
+            std::fs::set_permissions(ROOT_WORKSPACES, std::fs::Permissions::from_mode(0o711))
+                .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
+            std::fs::create_dir_all(&target).map_err(io("workspace", &target))?;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                .map_err(io("workspace", &target))?;
+            let _ = std::fs::remove_file(&link);
+            symlink(&target, &link).map_err(io("workspace link", &link))?;
+        }
+        let workspace = std::fs::canonicalize(&link).map_err(io("workspace", &link))?;
+        let run = workspace.join("run");
+        std::fs::create_dir_all(&run).map_err(io("run directory", &run))?;
+        std::os::unix::fs::chown(&run, Some(uid), Some(gid)).map_err(io("run directory", &run))?;
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("run directory", &run))?;
+        return Ok(workspace);
+    }
+    let run = link.join("run");
+    std::fs::create_dir_all(&run).map_err(io("run directory", &run))?;
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
+        .map_err(io("run directory", &run))?;
+    std::fs::canonicalize(&link).map_err(io("workspace", &link))
+}
+
+/// Removes a root broker's out-of-tree workspace of `session_dir` (the link's target).
+pub fn remove_workspace(session_dir: &Path) {
+    let link = session_dir.join("workspace");
+    if let Ok(target) = std::fs::read_link(&link)
+        && target.starts_with(ROOT_WORKSPACES)
+    {
+        let _ = std::fs::remove_dir_all(&target);
+        let _ = std::fs::remove_file(&link);
+    }
+}
+
+fn hex16(path: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
+    digest
+        .iter()
+        .take(12)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// A sandbox being started: spawn the command [`SandboxStart::new`] returns, then
+/// [`SandboxStart::finish`] with its stdout.
+pub struct SandboxStart {
+    uid: u32,
+    gid: u32,
+    drop_root: bool,
+    workspace: PathBuf,
+}
+
+impl SandboxStart {
+    /// Builds the bwrap command for `workspace`, with `read_only` extra paths (the worker
+    /// binary) bound at the same place inside. Spawn the command with its stdout piped.
+    pub fn new(
+        policy: SandboxPolicy,
+        workspace: &Path,
+        read_only: &[PathBuf],
+    ) -> Result<(Command, SandboxStart), BackendError> {
+        let SandboxPolicy::On { uid, gid } = policy else {
+            return Err(BackendError::DesktopFailed(
+                "the sandbox is off for this desktop".to_string(),
+            ));
+        };
+        let drop_root = nix::unistd::geteuid().is_root();
+        let mut command = Command::new("setpriv");
+        if drop_root {
+            command.args([
+                "--reuid",
+                &uid.to_string(),
+                "--regid",
+                &gid.to_string(),
+                "--clear-groups",
+            ]);
+        }
+        command.args(["--no-new-privs", "bwrap"]);
+        command.args([
+            "--unshare-user",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup",
+            "--hostname",
+            "desk",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]);
+        for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
+            let host = Path::new("/").join(top);
+            match std::fs::read_link(&host) {
+                Ok(target) => {
+                    command.arg("--symlink").arg(target).arg(&host);
+                }
+                Err(_) if host.is_dir() => {
+                    command.arg("--ro-bind").arg(&host).arg(&host);
+                }
+                Err(_) => {}
+            }
+        }
+        command.args([
+            "--ro-bind",
+            "/etc",
+            "/etc",
+            "--proc",
+            "/proc",
+            "--dir",
+            "/dev",
+        ]);
+        for device in ["null", "zero", "full", "random", "urandom"] {
+            let path = format!("/dev/{device}");
+            command.args(["--dev-bind", &path, &path]);
+        }
+        command.args([
+            "--tmpfs",
+            "/dev/shm",
+            "--tmpfs",
+            "/tmp",
+            "--dir",
+            "/tmp/.X11-unix",
+            "--dir",
+            "/run",
+        ]);
+        for path in read_only {
+            command.arg("--ro-bind").arg(path).arg(path);
+        }
+        if let Some(paths) = std::env::var_os(EXTRA_WRITABLE_ENV) {
+            for path in std::env::split_paths(&paths).filter(|path| path.is_absolute()) {
+                command.arg("--bind").arg(&path).arg(&path);
+            }
+        }
+        let host_dir = host::prepare(workspace, uid, gid, &workspace.join("home"))?;
+        command
+            .arg("--bind")
+            .arg(workspace)
+            .arg(workspace)
+            .arg("--ro-bind")
+            .arg(&host_dir)
+            .arg(&host_dir)
+            .arg("--ro-bind")
+            .arg(host_dir.join("passwd"))
+            .arg("/etc/passwd")
+            .arg("--ro-bind")
+            .arg(host_dir.join("group"))
+            .arg("/etc/group")
+            .arg("--bind")
+            .arg(workspace.join("run"))
+            .arg(INSIDE_RUN_DIR);
+        // The holder is pid 1 (no bwrap reaper): signals from inside cannot stop or kill it.
+        command.args(["--chdir", "/", "--as-pid-1", "--info-fd", "1", "--"]);
+        command.args(host::holder_argv(&host_dir));
+        command
+            .env_clear()
+            .env("PATH", SAFE_PATH)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        Ok((
+            command,
+            SandboxStart {
+                uid,
+                gid,
+                drop_root,
+                workspace: workspace.to_path_buf(),
+            },
+        ))
+    }
+
+    /// Reads bwrap's `--info-fd` report from the spawned holder's stdout.
+    pub fn finish(self, stdout: impl Read + Send + 'static) -> Result<Sandbox, BackendError> {
+        let (sender, receiver) = channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let result = loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) => break Ok(text),
+                    Ok(_) => {
+                        text.push_str(&line);
+                        if line.trim_end() == "}" {
+                            break Ok(text);
+                        }
+                    }
+                    Err(error) => break Err(error),
+                }
+            };
+            let _ = sender.send(result);
+        });
+        let text = match receiver.recv_timeout(START_TIMEOUT) {
+            Ok(Ok(text)) => text,
+            Ok(Err(error)) => {
+                return Err(BackendError::SandboxUnavailable(format!(
+                    "failed to read bwrap's report: {error}"
+                )));
+            }
+            Err(_) => {
+                return Err(BackendError::SandboxUnavailable(format!(
+                    "bwrap did not report its sandbox within {} s (see sandbox.log)",
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+        };
+        #[derive(Deserialize)]
+        struct Info {
+            #[serde(rename = "child-pid")]
+            child_pid: u32,
+        }
+        let info: Info = serde_json::from_str(&text).map_err(|_| {
+            BackendError::SandboxUnavailable(
+                "bwrap could not build the sandbox (see sandbox.log)".to_string(),
+            )
+        })?;
+        // bwrap reports its child before building the root; the child execs the holder only
+        // once the sandbox is complete.
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        let comm = format!("/proc/{}/comm", info.child_pid);
+        loop {
+            match std::fs::read_to_string(&comm) {
+                Ok(name) if name.trim() != "bwrap" => break,
+                Ok(_) => {}
+                Err(error) => {
+                    return Err(BackendError::SandboxUnavailable(format!(
+                        "the sandbox ended while starting ({error}; see sandbox.log)"
+                    )));
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(BackendError::SandboxUnavailable(format!(
+                    "the sandbox was not complete within {} s (see sandbox.log)",
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(Sandbox {
+            holder_pid: info.child_pid,
+            uid: self.uid,
+            gid: self.gid,
+            drop_root: self.drop_root,
+            workspace: self.workspace,
+        })
+    }
+}
+
+/// The `PATH` every desktop process gets.
+pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+impl Sandbox {
+    /// A command that runs `argv` inside this sandbox in `cwd` (a path inside), with exactly
+    /// `env` as its environment.
+    pub fn command(&self, argv: &[String], cwd: &Path, env: &[(String, String)]) -> Command {
+        let mut command = Command::new("setpriv");
+        if self.drop_root {
+            command.args([
+                "--reuid",
+                &self.uid.to_string(),
+                "--regid",
+                &self.gid.to_string(),
+                "--clear-groups",
+            ]);
+        }
+        command
+            .args(["--no-new-privs", "nsenter", "--target"])
+            .arg(self.holder_pid.to_string())
+            .args([
+                "--user",
+                "--mount",
+                "--pid",
+                "--net",
+                "--ipc",
+                "--uts",
+                "--cgroup",
+                "--preserve-credentials",
+                "--",
+                "env",
+                "-C",
+            ])
+            .arg(cwd)
+            .arg("--")
+            .args(argv)
+            .env_clear()
+            .envs(env.iter().map(|(key, value)| (key, value)));
+        command
+    }
+
+    /// The pid, inside the sandbox, of the program a [`Sandbox::command`] wrapper with host pid
+    /// `wrapper` runs (nsenter's child; `env` execs the program in place).
+    pub fn inner_pid(&self, wrapper: u32) -> Result<u32, BackendError> {
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        let children = format!("/proc/{wrapper}/task/{wrapper}/children");
+        loop {
+            let child = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|text| text.split_whitespace().next().map(str::to_string));
+            if let Some(child) = child {
+                let status =
+                    std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+                let inner = status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("NSpid:"))
+                    .and_then(|pids| pids.split_whitespace().last())
+                    .and_then(|pid| pid.parse().ok());
+                if let Some(inner) = inner {
+                    return Ok(inner);
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(BackendError::DesktopFailed(format!(
+                    "the process started by wrapper {wrapper} did not appear in the sandbox"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The run directory on the host (worker socket, X cookie).
+    pub fn host_run_dir(&self) -> PathBuf {
+        self.workspace.join("run")
+    }
+
+    /// Gives the sandbox uid the tree at `path` (a fresh home or attempt directory the broker
+    /// prepared as root), without following links. No-op when not dropping root.
+    pub fn hand_over(&self, path: &Path) -> Result<(), BackendError> {
+        if !self.drop_root {
+            return Ok(());
+        }
+        chown_tree(path, self.uid, self.gid).map_err(|source| BackendError::Spawn {
+            what: format!("ownership of {}", path.display()),
+            source,
+        })
+    }
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    let metadata = std::fs::symlink_metadata(path)?;
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
+    if metadata.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            chown_tree(&entry?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes an X authority file with one fresh MIT-MAGIC-COOKIE-1 for any display (family
+/// Wild, empty number), mode 0600, owned by `owner` when given.
+pub fn write_xauthority(path: &Path, owner: Option<(u32, u32)>) -> Result<(), BackendError> {
+    let io = |source| BackendError::Spawn {
+        what: format!("X authority {}", path.display()),
+        source,
+    };
+    let mut cookie = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut cookie))
+        .map_err(io)?;
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&0xffffu16.to_be_bytes());
+    for field in [&b""[..], &b""[..], &b"MIT-MAGIC-COOKIE-1"[..], &cookie[..]] {
+        // Every field is short: the lengths fit in u16.
+        bytes.extend_from_slice(&(field.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(field);
+    }
+    let _ = std::fs::remove_file(path);
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        file.write_all(&bytes).map_err(io)?;
+    }
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io)?;
+    }
+    Ok(())
+}
