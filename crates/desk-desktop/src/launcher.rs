@@ -96,6 +96,13 @@ pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
 /// The worker's socket inside the session directory.
 pub const WORKER_SOCKET_FILE: &str = "worker.sock";
 
+/// The pinned openbox configuration, shipped with the project (see `wm/openbox.xml`): one
+/// desktop, no key bindings, no menus; clicks only focus and raise.
+pub const OPENBOX_CONFIG: &str = include_str!("../wm/openbox.xml");
+
+/// Its file name in the session directory.
+const OPENBOX_CONFIG_FILE: &str = "openbox.xml";
+
 /// Longest Unix socket path Linux accepts (`sun_path` is 108 bytes with its NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
@@ -455,7 +462,16 @@ impl LocalDesktop {
 
     fn start_processes(&mut self) -> Result<(), BackendError> {
         self.start_xvfb()?;
-        if let Some(argv) = self.config.window_manager.clone() {
+        if let Some(mut argv) = self.config.window_manager.clone() {
+            if argv.first().is_some_and(|program| program == "openbox") {
+                // No system or user rc.xml applies: the pinned configuration only.
+                let path = self.config.session_dir.join(OPENBOX_CONFIG_FILE);
+                std::fs::write(&path, OPENBOX_CONFIG).map_err(|source| BackendError::Spawn {
+                    what: format!("window manager configuration {}", path.display()),
+                    source,
+                })?;
+                argv.extend(["--config-file".to_string(), path.display().to_string()]);
+            }
             let log = log_file(&self.config.session_dir, "window-manager.log")?;
             let mut command = Command::new(&argv[0]);
             command
