@@ -97,7 +97,8 @@ pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
 pub const WORKER_SOCKET_FILE: &str = "worker.sock";
 
 /// The pinned openbox configuration, shipped with the project (see `wm/openbox.xml`): one
-/// desktop, no key bindings, no menus; clicks only focus and raise.
+/// desktop, no key bindings, no menu, move, resize or close bindings; a press inside a window
+/// only focuses and raises it (and is replayed to it).
 pub const OPENBOX_CONFIG: &str = include_str!("../wm/openbox.xml");
 
 /// Its file name in the session directory.
@@ -172,6 +173,27 @@ pub struct LocalDesktop {
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
 const XVFB_START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Writes the pinned configuration into `session_dir` and points openbox at it (other window
+/// managers are left alone). The path is absolute: openbox silently falls back to the system
+/// rc.xml when its `--config-file` cannot be loaded (a relative path is one way).
+fn pin_openbox_config(
+    mut argv: Vec<String>,
+    session_dir: &Path,
+) -> Result<Vec<String>, BackendError> {
+    if argv.first().is_none_or(|program| program != "openbox") {
+        return Ok(argv);
+    }
+    let spawn_error = |path: &Path| {
+        let what = format!("window manager configuration {}", path.display());
+        move |source| BackendError::Spawn { what, source }
+    };
+    let path = session_dir.join(OPENBOX_CONFIG_FILE);
+    let path = std::path::absolute(&path).map_err(spawn_error(&path))?;
+    std::fs::write(&path, OPENBOX_CONFIG).map_err(spawn_error(&path))?;
+    argv.extend(["--config-file".to_string(), path.display().to_string()]);
+    Ok(argv)
+}
 
 fn log_file(dir: &Path, name: &str) -> Result<File, BackendError> {
     File::create(dir.join(name)).map_err(|source| BackendError::Spawn {
@@ -462,16 +484,8 @@ impl LocalDesktop {
 
     fn start_processes(&mut self) -> Result<(), BackendError> {
         self.start_xvfb()?;
-        if let Some(mut argv) = self.config.window_manager.clone() {
-            if argv.first().is_some_and(|program| program == "openbox") {
-                // No system or user rc.xml applies: the pinned configuration only.
-                let path = self.config.session_dir.join(OPENBOX_CONFIG_FILE);
-                std::fs::write(&path, OPENBOX_CONFIG).map_err(|source| BackendError::Spawn {
-                    what: format!("window manager configuration {}", path.display()),
-                    source,
-                })?;
-                argv.extend(["--config-file".to_string(), path.display().to_string()]);
-            }
+        if let Some(argv) = self.config.window_manager.clone() {
+            let argv = pin_openbox_config(argv, &self.config.session_dir)?;
             let log = log_file(&self.config.session_dir, "window-manager.log")?;
             let mut command = Command::new(&argv[0]);
             command

@@ -1,11 +1,13 @@
 //! The pinned window-manager configuration (`wm/openbox.xml`): no click or chord on the desktop
 //! opens a menu or switches desktops. Each case first runs against openbox's stock
 //! configuration and must have an effect there, so the test fails if the pinned file stops
-//! mattering (or stops being passed).
+//! mattering (or stops being passed). And what the pin must not take away: a window still
+//! receives every press of a double click and a drag (a Frame-context binding once swallowed
+//! them).
 
 use std::time::Duration;
 
-use desk_test_support::{Openbox, Xvfb};
+use desk_test_support::{Openbox, ProbeOptions, Xvfb, read_probe_log, spawn_probe};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, MapState, Window};
 use x11rb::protocol::xtest::ConnectionExt as _;
@@ -94,9 +96,13 @@ fn fake(conn: &RustConnection, root: Window, kind: u8, detail: u8, x: i16, y: i1
 }
 
 fn click(conn: &RustConnection, root: Window, button: u8) {
-    fake(conn, root, MOTION, 0, 600, 400);
+    move_to(conn, root, 600, 400);
     fake(conn, root, BUTTON_PRESS, button, 0, 0);
     fake(conn, root, BUTTON_RELEASE, button, 0, 0);
+}
+
+fn move_to(conn: &RustConnection, root: Window, x: i16, y: i16) {
+    fake(conn, root, MOTION, 0, x, y);
 }
 
 fn ctrl_alt_right(conn: &RustConnection, root: Window) {
@@ -171,4 +177,98 @@ fn no_click_or_chord_on_the_desktop_opens_a_menu_or_switches_desktops() {
         assert_eq!(before, after, "{name}: the pinned configuration reacted");
         assert_eq!(after.desktops, 1, "{name}: one desktop");
     }
+}
+
+/// The centre of the first managed client in root coordinates, once openbox lists one.
+fn managed_client_centre(conn: &RustConnection, root: Window) -> (i16, i16) {
+    let list = conn
+        .intern_atom(false, b"_NET_CLIENT_LIST")
+        .unwrap()
+        .reply()
+        .unwrap()
+        .atom;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let clients: Vec<u32> = conn
+            .get_property(false, root, list, AtomEnum::WINDOW, 0, 16)
+            .unwrap()
+            .reply()
+            .unwrap()
+            .value32()
+            .map(Iterator::collect)
+            .unwrap_or_default();
+        if let Some(&client) = clients.first() {
+            let geometry = conn.get_geometry(client).unwrap().reply().unwrap();
+            let origin = conn
+                .translate_coordinates(client, root, 0, 0)
+                .unwrap()
+                .reply()
+                .unwrap();
+            let half = |size: u16| i16::try_from(size / 2).unwrap();
+            return (
+                origin.dst_x + half(geometry.width),
+                origin.dst_y + half(geometry.height),
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe window was never managed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn double_clicks_and_drags_inside_a_window_reach_it_under_the_pinned_configuration() {
+    let config = pinned_config();
+    let Some(xvfb) = Xvfb::start(1280, 800) else {
+        return;
+    };
+    let _openbox =
+        Openbox::start_with_args(&xvfb, &["--config-file", config.path().to_str().unwrap()]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = spawn_probe(xvfb.display(), dir.path(), ProbeOptions::default());
+    let conn = xvfb.connect();
+    let root = conn.setup().roots[0].root;
+    let (x, y) = managed_client_centre(&conn, root);
+
+    // A double click, then a left drag: all unmodified, as an agent sends them.
+    move_to(&conn, root, x, y);
+    for _ in 0..2 {
+        fake(&conn, root, BUTTON_PRESS, 1, 0, 0);
+        fake(&conn, root, BUTTON_RELEASE, 1, 0, 0);
+    }
+    move_to(&conn, root, x - 60, y - 40);
+    fake(&conn, root, BUTTON_PRESS, 1, 0, 0);
+    move_to(&conn, root, x, y);
+    move_to(&conn, root, x + 50, y + 30);
+    fake(&conn, root, BUTTON_RELEASE, 1, 0, 0);
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let mut events = read_probe_log(&log);
+    let count = |events: &[desk_test_support::ProbeEvent], kind: &str| {
+        events.iter().filter(|event| event.kind == kind).count()
+    };
+    while count(&events, "button_release") < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        events = read_probe_log(&log);
+    }
+    let presses: Vec<(i32, i32)> = events
+        .iter()
+        .filter(|event| event.kind == "button_press" && event.button == Some(1))
+        .map(|event| (event.root_x, event.root_y))
+        .collect();
+    let (x, y) = (i32::from(x), i32::from(y));
+    assert_eq!(
+        presses,
+        vec![(x, y), (x, y), (x - 60, y - 40)],
+        "double click and drag presses at the window"
+    );
+    assert_eq!(count(&events, "button_release"), 3);
+    assert!(
+        events.iter().any(|event| event.kind == "motion"
+            && event.button_held(1)
+            && (event.root_x, event.root_y) == (x + 50, y + 30)),
+        "the drag's motion reaches the window with the button held"
+    );
 }
