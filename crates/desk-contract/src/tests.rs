@@ -53,6 +53,8 @@ fn system_keys_and_chords_are_refused() {
         vec!["ctrl+alt+left"],
         vec!["shift", "ctrl", "alt", "up"],
         vec!["ctrl+alt+down"],
+        vec!["shift", "alt", "left"],
+        vec!["alt+shift+up"],
         vec!["print"],
         vec!["alt", "print"],
         vec!["sysrq"],
@@ -70,6 +72,7 @@ fn system_keys_and_chords_are_refused() {
         vec!["space"],
         vec!["ctrl", "right"],
         vec!["alt", "right"],
+        vec!["shift", "left"],
         vec!["shift+tab"],
         vec!["ctrl+tab"],
     ] {

@@ -23,6 +23,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -126,6 +127,15 @@ fn connect_in(dir: &Path, name: &str) -> std::io::Result<UnixStream> {
     UnixStream::connect(format!("/proc/self/fd/{}/{name}", handle.as_raw_fd()))
 }
 
+/// The pinned openbox configuration, shipped with the project (see `wm/openbox.xml`): one
+/// desktop, no key bindings, no menu, move, resize or close bindings; a press inside a window
+/// only focuses and raises it (and is replayed to it).
+pub const OPENBOX_CONFIG: &str = include_str!("../wm/openbox.xml");
+
+/// Its file name in the directory it is written to (the sandbox's read-only `host/`, or the
+/// session directory without a sandbox).
+const OPENBOX_CONFIG_FILE: &str = "openbox.xml";
+
 struct Supervised {
     role: &'static str,
     pid: u32,
@@ -198,6 +208,28 @@ pub struct LocalDesktop {
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
 const XVFB_START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Writes the pinned configuration into `dir` and points openbox at it (other window
+/// managers are left alone). The path is absolute: openbox silently falls back to the system
+/// rc.xml when its `--config-file` cannot be loaded (a relative path is one way).
+fn pin_openbox_config(mut argv: Vec<String>, dir: &Path) -> Result<Vec<String>, BackendError> {
+    if argv.first().is_none_or(|program| program != "openbox") {
+        return Ok(argv);
+    }
+    let spawn_error = |path: &Path| {
+        let what = format!("window manager configuration {}", path.display());
+        move |source| BackendError::Spawn { what, source }
+    };
+    let path = dir.join(OPENBOX_CONFIG_FILE);
+    let path = std::path::absolute(&path).map_err(spawn_error(&path))?;
+    std::fs::write(&path, OPENBOX_CONFIG).map_err(spawn_error(&path))?;
+    // Readable by the sandbox uid whatever the broker's umask: openbox silently falls back to
+    // the system configuration when it cannot read this file.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+        .map_err(spawn_error(&path))?;
+    argv.extend(["--config-file".to_string(), path.display().to_string()]);
+    Ok(argv)
+}
 
 fn log_file(dir: &Path, name: &str) -> Result<File, BackendError> {
     File::create(dir.join(name)).map_err(|source| BackendError::Spawn {
@@ -591,6 +623,13 @@ impl LocalDesktop {
         crate::sandbox::write_xauthority(&self.run_dir.join(XAUTHORITY_FILE), owner)?;
         self.start_xvfb()?;
         if let Some(argv) = self.config.window_manager.clone() {
+            // Inside the sandbox the session directory is out of reach: the configuration goes
+            // to the workspace's read-only `host/` directory, bound at the same path.
+            let dir = match &self.sandbox {
+                Some(sandbox) => sandbox.host_dir(),
+                None => self.config.session_dir.clone(),
+            };
+            let argv = pin_openbox_config(argv, &dir)?;
             let log = log_file(&self.config.session_dir, "window-manager.log")?;
             let env = self.x_client_env();
             let mut command = self.desktop_command(&argv, None, &env)?;

@@ -18,6 +18,6 @@ mod worker_client;
 pub use backend::{AppLaunch, DesktopBackend};
 pub use error::BackendError;
 pub use fake::FakeDesktop;
-pub use launcher::{LocalDesktop, LocalDesktopConfig};
+pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};
 pub use profile::{AppProfile, ProfileError, ProfileSet};
 pub use sandbox::SandboxPolicy;

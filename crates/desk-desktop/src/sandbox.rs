@@ -449,6 +449,12 @@ impl Sandbox {
         }
     }
 
+    /// The workspace's read-only `host/` directory (account files, lease deadline, window
+    /// manager configuration), at the same path inside.
+    pub fn host_dir(&self) -> PathBuf {
+        self.workspace.join(host::HOST_DIR)
+    }
+
     /// The run directory on the host (worker socket, X cookie).
     pub fn host_run_dir(&self) -> PathBuf {
         self.workspace.join("run")

@@ -121,8 +121,14 @@ pub struct Openbox {
 impl Openbox {
     /// Starts `openbox --sm-disable` and waits for `_NET_SUPPORTING_WM_CHECK` on the root.
     pub fn start(xvfb: &Xvfb) -> Openbox {
+        Openbox::start_with_args(xvfb, &[])
+    }
+
+    /// Like [`Openbox::start`], with extra arguments (e.g. `--config-file PATH`).
+    pub fn start_with_args(xvfb: &Xvfb, args: &[&str]) -> Openbox {
         let child = Command::new("openbox")
             .arg("--sm-disable")
+            .args(args)
             .env("DISPLAY", xvfb.display())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -8,7 +8,7 @@ use dxf::entities::EntityType;
 
 use crate::support::{deskbroker, xvfb_available};
 
-fn librecad_available() -> bool {
+pub(crate) fn librecad_available() -> bool {
     let found = Command::new("sh")
         .args(["-c", "command -v librecad"])
         .status()

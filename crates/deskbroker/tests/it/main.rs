@@ -5,6 +5,7 @@
 mod auth;
 mod bench;
 mod crash;
+mod escape_gui;
 mod evidence;
 mod faults;
 mod freecad;
