@@ -228,9 +228,11 @@ impl Broker {
     /// `release_session`: idempotent; shuts the desktop down and deletes the session directory.
     pub async fn release(&self, session_id: &str) -> Result<ReleaseResponse, BrokerError> {
         let session_id = session_id.to_string();
-        self.run(None, move |inner| inner.release(&session_id, false))
-            .await
-            .map_err(store_unavailable("release_session"))
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.release(&session_id, false)
+        })
+        .await
+        .map_err(store_unavailable("release_session"))
     }
 
     /// Releases expired leases once; returns how many were released.
