@@ -186,26 +186,15 @@ impl Broker {
         &self.inner.config
     }
 
-    /// Runs `operation` on the blocking pool.
-    ///
-    /// With a `session_id`, `operation` is one that takes that session's lock: it first waits
-    /// for the session's turn without holding a thread (or is refused with `session_busy` when
-    /// the session's queue is full, having done nothing), keeps the turn until it has run, and
-    /// a panic inside it marks the session `error`.
-    pub(crate) async fn run<R: Send + 'static>(
+    /// Runs `operation` on the blocking pool, holding `turn` (the session's turn, see
+    /// [`Broker::run`] in `admission.rs`) until it has run. A panic marks `session_id`'s
+    /// session `error`.
+    pub(crate) async fn run_in_turn<R: Send + 'static>(
         &self,
         session_id: Option<String>,
+        turn: Option<crate::admission::Turn>,
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
-        let turn = match &session_id {
-            Some(id) => Some(
-                self.inner
-                    .admission
-                    .enter(id, self.inner.config.session_queue)
-                    .await?,
-            ),
-            None => None,
-        };
         let inner = Arc::clone(&self.inner);
         let operation_session = session_id.clone();
         let outcome = tokio::task::spawn_blocking(move || {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use desk_broker::{BackendRequest, router};
+use desk_broker::{BackendRequest, BrokerConfig, router};
 use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
 use desk_contract::{DisplaySize, InputAction, SettlePolicy};
 use desk_desktop::fake::{FakeHandle, FakeSave};
@@ -83,10 +83,10 @@ struct Switches {
     n_started: Arc<AtomicUsize>,
 }
 
-fn slow_harness(switches: &Switches, session_queue: usize) -> Harness {
+fn slow_harness(switches: &Switches, adjust: impl FnOnce(&mut BrokerConfig)) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path().to_path_buf());
-    config.session_queue = session_queue;
+    adjust(&mut config);
     let fake = FakeHandle::default();
     fake.set_save(FakeSave::AttemptFromArgv);
     let handle = fake.clone();
@@ -126,7 +126,9 @@ const WINDOW: Duration = Duration::from_secs(8);
 async fn a_flooded_session_does_not_delay_another_sessions_status() {
     let switches = Switches::default();
     let (slow, n_started) = (&switches.slow, &switches.n_started);
-    let harness = Arc::new(slow_harness(&switches, QUEUE));
+    let harness = Arc::new(slow_harness(&switches, |config| {
+        config.session_queue = QUEUE
+    }));
     let flooded = harness.ready().await;
     let other = harness.lease("task-2", "attempt-1").await;
     slow.store(true, Ordering::SeqCst);
@@ -247,7 +249,7 @@ async fn a_refused_action_changes_nothing_and_its_retry_runs_once() {
     let switches = Switches::default();
     let (slow, held, n_started) = (&switches.slow, &switches.held, &switches.n_started);
     // No request may wait: one running request fills the session's queue.
-    let harness = Arc::new(slow_harness(&switches, 0));
+    let harness = Arc::new(slow_harness(&switches, |config| config.session_queue = 0));
     let id = harness.ready().await;
     slow.store(true, Ordering::SeqCst);
     held.store(true, Ordering::SeqCst);
@@ -306,4 +308,44 @@ async fn a_refused_action_changes_nothing_and_its_retry_runs_once() {
     assert_eq!(again["idempotent_replay"], true);
     assert_eq!(again["receipt"], first["receipt"]);
     assert_eq!(harness.fake.n_inputs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_waits_its_turn_and_is_never_refused() {
+    let switches = Switches::default();
+    let (slow, held, n_started) = (&switches.slow, &switches.held, &switches.n_started);
+    let harness = Arc::new(slow_harness(&switches, |config| {
+        config.session_queue = 0;
+        config.lease_ttl = Duration::from_secs(1);
+    }));
+    let id = harness.ready().await;
+    slow.store(true, Ordering::SeqCst);
+    held.store(true, Ordering::SeqCst);
+    let screenshot = {
+        let (harness, id) = (Arc::clone(&harness), id.clone());
+        tokio::spawn(async move {
+            harness
+                .call("GET", &format!("/v1/sessions/{id}/screenshot"), None)
+                .await
+        })
+    };
+    while n_started.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The lease expires while the screenshot holds the session's only place.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let reaping = {
+        let broker = harness.broker.clone();
+        tokio::spawn(async move { broker.release_expired().await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !reaping.is_finished(),
+        "the reaper waits for the running screenshot"
+    );
+    held.store(false, Ordering::SeqCst);
+    let (status, body) = screenshot.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(reaping.await.unwrap().unwrap(), 1);
+    assert_eq!(harness.status(&id).await["state"], "released");
 }
