@@ -193,11 +193,11 @@ async fn a_flooded_session_does_not_delay_another_sessions_status() {
         latencies.len(),
         latencies.iter().sum::<Duration>() / u32::try_from(latencies.len().max(1)).unwrap()
     );
+    assert!(max < Duration::from_secs(2), "status took {max:?}");
     assert!(
         n_during_flood >= 5,
         "only {n_during_flood} statuses overlapped the flood"
     );
-    assert!(max < Duration::from_secs(2), "status took {max:?}");
     assert!(n_busy > 0, "the excess of the queue is refused");
     assert!(
         n_ok > QUEUE,
