@@ -11,6 +11,7 @@
 //! | 410 | `lease_expired` |
 //! | 413 | `invalid_request` (body too large) |
 //! | 422 | `checkpoint_failed`, `app_not_maximized` |
+//! | 429 | `session_busy` (the session's request queue is full: nothing was done) |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed` |
 //! | 503 | `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
@@ -51,6 +52,7 @@ impl BrokerError {
             BrokerError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             BrokerError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Unauthorized),
             BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
+            BrokerError::SessionBusy(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::SessionBusy),
             BrokerError::CheckpointFailed(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::CheckpointFailed,

@@ -20,6 +20,10 @@
 //!    document, unknown paths) are open to any admitted peer.
 //!
 //! Credentials are never logged or echoed: refusal messages name the reason only.
+//!
+//! Fairness: the lease-token check reads the store on the blocking pool but never waits for a
+//! session's turn or lock, so a flood of requests on one session does not delay another
+//! session's authorization (`admission.rs`).
 
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{MatchedPath, Request, State};
@@ -347,11 +351,15 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
             keeps_after_end,
         } => {
             let token = asked.bearer.map_err(|_| wrong_token())?;
-            broker
-                .run(None, move |inner| {
-                    inner.authorize_session(&id, token.as_deref(), keeps_after_end)
-                })
-                .await
+            // Two store reads on a blocking thread, never behind a session's queue or lock
+            // (no blocking thread waits for those, see `admission.rs`), and not through
+            // `Broker::run`: authorizing changes nothing, so it wakes no status long-poll.
+            let inner = std::sync::Arc::clone(&broker.inner);
+            tokio::task::spawn_blocking(move || {
+                inner.authorize_session(&id, token.as_deref(), keeps_after_end)
+            })
+            .await
+            .map_err(|error| BrokerError::Internal(format!("authorization panicked: {error}")))?
         }
     }
 }

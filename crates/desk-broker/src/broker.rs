@@ -3,8 +3,10 @@
 //!
 //! Concurrency: every operation runs on tokio's blocking pool. Operations that touch a desktop or
 //! a session's files take the session's lock for their whole duration, so they are serialized per
-//! session; `status` reads only the store. Lock order: session lock, then the store's connection
-//! lock (held only per statement or transaction), never the reverse.
+//! session; `status` reads only the store. Before such an operation goes to the pool it waits
+//! for its session's turn on the async runtime (`admission.rs`, a bounded queue per session), so
+//! no pool thread ever waits for a session's lock. Lock order: session turn, then session lock,
+//! then the store's connection lock (held only per statement or transaction), never the reverse.
 //!
 //! Panics: a panic inside an operation marks its session `error` and answers `internal`; it
 //! never takes the daemon down.
@@ -65,6 +67,8 @@ pub(crate) struct Inner {
     pub(crate) lease_lock: Mutex<()>,
     /// Request metrics and the change counter the status long-poll waits on.
     pub(crate) observability: crate::metrics::Observability,
+    /// The per-session queues operations wait in before they take a session's lock.
+    pub(crate) admission: Arc<crate::admission::Admission>,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -170,6 +174,7 @@ impl Broker {
             slots: Mutex::new(slots),
             lease_lock: Mutex::new(()),
             observability: crate::metrics::Observability::new(),
+            admission: Arc::default(),
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -181,15 +186,21 @@ impl Broker {
         &self.inner.config
     }
 
-    /// Runs `operation` on the blocking pool. A panic marks `session_id`'s session `error`.
-    pub(crate) async fn run<R: Send + 'static>(
+    /// Runs `operation` on the blocking pool, holding `turn` (the session's turn, see
+    /// [`Broker::run`] in `admission.rs`) until it has run. A panic marks `session_id`'s
+    /// session `error`.
+    pub(crate) async fn run_in_turn<R: Send + 'static>(
         &self,
         session_id: Option<String>,
+        turn: Option<crate::admission::Turn>,
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
         let inner = Arc::clone(&self.inner);
         let operation_session = session_id.clone();
         let outcome = tokio::task::spawn_blocking(move || {
+            // Held by the operation itself, so a request whose client went away cannot let the
+            // session's next operation start before this one ends.
+            let _turn = turn;
             let result = operation(&inner);
             if let (Some(session_id), Err(error)) = (&operation_session, &result) {
                 inner.fail_if_desktop_died(session_id, error);

@@ -280,21 +280,27 @@ impl Broker {
     /// `retrieve_artifact`: the checkpointed bytes; `checkpoint_required` before a checkpoint.
     pub async fn artifact(&self, session_id: &str) -> Result<ArtifactResponse, BrokerError> {
         let session_id = session_id.to_string();
-        self.run(None, move |inner| inner.artifact(&session_id))
-            .await
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.artifact(&session_id)
+        })
+        .await
     }
 
     /// `retrieve_events`: `events.json` as NDJSON text.
     pub async fn events(&self, session_id: &str) -> Result<String, BrokerError> {
         let session_id = session_id.to_string();
-        self.run(None, move |inner| inner.log_text(&session_id, false))
-            .await
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.log_text(&session_id, false)
+        })
+        .await
     }
 
     /// `retrieve_frame_events`: `frame_events.json` as NDJSON text.
     pub async fn frame_events(&self, session_id: &str) -> Result<String, BrokerError> {
         let session_id = session_id.to_string();
-        self.run(None, move |inner| inner.log_text(&session_id, true))
-            .await
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.log_text(&session_id, true)
+        })
+        .await
     }
 }

@@ -62,6 +62,9 @@ where
     }
 }
 
+/// The default of [`BrokerConfig::session_queue`].
+pub const DEFAULT_SESSION_QUEUE: usize = 32;
+
 /// Broker settings. Build with [`BrokerConfig::new`] and adjust the public fields.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -79,6 +82,9 @@ pub struct BrokerConfig {
     pub reaper_interval: Duration,
     /// Most sessions not yet released at once.
     pub max_sessions: usize,
+    /// Most requests that may wait for one session while another of its requests runs; the
+    /// next one is refused with `session_busy` (see `admission.rs`).
+    pub session_queue: usize,
     /// Profiles offered to leases.
     pub profiles: ProfileSet,
     /// Profile used when a lease names none.
@@ -94,8 +100,9 @@ pub struct BrokerConfig {
 }
 
 impl BrokerConfig {
-    /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, default profile
-    /// `librecad`, default settle policy, fault hook from `DESKBROKER_FAULT`.
+    /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, 32 requests waiting
+    /// per session, default profile `librecad`, default settle policy, fault hook from
+    /// `DESKBROKER_FAULT`.
     pub fn new(state_dir: impl Into<PathBuf>, profiles: ProfileSet) -> BrokerConfig {
         BrokerConfig {
             state_dir: state_dir.into(),
@@ -104,6 +111,7 @@ impl BrokerConfig {
             lease_grace: Duration::from_secs(30),
             reaper_interval: Duration::from_secs(5),
             max_sessions: 8,
+            session_queue: DEFAULT_SESSION_QUEUE,
             profiles,
             default_profile: "librecad".to_string(),
             settle: SettlePolicy::default(),

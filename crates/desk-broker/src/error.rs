@@ -51,6 +51,9 @@ pub enum BrokerError {
     /// The connection's peer is not admitted at all (403 `unauthorized`).
     #[error("{0}")]
     Forbidden(String),
+    /// The session's request queue is full (429 `session_busy`); nothing was done.
+    #[error("{0}")]
+    SessionBusy(String),
     /// The session's lease expired.
     #[error("the lease of session {0} expired")]
     LeaseExpired(String),

@@ -189,17 +189,16 @@ impl Inner {
         })
     }
 
-    /// Releases every unreleased session whose lease expired; returns how many.
-    pub(crate) fn release_expired(&self) -> Result<usize, BrokerError> {
+    /// The unreleased sessions whose lease expired.
+    fn expired_sessions(&self) -> Result<Vec<String>, BrokerError> {
         let now = now_ms();
-        let mut n_released = 0;
-        for session in self.store.unreleased_sessions()? {
-            if session.expires_at_ms < now {
-                self.release(&session.id, true)?;
-                n_released += 1;
-            }
-        }
-        Ok(n_released)
+        Ok(self
+            .store
+            .unreleased_sessions()?
+            .into_iter()
+            .filter(|session| session.expires_at_ms < now)
+            .map(|session| session.id)
+            .collect())
     }
 }
 
@@ -228,14 +227,25 @@ impl Broker {
     /// `release_session`: idempotent; shuts the desktop down and deletes the session directory.
     pub async fn release(&self, session_id: &str) -> Result<ReleaseResponse, BrokerError> {
         let session_id = session_id.to_string();
-        self.run(None, move |inner| inner.release(&session_id, false))
-            .await
-            .map_err(store_unavailable("release_session"))
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.release(&session_id, false)
+        })
+        .await
+        .map_err(store_unavailable("release_session"))
     }
 
     /// Releases expired leases once; returns how many were released.
     pub async fn release_expired(&self) -> Result<usize, BrokerError> {
-        self.run(None, |inner| inner.release_expired()).await
+        let expired = self.run(None, |inner| inner.expired_sessions()).await?;
+        let n_released = expired.len();
+        for session_id in expired {
+            // Like every session operation, in the session's turn (never `session_busy`).
+            self.run_unbounded(session_id.clone(), move |inner| {
+                inner.release(&session_id, true)
+            })
+            .await?;
+        }
+        Ok(n_released)
     }
 
     /// Spawns the reaper: every `reaper_interval`, releases expired leases. Abort the handle to

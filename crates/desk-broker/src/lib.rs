@@ -3,7 +3,8 @@
 //! The broker sees desktops only through [`desk_desktop::DesktopBackend`], created per session by
 //! a [`BackendFactory`] the binary injects. Every operation runs on tokio's blocking pool under a
 //! per-session lock, so a slow desktop never blocks the async runtime and operations on one
-//! session are serialized.
+//! session are serialized; an operation waits for its session's turn before it takes a thread,
+//! in a bounded queue per session, so one busy session cannot starve the others.
 //!
 //! Exactly-once: an action is journaled `pending` in a committed SQLite transaction before the
 //! backend sees it, and `complete` with its cached response after; a `pending` row found at
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod actions;
+mod admission;
 mod api_error;
 mod auth;
 mod broker;
@@ -45,7 +47,7 @@ mod watch;
 
 pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
-pub use config::{BackendFactory, BackendRequest, BrokerConfig};
+pub use config::{BackendFactory, BackendRequest, BrokerConfig, DEFAULT_SESSION_QUEUE};
 pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use error::BrokerError;
 pub use evidence::{

@@ -39,6 +39,9 @@ pub enum ErrorCode {
     /// The action journal cannot be written (disk full, file size limit, read-only or failing
     /// storage); the action was refused and nothing reached the desktop.
     JournalUnavailable,
+    /// The session already has as many requests waiting as the broker queues per session; this
+    /// one was refused and changed nothing. Retry later (with the same request id).
+    SessionBusy,
     /// An unexpected failure inside the broker; details are in its log, not here.
     Internal,
 }
@@ -61,6 +64,7 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::LeaseConflict => "lease_conflict",
             ErrorCode::JournalUnavailable => "journal_unavailable",
+            ErrorCode::SessionBusy => "session_busy",
             ErrorCode::Internal => "internal",
         }
     }
