@@ -13,8 +13,8 @@
 //! | 422 | `checkpoint_failed`, `app_not_maximized` |
 //! | 429 | `session_busy` (the session's request queue is full: nothing was done) |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
-//! | 502 | `desktop_failed` |
-//! | 503 | `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
+//! | 502 | `desktop_failed`, `workspace_unverified` (the workspace measured at handoff failed a sandbox rule) |
+//! | 503 | `sandbox_unavailable` (the kernel or bubblewrap refused the session sandbox: nothing ran); `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
 //!
 //! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
 //! message; the full error chain is logged at error level inside the request span.
@@ -23,6 +23,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use desk_contract::{ErrorBody, ErrorCode};
+use desk_desktop::BackendError;
 use desk_desktop::ProfileError;
 
 use crate::error::BrokerError;
@@ -64,6 +65,17 @@ impl BrokerError {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 ErrorCode::InputOutcomeUnknown,
             ),
+            BrokerError::Desktop {
+                source: BackendError::SandboxUnavailable(_),
+                ..
+            } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::SandboxUnavailable,
+            ),
+            BrokerError::Desktop {
+                source: BackendError::WorkspaceUnverified(_),
+                ..
+            } => (StatusCode::BAD_GATEWAY, ErrorCode::WorkspaceUnverified),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
             BrokerError::JournalUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use desk_contract::ErrorBody;
 use desk_contract::api::{
-    CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, SessionState,
-    StatusResponse,
+    CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, ResetResponse,
+    SessionState, StatusResponse,
 };
 
 use crate::broker::{Broker, Inner};
@@ -139,6 +139,12 @@ impl Inner {
             checkpoint,
             last_error,
             expires_at: rfc3339(session.expires_at_ms),
+            // Cached with the reset answer (see `reset`).
+            workspace: session
+                .reset_response
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<ResetResponse>(text).ok())
+                .and_then(|reset| reset.workspace),
         })
     }
 

@@ -104,6 +104,10 @@ impl Inner {
             Err(error) => {
                 let code = match error {
                     BrokerError::AppNotMaximized(_) => ErrorCode::AppNotMaximized,
+                    BrokerError::Desktop {
+                        source: BackendError::WorkspaceUnverified(_),
+                        ..
+                    } => ErrorCode::WorkspaceUnverified,
                     _ => ErrorCode::DesktopFailed,
                 };
                 session.lifecycle = session
@@ -124,6 +128,7 @@ impl Inner {
             dismissed_overlays: handoff.dismissed_overlays.clone(),
             elapsed_ms: handoff.elapsed_ms,
             idempotent_replay: false,
+            workspace: backend.workspace_facts(),
         };
         session.lifecycle = session.lifecycle.reset_done()?;
         session.last_sequence = sequence;

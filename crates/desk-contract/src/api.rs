@@ -153,6 +153,10 @@ pub struct ResetResponse {
     pub elapsed_ms: u64,
     /// True when this answer replays an earlier identical reset.
     pub idempotent_replay: bool,
+    /// The workspace as measured at handoff (sandbox on or off, and its facts); absent for a
+    /// desktop without processes of its own (the fake).
+    #[serde(default)]
+    pub workspace: Option<crate::desktop::WorkspaceFacts>,
 }
 
 /// `POST /v1/sessions/{id}/actions`.
@@ -292,6 +296,9 @@ pub struct StatusResponse {
     pub last_error: Option<crate::error::ErrorBody>,
     /// RFC 3339 UTC expiry.
     pub expires_at: String,
+    /// The workspace as measured at the last handoff; absent before the first reset.
+    #[serde(default)]
+    pub workspace: Option<crate::desktop::WorkspaceFacts>,
 }
 
 /// The response of `DELETE /v1/sessions/{id}`.

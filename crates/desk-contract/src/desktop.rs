@@ -146,3 +146,41 @@ pub struct ActionOutcome {
     /// Milliseconds spent injecting input.
     pub input_ms: u64,
 }
+
+/// Whether a session's desktop runs in its sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// One sandbox per session (the default).
+    On,
+    /// No sandbox: the operator started `serve --unsafe-no-sandbox`.
+    Off,
+}
+
+/// The session's workspace as the broker measured it from outside (`/proc`) at handoff. With
+/// the sandbox on, a handoff is refused (`workspace_unverified`) unless `failures` is empty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceFacts {
+    /// `on` or `off`.
+    pub sandbox: SandboxMode,
+    /// The app's uid on the host.
+    pub app_uid: u32,
+    /// The broker's uid.
+    pub broker_uid: u32,
+    /// Whether the app runs with `NoNewPrivs`.
+    pub no_new_privs: bool,
+    /// The app's effective capability set (`CapEff`, hex).
+    pub cap_eff: String,
+    /// Namespaces (`user`, `mnt`, `pid`, `net`, `ipc`, `uts`, `cgroup`) the app shares with
+    /// the broker.
+    pub shared_namespaces: Vec<String>,
+    /// Network interfaces the app sees.
+    pub interfaces: Vec<String>,
+    /// Paths that must be invisible to the app but are visible.
+    pub visible_forbidden: Vec<String>,
+    /// Whether the app's root filesystem is mounted read-only.
+    pub root_read_only: bool,
+    /// The facts that fail the sandbox's rules (empty when verified, or when the sandbox is off).
+    pub failures: Vec<String>,
+}

@@ -42,6 +42,11 @@ pub enum ErrorCode {
     /// The session already has as many requests waiting as the broker queues per session; this
     /// one was refused and changed nothing. Retry later (with the same request id).
     SessionBusy,
+    /// The session sandbox could not be built (the kernel or bubblewrap refused namespaces);
+    /// nothing ran. An operator may start `serve --unsafe-no-sandbox` instead.
+    SandboxUnavailable,
+    /// The workspace measured at handoff failed the sandbox's rules; the handoff was refused.
+    WorkspaceUnverified,
     /// An unexpected failure inside the broker; details are in its log, not here.
     Internal,
 }
@@ -65,6 +70,8 @@ impl ErrorCode {
             ErrorCode::LeaseConflict => "lease_conflict",
             ErrorCode::JournalUnavailable => "journal_unavailable",
             ErrorCode::SessionBusy => "session_busy",
+            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
+            ErrorCode::WorkspaceUnverified => "workspace_unverified",
             ErrorCode::Internal => "internal",
         }
     }

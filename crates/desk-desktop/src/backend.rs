@@ -63,6 +63,12 @@ pub trait DesktopBackend: Send {
     /// Process ids this backend started and believes alive, for leak checks.
     fn process_ids(&self) -> Vec<u32>;
 
+    /// The workspace as measured at the last handoff; `None` for a backend without processes
+    /// of its own (the fake).
+    fn workspace_facts(&self) -> Option<desk_contract::desktop::WorkspaceFacts> {
+        None
+    }
+
     /// Lets go of the desktop without stopping it, so that a later broker can reattach to it
     /// (see the broker's `BackendFactory::reattach`). A backend that cannot outlive this process
     /// shuts down instead, which is the default.

@@ -35,6 +35,10 @@ pub enum BackendError {
     /// The session sandbox could not be built (the kernel or bwrap refused it); nothing ran.
     #[error("sandbox unavailable: {0}")]
     SandboxUnavailable(String),
+    /// The workspace measured at handoff fails the sandbox's rules (the ids are listed); the
+    /// app was stopped and the handoff refused.
+    #[error("workspace unverified: {}", .0.join(", "))]
+    WorkspaceUnverified(Vec<String>),
     /// The backend was shut down.
     #[error("desktop was shut down")]
     ShutDown,

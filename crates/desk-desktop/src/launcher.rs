@@ -31,7 +31,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
-use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
+use desk_contract::desktop::{
+    ActionOutcome, DesktopFacts, Frame, Handoff, SandboxMode, WorkspaceFacts,
+};
 use desk_contract::validate::InputAction;
 use desk_contract::worker::{WORKER_PROTOCOL_VERSION, WorkerOp, WorkerValue};
 use desk_contract::{DisplaySize, SettlePolicy};
@@ -204,6 +206,8 @@ pub struct LocalDesktop {
     sandbox: Option<Sandbox>,
     /// The host directory holding the worker socket and the X authority file.
     run_dir: PathBuf,
+    /// The workspace as measured at the last handoff.
+    workspace: Option<WorkspaceFacts>,
 }
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -395,6 +399,7 @@ impl LocalDesktop {
             app_running: false,
             detached: false,
             sandbox: None,
+            workspace: None,
             run_dir: workspace.join("run"),
         };
         match desktop.start_processes() {
@@ -476,6 +481,7 @@ impl LocalDesktop {
             // Until the handshake succeeds, dropping must not stop what the caller may reap.
             detached: true,
             sandbox: record.sandbox,
+            workspace: None,
             run_dir,
         };
         desktop.handshake(stream)?;
@@ -548,6 +554,16 @@ impl LocalDesktop {
             .envs(env.iter().map(|(key, value)| (key, value)))
             .current_dir(cwd);
         Ok(command)
+    }
+
+    /// Host paths the app must not see: the broker's state directory and home directories.
+    fn forbidden_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![PathBuf::from("/root"), PathBuf::from("/home")];
+        // `<state>/sessions/<id>`.
+        if let Some(state) = self.config.session_dir.parent().and_then(Path::parent) {
+            paths.push(std::fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf()));
+        }
+        paths
     }
 
     /// The X authority file as the desktop's processes see it.
@@ -979,11 +995,12 @@ impl DesktopBackend for LocalDesktop {
             .stdout(log)
             .stderr(log_err)
             .process_group(0);
-        let mut pid = self.spawn("app", command)?.id();
-        if let Some(sandbox) = &self.sandbox {
-            // The window carries the app's pid as the sandbox sees it.
-            pid = sandbox.inner_pid(pid)?;
-        }
+        let wrapper = self.spawn("app", command)?.id();
+        // The window carries the app's pid as the sandbox sees it.
+        let (host_pid, pid) = match &self.sandbox {
+            Some(sandbox) => sandbox.program_pids(wrapper)?,
+            None => (wrapper, wrapper),
+        };
         self.app_running = true;
         let timeout = Duration::from_millis(u64::from(launch.window.timeout_ms)) + WORKER_TIMEOUT;
         let op = WorkerOp::AwaitApp {
@@ -995,7 +1012,7 @@ impl DesktopBackend for LocalDesktop {
             Ok(value) => value,
             Err(error) => return Err(self.explain(error)),
         };
-        expect_value(
+        let handoff = expect_value(
             value,
             |v| {
                 if let WorkerValue::Handoff(h) = v {
@@ -1005,7 +1022,23 @@ impl DesktopBackend for LocalDesktop {
                 }
             },
             "await_app",
-        )
+        )?;
+        // Measured from outside once the app is up: a sandboxed handoff whose workspace fails
+        // a rule is refused and the app stopped.
+        let mode = match self.sandbox {
+            Some(_) => SandboxMode::On,
+            None => SandboxMode::Off,
+        };
+        let facts = crate::sandbox::facts::measure(host_pid, mode, &self.forbidden_paths());
+        if !facts.failures.is_empty() {
+            tracing::error!(failures = ?facts.failures, "workspace unverified at handoff");
+            let failures = facts.failures.clone();
+            self.workspace = Some(facts);
+            self.stop_app()?;
+            return Err(BackendError::WorkspaceUnverified(failures));
+        }
+        self.workspace = Some(facts);
+        Ok(handoff)
     }
 
     fn capture(&mut self) -> Result<Frame, BackendError> {
@@ -1090,6 +1123,10 @@ impl DesktopBackend for LocalDesktop {
     fn shutdown(&mut self) -> Result<(), BackendError> {
         self.stop_all();
         Ok(())
+    }
+
+    fn workspace_facts(&self) -> Option<WorkspaceFacts> {
+        self.workspace.clone()
     }
 
     fn process_ids(&self) -> Vec<u32> {

@@ -21,6 +21,7 @@
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
 
+pub mod facts;
 mod host;
 
 pub use host::{SANDBOX_USER, set_lease_deadline};
@@ -281,6 +282,8 @@ impl SandboxStart {
             .arg("--bind")
             .arg(workspace.join("run"))
             .arg(INSIDE_RUN_DIR);
+        // The root itself (bwrap's tmpfs) becomes read-only once everything is mounted on it.
+        command.args(["--remount-ro", "/"]);
         // The holder is pid 1 (no bwrap reaper): signals from inside cannot stop or kill it.
         command.args(["--chdir", "/", "--as-pid-1", "--info-fd", "1", "--"]);
         command.args(host::holder_argv(&host_dir));
@@ -419,9 +422,9 @@ impl Sandbox {
         command
     }
 
-    /// The pid, inside the sandbox, of the program a [`Sandbox::command`] wrapper with host pid
-    /// `wrapper` runs (nsenter's child; `env` execs the program in place).
-    pub fn inner_pid(&self, wrapper: u32) -> Result<u32, BackendError> {
+    /// The pids, on the host and inside the sandbox, of the program a [`Sandbox::command`]
+    /// wrapper with host pid `wrapper` runs (nsenter's child; `env` execs the program in place).
+    pub fn program_pids(&self, wrapper: u32) -> Result<(u32, u32), BackendError> {
         let deadline = std::time::Instant::now() + START_TIMEOUT;
         let children = format!("/proc/{wrapper}/task/{wrapper}/children");
         loop {
@@ -436,8 +439,8 @@ impl Sandbox {
                     .find_map(|line| line.strip_prefix("NSpid:"))
                     .and_then(|pids| pids.split_whitespace().last())
                     .and_then(|pid| pid.parse().ok());
-                if let Some(inner) = inner {
-                    return Ok(inner);
+                if let (Some(inner), Ok(host)) = (inner, child.parse()) {
+                    return Ok((host, inner));
                 }
             }
             if std::time::Instant::now() >= deadline {

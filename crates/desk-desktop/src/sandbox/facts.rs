@@ -1,0 +1,165 @@
+//! The workspace measured from outside: what `/proc` says about the app's process, compared
+//! with the broker's own. The launcher measures it at every handoff and refuses a sandboxed
+//! handoff whose facts fail a rule ([`crate::BackendError::WorkspaceUnverified`]).
+
+use std::path::{Path, PathBuf};
+
+use desk_contract::desktop::{SandboxMode, WorkspaceFacts};
+
+/// The namespaces a sandboxed app must not share with the broker.
+const NAMESPACES: [&str; 7] = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
+
+/// Measures the workspace of the app with host pid `pid`. `forbidden` are host paths the app
+/// must not see (the broker's state directory, home directories).
+pub fn measure(pid: u32, mode: SandboxMode, forbidden: &[PathBuf]) -> WorkspaceFacts {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(|rest| rest.trim_start_matches(':').trim().to_string())
+            .unwrap_or_default()
+    };
+    let app_uid = field("Uid")
+        .split_whitespace()
+        .nth(1)
+        .and_then(|uid| uid.parse().ok())
+        .unwrap_or(0);
+    let no_new_privs = field("NoNewPrivs") == "1";
+    let cap_eff = field("CapEff");
+    let shared_namespaces = NAMESPACES
+        .iter()
+        .filter(|ns| {
+            let ours = std::fs::read_link(format!("/proc/self/ns/{ns}"));
+            let theirs = std::fs::read_link(proc_dir.join("ns").join(ns));
+            match (ours, theirs) {
+                (Ok(ours), Ok(theirs)) => ours == theirs,
+                // Unreadable: not proven separate.
+                _ => true,
+            }
+        })
+        .map(|ns| ns.to_string())
+        .collect();
+    let interfaces = std::fs::read_to_string(proc_dir.join("net/dev"))
+        .unwrap_or_default()
+        .lines()
+        .skip(2)
+        .filter_map(|line| line.split(':').next().map(|name| name.trim().to_string()))
+        .collect();
+    let root = proc_dir.join("root");
+    let visible_forbidden = forbidden
+        .iter()
+        .filter(|path| {
+            path.strip_prefix("/")
+                .is_ok_and(|relative| std::fs::symlink_metadata(root.join(relative)).is_ok())
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    let root_read_only = root_mount_read_only(&proc_dir.join("mountinfo"));
+    let broker_uid = nix::unistd::geteuid().as_raw();
+    let mut facts = WorkspaceFacts {
+        sandbox: mode,
+        app_uid,
+        broker_uid,
+        no_new_privs,
+        cap_eff,
+        shared_namespaces,
+        interfaces,
+        visible_forbidden,
+        root_read_only,
+        failures: Vec::new(),
+    };
+    if mode == SandboxMode::On {
+        facts.failures = failures(&facts);
+    }
+    facts
+}
+
+/// The rules a sandboxed workspace must satisfy, as the ids of those it fails.
+pub fn failures(facts: &WorkspaceFacts) -> Vec<String> {
+    let mut failed = Vec::new();
+    let mut check = |ok: bool, id: &str| {
+        if !ok {
+            failed.push(id.to_string());
+        }
+    };
+    check(facts.shared_namespaces.is_empty(), "namespaces_shared");
+    check(facts.app_uid != 0, "app_is_root");
+    check(
+        facts.broker_uid != 0 || facts.app_uid != facts.broker_uid,
+        "app_uid_is_broker_uid",
+    );
+    check(facts.no_new_privs, "new_privileges_allowed");
+    check(
+        !facts.cap_eff.is_empty() && facts.cap_eff.chars().all(|digit| digit == '0'),
+        "capabilities_held",
+    );
+    check(facts.interfaces == ["lo"], "network_beyond_loopback");
+    check(facts.visible_forbidden.is_empty(), "forbidden_path_visible");
+    check(facts.root_read_only, "root_writable");
+    failed
+}
+
+/// Whether `/` in `mountinfo` is mounted read-only.
+fn root_mount_read_only(mountinfo: &Path) -> bool {
+    let text = std::fs::read_to_string(mountinfo).unwrap_or_default();
+    // The last mount on "/" is the visible one; field 5 is the mount point, 6 its options.
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            (fields.get(4) == Some(&"/")).then(|| fields.get(5).copied().unwrap_or(""))
+        })
+        .last()
+        .is_some_and(|options| options.split(',').any(|option| option == "ro"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_unsandboxed_process_fails_the_rules_it_should() {
+        let me = std::process::id();
+        let facts = measure(me, SandboxMode::On, &[PathBuf::from("/proc")]);
+        assert_eq!(facts.shared_namespaces.len(), NAMESPACES.len());
+        assert!(facts.failures.contains(&"namespaces_shared".to_string()));
+        assert!(
+            facts
+                .failures
+                .contains(&"forbidden_path_visible".to_string())
+        );
+        let off = measure(me, SandboxMode::Off, &[]);
+        assert!(
+            off.failures.is_empty(),
+            "no rules apply with the sandbox off"
+        );
+    }
+
+    #[test]
+    fn a_contained_workspace_passes() {
+        let facts = WorkspaceFacts {
+            sandbox: SandboxMode::On,
+            app_uid: 61234,
+            broker_uid: 0,
+            no_new_privs: true,
+            cap_eff: "0000000000000000".to_string(),
+            shared_namespaces: Vec::new(),
+            interfaces: vec!["lo".to_string()],
+            visible_forbidden: Vec::new(),
+            root_read_only: true,
+            failures: Vec::new(),
+        };
+        assert!(failures(&facts).is_empty());
+        let root_app = WorkspaceFacts {
+            app_uid: 0,
+            ..facts.clone()
+        };
+        assert!(failures(&root_app).contains(&"app_is_root".to_string()));
+        let networked = WorkspaceFacts {
+            interfaces: vec!["lo".to_string(), "eth0".to_string()],
+            ..facts
+        };
+        assert_eq!(failures(&networked), vec!["network_beyond_loopback"]);
+    }
+}
