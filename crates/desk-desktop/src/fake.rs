@@ -11,7 +11,8 @@
 //! - hand off an app window that is not maximized;
 //! - put a foreign (non-app) window in front, as a save dialog would be;
 //! - simulate the app saving: on a `ctrl+s` chord, append a line to the attempt file (the last
-//!   element of the launch argv) or to an explicit path.
+//!   element of the launch argv) or to an explicit path, or write a fixture DXF drawing over
+//!   the attempt file (`fake_dxf`, used by `deskbroker serve --backend fake`).
 //!
 //! Invariant: an action is recorded if and only if the fake pretends its input reached the
 //! desktop, so "recorded zero inputs" means "nothing was injected".
@@ -52,6 +53,10 @@ pub enum FakeSave {
     AttemptFromArgv,
     /// Appends a line to this file.
     Path(PathBuf),
+    /// Writes the fixture DXF ([`crate::fake_dxf::fixture_dxf`]) over the last element of the
+    /// launch argv: what `deskbroker serve --backend fake` does, so a checkpoint yields a
+    /// drawing the scorer parses.
+    FixtureDxf,
 }
 
 #[derive(Debug, Default)]
@@ -272,10 +277,11 @@ impl FakeDesktop {
 
     fn simulate_save(&mut self) -> Result<(), BackendError> {
         let save = self.handle.lock().save.clone();
+        let save_fixture = save == FakeSave::FixtureDxf;
         let target = match save {
             FakeSave::Disabled => return Ok(()),
             FakeSave::Path(path) => path,
-            FakeSave::AttemptFromArgv => {
+            FakeSave::AttemptFromArgv | FakeSave::FixtureDxf => {
                 match self.launch.as_ref().and_then(|launch| launch.argv.last()) {
                     Some(last) => PathBuf::from(last),
                     None => return Ok(()),
@@ -287,8 +293,13 @@ impl FakeDesktop {
             script.n_saves += 1;
             script.n_saves
         };
-        let mut contents = std::fs::read(&target).unwrap_or_default();
-        contents.extend_from_slice(format!("saved by fake desktop {n_saves}\n").as_bytes());
+        let contents = if save_fixture {
+            crate::fake_dxf::fixture_dxf(self.handle.n_inputs()).into_bytes()
+        } else {
+            let mut contents = std::fs::read(&target).unwrap_or_default();
+            contents.extend_from_slice(format!("saved by fake desktop {n_saves}\n").as_bytes());
+            contents
+        };
         std::fs::write(&target, contents).map_err(|error| {
             BackendError::OutcomeUnknown(format!(
                 "fake save to {} failed: {error}",

@@ -10,6 +10,7 @@
 mod backend;
 mod error;
 pub mod fake;
+pub mod fake_dxf;
 pub mod launcher;
 pub mod profile;
 mod worker_client;

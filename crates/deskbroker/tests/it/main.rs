@@ -6,6 +6,7 @@ mod auth;
 mod bench;
 mod crash;
 mod evidence;
+mod fake_server;
 mod faults;
 mod freecad;
 mod librecad;
