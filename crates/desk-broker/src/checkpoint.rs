@@ -3,10 +3,11 @@
 //!
 //! Checkpoint: if the attempt file's SHA-256 differs from the reset SHA-256 the agent already
 //! saved (`already_saved`). Otherwise, when the profile documents a save chord and an app-owned
-//! window is active, the broker sends that chord (logged with provenance `broker_checkpoint`)
-//! and polls the file for up to `save_timeout_ms` until its hash changes and then holds still
-//! (`controller_save`). A foreign window in front, a missing save chord, or an unchanged file is
-//! `checkpoint_failed`. The checkpointed bytes are copied to `<session>/checkpoint/<file>`;
+//! window is active, the broker sends that chord and polls the file for up to `save_timeout_ms`
+//! until its hash changes and then holds still (`controller_save`). The gesture's input is
+//! logged like an action's (`provenance` `broker_action`) with `origin` `checkpoint` and the last
+//! accepted action's index. A foreign window in front, a missing save chord, or an unchanged file
+//! is `checkpoint_failed`. The checkpointed bytes are copied to `<session>/checkpoint/<file>`;
 //! `retrieve_artifact` returns that copy after verifying its hash. Both write a signed record
 //! (`checkpoint`, `artifact`) before answering; the evidence keeps its own copy of the bytes.
 
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod};
-use desk_contract::events::Provenance;
+use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
 use crate::broker::{Broker, Inner, wrong_state};
@@ -130,9 +131,9 @@ impl Inner {
             let sequence = session.last_sequence + 1;
             let handoff_ms = session.handoff_ms.unwrap_or(outcome.frame.captured_at_ms);
             EventLogs::new(Path::new(&session.session_dir)).append(
-                &outcome.events,
-                session.next_action_index(),
-                Provenance::BrokerCheckpoint,
+                &outcome,
+                Origin::Checkpoint,
+                session.next_action_index().checked_sub(1),
                 FrameTiming {
                     sequence,
                     captured_at_ms: outcome.frame.captured_at_ms,

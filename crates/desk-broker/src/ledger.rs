@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use desk_contract::api::{ActionRequest, ActionResponse};
 use desk_contract::desktop::ActionOutcome;
-use desk_contract::events::Provenance;
+use desk_contract::events::Origin;
 use desk_contract::{ErrorCode, SettleOutcome};
 use desk_desktop::BackendError;
 
@@ -198,9 +198,9 @@ impl<'a> Ledger<'a> {
             previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
         };
         if let Err(error) = EventLogs::new(&session_dir).append(
-            &outcome.events,
-            self.action_index,
-            Provenance::BrokerAction,
+            outcome,
+            Origin::Action,
+            Some(self.action_index),
             timing,
         ) {
             return Err(self.incomplete("failed to write the event logs", error, true));

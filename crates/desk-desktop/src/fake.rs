@@ -9,6 +9,7 @@
 //! - fail the nth `execute` before any input ([`FakeFailure::BeforeInput`], nothing recorded) or
 //!   after input was sent ([`FakeFailure::OutcomeUnknown`], the input is recorded);
 //! - hand off an app window that is not maximized;
+//! - report keys or buttons found held after an action (and released);
 //! - put a foreign (non-app) window in front, as a save dialog would be;
 //! - simulate the app saving: on a `ctrl+s` chord, append a line to the attempt file (the last
 //!   element of the launch argv) or to an explicit path, or write a fixture DXF drawing over
@@ -67,6 +68,7 @@ struct Script {
     foreign_window_in_front: bool,
     unmaximized_handoff: bool,
     n_saves: u64,
+    held_after_next: Vec<String>,
 }
 
 /// A cloneable view into a [`FakeDesktop`]'s recorded inputs and script.
@@ -111,6 +113,12 @@ impl FakeHandle {
     /// Makes the next handoffs report an app window that is not maximized.
     pub fn set_unmaximized_handoff(&self, unmaximized: bool) {
         self.lock().unmaximized_handoff = unmaximized;
+    }
+
+    /// Makes the next `execute` report `names` (e.g. `ctrl`, `mouse_left`) as found held after
+    /// its input and released, as the worker does when an app grabbed a release.
+    pub fn leave_held_after_next(&self, names: Vec<String>) {
+        self.lock().held_after_next = names;
     }
 
     /// How many simulated saves wrote a file.
@@ -516,7 +524,7 @@ impl DesktopBackend for FakeDesktop {
             events,
             focus_before,
             focus_after: self.focus(),
-            released_after: Vec::new(),
+            released_after: std::mem::take(&mut self.handle.lock().held_after_next),
             settle: SettleReport {
                 outcome: SettleOutcome::Stable,
                 wait_ms: 0,
