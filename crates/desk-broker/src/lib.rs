@@ -16,6 +16,7 @@
 
 mod actions;
 mod api_error;
+mod artifact;
 mod auth;
 mod broker;
 mod checkpoint;

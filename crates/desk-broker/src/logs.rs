@@ -158,6 +158,22 @@ impl EventLogs {
         append_lines(&self.frame_events_path, &row_line)
     }
 
+    /// When the broker last sent input for an action (the largest `timestamp_ms` of the
+    /// `action` and `release` rows of `events.json`; a checkpoint's save gesture is no edit), or
+    /// `None` when it sent none since reset.
+    pub(crate) fn last_edit_input_ms(&self) -> Result<Option<u64>, BrokerError> {
+        let text = self.read_events()?;
+        let mut last = None;
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            let record: EventRecord =
+                serde_json::from_str(line).map_err(BrokerError::json("read the event log"))?;
+            if record.origin != Origin::Checkpoint {
+                last = last.max(Some(record.event.timestamp_ms));
+            }
+        }
+        Ok(last)
+    }
+
     /// The raw input log; empty before reset.
     pub(crate) fn read_events(&self) -> Result<String, BrokerError> {
         read_or_empty(&self.events_path)

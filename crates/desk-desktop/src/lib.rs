@@ -19,4 +19,4 @@ pub use backend::{AppLaunch, DesktopBackend};
 pub use error::BackendError;
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig};
-pub use profile::{AppProfile, ProfileError, ProfileSet};
+pub use profile::{AppProfile, ArtifactFormat, ProfileError, ProfileSet};
