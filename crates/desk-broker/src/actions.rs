@@ -91,7 +91,7 @@ impl Inner {
             Err(error) => return Err(ledger.not_injected(error)),
         };
         let sequence = ledger.session().last_sequence + 1;
-        let response = action_response(
+        let mut response = action_response(
             action_index,
             action_type,
             intent,
@@ -100,7 +100,7 @@ impl Inner {
             sequence,
             accepted_at_ms,
         );
-        ledger.delivered(&outcome, &response, input == InputAction::Done)?;
+        ledger.delivered(&outcome, &mut response, input == InputAction::Done)?;
         Ok(response)
     }
 
@@ -227,6 +227,7 @@ fn action_response(
             focus_before: (!done).then(|| outcome.focus_before.clone()),
             focus_after: (!done).then(|| outcome.focus_after.clone()),
             released_after: outcome.released_after.clone(),
+            observation_failures: Vec::new(),
             settle: SettleReceipt {
                 outcome: outcome.settle.outcome,
                 wait_ms: outcome.settle.wait_ms,

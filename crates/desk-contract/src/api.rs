@@ -197,6 +197,11 @@ pub struct Receipt {
     pub focus_after: Option<FocusFacts>,
     /// Keys or buttons found held after the action and released.
     pub released_after: Vec<String>,
+    /// Observations that failed after the input was delivered (`event_log`: its rows are
+    /// missing from `events.json` and `frame_events.json`). The action still counts and the
+    /// session continues; absent when every observation succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observation_failures: Vec<String>,
     /// Settle evidence.
     pub settle: SettleReceipt,
     /// True only when the settle wait ended stable.

@@ -512,3 +512,46 @@ async fn input_released_after_an_action_is_logged() {
     let row: Value = serde_json::from_str(frames.lines().last().unwrap()).unwrap();
     assert_eq!(row["events"].as_array().unwrap().len(), rows.len());
 }
+
+#[tokio::test]
+async fn a_failed_event_log_write_after_input_is_named_and_the_action_counts() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    // A full disk under events.json: appends fail with ENOSPC, reads see an empty log.
+    let events = harness
+        .dir
+        .path()
+        .join("sessions")
+        .join(&id)
+        .join("events.json");
+    std::fs::remove_file(&events).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &events).unwrap();
+    let (status, answer) = harness.act(&id, "a0", 0, click(5, 6)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["receipt"]["delivery"], "input_injected");
+    assert_eq!(
+        answer["receipt"]["observation_failures"],
+        json!(["event_log"])
+    );
+    assert!(
+        !answer["screenshot"]["png_base64"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(harness.fake.n_inputs(), 1);
+    assert_eq!(harness.status(&id).await["state"], "ready");
+    // The identical retry replays the same answer; the session takes the next action.
+    let (status, replay) = harness.act(&id, "a0", 0, click(5, 6)).await;
+    assert_eq!(status, StatusCode::OK, "{replay}");
+    assert_eq!(replay["idempotent_replay"], true);
+    assert_eq!(
+        replay["receipt"]["observation_failures"],
+        json!(["event_log"])
+    );
+    std::fs::remove_file(&events).unwrap();
+    let (status, next) = harness.act(&id, "a1", 1, click(7, 8)).await;
+    assert_eq!(status, StatusCode::OK, "{next}");
+    assert!(next["receipt"].get("observation_failures").is_none());
+    assert_eq!(harness.fake.n_inputs(), 2);
+}
