@@ -224,6 +224,7 @@ impl FakeDesktop {
             self.app_window(true)
         };
         FocusFacts {
+            focused: Some(active.window_id),
             active: Some(active),
             pointer: self.pointer,
         }

@@ -555,3 +555,30 @@ async fn a_failed_event_log_write_after_input_is_named_and_the_action_counts() {
     assert!(next["receipt"].get("observation_failures").is_none());
     assert_eq!(harness.fake.n_inputs(), 2);
 }
+
+#[tokio::test]
+async fn receipts_compare_the_pointer_with_the_target_and_report_input_focus() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, clicked) = harness.act(&id, "a0", 0, click(21, 34)).await;
+    assert_eq!(status, StatusCode::OK, "{clicked}");
+    let receipt = &clicked["receipt"];
+    assert_eq!(receipt["pointer_target"], json!({"x": 21, "y": 34}));
+    assert_eq!(receipt["pointer_on_target"], true);
+    let focus = &receipt["focus_after"];
+    assert_eq!(focus["focused"], focus["active"]["window_id"]);
+    let drag =
+        json!({"type": "drag", "path": [{"x": 1, "y": 2}, {"x": 50, "y": 60}], "intent": "draw"});
+    let (_, dragged) = harness.act(&id, "a1", 1, drag).await;
+    assert_eq!(
+        dragged["receipt"]["pointer_target"],
+        json!({"x": 50, "y": 60})
+    );
+    let key = json!({"type": "key", "keys": ["escape"], "intent": "cancel"});
+    let (_, pressed) = harness.act(&id, "a2", 2, key).await;
+    assert!(
+        pressed["receipt"].get("pointer_target").is_none(),
+        "{pressed}"
+    );
+    assert!(pressed["receipt"].get("pointer_on_target").is_none());
+}
