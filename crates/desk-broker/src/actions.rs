@@ -91,7 +91,7 @@ impl Inner {
             Err(error) => return Err(ledger.not_injected(error)),
         };
         let sequence = ledger.session().last_sequence + 1;
-        let response = action_response(
+        let mut response = action_response(
             action_index,
             action_type,
             intent,
@@ -100,7 +100,7 @@ impl Inner {
             sequence,
             accepted_at_ms,
         );
-        ledger.delivered(&outcome, &response, input == InputAction::Done)?;
+        ledger.delivered(&outcome, &mut response, input == InputAction::Done)?;
         Ok(response)
     }
 
@@ -180,6 +180,7 @@ impl Inner {
 fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
     let nowhere = desk_contract::desktop::FocusFacts {
         active: None,
+        focused: None,
         pointer: desk_contract::ScreenPoint { x: 0, y: 0 },
     };
     ActionOutcome {
@@ -210,6 +211,12 @@ fn action_response(
     accepted_at_ms: u64,
 ) -> ActionResponse {
     let done = *input == InputAction::Done;
+    let pointer_target = match input {
+        InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => Some(*at),
+        InputAction::Move { to, .. } => Some(*to),
+        InputAction::Drag { path, .. } => path.last().copied(),
+        _ => None,
+    };
     let delivery = match input {
         InputAction::Done => "done",
         InputAction::Wait { .. } => "waited",
@@ -227,6 +234,9 @@ fn action_response(
             focus_before: (!done).then(|| outcome.focus_before.clone()),
             focus_after: (!done).then(|| outcome.focus_after.clone()),
             released_after: outcome.released_after.clone(),
+            observation_failures: Vec::new(),
+            pointer_target,
+            pointer_on_target: pointer_target.map(|target| outcome.focus_after.pointer == target),
             settle: SettleReceipt {
                 outcome: outcome.settle.outcome,
                 wait_ms: outcome.settle.wait_ms,

@@ -58,6 +58,9 @@ impl BrokerError {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::CheckpointFailed,
             ),
+            BrokerError::ArtifactInvalid(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ArtifactInvalid)
+            }
             BrokerError::AppNotMaximized(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AppNotMaximized)
             }

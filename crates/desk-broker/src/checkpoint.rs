@@ -1,22 +1,28 @@
 //! Checkpoints and retrieval: proving that post-reset changes reached the attempt file, and
 //! handing out the checkpointed bytes and the input logs.
 //!
-//! Checkpoint: if the attempt file's SHA-256 differs from the reset SHA-256 the agent already
-//! saved (`already_saved`). Otherwise, when the profile documents a save chord and an app-owned
-//! window is active, the broker sends that chord (logged with provenance `broker_checkpoint`)
-//! and polls the file for up to `save_timeout_ms` until its hash changes and then holds still
-//! (`controller_save`). A foreign window in front, a missing save chord, or an unchanged file is
-//! `checkpoint_failed`. The checkpointed bytes are copied to `<session>/checkpoint/<file>`;
-//! `retrieve_artifact` returns that copy after verifying its hash. Both write a signed record
-//! (`checkpoint`, `artifact`) before answering; the evidence keeps its own copy of the bytes.
+//! Checkpoint: the attempt file is accepted as the agent saved it (`already_saved`) when its
+//! SHA-256 differs from the reset SHA-256 and it last changed no earlier than the last input the
+//! broker sent for an action (`events.json`; 50 ms of slack for the kernel's coarse file clock). Otherwise (unchanged, or saved before a later edit) the profile's
+//! save chord is sent when one is documented and an app-owned window is active, and the file is
+//! polled for up to `save_timeout_ms` until it was written again, differs from reset and holds
+//! still (`controller_save`). The gesture's input is logged like an action's (`provenance`
+//! `broker_action`) with `origin` `checkpoint` and the last accepted action's index. A foreign
+//! window in front, a missing save chord, or a file the gesture did not rewrite is
+//! `checkpoint_failed`. Either way the bytes must then pass the validator of the profile's
+//! `[attempt] format` (`artifact`), else `artifact_invalid` and no checkpoint is recorded. The
+//! checkpointed bytes are copied to `<session>/checkpoint/<file>`; `retrieve_artifact` returns
+//! that copy after verifying its hash. Both write a signed record (`checkpoint`, `artifact`)
+//! before answering; the evidence keeps its own copy of the bytes.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod};
-use desk_contract::events::Provenance;
+use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
+use crate::artifact;
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
 use crate::evidence;
@@ -25,6 +31,11 @@ use crate::reset::file_digest;
 use crate::store::SessionRow;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How much earlier than the last input a file may appear modified and still count as saved
+/// after it: Linux stamps files from its coarse clock, up to a scheduler tick (10 ms at 100 Hz)
+/// behind the clock input is stamped with, and an app writes its save right after the keys.
+const MTIME_SLACK_MS: u64 = 50;
 
 fn method_name(method: SaveMethod) -> &'static str {
     match method {
@@ -57,8 +68,18 @@ impl Inner {
         ) else {
             return Err(wrong_state("checkpoint", &session));
         };
-        let (mut sha256, mut size, mut bytes) = file_digest(&attempt_path)?;
-        if session.checkpoint_sha.as_deref() == Some(sha256.as_str())
+        let profile = self
+            .config
+            .profiles
+            .get(&session.profile)
+            .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
+        let saved = SavedFile::read(&attempt_path)?;
+        // An artifact that last changed before the last input is not proof of the last edit.
+        let last_input_ms = EventLogs::new(Path::new(&session.session_dir)).last_edit_input_ms()?;
+        let stale = last_input_ms
+            .is_some_and(|input_ms| saved.modified_ms.saturating_add(MTIME_SLACK_MS) < input_ms);
+        if !stale
+            && session.checkpoint_sha.as_deref() == Some(saved.sha256.as_str())
             && let Some(method) = session.checkpoint_method.as_deref()
         {
             let method = if method == "controller_save" {
@@ -69,30 +90,30 @@ impl Inner {
             return Ok(CheckpointResponse {
                 session_id: session.id.clone(),
                 method,
-                sha256,
-                size,
+                sha256: saved.sha256,
+                size: saved.size,
                 reset_sha256: reset_sha,
             });
         }
-        let method = if sha256 != reset_sha {
-            SaveMethod::AlreadySaved
+        let (method, saved) = if saved.sha256 != reset_sha && !stale {
+            (SaveMethod::AlreadySaved, saved)
         } else {
-            let profile = self
-                .config
-                .profiles
-                .get(&session.profile)
-                .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
+            let why = if stale {
+                "the attempt file last changed before the last input"
+            } else {
+                "the attempt file is unchanged since reset"
+            };
             if profile.save_keys.is_empty() {
                 return Err(BrokerError::CheckpointFailed(format!(
-                    "the attempt file is unchanged since reset and profile {:?} documents no \
-                     save gesture; save from the app first",
+                    "{why} and profile {:?} documents no save gesture; save from the app \
+                     first",
                     profile.name
                 )));
             }
             let Some(backend) = runtime.backend.as_mut() else {
-                return Err(BrokerError::CheckpointFailed(
-                    "the attempt file is unchanged and the session's desktop is gone".to_string(),
-                ));
+                return Err(BrokerError::CheckpointFailed(format!(
+                    "{why} and the session's desktop is gone"
+                )));
             };
             let facts = backend
                 .facts()
@@ -101,16 +122,16 @@ impl Inner {
                 Some(window) if window.is_app => {}
                 Some(window) => {
                     return Err(BrokerError::CheckpointFailed(format!(
-                        "a window not owned by the app ({:?}) is in front; finish or close that \
-                         dialog first, then checkpoint again",
+                        "{why}, and a window not owned by the app ({:?}) is in front; finish \
+                         or close that dialog first, then checkpoint again",
                         window.title
                     )));
                 }
                 None => {
-                    return Err(BrokerError::CheckpointFailed(
-                        "no app window is active; activate the app first, then checkpoint again"
-                            .to_string(),
-                    ));
+                    return Err(BrokerError::CheckpointFailed(format!(
+                        "{why}, and no app window is active; activate the app first, then \
+                         checkpoint again"
+                    )));
                 }
             }
             let save_action = Action::Key {
@@ -123,16 +144,16 @@ impl Inner {
             let Some(backend) = runtime.backend.as_mut() else {
                 return Err(BrokerError::Internal("desktop vanished".to_string()));
             };
-            tracing::info!(session_id, keys = ?profile.save_keys, "checkpoint: controller save");
+            tracing::info!(session_id, keys = ?profile.save_keys, stale, "checkpoint: controller save");
             let outcome = backend
                 .execute(validated.input(), self.config.settle)
                 .map_err(BrokerError::desktop("send the save gesture"))?;
             let sequence = session.last_sequence + 1;
             let handoff_ms = session.handoff_ms.unwrap_or(outcome.frame.captured_at_ms);
             EventLogs::new(Path::new(&session.session_dir)).append(
-                &outcome.events,
-                session.next_action_index(),
-                Provenance::BrokerCheckpoint,
+                &outcome,
+                Origin::Checkpoint,
+                session.next_action_index().checked_sub(1),
                 FrameTiming {
                     sequence,
                     captured_at_ms: outcome.frame.captured_at_ms,
@@ -143,10 +164,17 @@ impl Inner {
             session.last_sequence = sequence;
             session.last_frame_ms = Some(outcome.frame.captured_at_ms);
             self.store.save_session(&session)?;
-            (sha256, size, bytes) =
-                wait_for_save(&attempt_path, &reset_sha, profile.save_timeout_ms)?;
-            SaveMethod::ControllerSave
+            let resaved =
+                wait_for_save(&attempt_path, &saved, &reset_sha, profile.save_timeout_ms)?;
+            (SaveMethod::ControllerSave, resaved)
         };
+        artifact::validate(profile.attempt.format, &saved.bytes)?;
+        let SavedFile {
+            sha256,
+            size,
+            bytes,
+            ..
+        } = saved;
         let copy_path = checkpoint_copy_path(&session, &attempt_path);
         write_synced(&copy_path, &bytes)?;
         let file_name = copy_path
@@ -223,31 +251,70 @@ impl Inner {
     }
 }
 
-/// Polls until the file's hash differs from `reset_sha` and reads the same twice in a row.
+/// An attempt file as read at one moment.
+struct SavedFile {
+    sha256: String,
+    size: u64,
+    bytes: Vec<u8>,
+    /// Modification time, milliseconds since the Unix epoch (floored).
+    modified_ms: u64,
+}
+
+impl SavedFile {
+    fn read(path: &Path) -> Result<SavedFile, BrokerError> {
+        let modified = std::fs::metadata(path)
+            .and_then(|metadata| metadata.modified())
+            .map_err(BrokerError::io(
+                "read the attempt file's modification time",
+                path,
+            ))?;
+        let modified_ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
+        let (sha256, size, bytes) = file_digest(path)?;
+        Ok(SavedFile {
+            sha256,
+            size,
+            bytes,
+            modified_ms,
+        })
+    }
+
+    fn same_as(&self, other: &SavedFile) -> bool {
+        self.sha256 == other.sha256 && self.modified_ms == other.modified_ms
+    }
+}
+
+/// Polls until the file was written again after `before` (its hash or modification time
+/// differs), differs from `reset_sha`, and reads the same twice in a row.
 fn wait_for_save(
     path: &Path,
+    before: &SavedFile,
     reset_sha: &str,
     timeout_ms: u32,
-) -> Result<(String, u64, Vec<u8>), BrokerError> {
+) -> Result<SavedFile, BrokerError> {
     let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
-    let mut previous: Option<String> = None;
+    let mut previous: Option<SavedFile> = None;
     loop {
-        let (sha256, size, bytes) = match file_digest(path) {
-            Ok(digest) => digest,
-            // The app may replace the file by rename; a brief absence is not a failure.
-            Err(_) => (reset_sha.to_string(), 0, Vec::new()),
-        };
-        if sha256 != reset_sha {
-            if previous.as_deref() == Some(sha256.as_str()) {
-                return Ok((sha256, size, bytes));
+        // The app may replace the file by rename; a brief absence is not a failure.
+        let current = SavedFile::read(path).ok();
+        match current {
+            Some(current) if !current.same_as(before) && current.sha256 != reset_sha => {
+                if previous
+                    .as_ref()
+                    .is_some_and(|previous| previous.same_as(&current))
+                {
+                    return Ok(current);
+                }
+                previous = Some(current);
             }
-            previous = Some(sha256);
-        } else {
-            previous = None;
+            _ => previous = None,
         }
         if Instant::now() >= deadline {
             return Err(BrokerError::CheckpointFailed(format!(
-                "the save gesture did not change the attempt file within {timeout_ms} ms"
+                "the save gesture did not write a changed attempt file within {timeout_ms} ms"
             )));
         }
         std::thread::sleep(POLL_INTERVAL);

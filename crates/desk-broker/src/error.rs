@@ -63,6 +63,9 @@ pub enum BrokerError {
     /// The checkpoint could not prove a saved change.
     #[error("checkpoint failed: {0}")]
     CheckpointFailed(String),
+    /// The saved artifact failed its format's validator; no checkpoint was recorded.
+    #[error("the saved artifact is not valid: {0}")]
+    ArtifactInvalid(String),
     /// The app's window was not maximized at handoff.
     #[error("app window was not maximized at handoff: {0}")]
     AppNotMaximized(String),

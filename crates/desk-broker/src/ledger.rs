@@ -9,15 +9,16 @@
 //!
 //! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
 //! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
-//! then `unknown` and the session `error`). A failure in steps 4–6 takes the one fail-closed
-//! path, [`Ledger::incomplete`]: an `incomplete` receipt (best effort), the row `unknown`, the
-//! session `error`; the delivered input is never replayed.
+//! then `unknown` and the session `error`). A failed event-log write (step 5) is an observation
+//! failure: named in the receipt, the action counts. A failure in steps 4 or 6 takes the one
+//! fail-closed path, [`Ledger::incomplete`]: an `incomplete` receipt (best effort), the row
+//! `unknown`, the session `error`; the delivered input is never replayed.
 
 use std::time::Instant;
 
 use desk_contract::api::{ActionRequest, ActionResponse};
 use desk_contract::desktop::ActionOutcome;
-use desk_contract::events::Provenance;
+use desk_contract::events::Origin;
 use desk_contract::{ErrorCode, SettleOutcome};
 use desk_desktop::BackendError;
 
@@ -174,11 +175,13 @@ impl<'a> Ledger<'a> {
     }
 
     /// Steps 4–7 for a delivered action whose answer is `response` (its screenshot carries the
-    /// bytes of `outcome.frame`). `done` ends the session's actions.
+    /// bytes of `outcome.frame`). `done` ends the session's actions. The input counts: a failed
+    /// event-log write is named in the receipt's `observation_failures` and the session
+    /// continues.
     pub(crate) fn delivered(
         mut self,
         outcome: &ActionOutcome,
-        response: &ActionResponse,
+        response: &mut ActionResponse,
         done: bool,
     ) -> Result<(), BrokerError> {
         let started = Instant::now();
@@ -198,12 +201,21 @@ impl<'a> Ledger<'a> {
             previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
         };
         if let Err(error) = EventLogs::new(&session_dir).append(
-            &outcome.events,
-            self.action_index,
-            Provenance::BrokerAction,
+            outcome,
+            Origin::Action,
+            Some(self.action_index),
             timing,
         ) {
-            return Err(self.incomplete("failed to write the event logs", error, true));
+            tracing::error!(
+                session_id = self.session.id,
+                action_index = self.action_index,
+                %error,
+                "failed to write the event logs of a delivered action; the action counts"
+            );
+            response
+                .receipt
+                .observation_failures
+                .push("event_log".to_string());
         }
         let receipt_started = Instant::now();
         if let Err(error) = evidence::action_receipt(

@@ -18,6 +18,7 @@
 mod actions;
 mod admission;
 mod api_error;
+mod artifact;
 mod auth;
 mod broker;
 mod checkpoint;

@@ -1,12 +1,14 @@
 //! The two per-session input logs, written next to the attempt data and fsynced before the
-//! broker answers.
+//! broker answers. The field-by-field schema is `docs/event-logs.md`.
 //!
 //! `<session>/events.json` (NDJSON, one [`EventRecord`] per line): every low-level input the
-//! desktop reported, in order: `{"timestamp_ms", "type", ...event fields, "sourcePid": -1,
-//! "actionIndex", "provenance"}` with `type` one of `mouse_move`, `click`, `drag`, `scroll`,
-//! `key`, `modifier_change` and `provenance` `broker_action` (an agent action, `actionIndex` is
-//! its index) or `broker_checkpoint` (the controller save gesture; `actionIndex` is the number of
-//! actions accepted before it, i.e. the index the next action would get).
+//! broker sent, in order: `{"timestamp_ms", "type", ...event fields, "sourcePid": -1,
+//! "actionIndex", "provenance": "broker_action", "origin"}` with `type` one of `mouse_move`,
+//! `click`, `drag`, `scroll`, `key`, `modifier_change` and `origin` `action` (the agent's action
+//! `actionIndex`), `release` (a key or button found held after action `actionIndex` and
+//! released; stamped with the time of the action's last input, which it immediately follows) or
+//! `checkpoint` (the controller save gesture; `actionIndex` is the last action accepted before
+//! it, null when none was, never the index the next action will get).
 //!
 //! `<session>/frame_events.json` (NDJSON, one [`FrameEventsRow`] per broker-captured action
 //! frame, including `done` and checkpoint frames): `{"frame", "video_t_ms", "events"}` where
@@ -21,7 +23,10 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use desk_contract::events::{EventRecord, FrameEvent, FrameEventsRow, InputEvent, Provenance};
+use desk_contract::desktop::ActionOutcome;
+use desk_contract::events::{
+    EventRecord, FrameEvent, FrameEventsRow, InputEvent, Origin, Provenance, release_events,
+};
 
 use crate::error::BrokerError;
 
@@ -85,23 +90,39 @@ impl EventLogs {
         Ok(())
     }
 
-    /// Appends one action's events to both logs and one frame row to `frame_events.json`.
+    /// Appends the inputs of one outcome to both logs and one frame row to
+    /// `frame_events.json`: its events with `origin`, then what was released after it.
     pub(crate) fn append(
         &self,
-        events: &[InputEvent],
-        action_index: u64,
-        provenance: Provenance,
+        outcome: &ActionOutcome,
+        origin: Origin,
+        action_index: Option<u64>,
         timing: FrameTiming,
     ) -> Result<(), BrokerError> {
         let serialize = BrokerError::json("serialize an event record");
-        let records: Vec<EventRecord> = events
-            .iter()
-            .map(|event| EventRecord {
+        let released_at_ms = outcome
+            .events
+            .last()
+            .map_or(outcome.frame.captured_at_ms, |event| event.timestamp_ms);
+        let released = release_events(
+            &outcome.released_after,
+            released_at_ms,
+            outcome.focus_after.pointer,
+        );
+        let record = |origin: Origin| {
+            move |event: &InputEvent| EventRecord {
                 event: event.clone(),
                 source_pid: -1,
                 action_index,
-                provenance,
-            })
+                provenance: Provenance::BrokerAction,
+                origin,
+            }
+        };
+        let records: Vec<EventRecord> = outcome
+            .events
+            .iter()
+            .map(record(origin))
+            .chain(released.iter().map(record(Origin::Release)))
             .collect();
         let mut event_lines = String::new();
         for record in &records {
@@ -135,6 +156,22 @@ impl EventLogs {
             append_lines(&self.events_path, &event_lines)?;
         }
         append_lines(&self.frame_events_path, &row_line)
+    }
+
+    /// When the broker last sent input for an action (the largest `timestamp_ms` of the
+    /// `action` and `release` rows of `events.json`; a checkpoint's save gesture is no edit), or
+    /// `None` when it sent none since reset.
+    pub(crate) fn last_edit_input_ms(&self) -> Result<Option<u64>, BrokerError> {
+        let text = self.read_events()?;
+        let mut last = None;
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            let record: EventRecord =
+                serde_json::from_str(line).map_err(BrokerError::json("read the event log"))?;
+            if record.origin != Origin::Checkpoint {
+                last = last.max(Some(record.event.timestamp_ms));
+            }
+        }
+        Ok(last)
     }
 
     /// The raw input log; empty before reset.

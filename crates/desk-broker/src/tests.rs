@@ -40,7 +40,7 @@ fn server_errors_hide_their_cause() {
 #[test]
 fn event_log_records_round_trip() {
     use desk_contract::events::{
-        EventRecord, FrameEvent, FrameEventsRow, InputEvent, InputEventKind, Provenance,
+        EventRecord, FrameEvent, FrameEventsRow, InputEvent, InputEventKind, Origin, Provenance,
     };
     let event = InputEvent {
         timestamp_ms: 5,
@@ -51,12 +51,16 @@ fn event_log_records_round_trip() {
     let record = EventRecord {
         event,
         source_pid: -1,
-        action_index: 3,
+        action_index: Some(3),
         provenance: Provenance::BrokerAction,
+        origin: Origin::Release,
     };
     let text = serde_json::to_string(&record).unwrap();
     assert!(
-        text.contains(r#""sourcePid":-1"#) && text.contains(r#""actionIndex":3"#),
+        text.contains(r#""sourcePid":-1"#)
+            && text.contains(r#""actionIndex":3"#)
+            && text.contains(r#""provenance":"broker_action""#)
+            && text.contains(r#""origin":"release""#),
         "{text}"
     );
     assert_eq!(serde_json::from_str::<EventRecord>(&text).unwrap(), record);

@@ -23,7 +23,7 @@ pub use corpus::{
     Budgets, CONTRACT_VERSION, CORPUS_VERSION, DrawingType, Level, Split, Task, TaskId,
     generate_corpus, load_gold, load_tasks, write_corpus,
 };
-pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, write_dxf};
+pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, read_dxf_bytes, write_dxf};
 pub use error::CadError;
 pub use model::{DimKind, Entity, Geometry, Model, Point};
 pub use render::{render_png, render_svg};

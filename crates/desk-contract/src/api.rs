@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::Action;
 use crate::desktop::{FocusFacts, WindowFacts};
+use crate::geometry::ScreenPoint;
 use crate::settle::SettleOutcome;
 
 /// Session states.
@@ -201,6 +202,19 @@ pub struct Receipt {
     pub focus_after: Option<FocusFacts>,
     /// Keys or buttons found held after the action and released.
     pub released_after: Vec<String>,
+    /// Observations that failed after the input was delivered (`event_log`: its rows are
+    /// missing from `events.json` and `frame_events.json`). The action still counts and the
+    /// session continues; absent when every observation succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observation_failures: Vec<String>,
+    /// Where the action put the pointer (click, double_click, move, the end of a drag); absent
+    /// for actions without a target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointer_target: Option<ScreenPoint>,
+    /// Whether the pointer was found at `pointer_target` after settling (`focus_after`);
+    /// absent with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointer_on_target: Option<bool>,
     /// Settle evidence.
     pub settle: SettleReceipt,
     /// True only when the settle wait ended stable.

@@ -64,6 +64,11 @@ pub struct WindowFacts {
 pub struct FocusFacts {
     /// `_NET_ACTIVE_WINDOW`, when any.
     pub active: Option<WindowFacts>,
+    /// The window holding X input focus (where keys go): the active window or one of its
+    /// children, or another window; `None` when focus is None or PointerRoot (or the worker
+    /// predates this field).
+    #[serde(default)]
+    pub focused: Option<u32>,
     /// Pointer position.
     pub pointer: ScreenPoint,
 }

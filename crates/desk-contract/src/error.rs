@@ -24,6 +24,9 @@ pub enum ErrorCode {
     CheckpointRequired,
     /// The checkpoint could not prove that post-reset changes reached the saved file.
     CheckpointFailed,
+    /// The saved artifact failed its format's validator (a truncated or unparsable DXF); no
+    /// checkpoint was recorded.
+    ArtifactInvalid,
     /// The lease expired; the session was or will be released.
     LeaseExpired,
     /// Input may have reached the desktop but its outcome is unknown; it is never replayed.
@@ -62,6 +65,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::CheckpointRequired => "checkpoint_required",
             ErrorCode::CheckpointFailed => "checkpoint_failed",
+            ErrorCode::ArtifactInvalid => "artifact_invalid",
             ErrorCode::LeaseExpired => "lease_expired",
             ErrorCode::InputOutcomeUnknown => "input_outcome_unknown",
             ErrorCode::DesktopFailed => "desktop_failed",

@@ -3,12 +3,17 @@
 //!
 //! Schema (one JSON object per line), documented in `docs/event-logs.md`:
 //! `events.json`: `{"type", ...fields, "timestamp_ms", "sourcePid": -1, "actionIndex",
-//! "provenance"}`; `frame_events.json`: `{"frame", "video_t_ms", "events": [event + "video_t_ms" +
-//! "t_in_frame_ms"]}`.
+//! "provenance": "broker_action", "origin"}`; `frame_events.json`: `{"frame", "video_t_ms",
+//! "events": [event + "video_t_ms" + "t_in_frame_ms"]}`.
+//!
+//! Invariant: every row is broker-generated input, so `provenance` is always `broker_action`
+//! (the benchmark contract's value); what produced it (the agent's action, the checkpoint's save
+//! gesture, the release of input left held) is `origin`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Button;
+use crate::action::{Button, Modifier};
+use crate::geometry::ScreenPoint;
 
 /// One low-level input the worker sent, in order.
 ///
@@ -81,16 +86,67 @@ pub struct InputEvent {
     pub kind: InputEventKind,
 }
 
-/// Who produced an event.
+/// Who generated an event: always the broker (the benchmark contract's
+/// `provenance="broker_action"`); [`Origin`] says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Provenance {
-    /// An agent action executed by the broker.
+    /// Input the broker injected.
     BrokerAction,
-    /// The broker's own documented save gesture during a checkpoint.
-    BrokerCheckpoint,
-    /// The broker releasing keys or buttons left held.
-    BrokerRelease,
+}
+
+/// Why the broker generated an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The agent's action `actionIndex`.
+    Action,
+    /// The profile's save gesture sent by a checkpoint; `actionIndex` is the last action
+    /// accepted before it (null when none was).
+    Checkpoint,
+    /// A key or button found held after action `actionIndex` and released by the broker.
+    Release,
+}
+
+/// The events of releasing `names` (as an `ActionOutcome`'s `released_after` reports them:
+/// `shift`/`ctrl`/`alt`, `mouse_left`/`mouse_middle`/`mouse_right`, or a key name) at `at_ms`
+/// with the pointer at `pointer`. A name that is no modifier or pointer button (including other
+/// mouse buttons) is a `key` release of that name.
+pub fn release_events(names: &[String], at_ms: u64, pointer: ScreenPoint) -> Vec<InputEvent> {
+    names
+        .iter()
+        .map(|name| {
+            let modifier = [Modifier::Shift, Modifier::Ctrl, Modifier::Alt]
+                .into_iter()
+                .find(|modifier| modifier.as_str() == name);
+            let button = match name.as_str() {
+                "mouse_left" => Some(Button::Left),
+                "mouse_middle" => Some(Button::Middle),
+                "mouse_right" => Some(Button::Right),
+                _ => None,
+            };
+            let kind = match (modifier, button) {
+                (Some(modifier), _) => InputEventKind::ModifierChange {
+                    modifier: modifier.as_str().to_string(),
+                    pressed: false,
+                },
+                (None, Some(button)) => InputEventKind::Click {
+                    x: pointer.x,
+                    y: pointer.y,
+                    button,
+                    pressed: false,
+                },
+                (None, None) => InputEventKind::Key {
+                    key: name.clone(),
+                    pressed: false,
+                },
+            };
+            InputEvent {
+                timestamp_ms: at_ms,
+                kind,
+            }
+        })
+        .collect()
 }
 
 /// A row of `events.json`.
@@ -102,11 +158,14 @@ pub struct EventRecord {
     /// Always -1 for synthetic input.
     #[serde(rename = "sourcePid")]
     pub source_pid: i32,
-    /// The action index that produced it.
+    /// The action that produced it ([`Origin::Action`], [`Origin::Release`]) or preceded it
+    /// ([`Origin::Checkpoint`]; `None`, serialized as null, when no action preceded it).
     #[serde(rename = "actionIndex")]
-    pub action_index: u64,
-    /// Who produced it.
+    pub action_index: Option<u64>,
+    /// Always [`Provenance::BrokerAction`].
     pub provenance: Provenance,
+    /// Why the broker sent it.
+    pub origin: Origin,
 }
 
 /// An event embedded in a `frame_events.json` row.

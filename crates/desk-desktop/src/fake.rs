@@ -9,9 +9,11 @@
 //! - fail the nth `execute` before any input ([`FakeFailure::BeforeInput`], nothing recorded) or
 //!   after input was sent ([`FakeFailure::OutcomeUnknown`], the input is recorded);
 //! - hand off an app window that is not maximized;
+//! - report keys or buttons found held after an action (and released);
 //! - put a foreign (non-app) window in front, as a save dialog would be;
 //! - simulate the app saving: on a `ctrl+s` chord, append a line to the attempt file (the last
-//!   element of the launch argv) or to an explicit path.
+//!   element of the launch argv) or to an explicit path, or write a fixture DXF drawing over
+//!   the attempt file (`fake_dxf`, used by `deskbroker serve --backend fake`).
 //!
 //! Invariant: an action is recorded if and only if the fake pretends its input reached the
 //! desktop, so "recorded zero inputs" means "nothing was injected".
@@ -52,6 +54,10 @@ pub enum FakeSave {
     AttemptFromArgv,
     /// Appends a line to this file.
     Path(PathBuf),
+    /// Writes the fixture DXF ([`crate::fake_dxf::fixture_dxf`]) over the last element of the
+    /// launch argv: what `deskbroker serve --backend fake` does, so a checkpoint yields a
+    /// drawing the scorer parses.
+    FixtureDxf,
 }
 
 #[derive(Debug, Default)]
@@ -62,6 +68,7 @@ struct Script {
     foreign_window_in_front: bool,
     unmaximized_handoff: bool,
     n_saves: u64,
+    held_after_next: Vec<String>,
 }
 
 /// A cloneable view into a [`FakeDesktop`]'s recorded inputs and script.
@@ -106,6 +113,12 @@ impl FakeHandle {
     /// Makes the next handoffs report an app window that is not maximized.
     pub fn set_unmaximized_handoff(&self, unmaximized: bool) {
         self.lock().unmaximized_handoff = unmaximized;
+    }
+
+    /// Makes the next `execute` report `names` (e.g. `ctrl`, `mouse_left`) as found held after
+    /// its input and released, as the worker does when an app grabbed a release.
+    pub fn leave_held_after_next(&self, names: Vec<String>) {
+        self.lock().held_after_next = names;
     }
 
     /// How many simulated saves wrote a file.
@@ -211,6 +224,7 @@ impl FakeDesktop {
             self.app_window(true)
         };
         FocusFacts {
+            focused: Some(active.window_id),
             active: Some(active),
             pointer: self.pointer,
         }
@@ -272,10 +286,11 @@ impl FakeDesktop {
 
     fn simulate_save(&mut self) -> Result<(), BackendError> {
         let save = self.handle.lock().save.clone();
+        let save_fixture = save == FakeSave::FixtureDxf;
         let target = match save {
             FakeSave::Disabled => return Ok(()),
             FakeSave::Path(path) => path,
-            FakeSave::AttemptFromArgv => {
+            FakeSave::AttemptFromArgv | FakeSave::FixtureDxf => {
                 match self.launch.as_ref().and_then(|launch| launch.argv.last()) {
                     Some(last) => PathBuf::from(last),
                     None => return Ok(()),
@@ -287,8 +302,13 @@ impl FakeDesktop {
             script.n_saves += 1;
             script.n_saves
         };
-        let mut contents = std::fs::read(&target).unwrap_or_default();
-        contents.extend_from_slice(format!("saved by fake desktop {n_saves}\n").as_bytes());
+        let contents = if save_fixture {
+            crate::fake_dxf::fixture_dxf(self.handle.n_inputs()).into_bytes()
+        } else {
+            let mut contents = std::fs::read(&target).unwrap_or_default();
+            contents.extend_from_slice(format!("saved by fake desktop {n_saves}\n").as_bytes());
+            contents
+        };
         std::fs::write(&target, contents).map_err(|error| {
             BackendError::OutcomeUnknown(format!(
                 "fake save to {} failed: {error}",
@@ -505,7 +525,7 @@ impl DesktopBackend for FakeDesktop {
             events,
             focus_before,
             focus_after: self.focus(),
-            released_after: Vec::new(),
+            released_after: std::mem::take(&mut self.handle.lock().held_after_next),
             settle: SettleReport {
                 outcome: SettleOutcome::Stable,
                 wait_ms: 0,

@@ -10,6 +10,7 @@
 mod backend;
 mod error;
 pub mod fake;
+pub mod fake_dxf;
 pub mod launcher;
 pub mod profile;
 pub mod sandbox;
@@ -19,5 +20,5 @@ pub use backend::{AppLaunch, DesktopBackend};
 pub use error::BackendError;
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};
-pub use profile::{AppProfile, ProfileError, ProfileSet};
+pub use profile::{AppProfile, ArtifactFormat, ProfileError, ProfileSet};
 pub use sandbox::SandboxPolicy;

@@ -61,6 +61,20 @@ pub struct AttemptSpec {
     /// exclusive with a non-empty `template`.
     #[serde(default)]
     pub template_base64: Option<String>,
+    /// The artifact's format, naming the validator a checkpoint runs on the saved file.
+    #[serde(default)]
+    pub format: ArtifactFormat,
+}
+
+/// An attempt file's format and so its checkpoint validator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactFormat {
+    /// No validator: any changed file is accepted.
+    #[default]
+    Any,
+    /// A DXF: must be complete (ends with `EOF`) and parse with the scorer's DXF reader.
+    Dxf,
 }
 
 impl AttemptSpec {

@@ -214,7 +214,20 @@ impl Windows<'_> {
             x: u32::try_from(reply.root_x.max(0)).unwrap_or(0),
             y: u32::try_from(reply.root_y.max(0)).unwrap_or(0),
         };
-        Ok(FocusFacts { active, pointer })
+        let input_focus = self
+            .conn
+            .get_input_focus()
+            .map_err(X11Error::conn("get input focus"))?
+            .reply()
+            .map_err(X11Error::reply("get input focus"))?
+            .focus;
+        // 0 is None and 1 is PointerRoot: no window holds the focus.
+        let focused = (input_focus > 1).then_some(input_focus);
+        Ok(FocusFacts {
+            active,
+            focused,
+            pointer,
+        })
     }
 
     fn client_message(&self, window: Window, kind: u32, data: [u32; 5]) -> Result<(), X11Error> {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// deskbroker: a control plane that gives computer-use agents real desktops.
 ///
@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 /// Start here:
 ///   deskbroker demo                  # everything at once: broker, LibreCAD, a drawing, checks
 ///   deskbroker serve                 # run the broker on a Unix socket
+///   deskbroker serve --backend fake  # the same API over fake desktops, for harness tests
 ///   deskbroker session lease --task-id t1 --attempt-id a1
 ///   deskbroker perf                  # latency against peer tools on the same display
 #[derive(Debug, Parser)]
@@ -107,8 +108,24 @@ pub(crate) struct ServeArgs {
     /// own); a new connection over the cap closes the longest-idle one.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_connections: u32,
+    /// What each session's desktop is. `local`: a private Xvfb, openbox and the profile's app.
+    /// `fake`: no processes and no X; the whole HTTP API (leases, validation, exactly-once,
+    /// both input logs, checkpoint before retrieval) over deterministic synthetic screenshots
+    /// of a maximized app, where ctrl+s saves a fixture DXF to the attempt file. For harness
+    /// integration tests in any language; see README "A fake broker for harness tests".
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    pub(crate) backend: Backend,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
+}
+
+/// The kind of desktop `serve` gives each session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Backend {
+    /// Xvfb + openbox + the app, driven by a `deskbroker worker`.
+    Local,
+    /// `FakeDesktop`: synthetic frames, no processes; ctrl+s saves a fixture DXF.
+    Fake,
 }
 
 #[derive(Debug, Args)]

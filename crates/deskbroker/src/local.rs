@@ -1,6 +1,7 @@
 //! Wiring a broker on this machine: the LocalDesktop factory (each session gets a private Xvfb,
-//! openbox, the app and a `deskbroker worker`), `serve` as a daemon, and an in-process broker
-//! for `demo` and `bench`.
+//! openbox, the app and a `deskbroker worker`), the fake factory of `serve --backend fake`
+//! (a `FakeDesktop` per session whose save chord writes a fixture DXF), `serve` as a daemon,
+//! and an in-process broker for `demo` and `bench`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,11 +11,14 @@ use anyhow::{Context, Result};
 use desk_broker::{AuthConfig, BackendFactory, BackendRequest, Broker, BrokerConfig};
 use desk_client::Client;
 use desk_contract::DisplaySize;
-use desk_desktop::{BackendError, DesktopBackend, LocalDesktop, LocalDesktopConfig, ProfileSet};
+use desk_desktop::fake::FakeSave;
+use desk_desktop::{
+    BackendError, DesktopBackend, FakeDesktop, LocalDesktop, LocalDesktopConfig, ProfileSet,
+};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::cli::{BrokerArgs, ServeArgs};
+use crate::cli::{Backend, BrokerArgs, ServeArgs};
 use crate::paths::{default_socket, default_state_dir};
 
 fn worker_command() -> Result<Vec<String>> {
@@ -56,7 +60,24 @@ impl BackendFactory for LocalFactory {
     }
 }
 
+/// `serve --backend fake`: one [`FakeDesktop`] per session, launching nothing. The save chord
+/// writes the fixture DXF over the attempt file. Fake desktops live in this process only, so a
+/// restarted broker reattaches none (the default).
+struct FakeFactory;
+
+impl BackendFactory for FakeFactory {
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        let desktop = FakeDesktop::new(request.display);
+        desktop.handle().set_save(FakeSave::FixtureDxf);
+        Ok(Box::new(desktop))
+    }
+}
+
 fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
+    build_broker_with(args, auth, Backend::Local)
+}
+
+fn build_broker_with(args: &BrokerArgs, auth: AuthConfig, backend: Backend) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
     if let Some(dir) = &args.profiles {
@@ -72,11 +93,16 @@ fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
-    let factory = LocalFactory {
-        worker: worker_command()?,
+    let opened = match backend {
+        Backend::Local => Broker::open(
+            config,
+            LocalFactory {
+                worker: worker_command()?,
+            },
+        ),
+        Backend::Fake => Broker::open(config, FakeFactory),
     };
-    Broker::open(config, factory)
-        .with_context(|| format!("failed to open broker state in {}", state_dir.display()))
+    opened.with_context(|| format!("failed to open broker state in {}", state_dir.display()))
 }
 
 /// The auth settings and TLS configuration `serve` flags ask for. TCP without TLS is refused.
@@ -129,9 +155,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
-    let broker = tokio::task::spawn_blocking(move || build_broker(&broker_args, auth)).await??;
+    let backend = args.backend;
+    let broker =
+        tokio::task::spawn_blocking(move || build_broker_with(&broker_args, auth, backend))
+            .await??;
     let reaper = broker.spawn_reaper();
-    tracing::info!(socket = %socket.display(), "deskbroker serving");
+    tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let shutdown_signal = async move {
         let mut terminate =

@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 use desk_broker::{OPENAPI_JSON, ROUTES};
-use desk_contract::events::{EventRecord, FrameEventsRow, Provenance};
+use desk_contract::events::{EventRecord, FrameEventsRow, Origin, Provenance};
 use desk_contract::{InputAction, b64};
 use serde_json::{Value, json};
 
@@ -104,15 +104,34 @@ async fn full_lifecycle() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert!(records.iter().all(|record| record.source_pid == -1));
+    // All broker-generated input is `broker_action`, as the benchmark contract writes it; the
+    // checkpoint's save gesture is told apart by `origin` and keeps the last action's index
+    // (3), not the next one (4, which `done` gets).
     assert!(
         records
             .iter()
-            .any(|record| record.provenance == Provenance::BrokerCheckpoint)
+            .all(|record| record.provenance == Provenance::BrokerAction)
     );
-    assert!(records.iter().any(|record| record.action_index == 1));
+    let checkpoint_rows: Vec<_> = records
+        .iter()
+        .filter(|record| record.origin == Origin::Checkpoint)
+        .collect();
+    assert_eq!(
+        checkpoint_rows.len(),
+        4,
+        "ctrl and s, down and up: {events}"
+    );
+    assert!(
+        checkpoint_rows
+            .iter()
+            .all(|record| record.action_index == Some(3))
+    );
+    assert!(records.iter().all(|record| record.action_index != Some(4)));
+    assert!(records.iter().any(|record| record.action_index == Some(1)));
     let raw_first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
     assert_eq!(raw_first["sourcePid"], -1);
     assert_eq!(raw_first["provenance"], "broker_action");
+    assert_eq!(raw_first["origin"], "action");
 
     let (status, frames) = harness
         .raw("GET", &format!("/v1/sessions/{id}/frame-events"), None)
@@ -432,4 +451,134 @@ async fn reaper_releases_expired_leases() {
         (status, body["code"].as_str()),
         (StatusCode::GONE, Some("lease_expired"))
     );
+}
+
+#[tokio::test]
+async fn input_released_after_an_action_is_logged() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    harness
+        .fake
+        .leave_held_after_next(vec!["ctrl".into(), "mouse_left".into(), "a".into()]);
+    let (status, answer) = harness.act(&id, "a0", 0, click(30, 40)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["receipt"]["released_after"],
+        json!(["ctrl", "mouse_left", "a"])
+    );
+    let (_, events) = harness
+        .raw("GET", &format!("/v1/sessions/{id}/events"), None)
+        .await;
+    let rows: Vec<Value> = events
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let released: Vec<&Value> = rows
+        .iter()
+        .filter(|row| row["origin"] == "release")
+        .collect();
+    assert_eq!(released.len(), 3, "{events}");
+    for row in &released {
+        assert_eq!(row["provenance"], "broker_action");
+        assert_eq!(row["actionIndex"], 0);
+        assert_eq!(row["sourcePid"], -1);
+    }
+    assert_eq!(
+        (
+            released[0]["type"].as_str(),
+            released[0]["modifier"].as_str(),
+            released[0]["pressed"].as_bool()
+        ),
+        (Some("modifier_change"), Some("ctrl"), Some(false))
+    );
+    assert_eq!(
+        (
+            released[1]["type"].as_str(),
+            released[1]["x"].as_u64(),
+            released[1]["y"].as_u64(),
+            released[1]["button"].as_str()
+        ),
+        (Some("click"), Some(30), Some(40), Some("left"))
+    );
+    assert_eq!(
+        (released[2]["type"].as_str(), released[2]["key"].as_str()),
+        (Some("key"), Some("a"))
+    );
+    // Released input follows the action's own input, in its frame row too.
+    assert_eq!(rows.last().unwrap()["origin"], "release");
+    let (_, frames) = harness
+        .raw("GET", &format!("/v1/sessions/{id}/frame-events"), None)
+        .await;
+    let row: Value = serde_json::from_str(frames.lines().last().unwrap()).unwrap();
+    assert_eq!(row["events"].as_array().unwrap().len(), rows.len());
+}
+
+#[tokio::test]
+async fn a_failed_event_log_write_after_input_is_named_and_the_action_counts() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    // A full disk under events.json: appends fail with ENOSPC, reads see an empty log.
+    let events = harness
+        .dir
+        .path()
+        .join("sessions")
+        .join(&id)
+        .join("events.json");
+    std::fs::remove_file(&events).unwrap();
+    std::os::unix::fs::symlink("/dev/full", &events).unwrap();
+    let (status, answer) = harness.act(&id, "a0", 0, click(5, 6)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["receipt"]["delivery"], "input_injected");
+    assert_eq!(
+        answer["receipt"]["observation_failures"],
+        json!(["event_log"])
+    );
+    assert!(
+        !answer["screenshot"]["png_base64"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(harness.fake.n_inputs(), 1);
+    assert_eq!(harness.status(&id).await["state"], "ready");
+    // The identical retry replays the same answer; the session takes the next action.
+    let (status, replay) = harness.act(&id, "a0", 0, click(5, 6)).await;
+    assert_eq!(status, StatusCode::OK, "{replay}");
+    assert_eq!(replay["idempotent_replay"], true);
+    assert_eq!(
+        replay["receipt"]["observation_failures"],
+        json!(["event_log"])
+    );
+    std::fs::remove_file(&events).unwrap();
+    let (status, next) = harness.act(&id, "a1", 1, click(7, 8)).await;
+    assert_eq!(status, StatusCode::OK, "{next}");
+    assert!(next["receipt"].get("observation_failures").is_none());
+    assert_eq!(harness.fake.n_inputs(), 2);
+}
+
+#[tokio::test]
+async fn receipts_compare_the_pointer_with_the_target_and_report_input_focus() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, clicked) = harness.act(&id, "a0", 0, click(21, 34)).await;
+    assert_eq!(status, StatusCode::OK, "{clicked}");
+    let receipt = &clicked["receipt"];
+    assert_eq!(receipt["pointer_target"], json!({"x": 21, "y": 34}));
+    assert_eq!(receipt["pointer_on_target"], true);
+    let focus = &receipt["focus_after"];
+    assert_eq!(focus["focused"], focus["active"]["window_id"]);
+    let drag =
+        json!({"type": "drag", "path": [{"x": 1, "y": 2}, {"x": 50, "y": 60}], "intent": "draw"});
+    let (_, dragged) = harness.act(&id, "a1", 1, drag).await;
+    assert_eq!(
+        dragged["receipt"]["pointer_target"],
+        json!({"x": 50, "y": 60})
+    );
+    let key = json!({"type": "key", "keys": ["escape"], "intent": "cancel"});
+    let (_, pressed) = harness.act(&id, "a2", 2, key).await;
+    assert!(
+        pressed["receipt"].get("pointer_target").is_none(),
+        "{pressed}"
+    );
+    assert!(pressed["receipt"].get("pointer_on_target").is_none());
 }

@@ -7,6 +7,7 @@ mod bench;
 mod crash;
 mod escape_gui;
 mod evidence;
+mod fake_server;
 mod faults;
 mod freecad;
 mod librecad;

@@ -89,6 +89,19 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
         "the probe got the click: {events:?}"
     );
 
+    // The broker measured the same from outside at handoff and reports it.
+    let status = client.status(&session).await.unwrap();
+    let facts = status
+        .workspace
+        .expect("status reports the workspace facts");
+    assert_eq!(facts.sandbox, desk_contract::desktop::SandboxMode::On);
+    assert!(facts.failures.is_empty(), "{facts:?}");
+    assert!(facts.shared_namespaces.is_empty(), "{facts:?}");
+    assert_eq!(facts.interfaces, vec!["lo".to_string()]);
+    assert!(facts.no_new_privs && facts.root_read_only, "{facts:?}");
+    assert!(facts.visible_forbidden.is_empty(), "{facts:?}");
+    println!("workspace facts at handoff: {facts:?}");
+
     let session_dir = broker.session_dir(&session);
     let processes = recorded_processes(&session_dir);
     let roles: Vec<&str> = processes.iter().map(|p| p.role.as_str()).collect();
