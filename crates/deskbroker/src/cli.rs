@@ -115,6 +115,12 @@ pub(crate) struct ServeArgs {
     /// integration tests in any language; see README "A fake broker for harness tests".
     #[arg(long, value_enum, default_value_t = Backend::Local)]
     pub(crate) backend: Backend,
+    /// Run desktops WITHOUT their sandbox: as this user, with the host's network, files and
+    /// state directory in reach of the app. Only for kernels that refuse namespaces (leasing
+    /// then fails with `sandbox_unavailable`) and only with trusted agents; every reset and
+    /// status says `"sandbox": "off"`.
+    #[arg(long)]
+    pub(crate) unsafe_no_sandbox: bool,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

@@ -14,6 +14,7 @@ use desk_contract::DisplaySize;
 use desk_desktop::fake::FakeSave;
 use desk_desktop::{
     BackendError, DesktopBackend, FakeDesktop, LocalDesktop, LocalDesktopConfig, ProfileSet,
+    SandboxPolicy,
 };
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -30,28 +31,31 @@ fn worker_command() -> Result<Vec<String>> {
 /// running, and reaps those it cannot reattach.
 struct LocalFactory {
     worker: Vec<String>,
+    sandbox: SandboxPolicy,
 }
 
-impl BackendFactory for LocalFactory {
-    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
-        let config = LocalDesktopConfig::new(
+impl LocalFactory {
+    fn config(&self, request: &BackendRequest) -> LocalDesktopConfig {
+        let mut config = LocalDesktopConfig::new(
             request.display,
             self.worker.clone(),
             request.session_dir.clone(),
         );
-        Ok(Box::new(LocalDesktop::start(config)?))
+        config.sandbox = self.sandbox;
+        config
+    }
+}
+
+impl BackendFactory for LocalFactory {
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        Ok(Box::new(LocalDesktop::start(self.config(request))?))
     }
 
     fn reattach(
         &self,
         request: &BackendRequest,
     ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
-        let config = LocalDesktopConfig::new(
-            request.display,
-            self.worker.clone(),
-            request.session_dir.clone(),
-        );
-        Ok(LocalDesktop::reattach(config)?
+        Ok(LocalDesktop::reattach(self.config(request))?
             .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
     }
 
@@ -74,10 +78,15 @@ impl BackendFactory for FakeFactory {
 }
 
 fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
-    build_broker_with(args, auth, Backend::Local)
+    build_broker_with(args, auth, Backend::Local, true)
 }
 
-fn build_broker_with(args: &BrokerArgs, auth: AuthConfig, backend: Backend) -> Result<Broker> {
+fn build_broker_with(
+    args: &BrokerArgs,
+    auth: AuthConfig,
+    backend: Backend,
+    sandboxed: bool,
+) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
     if let Some(dir) = &args.profiles {
@@ -98,6 +107,11 @@ fn build_broker_with(args: &BrokerArgs, auth: AuthConfig, backend: Backend) -> R
             config,
             LocalFactory {
                 worker: worker_command()?,
+                sandbox: if sandboxed {
+                    SandboxPolicy::default_for_this_process()
+                } else {
+                    SandboxPolicy::Off
+                },
             },
         ),
         Backend::Fake => Broker::open(config, FakeFactory),
@@ -156,9 +170,17 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
     let backend = args.backend;
-    let broker =
-        tokio::task::spawn_blocking(move || build_broker_with(&broker_args, auth, backend))
-            .await??;
+    let sandboxed = !args.unsafe_no_sandbox;
+    if !sandboxed {
+        tracing::warn!(
+            "--unsafe-no-sandbox: desktops run as this user with the host's network and files; \
+             every status and reset reports \"sandbox\": \"off\""
+        );
+    }
+    let broker = tokio::task::spawn_blocking(move || {
+        build_broker_with(&broker_args, auth, backend, sandboxed)
+    })
+    .await??;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -262,3 +262,31 @@ async fn a_desktop_whose_broker_died_stops_at_lease_expiry_plus_grace() {
         killed.elapsed().as_millis()
     );
 }
+
+/// `serve --unsafe-no-sandbox` runs desktops unsandboxed only when asked, and says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsandboxed_broker_stamps_sandbox_off() {
+    if !xvfb_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("probe.ndjson");
+    let broker = Broker::start_with(tmp.path(), None, &log, &["--unsafe-no-sandbox"]);
+    let session = leased_probe(&broker, "unsafe").await;
+    let facts = broker
+        .client()
+        .status(&session)
+        .await
+        .unwrap()
+        .workspace
+        .expect("status reports the workspace facts");
+    assert_eq!(facts.sandbox, desk_contract::desktop::SandboxMode::Off);
+    assert!(facts.failures.is_empty(), "no rules apply: {facts:?}");
+    assert!(
+        facts.shared_namespaces.contains(&"net".to_string()),
+        "unsandboxed, the app shares the broker's network: {facts:?}"
+    );
+    let processes = recorded_processes(&broker.session_dir(&session));
+    assert!(processes.iter().all(|p| p.role != "sandbox"), "{processes:?}");
+    broker.client().release(&session).await.unwrap();
+}
