@@ -287,6 +287,9 @@ async fn an_unsandboxed_broker_stamps_sandbox_off() {
         "unsandboxed, the app shares the broker's network: {facts:?}"
     );
     let processes = recorded_processes(&broker.session_dir(&session));
-    assert!(processes.iter().all(|p| p.role != "sandbox"), "{processes:?}");
+    assert!(
+        processes.iter().all(|p| p.role != "sandbox"),
+        "{processes:?}"
+    );
     broker.client().release(&session).await.unwrap();
 }
