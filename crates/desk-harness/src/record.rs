@@ -221,6 +221,10 @@ pub struct RolloutRecord {
     pub infra_error: bool,
     /// Why, when it did not end with `done`.
     pub status_detail: Option<String>,
+    /// The workspace the rollout ran in, as the broker measured it at handoff: `sandbox` is
+    /// `on` or `off` (`serve --unsafe-no-sandbox`); `None` for a fake broker.
+    #[serde(default)]
+    pub workspace: Option<desk_contract::desktop::WorkspaceFacts>,
     /// The scorer's report on the saved artifact.
     pub score: ScoreReport,
     /// The artifact, when retrieved.

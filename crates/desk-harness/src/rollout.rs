@@ -46,6 +46,10 @@ pub struct RolloutOptions {
     pub max_actions: Option<u64>,
     /// A lower wall-time budget (tests); never raises the ceiling.
     pub wall_time: Option<Duration>,
+    /// Refuse to play unless the reset reports a sandboxed workspace whose facts passed every
+    /// rule (`bench run`, which hosts its own broker); the rollout is then an infrastructure
+    /// failure saying why. Off for fake brokers, which have no workspace.
+    pub require_sandbox: bool,
 }
 
 /// Effective budgets: the task's declared action budget clamped to [`MAX_ACTIONS`], and the
@@ -131,6 +135,7 @@ pub async fn run_rollout(
         status: RolloutStatus::SetupFailed,
         infra_error: true,
         status_detail: None,
+        workspace: None,
         score: desk_cad::score(gold, &dir.join("attempt.dxf.missing")),
         artifact: None,
         paths: RolloutPaths {
@@ -224,6 +229,25 @@ async fn play_session(
             return None;
         }
     };
+    record.workspace = reset.workspace.clone();
+    if options.require_sandbox {
+        let verified = reset.workspace.as_ref().is_some_and(|facts| {
+            facts.sandbox == desk_contract::desktop::SandboxMode::On && facts.failures.is_empty()
+        });
+        if !verified {
+            record.status_detail = Some(format!(
+                "sandbox unverified: the reset reports {}; refusing to play",
+                match &reset.workspace {
+                    None => "no workspace facts".to_string(),
+                    Some(facts) => format!(
+                        "sandbox {:?} with failures {:?}",
+                        facts.sandbox, facts.failures
+                    ),
+                }
+            ));
+            return None;
+        }
+    }
     // The wall clock starts at the verified handoff.
     let handoff = Instant::now();
     let display = DisplaySize {

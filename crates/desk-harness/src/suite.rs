@@ -44,6 +44,8 @@ pub struct SuiteConfig {
     pub max_actions: Option<u64>,
     /// A lower wall time (tests).
     pub wall_time: Option<Duration>,
+    /// See [`crate::RolloutOptions::require_sandbox`].
+    pub require_sandbox: bool,
 }
 
 /// One line of the summary.
@@ -196,6 +198,7 @@ async fn run_one(
         profile: config.profile.clone(),
         max_actions: config.max_actions,
         wall_time: config.wall_time,
+        require_sandbox: config.require_sandbox,
     };
     run_rollout(client, task, &reference, &gold, agent.as_mut(), &options).await
 }

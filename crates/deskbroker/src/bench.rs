@@ -306,6 +306,9 @@ pub(crate) async fn run_with_factory(
         profile: Some(broker_args.default_profile.clone()),
         max_actions: None,
         wall_time: None,
+        // This broker sandboxes every desktop: a rollout whose workspace is not verified is
+        // not scored.
+        require_sandbox: true,
     };
     let broker = LocalBroker::start(&broker_args, socket).await?;
     let result = run_suite(&broker.client(), tasks, &config, factory).await;

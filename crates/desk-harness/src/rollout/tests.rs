@@ -26,6 +26,7 @@ fn options() -> RolloutOptions {
         profile: None,
         max_actions: None,
         wall_time: None,
+        require_sandbox: false,
     }
 }
 

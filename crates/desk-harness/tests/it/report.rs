@@ -52,6 +52,7 @@ async fn the_report_renders_in_headless_chromium() {
         profile: None,
         max_actions: None,
         wall_time: None,
+        require_sandbox: false,
     };
     let mut factory = |_: &desk_cad::Task| -> Result<Box<dyn Agent>, AgentError> {
         Ok(Box::new(Scripted::new(vec![

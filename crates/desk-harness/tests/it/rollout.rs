@@ -241,3 +241,22 @@ async fn the_wall_time_budget_ends_the_rollout() {
     assert_eq!(n_clicks(&served), 0, "the late answer is not executed");
     served.stop().await;
 }
+
+#[tokio::test]
+async fn a_rollout_that_requires_a_sandbox_refuses_a_desktop_without_one() {
+    let served = Served::start().await;
+    let mut agent = Scripted::new(vec![batch("c1", vec![click(1, 1)])]);
+    let mut options = options(&served, "unsandboxed");
+    options.require_sandbox = true;
+    let record = rollout(&served, &mut agent, &options).await;
+    assert!(record.infra_error, "{record:?}");
+    let detail = record.status_detail.clone().unwrap_or_default();
+    assert!(detail.contains("sandbox unverified"), "{detail}");
+    assert!(
+        agent.observations.is_empty(),
+        "the agent never saw the desktop"
+    );
+    assert_eq!(n_clicks(&served), 0);
+    assert!(record.workspace.is_none(), "the fake has no workspace");
+    served.stop().await;
+}

@@ -26,6 +26,7 @@ async fn infra_errors_are_counted_apart_from_the_mean() {
         profile: None,
         max_actions: None,
         wall_time: None,
+        require_sandbox: false,
     };
     // The second task's desktop hands off an app window that is not maximized: reset fails.
     let fake = served.fake.clone();

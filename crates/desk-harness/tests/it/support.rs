@@ -198,6 +198,7 @@ pub(crate) fn options(served: &Served, rollout_id: &str) -> RolloutOptions {
         profile: None,
         max_actions: None,
         wall_time: Some(Duration::from_secs(60)),
+        require_sandbox: false,
     }
 }
 

@@ -141,6 +141,7 @@ async fn rollout(
         profile: None,
         max_actions,
         wall_time: Some(Duration::from_secs(60)),
+        require_sandbox: false,
     };
     let reference = png(400, 300, 255);
     let record = run_rollout(&client, &task, &reference, &gold, agent.as_mut(), &options)
