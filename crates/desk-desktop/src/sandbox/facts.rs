@@ -110,7 +110,7 @@ fn root_mount_read_only(mountinfo: &Path) -> bool {
             let fields: Vec<&str> = line.split(' ').collect();
             (fields.get(4) == Some(&"/")).then(|| fields.get(5).copied().unwrap_or(""))
         })
-        .last()
+        .next_back()
         .is_some_and(|options| options.split(',').any(|option| option == "ro"))
 }
 
