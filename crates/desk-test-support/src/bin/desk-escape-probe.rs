@@ -1,11 +1,14 @@
-//! `desk-escape-probe --out FILE --port N [--forbid PATH]... [--broker-pid-file FILE]
+//! `desk-escape-probe --out FILE --port N [--forbid PATH]... [--targets-file FILE]
 //! [--other-display-socket PATH] [--class C]`: the escape probe, an app for the `escape-probe`
 //! profile. Before it maps its window it tries, from wherever it runs (inside a session's
 //! sandbox), to leave its workspace: a TCP connection to the host's loopback port `N` and to a
 //! public address, name resolution, reading and listing each forbidden path, writing outside its
-//! workspace, signalling and reading the memory of the broker (pid read from the file, which the
-//! test writes after the broker started), and connecting to another display's socket (by path
-//! and as the abstract socket of the same name). Each attempt is one JSON line
+//! workspace, signalling and reading the memory of the broker, connecting to another display's
+//! socket (by path and as the abstract socket of the same name), and reaching other sessions.
+//! The targets file, which the test writes once the broker runs and again once the sessions
+//! run, holds the broker's pid on its first line, then one JSON line per peer target
+//! `{"for": WORKSPACE, "kind": "connect"|"read"|"signal", "target": PATH_OR_PID}`; a probe uses
+//! the lines whose `for` is its own workspace (the attempt directory's parent). Each attempt is one JSON line
 //! `{"attempt", "escaped", "detail", "round"}` in `--out` (the attempt file). Ctrl+S makes every
 //! attempt again, now with the desktop handed off, and writes them as the next round: the file
 //! differs from the one at reset, so a checkpoint's save gesture is seen to work.
@@ -39,7 +42,7 @@ struct Args {
     out: PathBuf,
     port: u16,
     forbid: Vec<PathBuf>,
-    broker_pid_file: Option<PathBuf>,
+    targets_file: Option<PathBuf>,
     other_display_socket: Option<PathBuf>,
     class: String,
 }
@@ -56,7 +59,7 @@ fn parse_args() -> Result<Args, String> {
             "--out" => args.out = PathBuf::from(value),
             "--port" => args.port = value.parse().map_err(|e| format!("--port {value}: {e}"))?,
             "--forbid" => args.forbid.push(PathBuf::from(value)),
-            "--broker-pid-file" => args.broker_pid_file = Some(PathBuf::from(value)),
+            "--targets-file" => args.targets_file = Some(PathBuf::from(value)),
             "--other-display-socket" => args.other_display_socket = Some(PathBuf::from(value)),
             "--class" => args.class = value,
             other => return Err(format!("unknown flag {other}")),
@@ -136,7 +139,7 @@ fn write_into(dir: &Path) -> Result<String, String> {
     Ok(format!("created {}", path.display()))
 }
 
-fn signal_broker(pid: i32) -> Result<String, String> {
+fn signal_pid(pid: i32) -> Result<String, String> {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
         .map(|()| format!("kill({pid}, 0) succeeded"))
         .map_err(|e| e.to_string())
@@ -222,22 +225,30 @@ fn attempts_unnumbered(args: &Args) -> Vec<Finding> {
             write_into(dir),
         ));
     }
-    if let Some(pid_file) = &args.broker_pid_file {
-        match std::fs::read_to_string(pid_file).map(|text| text.trim().parse::<i32>()) {
-            Ok(Ok(pid)) => {
-                findings.push(finding(format!("signal broker {pid}"), signal_broker(pid)));
+    if let Some(targets) = &args.targets_file {
+        let text = std::fs::read_to_string(targets).unwrap_or_default();
+        match text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .parse::<i32>()
+        {
+            Ok(pid) => {
+                findings.push(finding(format!("signal broker {pid}"), signal_pid(pid)));
                 findings.push(finding(
                     format!("read broker memory {pid}"),
                     read_broker_memory(pid),
                 ));
             }
-            other => findings.push(Finding {
+            Err(other) => findings.push(Finding {
                 attempt: "signal broker".to_string(),
                 escaped: false,
                 detail: format!("broker pid unreadable, attempt not made: {other:?}"),
                 round: 0,
             }),
         }
+        findings.extend(peer_attempts(args, &text));
     }
     if let Some(socket) = &args.other_display_socket {
         findings.push(finding(
@@ -248,6 +259,38 @@ fn attempts_unnumbered(args: &Args) -> Vec<Finding> {
             format!("connect abstract display socket @{}", socket.display()),
             connect_unix_abstract(socket.as_os_str().as_encoded_bytes()),
         ));
+    }
+    findings
+}
+
+/// The attempts on other sessions the targets file names for this probe's workspace.
+fn peer_attempts(args: &Args, targets: &str) -> Vec<Finding> {
+    let own = args
+        .out
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    let own = own.map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir));
+    let mut findings = Vec::new();
+    for line in targets.lines().skip(1) {
+        let Ok(target) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let field = |name: &str| target[name].as_str().unwrap_or_default().to_string();
+        if own.as_deref() != Some(Path::new(&field("for"))) {
+            continue;
+        }
+        let (kind, path) = (field("kind"), field("target"));
+        let result = match kind.as_str() {
+            "connect" => connect_unix_path(Path::new(&path)),
+            "read" => read_path(Path::new(&path)),
+            "signal" => match path.parse::<i32>() {
+                Ok(pid) => signal_pid(pid),
+                Err(error) => Err(format!("not a pid: {error}")),
+            },
+            other => Err(format!("unknown kind {other}")),
+        };
+        findings.push(finding(format!("peer {kind} {path}"), result));
     }
     findings
 }

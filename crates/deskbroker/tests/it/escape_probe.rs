@@ -1,10 +1,12 @@
 //! The escape probe (issue 8): an `escape-probe` app that tries, from inside its session's
 //! sandbox, to reach the test's loopback listener and the internet, resolve a name, read the
 //! broker's state directory, evidence key and SQLite file, a private corpus and `/root`, write
-//! outside its workspace, signal and read the broker, and reach a display on the host. Its
-//! findings come back as the attempt file, through checkpoint and artifact. With the sandbox
-//! every attempt fails; without it (`--unsafe-no-sandbox`) the same probe reports escapes, so
-//! the test can fail.
+//! outside its workspace, signal and read the broker, and reach a display on the host. Two
+//! sessions run at once and each probe also aims at the other (its display through
+//! `/proc/PID/root`, its workspace, attempt file and X cookie, its app's pid). The findings come
+//! back as the attempt file, through checkpoint and artifact: the save chord makes the probe try
+//! everything again once both desktops are handed off. With the sandbox every attempt fails;
+//! without it (`--unsafe-no-sandbox`) the same probe reports escapes, so the test can fail.
 
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -110,7 +112,7 @@ async fn run_escape_probe(extra: &[&str]) -> Outcome {
         corpus.clone(),
         PathBuf::from("/root"),
     ];
-    // Bound writable into every sandbox; holds the broker's pid for the probe.
+    // Bound writable into every sandbox: the probes' targets file (broker pid, peers).
     let pid_file = root.join("broker.pid");
     let escape_probe = probe_binary().with_file_name("desk-escape-probe");
     let mut command = vec![
@@ -119,7 +121,7 @@ async fn run_escape_probe(extra: &[&str]) -> Outcome {
         "{attempt}".into(),
         "--port".into(),
         port.to_string(),
-        "--broker-pid-file".into(),
+        "--targets-file".into(),
         pid_file.display().to_string(),
         "--other-display-socket".into(),
         other_socket.display().to_string(),
@@ -151,51 +153,52 @@ timeout_ms = 20000
     }
 
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "escape".into(),
-            attempt_id: "escape-1".into(),
-            profile: Some("escape-probe".into()),
-        })
-        .await
-        .unwrap();
-    let session = lease.session_id;
-    let started = std::time::Instant::now();
-    let reset = client
-        .reset(
-            &session,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
-    println!(
-        "reset with the escape probe: {} ms",
-        started.elapsed().as_millis()
-    );
-    assert!(reset.window.maximized, "the probe's window was handed off");
-    // The findings written before the window was mapped are the reset's file; the save chord
-    // makes the probe try everything again, with the desktop handed off.
-    let checkpoint = client.checkpoint(&session).await.unwrap();
-    assert_eq!(checkpoint.method, SaveMethod::ControllerSave);
-    let artifact = client.artifact(&session).await.unwrap();
-    assert_eq!(artifact.filename, "findings.ndjson");
-    assert_eq!(artifact.sha256, checkpoint.sha256);
-    let bytes = desk_contract::b64::decode(&artifact.bytes_base64).unwrap();
-    let findings: Vec<Value> = String::from_utf8(bytes)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+    // Two sessions at once, each probe aimed at the other.
+    let mut sessions = Vec::new();
+    for n in 1..=2 {
+        sessions.push(leased_and_reset(&client, n).await);
+    }
+    let peers: Vec<Peer> = sessions
+        .iter()
+        .map(|s| Peer::of(&broker.session_dir(s)))
         .collect();
-    let own_display =
-        desk_desktop::launcher::recorded_display(&broker.session_dir(&session)).unwrap();
-    assert_ne!(own_display, other_display, "the probe's own display");
-    client.release(&session).await.unwrap();
-    assert!(
-        findings.iter().all(|finding| finding["round"] == 2),
-        "the artifact holds the round the save chord started: {findings:#?}"
-    );
+    let mut targets = format!("{}\n", broker.pid());
+    let mut expected_peer: Vec<Vec<String>> = Vec::new();
+    for (me, other) in [(&peers[0], &peers[1]), (&peers[1], &peers[0])] {
+        assert_ne!(me.display, other_display, "the probe's own display");
+        let aims = other.targets();
+        for (kind, target) in &aims {
+            let line = serde_json::json!({"for": me.workspace, "kind": kind, "target": target});
+            targets.push_str(&format!("{line}\n"));
+        }
+        expected_peer.push(aims.iter().map(|(k, t)| format!("peer {k} {t}")).collect());
+    }
+    std::fs::write(&pid_file, targets).unwrap();
+
+    let mut findings: Vec<Value> = Vec::new();
+    for session in &sessions {
+        // The findings written before the window was mapped are the reset's file; the save
+        // chord makes the probe try everything again, with both desktops handed off.
+        let checkpoint = client.checkpoint(session).await.unwrap();
+        assert_eq!(checkpoint.method, SaveMethod::ControllerSave);
+        let artifact = client.artifact(session).await.unwrap();
+        assert_eq!(artifact.filename, "findings.ndjson");
+        assert_eq!(artifact.sha256, checkpoint.sha256);
+        let bytes = desk_contract::b64::decode(&artifact.bytes_base64).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let session_findings: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert!(
+            session_findings.iter().all(|finding| finding["round"] == 2),
+            "the artifact holds the round the save chord started: {session_findings:#?}"
+        );
+        findings.extend(session_findings);
+    }
+    for session in &sessions {
+        client.release(session).await.unwrap();
+    }
 
     let port_addr = format!("127.0.0.1:{port}");
     let mut expected: Vec<String> = vec![
@@ -214,6 +217,7 @@ timeout_ms = 20000
         ),
     ];
     expected.extend(forbid.iter().map(|p| format!("read {}", p.display())));
+    expected.extend(expected_peer.into_iter().flatten());
     // Let a connection the probe may have opened be counted.
     std::thread::sleep(std::time::Duration::from_millis(100));
     Outcome {
@@ -221,6 +225,94 @@ timeout_ms = 20000
         accepted: accepted.load(Ordering::SeqCst),
         expected,
         state_dir,
+    }
+}
+
+/// Leases and resets session `n` with the escape probe.
+async fn leased_and_reset(client: &desk_client::Client, n: u32) -> String {
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: "escape".into(),
+            attempt_id: format!("escape-{n}"),
+            profile: Some("escape-probe".into()),
+        })
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let reset = client
+        .reset(
+            &lease.session_id,
+            &ResetRequest {
+                request_id: "reset-1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    println!(
+        "reset {n} with the escape probe: {} ms",
+        started.elapsed().as_millis()
+    );
+    assert!(reset.window.maximized, "the probe's window was handed off");
+    lease.session_id
+}
+
+/// A running session as another session's probe aims at it, seen from the host.
+struct Peer {
+    /// The workspace's real path (the same inside its sandbox).
+    workspace: String,
+    /// Its display name inside its sandbox, e.g. `:0`.
+    display: String,
+    /// A host pid of its app (the program inside the recorded wrapper when there is one).
+    app: u32,
+}
+
+impl Peer {
+    fn of(session_dir: &std::path::Path) -> Peer {
+        let workspace = std::fs::canonicalize(session_dir.join("workspace")).unwrap();
+        let display = desk_desktop::launcher::recorded_display(session_dir).unwrap();
+        let wrapper = desk_desktop::launcher::recorded_processes(session_dir)
+            .into_iter()
+            .find(|p| p.role == "app")
+            .unwrap()
+            .pid;
+        let children = std::fs::read_to_string(format!("/proc/{wrapper}/task/{wrapper}/children"))
+            .unwrap_or_default();
+        let app = children
+            .split_whitespace()
+            .next()
+            .map_or(wrapper, |pid| pid.parse().unwrap());
+        Peer {
+            workspace: workspace.display().to_string(),
+            display,
+            app,
+        }
+    }
+
+    /// What the other probe tries on this session; each exists from the host.
+    fn targets(&self) -> Vec<(&'static str, String)> {
+        let number = self.display.trim_start_matches(':');
+        let targets = vec![
+            (
+                "connect",
+                format!("/proc/{}/root/tmp/.X11-unix/X{number}", self.app),
+            ),
+            ("read", self.workspace.clone()),
+            (
+                "read",
+                format!("{}/attempt/findings.ndjson", self.workspace),
+            ),
+            ("read", format!("{}/run/xauthority", self.workspace)),
+            ("signal", self.app.to_string()),
+        ];
+        for (kind, target) in &targets {
+            if *kind != "signal" {
+                assert!(
+                    std::path::Path::new(target).exists(),
+                    "{target} must exist on the host"
+                );
+            }
+        }
+        targets
     }
 }
 
