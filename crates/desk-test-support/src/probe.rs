@@ -172,71 +172,7 @@ pub fn run(
     out: &Path,
     options: &ProbeOptions,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let (conn, screen_idx) = RustConnection::connect(Some(display))?;
-    let screen = &conn.setup().roots[screen_idx];
-    let window = conn.generate_id()?;
-    let (r, g, b) = PROBE_RGB;
-    let pixel = (u32::from(r) << 16) | (u32::from(g) << 8) | u32::from(b);
-    let mask = EventMask::KEY_PRESS
-        | EventMask::KEY_RELEASE
-        | EventMask::BUTTON_PRESS
-        | EventMask::BUTTON_RELEASE
-        | EventMask::POINTER_MOTION
-        | EventMask::EXPOSURE
-        | EventMask::STRUCTURE_NOTIFY;
-    conn.create_window(
-        screen.root_depth,
-        window,
-        screen.root,
-        0,
-        0,
-        options.size.0,
-        options.size.1,
-        0,
-        WindowClass::INPUT_OUTPUT,
-        screen.root_visual,
-        &CreateWindowAux::new()
-            .background_pixel(pixel)
-            .event_mask(mask),
-    )?;
-    let intern = |name: &[u8]| -> Result<u32, Box<dyn std::error::Error>> {
-        Ok(conn.intern_atom(false, name)?.reply()?.atom)
-    };
-    let (net_wm_pid, net_wm_name, utf8) = (
-        intern(b"_NET_WM_PID")?,
-        intern(b"_NET_WM_NAME")?,
-        intern(b"UTF8_STRING")?,
-    );
-    let class = format!("{0}\0{0}\0", options.class);
-    conn.change_property8(
-        PropMode::REPLACE,
-        window,
-        AtomEnum::WM_CLASS,
-        AtomEnum::STRING,
-        class.as_bytes(),
-    )?;
-    conn.change_property8(
-        PropMode::REPLACE,
-        window,
-        AtomEnum::WM_NAME,
-        AtomEnum::STRING,
-        options.title.as_bytes(),
-    )?;
-    conn.change_property8(
-        PropMode::REPLACE,
-        window,
-        net_wm_name,
-        utf8,
-        options.title.as_bytes(),
-    )?;
-    conn.change_property32(
-        PropMode::REPLACE,
-        window,
-        net_wm_pid,
-        AtomEnum::CARDINAL,
-        &[std::process::id()],
-    )?;
-    map_until_managed(&conn, window)?;
+    let (conn, window) = open_window(display, options)?;
     let mut keyboard = KeyboardMap::load(&conn);
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -308,6 +244,81 @@ pub fn run(
             file.flush()?;
         }
     }
+}
+
+/// Opens the probe's window on `display` (background color, `WM_CLASS`, titles and
+/// `_NET_WM_PID` set, key/button/motion events selected) and maps it until a running window
+/// manager adopted it.
+pub fn open_window(
+    display: &str,
+    options: &ProbeOptions,
+) -> Result<(RustConnection, u32), Box<dyn std::error::Error>> {
+    let (conn, screen_idx) = RustConnection::connect(Some(display))?;
+    let screen = &conn.setup().roots[screen_idx];
+    let window = conn.generate_id()?;
+    let (r, g, b) = PROBE_RGB;
+    let pixel = (u32::from(r) << 16) | (u32::from(g) << 8) | u32::from(b);
+    let mask = EventMask::KEY_PRESS
+        | EventMask::KEY_RELEASE
+        | EventMask::BUTTON_PRESS
+        | EventMask::BUTTON_RELEASE
+        | EventMask::POINTER_MOTION
+        | EventMask::EXPOSURE
+        | EventMask::STRUCTURE_NOTIFY;
+    conn.create_window(
+        screen.root_depth,
+        window,
+        screen.root,
+        0,
+        0,
+        options.size.0,
+        options.size.1,
+        0,
+        WindowClass::INPUT_OUTPUT,
+        screen.root_visual,
+        &CreateWindowAux::new()
+            .background_pixel(pixel)
+            .event_mask(mask),
+    )?;
+    let intern = |name: &[u8]| -> Result<u32, Box<dyn std::error::Error>> {
+        Ok(conn.intern_atom(false, name)?.reply()?.atom)
+    };
+    let (net_wm_pid, net_wm_name, utf8) = (
+        intern(b"_NET_WM_PID")?,
+        intern(b"_NET_WM_NAME")?,
+        intern(b"UTF8_STRING")?,
+    );
+    let class = format!("{0}\0{0}\0", options.class);
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_CLASS,
+        AtomEnum::STRING,
+        class.as_bytes(),
+    )?;
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_NAME,
+        AtomEnum::STRING,
+        options.title.as_bytes(),
+    )?;
+    conn.change_property8(
+        PropMode::REPLACE,
+        window,
+        net_wm_name,
+        utf8,
+        options.title.as_bytes(),
+    )?;
+    conn.change_property32(
+        PropMode::REPLACE,
+        window,
+        net_wm_pid,
+        AtomEnum::CARDINAL,
+        &[std::process::id()],
+    )?;
+    map_until_managed(&conn, window)?;
+    Ok((conn, window))
 }
 
 /// Maps `window` and, when a window manager is running, maps it again until the manager

@@ -6,6 +6,7 @@ mod auth;
 mod bench;
 mod crash;
 mod escape_gui;
+mod escape_probe;
 mod evidence;
 mod fake_server;
 mod faults;
