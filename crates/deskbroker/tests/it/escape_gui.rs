@@ -41,11 +41,15 @@ fn open_display(session_dir: &Path) -> RustConnection {
         Some(cookie) => (b"MIT-MAGIC-COOKIE-1".to_vec(), cookie),
         None => (Vec::new(), Vec::new()),
     };
-    let candidates = std::iter::once(format!("/{socket}")).chain(
-        recorded_processes(session_dir)
-            .into_iter()
-            .map(|process| format!("/proc/{}/root/{socket}", process.pid)),
-    );
+    // The X server's own view first (with the sandbox, its nsenter wrapper is in the sandbox's
+    // mount namespace), the host's last: another test may run a host X server on the same
+    // display number.
+    let mut processes = recorded_processes(session_dir);
+    processes.sort_by_key(|process| process.role != "xvfb");
+    let candidates = processes
+        .into_iter()
+        .map(|process| format!("/proc/{}/root/{socket}", process.pid))
+        .chain(std::iter::once(format!("/{socket}")));
     for path in candidates {
         if let Ok(stream) = UnixStream::connect(&path) {
             let (stream, _) = DefaultStream::from_unix_stream(stream).unwrap();
