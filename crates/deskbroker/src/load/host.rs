@@ -66,7 +66,13 @@ impl Footprint {
             .filter(|process| alive(process))
             .map(|process| format!("process {} ({}) alive", process.pid, process.role))
             .collect();
-        if let Some(number) = self.display_number {
+        // A sandboxed display's files live in the sandbox's private /tmp, which ends with its
+        // holder (a recorded process, checked above); the host's /tmp is another server's.
+        let sandboxed = self
+            .processes
+            .iter()
+            .any(|process| process.role == "sandbox");
+        if let Some(number) = self.display_number.filter(|_| !sandboxed) {
             for path in [
                 format!("/tmp/.X11-unix/X{number}"),
                 format!("/tmp/.X{number}-lock"),
