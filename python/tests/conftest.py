@@ -71,6 +71,11 @@ maximize = true
 timeout_ms = 30000
 '''
     )
+    # The probe runs in the session's sandbox as an unprivileged uid: its recording must be
+    # reachable (the root only traversable) and writable, and the broker binds it in writable.
+    os.chmod(root, 0o711)
+    probe_log.touch()
+    os.chmod(probe_log, 0o666)
     socket = root / "broker.sock"
     log = open(root / "broker.log", "wb")
     process = subprocess.Popen(
@@ -78,6 +83,7 @@ timeout_ms = 30000
          str(root / "state"), "--profiles", str(profiles), "--display", display,
          "--default-profile", default_profile],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        env={**os.environ, "DESKBROKER_SANDBOX_WRITABLE": str(probe_log)},
     )
     deadline = time.monotonic() + 20
     while not socket.exists():

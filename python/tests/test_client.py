@@ -83,7 +83,7 @@ async def test_session_lifecycle_and_lost_answer_retried_once(broker: Broker) ->
             await client.checkpoint(session_id)
         assert unsaved.value.code == "checkpoint_failed"
         # The app "saves" (the test writes its attempt file), then the checkpoint holds.
-        (attempt,) = (broker.root / "state" / "sessions" / session_id).rglob("attempt.txt")
+        attempt = broker.root / "state" / "sessions" / session_id / "workspace" / "attempt" / "attempt.txt"
         attempt.write_text("saved by the python test\n")
         checkpoint = await client.checkpoint(session_id)
         artifact = await client.artifact(session_id)
