@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TARGET = Path(os.environ.get("DESKBROKER_TARGET", REPO / "target" / "debug"))
+# Resolved: the sandbox shows the binaries' directory itself, not the path (`python/..`) to it.
+TARGET = Path(os.environ.get("DESKBROKER_TARGET", REPO / "target" / "debug")).resolve()
 
 
 def binary(name: str) -> Path:
@@ -120,24 +121,39 @@ def stop_broker(broker: Broker) -> None:
                     pass
 
 
-def _broker(default_profile: str, display: str) -> Iterator[Broker]:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keeps each phase's report on the test item, so a fixture can tell that its test failed."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+def _broker(request: pytest.FixtureRequest, default_profile: str,
+            display: str) -> Iterator[Broker]:
     # A short root: a session's worker socket path must fit in 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="dbk-"))
     started = start_broker(root, default_profile, display)
     yield started
     stop_broker(started)
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        # The broker's own account of the failure is what a CI reader needs; the test's
+        # traceback only shows the status code.
+        log = (root / "broker.log").read_text(errors="replace")
+        print(f"--- broker.log (last 6000 characters) ---\n{log[-6000:]}")
     shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
-def broker() -> Iterator[Broker]:
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     """A broker whose sessions run the probe window."""
-    yield from _broker("probe", "1280x800")
+    yield from _broker(request, "probe", "1280x800")
 
 
 @pytest.fixture
-def cad_broker() -> Iterator[Broker]:
+def cad_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     """A broker whose sessions run LibreCAD (the benchmark's app)."""
     if shutil.which("librecad") is None and os.environ.get("DESK_REQUIRE_XVFB") != "1":
         pytest.skip("skipped: librecad not found")
-    yield from _broker("librecad", "1920x1080")
+    yield from _broker(request, "librecad", "1920x1080")

@@ -978,6 +978,15 @@ impl DesktopBackend for LocalDesktop {
             source,
         })?;
         if let Some(sandbox) = &self.sandbox {
+            if !sandbox.can_run(&launch.argv[0]) {
+                // Fail now with the cause, not after the window timeout with exit status 127.
+                return Err(BackendError::DesktopFailed(format!(
+                    "the app program {} is not an executable file inside the desktop's \
+                     sandbox, which shows the host's /usr, /bin, /lib and /etc, and the \
+                     worker's own directory (use a path without `..` or links out of these)",
+                    launch.argv[0]
+                )));
+            }
             // The attempt and home directories were prepared by the broker; hand them over.
             sandbox.hand_over(&launch.cwd)?;
             if let Some((_, home)) = launch.env.iter().find(|(key, _)| key == "HOME") {

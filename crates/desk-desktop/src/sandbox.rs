@@ -422,6 +422,24 @@ impl Sandbox {
         command
     }
 
+    /// Whether `program` (an absolute path, or a name looked up in [`SAFE_PATH`]) names an
+    /// executable file as the sandbox sees it, read through the holder's root from outside.
+    pub fn can_run(&self, program: &str) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let root = PathBuf::from(format!("/proc/{}/root", self.holder_pid));
+        let inside = |path: &Path| {
+            let relative = path.strip_prefix("/").unwrap_or(path);
+            std::fs::metadata(root.join(relative))
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        };
+        if program.contains('/') {
+            return Path::new(program).is_absolute() && inside(Path::new(program));
+        }
+        SAFE_PATH
+            .split(':')
+            .any(|dir| inside(&Path::new(dir).join(program)))
+    }
+
     /// The pids, on the host and inside the sandbox, of the program a [`Sandbox::command`]
     /// wrapper with host pid `wrapper` runs (nsenter's child; `env` execs the program in place).
     pub fn program_pids(&self, wrapper: u32) -> Result<(u32, u32), BackendError> {

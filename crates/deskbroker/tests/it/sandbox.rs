@@ -293,3 +293,57 @@ async fn an_unsandboxed_broker_stamps_sandbox_off() {
     );
     broker.client().release(&session).await.unwrap();
 }
+
+/// An app program the sandbox does not show (here a copy of the probe outside every bound
+/// directory) fails its reset at once, not after the window timeout with exit status 127.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_outside_the_sandbox_fails_reset_with_the_cause() {
+    if !xvfb_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("probe.ndjson");
+    // Profiles are read at start: write the hidden one first, from the probe's.
+    let hidden = tmp.path().join("hidden-probe");
+    std::fs::copy(crate::support::probe_binary(), &hidden).unwrap();
+    let probe = crate::support::probe_binary().display().to_string();
+    let profiles = tmp.path().join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let profile = format!(
+        "name = \"hidden\"\ncommand = [\"{}\"]\n[attempt]\nfilename = \"attempt.txt\"\n\
+         template = \"fresh\"\n[window]\nclass = \"deskprobe\"\nmaximize = true\n\
+         timeout_ms = 15000\n",
+        hidden.display()
+    );
+    assert_ne!(probe, hidden.display().to_string());
+    std::fs::write(profiles.join("hidden.toml"), profile).unwrap();
+    let broker = Broker::start(tmp.path(), None, &log);
+    let client = broker.client();
+    let lease = client
+        .lease(&desk_contract::api::LeaseRequest {
+            task_id: "hidden".into(),
+            attempt_id: "a1".into(),
+            profile: Some("hidden".into()),
+        })
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let error = client
+        .reset(
+            &lease.session_id,
+            &desk_contract::api::ResetRequest {
+                request_id: "reset-1".into(),
+            },
+        )
+        .await
+        .expect_err("the app is not in the sandbox");
+    // The cause (the program's path) is in the broker's log; a 5xx body never carries one.
+    let text = error.to_string();
+    assert!(text.contains("desktop_failed"), "{text}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "fails before the 15 s window timeout: {:?}",
+        started.elapsed()
+    );
+    client.release(&lease.session_id).await.unwrap();
+}
