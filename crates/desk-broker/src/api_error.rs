@@ -104,6 +104,11 @@ impl BrokerError {
             self.to_string()
         } else {
             match self {
+                // Rule ids only (fixed names, no paths): what the operator must mend.
+                BrokerError::Desktop {
+                    source: source @ BackendError::WorkspaceUnverified(_),
+                    operation,
+                } => format!("{} during {operation}", source),
                 // These messages are built from the operation and index only, never a cause.
                 BrokerError::OutcomeUnknown { .. }
                 | BrokerError::Desktop { .. }

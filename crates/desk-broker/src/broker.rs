@@ -135,6 +135,8 @@ impl Broker {
                     session_id: session.id.clone(),
                     session_dir: session_dir.clone(),
                     display: config.display,
+                    // A running sandbox keeps the binds it started with.
+                    read_only: Vec::new(),
                 };
                 match factory.reattach(&request) {
                     Ok(Some(backend)) => {

@@ -19,6 +19,8 @@ pub struct BackendRequest {
     pub session_dir: PathBuf,
     /// The display size to create.
     pub display: DisplaySize,
+    /// The app profile's read-only paths, shown inside the desktop's sandbox.
+    pub read_only: Vec<PathBuf>,
 }
 
 /// Creates one desktop per session, on the session's first reset, and adopts surviving desktops

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-use desk_contract::ErrorCode;
 use desk_contract::api::{ResetRequest, ResetResponse, Screenshot, SessionState};
 use desk_desktop::BackendError;
 
@@ -70,6 +69,7 @@ impl Inner {
                     session_id: session_id.to_string(),
                     session_dir: session_dir.clone(),
                     display: self.config.display,
+                    read_only: profile.read_only.clone(),
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;
             runtime.display = backend.display_size();
@@ -102,17 +102,11 @@ impl Inner {
         let handoff = match handoff {
             Ok(handoff) => handoff,
             Err(error) => {
-                let code = match error {
-                    BrokerError::AppNotMaximized(_) => ErrorCode::AppNotMaximized,
-                    BrokerError::Desktop {
-                        source: BackendError::WorkspaceUnverified(_),
-                        ..
-                    } => ErrorCode::WorkspaceUnverified,
-                    _ => ErrorCode::DesktopFailed,
-                };
+                // Recorded as the client is told it (status shows it as `last_error`).
+                let body = error.to_body();
                 session.lifecycle = session
                     .lifecycle
-                    .reset_failed(Failure::new(code, error.to_string()))?;
+                    .reset_failed(Failure::new(body.code, body.message))?;
                 self.store.save_session(&session)?;
                 return Err(error);
             }

@@ -61,6 +61,9 @@ pub struct LocalDesktopConfig {
     pub session_dir: PathBuf,
     /// Whether the desktop runs in a sandbox (on by default).
     pub sandbox: SandboxPolicy,
+    /// Extra host paths the sandbox shows read-only at the same place (the app profile's
+    /// `read_only`); bound when the sandbox starts, so they hold for the session.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl LocalDesktopConfig {
@@ -73,6 +76,7 @@ impl LocalDesktopConfig {
             xvfb_program: "Xvfb".to_string(),
             session_dir,
             sandbox: SandboxPolicy::default_for_this_process(),
+            read_only: Vec::new(),
         }
     }
 }
@@ -594,7 +598,8 @@ impl LocalDesktop {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        // The worker's directory, read-only: the worker binary and its sibling tools.
+        // The worker's directory, read-only: the worker binary and its sibling tools; then the
+        // profile's read-only paths.
         let read_only: Vec<PathBuf> = self
             .config
             .worker_command
@@ -602,6 +607,7 @@ impl LocalDesktop {
             .and_then(|program| std::fs::canonicalize(program).ok())
             .and_then(|program| program.parent().map(Path::to_path_buf))
             .into_iter()
+            .chain(self.config.read_only.iter().cloned())
             .collect();
         let (mut command, start) = SandboxStart::new(self.config.sandbox, &workspace, &read_only)?;
         let log = log_file(&self.config.session_dir, "sandbox.log")?;
@@ -982,8 +988,9 @@ impl DesktopBackend for LocalDesktop {
                 // Fail now with the cause, not after the window timeout with exit status 127.
                 return Err(BackendError::DesktopFailed(format!(
                     "the app program {} is not an executable file inside the desktop's \
-                     sandbox, which shows the host's /usr, /bin, /lib and /etc, and the \
-                     worker's own directory (use a path without `..` or links out of these)",
+                     sandbox, which shows the host's /usr, /bin, /lib and /etc, the worker's \
+                     own directory and the profile's `read_only` paths (name it by a path \
+                     without `..` inside these, or add its directory to `read_only`)",
                     launch.argv[0]
                 )));
             }

@@ -148,6 +148,12 @@ pub struct AppProfile {
     /// Extra environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Host paths the session's sandbox shows read-only at the same place: the app's own
+    /// install outside `/usr`, task inputs. Absolute, without `..`, never `/`. There is no
+    /// writable counterpart: the attempt directory and home are the only writable paths, and
+    /// a handoff whose workspace shows a forbidden path is still refused.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
     /// Files written below the private home before launch: relative path → contents.
     #[serde(default)]
     pub home_files: BTreeMap<String, String>,
@@ -207,6 +213,18 @@ impl AppProfile {
         };
         if self.command.is_empty() || self.command[0].is_empty() {
             return Err(invalid("command must name a program"));
+        }
+        for path in &self.read_only {
+            let normal = path
+                .components()
+                .skip(1)
+                .all(|part| matches!(part, std::path::Component::Normal(_)));
+            if !path.is_absolute() || !normal || path.parent().is_none() {
+                return Err(invalid(&format!(
+                    "read_only paths must be absolute, without `..`, and not `/`: {}",
+                    path.display()
+                )));
+            }
         }
         let filename = &self.attempt.filename;
         if filename.is_empty() || filename.contains('/') || filename.starts_with('.') {

@@ -72,3 +72,31 @@ fn a_binary_template_is_exclusive_with_a_text_one_and_must_be_base64() {
         [0u8, 1, 2, 255]
     );
 }
+
+#[test]
+fn read_only_paths_must_be_absolute_plain_and_not_the_root() {
+    let profile = |binds: &str| {
+        AppProfile::from_toml(
+            "t",
+            &format!(
+                "name = \"t\"\ncommand = [\"x\"]\nread_only = [{binds}]\n[attempt]\n\
+                 filename = \"a.txt\"\n[window]\nclass = \"c\"\n"
+            ),
+        )
+    };
+    let accepted = profile("\"/opt/app\", \"/srv/inputs/task-1\"").unwrap();
+    assert_eq!(
+        accepted.read_only,
+        [
+            PathBuf::from("/opt/app"),
+            PathBuf::from("/srv/inputs/task-1")
+        ]
+    );
+    for bad in ["\"/\"", "\"opt/app\"", "\"/opt/../root\"", "\"\""] {
+        let error = profile(bad).expect_err(bad).to_string();
+        assert!(
+            error.contains("read_only paths must be absolute"),
+            "{bad}: {error}"
+        );
+    }
+}

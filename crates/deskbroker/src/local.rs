@@ -42,6 +42,7 @@ impl LocalFactory {
             request.session_dir.clone(),
         );
         config.sandbox = self.sandbox;
+        config.read_only = request.read_only.clone();
         config
     }
 }

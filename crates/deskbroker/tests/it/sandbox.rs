@@ -294,56 +294,105 @@ async fn an_unsandboxed_broker_stamps_sandbox_off() {
     broker.client().release(&session).await.unwrap();
 }
 
-/// An app program the sandbox does not show (here a copy of the probe outside every bound
-/// directory) fails its reset at once, not after the window timeout with exit status 127.
-#[tokio::test(flavor = "multi_thread")]
-async fn an_app_outside_the_sandbox_fails_reset_with_the_cause() {
-    if !xvfb_available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("probe.ndjson");
-    // Profiles are read at start: write the hidden one first, from the probe's.
-    let hidden = tmp.path().join("hidden-probe");
-    std::fs::copy(crate::support::probe_binary(), &hidden).unwrap();
-    let probe = crate::support::probe_binary().display().to_string();
-    let profiles = tmp.path().join("profiles");
-    std::fs::create_dir_all(&profiles).unwrap();
-    let profile = format!(
-        "name = \"hidden\"\ncommand = [\"{}\"]\n[attempt]\nfilename = \"attempt.txt\"\n\
-         template = \"fresh\"\n[window]\nclass = \"deskprobe\"\nmaximize = true\n\
-         timeout_ms = 15000\n",
-        hidden.display()
+/// Writes profile `name`: the probe at `program`, recording into the home, with `read_only`.
+fn write_probe_profile(profiles: &Path, name: &str, program: &Path, read_only: &[&Path]) {
+    let binds: Vec<String> = read_only
+        .iter()
+        .map(|path| format!("{:?}", path.display().to_string()))
+        .collect();
+    let text = format!(
+        "name = {name:?}\ncommand = [{program:?}, \"--out\", \"{{home}}/probe.ndjson\"]\n\
+         read_only = [{binds}]\n[attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n\
+         [window]\nclass = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
+        program = program.display().to_string(),
+        binds = binds.join(", ")
     );
-    assert_ne!(probe, hidden.display().to_string());
-    std::fs::write(profiles.join("hidden.toml"), profile).unwrap();
-    let broker = Broker::start(tmp.path(), None, &log);
+    std::fs::create_dir_all(profiles).unwrap();
+    std::fs::write(profiles.join(format!("{name}.toml")), text).unwrap();
+}
+
+/// Leases a session of `profile` and resets it.
+async fn reset_profile(
+    broker: &Broker,
+    profile: &str,
+) -> (
+    String,
+    Result<desk_contract::api::ResetResponse, desk_client::ClientError>,
+) {
     let client = broker.client();
     let lease = client
         .lease(&desk_contract::api::LeaseRequest {
-            task_id: "hidden".into(),
+            task_id: profile.into(),
             attempt_id: "a1".into(),
-            profile: Some("hidden".into()),
+            profile: Some(profile.into()),
         })
         .await
         .unwrap();
-    let started = std::time::Instant::now();
-    let error = client
+    let reset = client
         .reset(
             &lease.session_id,
             &desk_contract::api::ResetRequest {
                 request_id: "reset-1".into(),
             },
         )
-        .await
-        .expect_err("the app is not in the sandbox");
+        .await;
+    (lease.session_id, reset)
+}
+
+/// The sandbox shows an app only where the profile says: a program outside every bound
+/// directory fails its reset at once (not after the window timeout with exit status 127); the
+/// profile's `read_only` shows its directory; a `read_only` path that would show the broker's
+/// state directory is refused at handoff by the workspace check.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
+    if !xvfb_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("probe.ndjson");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hidden = bin.join("hidden-probe");
+    std::fs::copy(crate::support::probe_binary(), &hidden).unwrap();
+    // Profiles are read at start: write them first.
+    let profiles = tmp.path().join("profiles");
+    write_probe_profile(&profiles, "hidden", &hidden, &[]);
+    write_probe_profile(&profiles, "shown", &hidden, &[&bin]);
+    write_probe_profile(&profiles, "exposing", &hidden, &[tmp.path()]);
+    let broker = Broker::start(tmp.path(), None, &log);
+    let client = broker.client();
+
+    let started = std::time::Instant::now();
+    let (session, reset) = reset_profile(&broker, "hidden").await;
     // The cause (the program's path) is in the broker's log; a 5xx body never carries one.
-    let text = error.to_string();
+    let text = reset
+        .expect_err("the app is not in the sandbox")
+        .to_string();
     assert!(text.contains("desktop_failed"), "{text}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
         "fails before the 15 s window timeout: {:?}",
         started.elapsed()
     );
-    client.release(&lease.session_id).await.unwrap();
+    client.release(&session).await.unwrap();
+
+    let (session, reset) = reset_profile(&broker, "shown").await;
+    let reset = reset.expect("the profile's read_only shows the app");
+    assert!(reset.window.maximized);
+    client.release(&session).await.unwrap();
+
+    let (session, reset) = reset_profile(&broker, "exposing").await;
+    let text = reset
+        .expect_err("a bind that shows the state directory is refused")
+        .to_string();
+    assert!(text.contains("workspace_unverified"), "{text}");
+    let status = client.status(&session).await.unwrap();
+    let last = status.last_error.expect("the refusal is recorded");
+    assert!(
+        last.message.contains("forbidden_path_visible"),
+        "{}",
+        last.message
+    );
+    client.release(&session).await.unwrap();
 }
