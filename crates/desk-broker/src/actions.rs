@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use desk_contract::api::{ActionRequest, ActionResponse, Receipt, SettleReceipt};
-use desk_contract::desktop::ActionOutcome;
+use desk_contract::desktop::{ActionOutcome, SandboxMode};
 use desk_contract::settle::SettleReport;
 use desk_contract::{InputAction, SettleOutcome, validate_action};
 
@@ -100,6 +100,7 @@ impl Inner {
             sequence,
             accepted_at_ms,
         );
+        response.receipt.sandbox = self.config.sandbox;
         ledger.delivered(&outcome, &mut response, input == InputAction::Done)?;
         Ok(response)
     }
@@ -230,6 +231,7 @@ fn action_response(
             action_type: action_type.to_string(),
             intent,
             delivery: delivery.to_string(),
+            sandbox: SandboxMode::On,
             n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
             focus_before: (!done).then(|| outcome.focus_before.clone()),
             focus_after: (!done).then(|| outcome.focus_after.clone()),

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use desk_contract::desktop::SandboxMode;
 use desk_contract::{DisplaySize, SettlePolicy};
 use desk_desktop::{BackendError, DesktopBackend, ProfileSet};
 
@@ -99,6 +100,9 @@ pub struct BrokerConfig {
     pub auth: AuthConfig,
     /// Signed evidence settings.
     pub evidence: EvidenceConfig,
+    /// Whether the factory's desktops run sandboxed; `Off` stamps every receipt and evidence
+    /// record `"sandbox": "off"` (`serve --unsafe-no-sandbox`, the fake backend).
+    pub sandbox: SandboxMode,
 }
 
 impl BrokerConfig {
@@ -120,6 +124,7 @@ impl BrokerConfig {
             fault: FaultHook::from_env(),
             auth: AuthConfig::default(),
             evidence: EvidenceConfig::default(),
+            sandbox: SandboxMode::On,
         }
     }
 }

@@ -375,7 +375,8 @@ fn open_journal(
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(io_error("remove", &path)(error)),
         }
-        let writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
+        let mut writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
+        writer.set_sandbox(config.sandbox);
         let mut journal = make(writer);
         journal.append(started_body(config, session, &key))?;
         return Ok(journal);

@@ -215,6 +215,10 @@ pub struct Receipt {
     /// absent with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pointer_on_target: Option<bool>,
+    /// Whether the session's desktop runs in its sandbox: `off` only when the operator started
+    /// `serve --unsafe-no-sandbox` (or the fake backend, which has no desktop to contain).
+    #[serde(default)]
+    pub sandbox: crate::desktop::SandboxMode,
     /// Settle evidence.
     pub settle: SettleReceipt,
     /// True only when the settle wait ended stable.

@@ -153,13 +153,21 @@ pub struct ActionOutcome {
 }
 
 /// Whether a session's desktop runs in its sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
     /// One sandbox per session (the default).
+    #[default]
     On,
     /// No sandbox: the operator started `serve --unsafe-no-sandbox`.
     Off,
+}
+
+impl SandboxMode {
+    /// Whether the sandbox is on (the default, left out of records that only stamp `off`).
+    pub fn is_on(&self) -> bool {
+        *self == SandboxMode::On
+    }
 }
 
 /// The session's workspace as the broker measured it from outside (`/proc`) at handoff. With

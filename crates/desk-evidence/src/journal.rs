@@ -26,6 +26,7 @@ use std::io::{Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
+use desk_contract::desktop::SandboxMode;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -313,6 +314,7 @@ pub struct EvidenceWriter {
     key: SigningKey,
     verifying_key: VerifyingKey,
     session_id: String,
+    sandbox: SandboxMode,
     // Invariant: describes exactly the records on disk while `poisoned` is `None`.
     chain: ChainState,
     // Invariant: end of the last verified line.
@@ -353,6 +355,7 @@ impl EvidenceWriter {
             key,
             verifying_key,
             session_id: session_id.to_string(),
+            sandbox: SandboxMode::On,
             end_offset: 0,
             content_sha256: Sha256::new(),
             poisoned: None,
@@ -397,6 +400,10 @@ impl EvidenceWriter {
                 key,
                 verifying_key,
                 session_id,
+                // A session's sandbox never changes: its journal keeps stamping what it began with.
+                sandbox: records
+                    .first()
+                    .map_or(SandboxMode::On, |first| first.record().sandbox),
                 chain,
                 end_offset,
                 content_sha256: Sha256::new_with_prefix(&bytes),
@@ -414,6 +421,12 @@ impl EvidenceWriter {
     /// The session the journal belongs to.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// Stamps every record appended from now on with `sandbox` (`off` for a session whose
+    /// desktop runs unsandboxed).
+    pub fn set_sandbox(&mut self, sandbox: SandboxMode) {
+        self.sandbox = sandbox;
     }
 
     /// The `seq` the next record will get.
@@ -439,6 +452,7 @@ impl EvidenceWriter {
             prev_sha256: self.chain.prev_sha256.clone(),
             session_id: self.session_id.clone(),
             at_ms,
+            sandbox: self.sandbox,
             body,
         };
         // Refused records never touch the file, so they do not poison the writer.

@@ -6,6 +6,7 @@
 //! `Option` field is present as `null`). Digests are 64 lowercase hex characters; file names
 //! are single path components. [`RecordBody::validate`] enforces both at write and at verify.
 
+use desk_contract::desktop::SandboxMode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -293,6 +294,9 @@ pub struct Record {
     pub session_id: String,
     /// Wall-clock time of the record, milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// Whether the session's desktop ran in its sandbox; signed as `"sandbox": "off"` on every
+    /// record of an unsandboxed session, left out when on.
+    pub sandbox: SandboxMode,
     /// What happened.
     pub body: RecordBody,
 }
@@ -305,6 +309,8 @@ struct RecordPayload {
     prev_sha256: String,
     session_id: String,
     at_ms: u64,
+    #[serde(default, skip_serializing_if = "SandboxMode::is_on")]
+    sandbox: SandboxMode,
     kind: RecordKind,
     body: Value,
 }
@@ -323,6 +329,7 @@ impl Record {
             prev_sha256: self.prev_sha256.clone(),
             session_id: self.session_id.clone(),
             at_ms: self.at_ms,
+            sandbox: self.sandbox,
             kind: self.kind(),
             body: self.body.to_value()?,
         };
@@ -346,6 +353,7 @@ impl Record {
             prev_sha256: payload.prev_sha256,
             session_id: payload.session_id,
             at_ms: payload.at_ms,
+            sandbox: payload.sandbox,
             body: RecordBody::from_value(payload.kind, payload.body)?,
         })
     }

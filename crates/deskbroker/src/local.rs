@@ -103,6 +103,11 @@ fn build_broker_with(
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
+    config.sandbox = match backend {
+        Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
+        // The fake backend has no desktop to contain: its results say so too.
+        Backend::Local | Backend::Fake => desk_contract::desktop::SandboxMode::Off,
+    };
     let opened = match backend {
         Backend::Local => Broker::open(
             config,

@@ -25,7 +25,7 @@ fn text(output: &Output) -> String {
     )
 }
 
-fn export(state_dir: &Path, session: &str, out: &Path) {
+pub(crate) fn export(state_dir: &Path, session: &str, out: &Path) {
     let output = run(&[
         "evidence",
         "export",
@@ -38,7 +38,7 @@ fn export(state_dir: &Path, session: &str, out: &Path) {
     assert!(output.status.success(), "export failed: {}", text(&output));
 }
 
-fn verify(bundle: &Path, key: &Path) -> (bool, String) {
+pub(crate) fn verify(bundle: &Path, key: &Path) -> (bool, String) {
     let output = run(&[
         "evidence",
         "verify",

@@ -80,7 +80,11 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
     let client = broker.client();
     let click =
         json!({"type": "click", "x": 321, "y": 234, "intent": "a click in a deep state dir"});
-    act(&client, &session, "a0", 0, click).await.unwrap();
+    let clicked = act(&client, &session, "a0", 0, click).await.unwrap();
+    assert_eq!(
+        clicked.receipt.sandbox,
+        desk_contract::desktop::SandboxMode::On
+    );
     let events = wait_for_events(&log, 3);
     assert!(
         of_type(&events, "button_press")
@@ -291,7 +295,47 @@ async fn an_unsandboxed_broker_stamps_sandbox_off() {
         processes.iter().all(|p| p.role != "sandbox"),
         "{processes:?}"
     );
-    broker.client().release(&session).await.unwrap();
+    let client = broker.client();
+    let moved = act(
+        &client,
+        &session,
+        "m1",
+        0,
+        json!({"type": "move", "x": 5, "y": 5, "intent": "a move"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        moved.receipt.sandbox,
+        desk_contract::desktop::SandboxMode::Off
+    );
+    client.release(&session).await.unwrap();
+    // Every signed evidence record of the session says so.
+    let journal = broker
+        .state_dir
+        .join("evidence")
+        .join(&session)
+        .join("evidence.ndjson");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 4, "lease, action, receipt, release: {text}");
+    for line in lines {
+        assert!(line.contains(r#""sandbox":"off""#), "{line}");
+    }
+    // The stamp is signed: the exported bundle verifies, and without the stamp it does not.
+    let bundle = tmp.path().join("bundle");
+    crate::evidence::export(&broker.state_dir, &session, &bundle);
+    let key = broker.state_dir.join("evidence").join("evidence.pub");
+    let (ok, output) = crate::evidence::verify(&bundle, &key);
+    assert!(ok, "{output}");
+    let exported = bundle.join("evidence.ndjson");
+    let signed = std::fs::read_to_string(&exported).unwrap();
+    let first_off = signed.find(r#""sandbox":"off","#).unwrap();
+    let mut unstamped = signed.clone();
+    unstamped.replace_range(first_off..first_off + r#""sandbox":"off","#.len(), "");
+    std::fs::write(&exported, unstamped).unwrap();
+    let (ok, output) = crate::evidence::verify(&bundle, &key);
+    assert!(!ok, "a record without its stamp must not verify: {output}");
 }
 
 /// Writes profile `name`: the probe at `program`, recording into the home, with `read_only`.
