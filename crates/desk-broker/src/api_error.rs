@@ -104,6 +104,14 @@ impl BrokerError {
             self.to_string()
         } else {
             match self {
+                BrokerError::Desktop {
+                    source: BackendError::SandboxUnavailable(_),
+                    operation,
+                } => format!(
+                    "this host cannot build the desktop's sandbox (during {operation}); the \
+                     broker log says why. Containment is required unless serve runs with \
+                     --unsafe-no-sandbox"
+                ),
                 // Rule ids only (fixed names, no paths): what the operator must mend.
                 BrokerError::Desktop {
                     source: source @ BackendError::WorkspaceUnverified(_),

@@ -46,6 +46,14 @@ pub trait BackendFactory: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether this factory can create a desktop on this machine at all, asked before a new
+    /// lease is granted (a sandboxing factory checks that the kernel allows its sandbox:
+    /// [`BackendError::SandboxUnavailable`] otherwise). Called on a blocking thread. The
+    /// default can always create.
+    fn check_available(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// Kills whatever a previous broker run left running for the session whose directory is
     /// `session_dir` (its desktop was not reattached). Returns how many processes were found.
     /// Called at startup for every unreleased session that is not reattached and for every

@@ -81,6 +81,10 @@ impl Inner {
                 self.config.max_sessions
             )));
         }
+        // A machine that cannot contain a desktop refuses the lease, not its first reset.
+        self.factory
+            .check_available()
+            .map_err(BrokerError::desktop("lease"))?;
         let session_id = new_session_id()?;
         let session_dir = self.config.state_dir.join("sessions").join(&session_id);
         let mut session = SessionRow {

@@ -23,6 +23,7 @@
 
 pub mod facts;
 mod host;
+pub mod probe;
 
 pub use host::{SANDBOX_USER, set_lease_deadline};
 
@@ -175,6 +176,51 @@ fn hex16(path: &Path) -> String {
         .collect()
 }
 
+/// The namespaces every sandbox gets anew (bwrap flags).
+const UNSHARE: [&str; 6] = [
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup",
+];
+
+/// `setpriv` dropping a root broker to `uid`/`gid` (no supplementary groups), always with
+/// `NoNewPrivs`; the program to run follows as its next argument.
+fn setpriv_command(uid: u32, gid: u32) -> Command {
+    let mut command = Command::new("setpriv");
+    if nix::unistd::geteuid().is_root() {
+        command.args([
+            "--reuid",
+            &uid.to_string(),
+            "--regid",
+            &gid.to_string(),
+            "--clear-groups",
+        ]);
+    }
+    command.arg("--no-new-privs");
+    command
+}
+
+/// The read-only base every sandbox root starts from: `/usr` and the merged-usr top-level
+/// links (or directories, where the host has them).
+fn base_root_args(command: &mut Command) {
+    command.args(["--ro-bind", "/usr", "/usr"]);
+    for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
+        let host = Path::new("/").join(top);
+        match std::fs::read_link(&host) {
+            Ok(target) => {
+                command.arg("--symlink").arg(target).arg(&host);
+            }
+            Err(_) if host.is_dir() => {
+                command.arg("--ro-bind").arg(&host).arg(&host);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// A sandbox being started: spawn the command [`SandboxStart::new`] returns, then
 /// [`SandboxStart::finish`] with its stdout.
 pub struct SandboxStart {
@@ -198,42 +244,10 @@ impl SandboxStart {
             ));
         };
         let drop_root = nix::unistd::geteuid().is_root();
-        let mut command = Command::new("setpriv");
-        if drop_root {
-            command.args([
-                "--reuid",
-                &uid.to_string(),
-                "--regid",
-                &gid.to_string(),
-                "--clear-groups",
-            ]);
-        }
-        command.args(["--no-new-privs", "bwrap"]);
-        command.args([
-            "--unshare-user",
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup",
-            "--hostname",
-            "desk",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-        ]);
-        for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
-            let host = Path::new("/").join(top);
-            match std::fs::read_link(&host) {
-                Ok(target) => {
-                    command.arg("--symlink").arg(target).arg(&host);
-                }
-                Err(_) if host.is_dir() => {
-                    command.arg("--ro-bind").arg(&host).arg(&host);
-                }
-                Err(_) => {}
-            }
-        }
+        let mut command = setpriv_command(uid, gid);
+        command.arg(probe::bwrap_program()?);
+        command.args(UNSHARE).args(["--hostname", "desk"]);
+        base_root_args(&mut command);
         command.args([
             "--ro-bind",
             "/etc",

@@ -60,6 +60,10 @@ impl BackendFactory for LocalFactory {
             .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
     }
 
+    fn check_available(&self) -> Result<(), BackendError> {
+        desk_desktop::sandbox::probe::check(self.sandbox)
+    }
+
     fn reap_orphans(&self, session_dir: &Path) -> usize {
         desk_desktop::launcher::reap_recorded(session_dir)
     }
@@ -180,8 +184,16 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     if !sandboxed {
         tracing::warn!(
             "--unsafe-no-sandbox: desktops run as this user with the host's network and files; \
-             every status and reset reports \"sandbox\": \"off\""
+             every status, reset, receipt and evidence record says \"sandbox\": \"off\""
         );
+    } else if backend == Backend::Local {
+        // Said at start, so an operator learns it before the first client does.
+        let policy = SandboxPolicy::default_for_this_process();
+        if let Err(error) =
+            tokio::task::spawn_blocking(move || desk_desktop::sandbox::probe::check(policy)).await?
+        {
+            tracing::error!(error = %error, "leases will be refused with sandbox_unavailable");
+        }
     }
     let broker = tokio::task::spawn_blocking(move || {
         build_broker_with(&broker_args, auth, backend, sandboxed)

@@ -440,3 +440,55 @@ async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
     );
     client.release(&session).await.unwrap();
 }
+
+/// A host whose bubblewrap cannot build a sandbox (here a `bwrap` first on the broker's PATH
+/// that answers as bubblewrap does when the kernel refuses user namespaces) refuses the lease
+/// itself with 503 `sandbox_unavailable`, and no session exists afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_cannot_sandbox_refuses_the_lease() {
+    if !xvfb_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("probe.ndjson");
+    let bin = tmp.path().join("refusing-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let bwrap = bin.join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace, likely because the \
+         kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let broker = Broker::start_env(tmp.path(), &log, &[("PATH", path)]);
+    let client = broker.client();
+    let error = client
+        .lease(&desk_contract::api::LeaseRequest {
+            task_id: "t".into(),
+            attempt_id: "a1".into(),
+            profile: Some("probe".into()),
+        })
+        .await
+        .expect_err("no sandbox, no lease");
+    match &error {
+        desk_client::ClientError::Api(body) => {
+            assert_eq!(
+                body.code,
+                desk_contract::ErrorCode::SandboxUnavailable,
+                "{body:?}"
+            );
+            assert!(body.message.contains("--unsafe-no-sandbox"), "{body:?}");
+        }
+        other => panic!("expected sandbox_unavailable, got {other}"),
+    }
+    let sessions = std::fs::read_dir(broker.state_dir.join("sessions"))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    assert_eq!(sessions, 0, "a refused lease creates no session");
+}

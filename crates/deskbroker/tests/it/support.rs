@@ -51,6 +51,8 @@ pub(crate) struct Broker {
     pub(crate) profiles: PathBuf,
     /// Extra `serve` arguments.
     extra: Vec<String>,
+    /// Extra environment for `serve`.
+    env: Vec<(String, String)>,
     /// The probe's recording, bound writable into every session sandbox.
     probe_log: PathBuf,
 }
@@ -81,6 +83,13 @@ impl Broker {
         probe_log: &Path,
         extra: &[&str],
     ) -> Broker {
+        let mut broker = Broker::unspawned(root, state_dir, probe_log, extra);
+        broker.spawn(fault);
+        broker
+    }
+
+    /// The broker's files and arguments, not yet started.
+    fn unspawned(root: &Path, state_dir: &Path, probe_log: &Path, extra: &[&str]) -> Broker {
         let state_dir = state_dir.to_path_buf();
         let profiles = root.join("profiles");
         std::fs::create_dir_all(&profiles).unwrap();
@@ -91,12 +100,23 @@ impl Broker {
             state_dir,
             profiles,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            env: Vec::new(),
             probe_log: PathBuf::new(),
         };
         broker.add_probe_profile(probe_log);
         share_probe_log(root, probe_log);
         broker.probe_log = probe_log.to_path_buf();
-        broker.spawn(fault);
+        broker
+    }
+
+    /// [`Broker::start`] with `env` added to the broker's environment (kept across restarts).
+    pub(crate) fn start_env(root: &Path, probe_log: &Path, env: &[(&str, String)]) -> Broker {
+        let mut broker = Broker::unspawned(root, &root.join("state"), probe_log, &[]);
+        broker.env = env
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.clone()))
+            .collect();
+        broker.spawn(None);
         broker
     }
 
@@ -115,6 +135,7 @@ impl Broker {
             .args(&self.extra)
             .env_remove("DESKBROKER_FAULT")
             .env(desk_desktop::sandbox::EXTRA_WRITABLE_ENV, &self.probe_log)
+            .envs(self.env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::null());
         if let Some(fault) = fault {
             command.env("DESKBROKER_FAULT", fault);
