@@ -64,6 +64,9 @@ pub struct LocalDesktopConfig {
     /// Extra host paths the sandbox shows read-only at the same place (the app profile's
     /// `read_only`); bound when the sandbox starts, so they hold for the session.
     pub read_only: Vec<PathBuf>,
+    /// Host paths the app must not see beyond the state directory, `/root` and `/home` (the
+    /// benchmark's gold); checked at every handoff.
+    pub private_paths: Vec<PathBuf>,
 }
 
 impl LocalDesktopConfig {
@@ -77,6 +80,7 @@ impl LocalDesktopConfig {
             session_dir,
             sandbox: SandboxPolicy::default_for_this_process(),
             read_only: Vec::new(),
+            private_paths: Vec::new(),
         }
     }
 }
@@ -565,9 +569,13 @@ impl LocalDesktop {
         let mut paths = vec![PathBuf::from("/root"), PathBuf::from("/home")];
         // `<state>/sessions/<id>`.
         if let Some(state) = self.config.session_dir.parent().and_then(Path::parent) {
-            paths.push(std::fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf()));
+            paths.push(state.to_path_buf());
         }
+        paths.extend(self.config.private_paths.iter().cloned());
         paths
+            .into_iter()
+            .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
+            .collect()
     }
 
     /// The X authority file as the desktop's processes see it.

@@ -284,6 +284,8 @@ pub(crate) async fn run_with_factory(
         .with_context(|| format!("failed to create {}", args.out.display()))?;
     let out = args.out.canonicalize()?;
     let mut broker_args = args.broker.clone();
+    // The scorer's gold must be invisible to every desktop, and checked to be at each handoff.
+    broker_args.private_paths.push(gold_dir.to_owned());
     if broker_args.state_dir.is_none() {
         broker_args.state_dir = Some(out.join("state"));
     }

@@ -77,6 +77,11 @@ pub(crate) struct BrokerArgs {
     /// Profile used when a lease names none.
     #[arg(long, default_value = "librecad")]
     pub(crate) default_profile: String,
+    /// A host path no desktop may see (repeatable), beside the state directory, /root and
+    /// /home: a handoff whose sandbox shows it is refused with `workspace_unverified`.
+    /// `bench run` adds its gold directory.
+    #[arg(long = "private-path", value_name = "PATH")]
+    pub(crate) private_paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -32,6 +32,7 @@ fn worker_command() -> Result<Vec<String>> {
 struct LocalFactory {
     worker: Vec<String>,
     sandbox: SandboxPolicy,
+    private_paths: Vec<PathBuf>,
 }
 
 impl LocalFactory {
@@ -43,6 +44,7 @@ impl LocalFactory {
         );
         config.sandbox = self.sandbox;
         config.read_only = request.read_only.clone();
+        config.private_paths = self.private_paths.clone();
         config
     }
 }
@@ -122,6 +124,7 @@ fn build_broker_with(
                 } else {
                     SandboxPolicy::Off
                 },
+                private_paths: args.private_paths.clone(),
             },
         ),
         Backend::Fake => Broker::open(config, FakeFactory),

@@ -386,7 +386,8 @@ async fn reset_profile(
 /// The sandbox shows an app only where the profile says: a program outside every bound
 /// directory fails its reset at once (not after the window timeout with exit status 127); the
 /// profile's `read_only` shows its directory; a `read_only` path that would show the broker's
-/// state directory is refused at handoff by the workspace check.
+/// state directory, or a path named by `--private-path` (the gold), is refused at handoff by
+/// the workspace check.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
     if !xvfb_available() {
@@ -404,7 +405,16 @@ async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
     write_probe_profile(&profiles, "hidden", &hidden, &[]);
     write_probe_profile(&profiles, "shown", &hidden, &[&bin]);
     write_probe_profile(&profiles, "exposing", &hidden, &[tmp.path()]);
-    let broker = Broker::start(tmp.path(), None, &log);
+    // A private path named at serve (as `bench run` names its gold directory).
+    let gold = tmp.path().join("gold");
+    std::fs::create_dir_all(&gold).unwrap();
+    write_probe_profile(&profiles, "gold", &hidden, &[&bin, &gold]);
+    let broker = Broker::start_with(
+        tmp.path(),
+        None,
+        &log,
+        &["--private-path", gold.to_str().unwrap()],
+    );
     let client = broker.client();
 
     let started = std::time::Instant::now();
@@ -438,6 +448,13 @@ async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
         "{}",
         last.message
     );
+    client.release(&session).await.unwrap();
+
+    let (session, reset) = reset_profile(&broker, "gold").await;
+    let text = reset
+        .expect_err("a bind that shows a private path is refused")
+        .to_string();
+    assert!(text.contains("workspace_unverified"), "{text}");
     client.release(&session).await.unwrap();
 }
 
