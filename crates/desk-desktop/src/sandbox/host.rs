@@ -84,15 +84,25 @@ pub(crate) fn holder_argv(host_dir: &Path) -> Vec<String> {
 
 /// Records that the desktop of `session_dir` may run until `deadline_unix_secs` (its lease
 /// expiry plus grace). A session without a sandbox workspace has nothing to record.
+///
+/// Every renewal calls this (each action, screenshot, checkpoint), so a deadline less than one
+/// check interval later than the recorded one is not written: the holder reads the file only
+/// that often, and the grace period dwarfs the difference.
 pub fn set_lease_deadline(session_dir: &Path, deadline_unix_secs: u64) -> std::io::Result<()> {
     let dir = session_dir.join("workspace").join(HOST_DIR);
     if !dir.is_dir() {
         return Ok(());
     }
-    write_replacing(
-        &dir.join(DEADLINE_FILE),
-        format!("{deadline_unix_secs}\n").as_bytes(),
-    )
+    let path = dir.join(DEADLINE_FILE);
+    let recorded = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    if recorded.is_some_and(|recorded| {
+        (recorded..recorded + u64::from(CHECK_INTERVAL_SECS)).contains(&deadline_unix_secs)
+    }) {
+        return Ok(());
+    }
+    write_replacing(&path, format!("{deadline_unix_secs}\n").as_bytes())
 }
 
 /// Writes `path` through a temporary sibling and a rename (0644), so a reader sees the old or
@@ -128,10 +138,17 @@ mod tests {
             "desk:x:61234:61235:desk:{}/home:",
             workspace.display()
         )));
+        let read = || std::fs::read_to_string(dir.join(DEADLINE_FILE)).unwrap();
         set_lease_deadline(session, 100).unwrap();
         set_lease_deadline(session, 200).unwrap();
-        let text = std::fs::read_to_string(dir.join(DEADLINE_FILE)).unwrap();
-        assert_eq!(text, "200\n");
+        assert_eq!(read(), "200\n");
+        // Less than one check interval later: not rewritten. Earlier, or later by more: written.
+        set_lease_deadline(session, 201).unwrap();
+        assert_eq!(read(), "200\n");
+        set_lease_deadline(session, 202).unwrap();
+        assert_eq!(read(), "202\n");
+        set_lease_deadline(session, 150).unwrap();
+        assert_eq!(read(), "150\n");
         for name in [DEADLINE_FILE, "passwd", "group"] {
             let mode = std::fs::metadata(dir.join(name))
                 .unwrap()
