@@ -59,7 +59,10 @@ impl Inner {
             .get(&session.profile)
             .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
         let prepared = profile
-            .prepare(&session_dir)
+            .prepare(
+                &session_dir,
+                desk_desktop::SandboxPolicy::for_mode(self.config.sandbox),
+            )
             .map_err(BrokerError::Profile)?;
 
         if runtime.backend.is_none() {

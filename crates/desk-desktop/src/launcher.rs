@@ -540,6 +540,21 @@ impl LocalDesktop {
         &self.display_name
     }
 
+    /// The display's Unix socket and X authority file as the host reaches them (through the
+    /// sandbox holder's root when sandboxed), for host tools such as `deskbroker perf`.
+    pub fn host_x_access(&self) -> (PathBuf, PathBuf) {
+        let number = self.display_name.trim_start_matches(':');
+        let socket = format!("tmp/.X11-unix/X{number}");
+        let socket = match &self.sandbox {
+            Some(sandbox) => Path::new("/proc")
+                .join(sandbox.holder_pid.to_string())
+                .join("root")
+                .join(socket),
+            None => Path::new("/").join(socket),
+        };
+        (socket, self.run_dir.join(XAUTHORITY_FILE))
+    }
+
     /// A command running `argv` as a desktop process: inside the sandbox when on, with
     /// exactly `env` as its environment, in `cwd` (`/` when `None`).
     fn desktop_command(

@@ -244,21 +244,26 @@ impl AppProfile {
         Ok(())
     }
 
-    /// Writes the private home and the attempt file below `session_dir` and resolves the launch.
-    pub fn prepare(&self, session_dir: &Path) -> Result<PreparedAttempt, ProfileError> {
+    /// Writes the private home and the attempt file below `session_dir` and resolves the launch,
+    /// in the workspace laid out for `sandbox` (the same policy the session's desktop runs
+    /// under: see [`crate::sandbox::ensure_workspace`]).
+    pub fn prepare(
+        &self,
+        session_dir: &Path,
+        sandbox: crate::sandbox::SandboxPolicy,
+    ) -> Result<PreparedAttempt, ProfileError> {
         // The workspace is what a sandbox sees (see `sandbox`); home and attempt are made
         // afresh each reset, so nothing a previous attempt left in them (links included)
         // survives or is written through.
         // Made (or found) first, so that under a root broker home and attempt land in the
         // out-of-tree workspace the sandbox uid can reach, at the path the sandbox binds.
-        let workspace = crate::sandbox::ensure_workspace(
-            session_dir,
-            crate::sandbox::SandboxPolicy::default_for_this_process(),
-        )
-        .map_err(|error| ProfileError::Io {
-            path: session_dir.join("workspace"),
-            source: std::io::Error::other(error.to_string()),
-        })?;
+        let workspace =
+            crate::sandbox::ensure_workspace(session_dir, sandbox).map_err(|error| {
+                ProfileError::Io {
+                    path: session_dir.join("workspace"),
+                    source: std::io::Error::other(error.to_string()),
+                }
+            })?;
         let home = workspace.join("home");
         let attempt_dir = workspace.join("attempt");
         let attempt_path = attempt_dir.join(&self.attempt.filename);

@@ -1,11 +1,14 @@
 use super::*;
+use crate::sandbox::SandboxPolicy;
 
 #[test]
 fn freecad_profile_prepares_a_zipped_document_and_its_locked_down_home() {
     let set = ProfileSet::builtin().unwrap();
     let profile = set.get("freecad").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let prepared = profile.prepare(dir.path()).unwrap();
+    let prepared = profile
+        .prepare(dir.path(), SandboxPolicy::default_for_this_process())
+        .unwrap();
     let bytes = std::fs::read(&prepared.attempt_path).unwrap();
     assert!(
         bytes.starts_with(b"PK\x03\x04"),
@@ -66,7 +69,9 @@ fn a_binary_template_is_exclusive_with_a_text_one_and_must_be_base64() {
     let good = format!("{base}template_base64 = \"\"\"\nAAEC\n/w==\n\"\"\"\n");
     let profile = AppProfile::from_toml("x", &good).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let prepared = profile.prepare(dir.path()).unwrap();
+    let prepared = profile
+        .prepare(dir.path(), SandboxPolicy::default_for_this_process())
+        .unwrap();
     assert_eq!(
         std::fs::read(prepared.attempt_path).unwrap(),
         [0u8, 1, 2, 255]

@@ -73,6 +73,14 @@ pub enum SandboxPolicy {
 }
 
 impl SandboxPolicy {
+    /// The policy for `mode`: [`SandboxPolicy::default_for_this_process`] when on.
+    pub fn for_mode(mode: desk_contract::desktop::SandboxMode) -> SandboxPolicy {
+        match mode {
+            desk_contract::desktop::SandboxMode::On => SandboxPolicy::default_for_this_process(),
+            desk_contract::desktop::SandboxMode::Off => SandboxPolicy::Off,
+        }
+    }
+
     /// On: the dedicated uid for a root broker, the broker's own uid otherwise.
     pub fn default_for_this_process() -> SandboxPolicy {
         if nix::unistd::geteuid().is_root() {

@@ -38,7 +38,19 @@ pub use worker::{WORKER_SOCKET_ENV, handle, run_from_env, run_socket, run_stdio,
 
 /// Connects to `display` (or `$DISPLAY`) and measures capture+encode over `n_frames` frames.
 pub fn bench_capture(display: Option<&str>, n_frames: usize) -> Result<CaptureStats, X11Error> {
-    let mut session = X11Session::connect(display)?;
+    bench_session(X11Session::connect(display)?, n_frames)
+}
+
+/// [`bench_capture`] on the display at Unix socket `socket`, opened with `cookie`.
+pub fn bench_capture_with_cookie(
+    socket: &std::path::Path,
+    cookie: &[u8],
+    n_frames: usize,
+) -> Result<CaptureStats, X11Error> {
+    bench_session(X11Session::connect_with_cookie(socket, cookie)?, n_frames)
+}
+
+fn bench_session(mut session: X11Session, n_frames: usize) -> Result<CaptureStats, X11Error> {
     let stats = session.bench(n_frames);
     session.close();
     stats

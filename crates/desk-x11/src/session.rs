@@ -64,6 +64,29 @@ impl X11Session {
         X11Session::new(conn, screen_idx)
     }
 
+    /// Connects to the display whose Unix socket is `socket` with the MIT-MAGIC-COOKIE-1
+    /// `cookie` (a session display started with `-auth`), and checks for XTEST.
+    pub fn connect_with_cookie(
+        socket: &std::path::Path,
+        cookie: &[u8],
+    ) -> Result<X11Session, X11Error> {
+        let connect_error = |source| X11Error::Connect {
+            display: socket.display().to_string(),
+            source,
+        };
+        let stream = std::os::unix::net::UnixStream::connect(socket)
+            .and_then(x11rb::rust_connection::DefaultStream::from_unix_stream)
+            .map_err(|error| connect_error(error.into()))?;
+        let conn = RustConnection::connect_to_stream_with_auth_info(
+            stream.0,
+            0,
+            b"MIT-MAGIC-COOKIE-1".to_vec(),
+            cookie.to_vec(),
+        )
+        .map_err(connect_error)?;
+        X11Session::new(conn, 0)
+    }
+
     /// Wraps an open connection.
     pub fn new(conn: RustConnection, screen_idx: usize) -> Result<X11Session, X11Error> {
         let screen = conn.setup().roots.get(screen_idx).cloned().ok_or_else(|| {

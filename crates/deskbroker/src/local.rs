@@ -84,10 +84,6 @@ impl BackendFactory for FakeFactory {
     }
 }
 
-fn build_broker(args: &BrokerArgs, auth: AuthConfig) -> Result<Broker> {
-    build_broker_with(args, auth, Backend::Local, true)
-}
-
 fn build_broker_with(
     args: &BrokerArgs,
     auth: AuthConfig,
@@ -256,10 +252,25 @@ pub(crate) struct LocalBroker {
 
 impl LocalBroker {
     pub(crate) async fn start(args: &BrokerArgs, socket: PathBuf) -> Result<LocalBroker> {
+        LocalBroker::start_with(args, socket, true).await
+    }
+
+    /// [`LocalBroker::start`], sandboxing its desktops or (`perf`'s comparison) not.
+    pub(crate) async fn start_with(
+        args: &BrokerArgs,
+        socket: PathBuf,
+        sandboxed: bool,
+    ) -> Result<LocalBroker> {
         let broker_args = args.clone();
-        let broker =
-            tokio::task::spawn_blocking(move || build_broker(&broker_args, AuthConfig::default()))
-                .await??;
+        let broker = tokio::task::spawn_blocking(move || {
+            build_broker_with(
+                &broker_args,
+                AuthConfig::default(),
+                Backend::Local,
+                sandboxed,
+            )
+        })
+        .await??;
         if let Some(parent) = socket.parent() {
             std::fs::create_dir_all(parent)?;
         }

@@ -100,12 +100,21 @@ fn part_a(
     config.sandbox = desk_desktop::SandboxPolicy::Off;
     let mut desktop = LocalDesktop::start(config)?;
     let profiles = ProfileSet::builtin()?;
-    let prepared = profiles.get("librecad")?.prepare(&session_dir)?;
+    let prepared = profiles
+        .get("librecad")?
+        .prepare(&session_dir, desk_desktop::SandboxPolicy::Off)?;
     desktop.start_app(&prepared.launch)?;
     let display_name = desktop.display_name().to_string();
     eprintln!("perf: LibreCAD ready on {display_name}; measuring deskbroker");
 
-    let capture = desk_x11::bench_capture(Some(&display_name), samples)?;
+    let (socket, xauthority) = desktop.host_x_access();
+    let cookie = std::fs::read(&xauthority)
+        .with_context(|| format!("failed to read {}", xauthority.display()))?;
+    // Our X authority file ends with the 16-byte cookie (see `sandbox::write_xauthority`).
+    let cookie = cookie
+        .get(cookie.len().saturating_sub(16)..)
+        .unwrap_or_default();
+    let capture = desk_x11::bench_capture_with_cookie(&socket, cookie, samples)?;
     let mut rows = vec![Row {
         what: "capture+PNG, in-process (MIT-SHM + fast PNG)".to_string(),
         stats: Stats {
@@ -159,7 +168,7 @@ fn part_a(
         peer_results = run_peers(
             &peer_dir,
             python,
-            &display_name,
+            (&display_name, &xauthority),
             samples,
             inert_point(display),
         )?;
@@ -211,10 +220,11 @@ fn run_json(mut command: Command, what: &str) -> Result<Value> {
     serde_json::from_str(line).with_context(|| format!("peer {what} printed no JSON"))
 }
 
+/// The peers on the same display, `(name, X authority file)`.
 fn run_peers(
     peer_dir: &Path,
     python: Option<PathBuf>,
-    display_name: &str,
+    (display_name, xauthority): (&str, &Path),
     samples: usize,
     point: ScreenPoint,
 ) -> Result<Vec<Value>> {
@@ -230,13 +240,16 @@ fn run_peers(
     xdotool
         .arg(peer_dir.join("xdotool_scrot_peer.sh"))
         .args([&n, "0", &x, &y]);
-    xdotool.env("DISPLAY", display_name);
+    xdotool
+        .env("DISPLAY", display_name)
+        .env("XAUTHORITY", xauthority);
     results.push(run_json(xdotool, "xdotool+scrot")?);
     for capture in ["pyautogui", "pillow", "mss"] {
         let mut peer = Command::new(&python);
         peer.arg(peer_dir.join("pyautogui_peer.py"))
             .args(["--n", &n, "--x", &x, "--y", &y, "--capture", capture])
-            .env("DISPLAY", display_name);
+            .env("DISPLAY", display_name)
+            .env("XAUTHORITY", xauthority);
         results.push(run_json(peer, capture)?);
     }
     Ok(results)
@@ -246,37 +259,58 @@ struct PartB {
     rows: Vec<Row>,
 }
 
+/// `count` LibreCAD sessions leased and reset one after another: each reset's milliseconds to a
+/// verified handoff, and the last session (left leased; the others are released).
+async fn measure_resets(client: &desk_client::Client, count: usize) -> Result<(Vec<f64>, String)> {
+    let mut resets = Vec::new();
+    let mut session = String::new();
+    for reset_idx in 0..count.max(1) {
+        let lease = client
+            .lease(&LeaseRequest {
+                task_id: "bench".to_string(),
+                attempt_id: format!("reset-{reset_idx}"),
+                profile: Some("librecad".to_string()),
+            })
+            .await?;
+        let started = Instant::now();
+        client
+            .reset(
+                &lease.session_id,
+                &ResetRequest {
+                    request_id: "r".to_string(),
+                },
+            )
+            .await?;
+        resets.push(ms(started.elapsed()));
+        if !session.is_empty() {
+            client.release(&session).await?;
+        }
+        session = lease.session_id;
+    }
+    Ok((resets, session))
+}
+
+/// The same resets without the sandbox, in the same run: what containment costs at handoff.
+async fn unsandboxed_resets(args: &PerfArgs, work: &Path) -> Result<Vec<f64>> {
+    let mut broker_args = args.broker.clone();
+    broker_args.state_dir = Some(work.join("state-unsandboxed"));
+    let broker = LocalBroker::start_with(&broker_args, work.join("broker-off.sock"), false).await?;
+    let result = measure_resets(&broker.client(), args.resets).await;
+    if let Ok((_, session)) = &result {
+        let _ = broker.client().release(session).await;
+    }
+    broker.stop().await;
+    Ok(result?.0)
+}
+
 async fn part_b(args: &PerfArgs, work: &Path) -> Result<PartB> {
+    let unsandboxed = unsandboxed_resets(args, work).await?;
     let mut broker_args = args.broker.clone();
     broker_args.state_dir = Some(work.join("state"));
     let broker = LocalBroker::start(&broker_args, work.join("broker.sock")).await?;
     let client = broker.client();
     let result = async {
-        let mut resets = Vec::new();
-        let mut session = String::new();
-        for reset_idx in 0..args.resets.max(1) {
-            let lease = client
-                .lease(&LeaseRequest {
-                    task_id: "bench".to_string(),
-                    attempt_id: format!("reset-{reset_idx}"),
-                    profile: Some("librecad".to_string()),
-                })
-                .await?;
-            let started = Instant::now();
-            client
-                .reset(
-                    &lease.session_id,
-                    &ResetRequest {
-                        request_id: "r".to_string(),
-                    },
-                )
-                .await?;
-            resets.push(ms(started.elapsed()));
-            if !session.is_empty() {
-                client.release(&session).await?;
-            }
-            session = lease.session_id;
-        }
+        let (resets, session) = measure_resets(&client, args.resets).await?;
         let mut shots = Vec::new();
         for _ in 0..args.samples {
             let started = Instant::now();
@@ -310,8 +344,12 @@ async fn part_b(args: &PerfArgs, work: &Path) -> Result<PartB> {
         anyhow::Ok(PartB {
             rows: vec![
                 Row {
-                    what: "LibreCAD reset → verified handoff".to_string(),
+                    what: "LibreCAD reset → verified handoff (sandboxed)".to_string(),
                     stats: stats(resets),
+                },
+                Row {
+                    what: "  same, sandbox off (containment's cost)".to_string(),
+                    stats: stats(unsandboxed),
                 },
                 Row {
                     what: "GET screenshot over the socket".to_string(),
