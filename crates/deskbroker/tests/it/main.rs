@@ -13,6 +13,7 @@ mod faults;
 mod freecad;
 mod librecad;
 mod load;
+mod perf;
 mod probe;
 mod sandbox;
 mod strict;

@@ -1,0 +1,50 @@
+//! `deskbroker perf`, small: one pass of every measurement (no peers) on real LibreCAD desktops,
+//! sandboxed and not. Checks that the command runs and reports each row with a number; the
+//! numbers themselves belong to the closing notes, not to a test.
+
+use std::process::Command;
+
+use crate::librecad::librecad_available;
+use crate::support::{deskbroker, xvfb_available};
+
+#[test]
+fn perf_measures_every_row_with_and_without_the_sandbox() {
+    if !xvfb_available() || !librecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let output = Command::new(deskbroker())
+        .current_dir(root.path())
+        .args(["perf", "--no-peers", "--samples", "2", "--resets", "1"])
+        .args(["--display", "1280x800"])
+        .env("DESKBROKER_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "perf failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for row in [
+        "capture+PNG, in-process",
+        "capture+PNG via worker pipe",
+        "click→settled frame via worker (total)",
+        "LibreCAD reset → verified handoff (sandboxed)",
+        "same, sandbox off",
+        "GET screenshot over the socket",
+        "POST click → settled screenshot (total)",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|line| line.contains(row))
+            .unwrap_or_else(|| panic!("no row {row:?} in:\n{stdout}"));
+        let median: f64 = line
+            .split_whitespace()
+            .rev()
+            .nth(1)
+            .and_then(|field| field.parse().ok())
+            .unwrap_or_else(|| panic!("no median in {line:?}"));
+        assert!(median > 0.0, "{line}");
+    }
+}
