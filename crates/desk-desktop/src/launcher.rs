@@ -1068,7 +1068,10 @@ impl DesktopBackend for LocalDesktop {
             Some(_) => SandboxMode::On,
             None => SandboxMode::Off,
         };
-        let facts = crate::sandbox::facts::measure(host_pid, mode, &self.forbidden_paths());
+        let workspace = self.run_dir.parent().unwrap_or(&self.run_dir);
+        let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.into());
+        let facts =
+            crate::sandbox::facts::measure(host_pid, mode, &self.forbidden_paths(), &workspace);
         if !facts.failures.is_empty() {
             tracing::error!(failures = ?facts.failures, "workspace unverified at handoff");
             let failures = facts.failures.clone();

@@ -10,8 +10,16 @@ use desk_contract::desktop::{SandboxMode, WorkspaceFacts};
 const NAMESPACES: [&str; 7] = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
 
 /// Measures the workspace of the app with host pid `pid`. `forbidden` are host paths the app
-/// must not see (the broker's state directory, home directories).
-pub fn measure(pid: u32, mode: SandboxMode, forbidden: &[PathBuf]) -> WorkspaceFacts {
+/// must not see (the broker's state directory, home directories); `workspace` is the
+/// session's own workspace, which may lie inside one of them (a broker that is not root keeps
+/// it in its state directory): the empty directories bubblewrap made on the way to it are not
+/// a view of the forbidden path, anything else in it is.
+pub fn measure(
+    pid: u32,
+    mode: SandboxMode,
+    forbidden: &[PathBuf],
+    workspace: &Path,
+) -> WorkspaceFacts {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
     let field = |name: &str| {
@@ -50,10 +58,7 @@ pub fn measure(pid: u32, mode: SandboxMode, forbidden: &[PathBuf]) -> WorkspaceF
     let root = proc_dir.join("root");
     let visible_forbidden = forbidden
         .iter()
-        .filter(|path| {
-            path.strip_prefix("/")
-                .is_ok_and(|relative| std::fs::symlink_metadata(root.join(relative)).is_ok())
-        })
+        .filter(|path| shows_anything(&root, path, workspace))
         .map(|path| path.display().to_string())
         .collect();
     let root_read_only = root_mount_read_only(&proc_dir.join("mountinfo"));
@@ -74,6 +79,30 @@ pub fn measure(pid: u32, mode: SandboxMode, forbidden: &[PathBuf]) -> WorkspaceF
         facts.failures = failures(&facts);
     }
     facts
+}
+
+/// Whether the host path `path` shows anything inside the root `root` (a `/proc/<pid>/root`)
+/// beyond the bare way to `workspace`: every entry must lead to the workspace, down to it.
+fn shows_anything(root: &Path, path: &Path, workspace: &Path) -> bool {
+    let Ok(relative) = path.strip_prefix("/") else {
+        return true;
+    };
+    let inside = root.join(relative);
+    if std::fs::symlink_metadata(&inside).is_err() {
+        return false;
+    }
+    if path.starts_with(workspace) {
+        return false;
+    }
+    if !workspace.starts_with(path) {
+        return true;
+    }
+    match std::fs::read_dir(&inside) {
+        Ok(entries) => entries
+            .flatten()
+            .any(|entry| shows_anything(root, &path.join(entry.file_name()), workspace)),
+        Err(_) => true,
+    }
 }
 
 /// The rules a sandboxed workspace must satisfy, as the ids of those it fails.
@@ -121,7 +150,12 @@ mod tests {
     #[test]
     fn this_unsandboxed_process_fails_the_rules_it_should() {
         let me = std::process::id();
-        let facts = measure(me, SandboxMode::On, &[PathBuf::from("/proc")]);
+        let facts = measure(
+            me,
+            SandboxMode::On,
+            &[PathBuf::from("/proc")],
+            Path::new("/nonexistent"),
+        );
         assert_eq!(facts.shared_namespaces.len(), NAMESPACES.len());
         assert!(facts.failures.contains(&"namespaces_shared".to_string()));
         assert!(
@@ -129,11 +163,28 @@ mod tests {
                 .failures
                 .contains(&"forbidden_path_visible".to_string())
         );
-        let off = measure(me, SandboxMode::Off, &[]);
+        let off = measure(me, SandboxMode::Off, &[], Path::new("/nonexistent"));
         assert!(
             off.failures.is_empty(),
             "no rules apply with the sandbox off"
         );
+    }
+
+    #[test]
+    fn only_the_bare_way_to_the_workspace_may_exist_inside_a_forbidden_path() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        let state = Path::new("/srv/state");
+        let workspace = state.join("sessions/s1/workspace");
+        let inside = |path: &Path| root.join(path.strip_prefix("/").unwrap());
+        assert!(!shows_anything(root, state, &workspace), "absent");
+        std::fs::create_dir_all(inside(&workspace).join("home")).unwrap();
+        assert!(!shows_anything(root, state, &workspace), "only the way");
+        std::fs::create_dir_all(inside(&state.join("sessions/s2"))).unwrap();
+        assert!(shows_anything(root, state, &workspace), "another session");
+        std::fs::remove_dir(inside(&state.join("sessions/s2"))).unwrap();
+        std::fs::write(inside(&state.join("broker.sqlite3")), b"").unwrap();
+        assert!(shows_anything(root, state, &workspace), "the journal");
     }
 
     #[test]
