@@ -4,7 +4,8 @@
 //! Part A drives one desktop directly (launcher + worker, no HTTP): in-process capture+PNG, the
 //! worker's capture round trip, click→settled frame, and the peer scripts of `shared/peers` on
 //! that same display. Part B goes through the broker over its Unix socket: screenshot, action
-//! overhead (total minus the settle window), and LibreCAD reset to a verified handoff.
+//! overhead (total minus the settle window), and LibreCAD reset to a verified handoff, once with
+//! sandboxed desktops and once without, so the sandbox's cost is measured in the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +70,10 @@ pub(crate) async fn run(args: PerfArgs) -> Result<()> {
         let work = work.clone();
         tokio::task::spawn_blocking(move || part_a(display, args_samples, peers, &work)).await??
     };
-    let part_b = part_b(&args, &work).await?;
+    let mut part_b_rows = part_b(&args, &work, true).await?.rows;
+    // The same through an unsandboxed broker: what containment costs, measured in this run.
+    part_b_rows.extend(part_b(&args, &work, false).await?.rows);
+    let part_b = PartB { rows: part_b_rows };
     let _ = std::fs::remove_dir_all(&work);
     print_report(display, &part_a, &part_b)?;
     Ok(())
@@ -290,24 +294,15 @@ async fn measure_resets(client: &desk_client::Client, count: usize) -> Result<(V
     Ok((resets, session))
 }
 
-/// The same resets without the sandbox, in the same run: what containment costs at handoff.
-async fn unsandboxed_resets(args: &PerfArgs, work: &Path) -> Result<Vec<f64>> {
+/// Part B through a broker over its Unix socket, with its desktops sandboxed or (for
+/// comparison, in the same run) not; row labels say which.
+async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> {
+    let tag = if sandboxed { "" } else { "sandbox off: " };
+    let name = if sandboxed { "on" } else { "off" };
     let mut broker_args = args.broker.clone();
-    broker_args.state_dir = Some(work.join("state-unsandboxed"));
-    let broker = LocalBroker::start_with(&broker_args, work.join("broker-off.sock"), false).await?;
-    let result = measure_resets(&broker.client(), args.resets).await;
-    if let Ok((_, session)) = &result {
-        let _ = broker.client().release(session).await;
-    }
-    broker.stop().await;
-    Ok(result?.0)
-}
-
-async fn part_b(args: &PerfArgs, work: &Path) -> Result<PartB> {
-    let unsandboxed = unsandboxed_resets(args, work).await?;
-    let mut broker_args = args.broker.clone();
-    broker_args.state_dir = Some(work.join("state"));
-    let broker = LocalBroker::start(&broker_args, work.join("broker.sock")).await?;
+    broker_args.state_dir = Some(work.join(format!("state-{name}")));
+    let socket = work.join(format!("broker-{name}.sock"));
+    let broker = LocalBroker::start_with(&broker_args, socket, sandboxed).await?;
     let client = broker.client();
     let result = async {
         let (resets, session) = measure_resets(&client, args.resets).await?;
@@ -341,28 +336,16 @@ async fn part_b(args: &PerfArgs, work: &Path) -> Result<PartB> {
             overheads.push(total - response.receipt.settle.wait_ms as f64);
         }
         client.release(&session).await?;
+        let row = |what: &str, values| Row {
+            what: format!("{tag}{what}"),
+            stats: stats(values),
+        };
         anyhow::Ok(PartB {
             rows: vec![
-                Row {
-                    what: "LibreCAD reset → verified handoff (sandboxed)".to_string(),
-                    stats: stats(resets),
-                },
-                Row {
-                    what: "  same, sandbox off (containment's cost)".to_string(),
-                    stats: stats(unsandboxed),
-                },
-                Row {
-                    what: "GET screenshot over the socket".to_string(),
-                    stats: stats(shots),
-                },
-                Row {
-                    what: "POST click → settled screenshot (total)".to_string(),
-                    stats: stats(totals),
-                },
-                Row {
-                    what: "  broker overhead (total − settle window)".to_string(),
-                    stats: stats(overheads),
-                },
+                row("LibreCAD reset → verified handoff", resets),
+                row("GET screenshot over the socket", shots),
+                row("POST click → settled screenshot (total)", totals),
+                row("  broker overhead (total − settle window)", overheads),
             ],
         })
     }

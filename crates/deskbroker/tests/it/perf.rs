@@ -30,14 +30,16 @@ fn perf_measures_every_row_with_and_without_the_sandbox() {
         "capture+PNG, in-process",
         "capture+PNG via worker pipe",
         "click→settled frame via worker (total)",
-        "LibreCAD reset → verified handoff (sandboxed)",
-        "same, sandbox off",
+        "LibreCAD reset → verified handoff",
         "GET screenshot over the socket",
         "POST click → settled screenshot (total)",
+        "sandbox off: LibreCAD reset → verified handoff",
+        "sandbox off: GET screenshot over the socket",
+        "sandbox off: POST click → settled screenshot (total)",
     ] {
         let line = stdout
             .lines()
-            .find(|line| line.contains(row))
+            .find(|line| line.starts_with(row))
             .unwrap_or_else(|| panic!("no row {row:?} in:\n{stdout}"));
         let median: f64 = line
             .split_whitespace()
