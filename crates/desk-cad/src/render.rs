@@ -393,13 +393,17 @@ fn font_database() -> Arc<usvg::fontdb::Database> {
 
 /// Renders `model` to PNG bytes.
 pub fn render_png(model: &Model) -> Result<Vec<u8>, CadError> {
-    let svg = render_svg(model);
+    svg_to_png(&render_svg(model))
+}
+
+/// Rasterizes an SVG document of [`WIDTH`] x [`HEIGHT`] pixels to PNG bytes.
+pub(crate) fn svg_to_png(svg: &str) -> Result<Vec<u8>, CadError> {
     let options = usvg::Options {
         fontdb: font_database(),
         font_family: FONT.to_owned(),
         ..Default::default()
     };
-    let tree = usvg::Tree::from_str(&svg, &options)
+    let tree = usvg::Tree::from_str(svg, &options)
         .map_err(|err| CadError::Render(format!("invalid svg: {err}")))?;
     let mut pixmap = tiny_skia::Pixmap::new(WIDTH, HEIGHT)
         .ok_or_else(|| CadError::Render("failed to allocate pixmap".to_owned()))?;

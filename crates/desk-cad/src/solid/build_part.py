@@ -1,0 +1,124 @@
+# Trusted gold builder, run by freecadcmd inside the judge's sandbox. Input: /in/spec.json
+# ({"spec": PartSpec, "views": [[name, view direction, right direction], ...]}) written by
+# desk-cad's generator, never candidate data. It builds the part with FreeCAD's Part module
+# (base extrusion or revolve, edge finish, then each hole and pocket as a boolean cut), saves it
+# as one Part::Feature in /out/gold.FCStd, and projects it with OCCT's hidden-line removal
+# (TechDraw.projectEx) for every view. Output: one line "DESKJSON {...}" with the views' visible
+# and hidden edges as polylines in view coordinates (mm, rounded to 0.001).
+import json
+import sys
+
+import FreeCAD
+import Part
+import TechDraw
+from FreeCAD import Vector as V
+
+
+def out(**fields):
+    sys.stdout.write("DESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def base_shape(base):
+    kind = base["kind"]
+    if kind == "extrude_xy":
+        points = [V(x, y, 0) for x, y in base["profile"]]
+        direction = V(0, 0, base["height"])
+    elif kind == "extrude_xz":
+        points = [V(x, 0, z) for x, z in base["profile"]]
+        direction = V(0, base["depth"], 0)
+    else:
+        points = [V(r, 0, z) for r, z in base["profile"]]
+        direction = None
+    face = Part.Face(Part.makePolygon(points + [points[0]]))
+    if direction is None:
+        return face.revolve(V(0, 0, 0), V(0, 0, 1), 360), points, None
+    return face.extrude(direction), points, direction
+
+
+def finish(shape, points, direction, spec):
+    if spec is None or direction is None:
+        return shape
+    axis = V(direction).normalize()
+    corners = [points[i] for i in spec["corners"]]
+    edges = []
+    for edge in shape.Edges:
+        if not isinstance(edge.Curve, Part.Line):
+            continue
+        start, end = edge.Vertexes[0].Point, edge.Vertexes[-1].Point
+        along = end.sub(start)
+        if along.cross(axis).Length > 1e-7:
+            continue
+        for corner in corners:
+            if start.sub(corner).cross(axis).Length < 1e-7:
+                edges.append(edge)
+                break
+    if spec["kind"] == "fillet":
+        return shape.makeFillet(spec["size"], edges)
+    return shape.makeChamfer(spec["size"], edges)
+
+
+AXES = {"x": V(1, 0, 0), "y": V(0, 1, 0), "z": V(0, 0, 1),
+        "neg_x": V(-1, 0, 0), "neg_y": V(0, -1, 0), "neg_z": V(0, 0, -1)}
+
+
+def cut(shape, feature):
+    if feature["kind"] == "hole":
+        tool = Part.makeCylinder(feature["diameter"] / 2.0, feature["depth"],
+                                 V(*feature["start"]), AXES[feature["axis"]])
+    else:
+        tool = Part.makeBox(*feature["size"], V(*feature["min"]))
+    return shape.cut(tool)
+
+
+def polylines(compound):
+    lines = []
+    if compound is None:
+        return lines
+    for edge in compound.Edges:
+        if isinstance(edge.Curve, Part.Line):
+            points = [edge.Vertexes[0].Point, edge.Vertexes[-1].Point]
+        else:
+            count = max(2, min(240, int(edge.Length / 0.5) + 2))
+            points = edge.discretize(Number=count)
+        lines.append([[round(p.x, 3), round(p.y, 3)] for p in points])
+    lines.sort()
+    return lines
+
+
+def project(shape, direction, right):
+    d = V(*direction).normalize()
+    r = V(*right).normalize()
+    u = d.cross(r)
+    matrix = FreeCAD.Matrix(r.x, r.y, r.z, 0, u.x, u.y, u.z, 0, d.x, d.y, d.z, 0, 0, 0, 0, 1)
+    turned = shape.transformGeometry(matrix)
+    result = TechDraw.projectEx(turned, V(0, 0, 1))
+    visible = polylines(result[0]) + polylines(result[3])
+    hidden = polylines(result[5]) + polylines(result[8])
+    return sorted(visible), sorted(hidden)
+
+
+def build():
+    request = json.load(open("/in/spec.json"))
+    spec = request["spec"]
+    shape, points, direction = base_shape(spec["base"])
+    shape = finish(shape, points, direction, spec.get("finish"))
+    for feature in spec["features"]:
+        shape = cut(shape, feature)
+    shape = shape.removeSplitter()
+    solids = shape.Solids
+    if len(solids) != 1 or not solids[0].isValid():
+        return out(status="failed", reason="the part is not one valid solid")
+    solid = solids[0]
+    document = FreeCAD.newDocument("gold")
+    document.addObject("Part::Feature", "Part").Shape = solid
+    document.recompute()
+    document.saveAs("/out/gold.FCStd")
+    views = []
+    for name, view_direction, right in request["views"]:
+        visible, hidden = project(solid, view_direction, right)
+        views.append(dict(name=name, visible=visible, hidden=hidden))
+    out(status="ok", volume=solid.Volume, views=views)
+
+
+build()
