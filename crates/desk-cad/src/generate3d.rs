@@ -149,6 +149,20 @@ impl View {
         }
     }
 
+    /// The view's label and where it looks from, for the task text.
+    pub fn describe(self) -> String {
+        let from = match self {
+            View::Front => "looking along +Y",
+            View::Back => "looking along -Y",
+            View::Top => "looking down -Z",
+            View::Bottom => "looking up +Z",
+            View::Right => "looking along -X",
+            View::Left => "looking along +X",
+            View::Isometric => "from +X, -Y, +Z",
+        };
+        format!("{} ({from})", self.label())
+    }
+
     /// The direction toward the viewer and the view's right direction, in model coordinates.
     pub fn frame(self) -> ([f64; 3], [f64; 3]) {
         let s = std::f64::consts::FRAC_1_SQRT_2;
@@ -164,6 +178,22 @@ impl View {
     }
 }
 
+/// The presentation sheet a task asks for (and the gold carries).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SheetSpec {
+    /// The TechDraw page's label.
+    pub name: String,
+    /// Its views; each orthographic one carries a horizontal and a vertical dimension of its
+    /// longest horizontal and vertical straight edges and a diameter dimension of its largest
+    /// full circle, where it has them.
+    pub views: Vec<View>,
+    /// Note lines.
+    pub notes: Vec<String>,
+}
+
+/// The sheet name the benchmark contract requires.
+pub const SHEET_NAME: &str = "Layout1";
+
 /// A generated 3D task before ids and splits are assigned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartTask {
@@ -173,6 +203,8 @@ pub struct PartTask {
     pub views: Vec<View>,
     /// What the gold builder makes (scorer-private).
     pub spec: PartSpec,
+    /// The presentation sheet.
+    pub sheet: SheetSpec,
 }
 
 /// Generates 3D task number `index` (0-based); a pure function of `index`.
@@ -184,12 +216,12 @@ pub fn generate_part(index: u64) -> PartTask {
         1 => bracket(&mut rng, &mut steps),
         _ => flange(&mut rng, &mut steps),
     };
-    let names: Vec<&str> = views.iter().map(|view| view.label()).collect();
+    let names: Vec<String> = views.iter().map(|view| view.describe()).collect();
     let mut prompt = format!(
         "Model the part shown in the reference image ({{reference}}) in FreeCAD as one true \
-         solid. Units are millimetres. The reference shows the {} views (FRONT looks along +Y, \
-         TOP looks down -Z, RIGHT looks along -X, ISOMETRIC from +X, -Y, +Z; hidden edges \
-         dashed). Keep that orientation; the position of the part does not matter.\n",
+         solid. Units are millimetres. The reference shows {} (visible edges solid, hidden \
+         edges dashed, all views at one scale). Keep that orientation; the position of the part \
+         does not matter.\n",
         names.join(", ")
     );
     for step in &steps {
@@ -197,11 +229,34 @@ pub fn generate_part(index: u64) -> PartTask {
         prompt.push_str(step);
         prompt.push('\n');
     }
+    let material = pick(
+        &mut rng,
+        &["ALUMINIUM 6061-T6", "STEEL S235", "BRASS CW614N"],
+    );
+    let notes = vec![
+        format!("MATERIAL: {material}"),
+        "UNITS: MM".to_owned(),
+        "BREAK SHARP EDGES".to_owned(),
+    ];
+    prompt.push_str(&format!(
+        "Then add a TechDraw page labelled {SHEET_NAME} showing the same views of the solid \
+         (same directions); in each orthographic view, a horizontal dimension of its longest \
+         horizontal straight edge, a vertical dimension of its longest vertical straight edge \
+         and a diameter dimension of its largest full circle, where the view has them; and one \
+         note with the lines: {}.\n",
+        notes.join(" / ")
+    ));
     prompt.push_str("Save the document (Ctrl+S) when finished.");
+    let sheet = SheetSpec {
+        name: SHEET_NAME.to_owned(),
+        views: views.clone(),
+        notes,
+    };
     PartTask {
         prompt,
         views,
         spec,
+        sheet,
     }
 }
 

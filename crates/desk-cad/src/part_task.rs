@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::CadError;
-use crate::generate3d::{PartSpec, View};
+use crate::generate3d::{PartSpec, SheetSpec, View};
 use crate::render::{HEIGHT, WIDTH, svg_to_png};
 use crate::solid::sandbox;
 
@@ -54,11 +54,16 @@ pub struct BuiltPart {
     pub views: Vec<ProjectedView>,
 }
 
-/// Builds `spec` with sandboxed freecadcmd, writes the gold document to `gold_out` and returns
-/// the projections of `views`.
-pub fn build_part(spec: &PartSpec, views: &[View], gold_out: &Path) -> Result<BuiltPart, CadError> {
+/// Builds `spec` (and `sheet`, a TechDraw page, when given) with sandboxed freecadcmd, writes
+/// the document to `gold_out` and returns the projections of `views`.
+pub fn build_part(
+    spec: &PartSpec,
+    sheet: Option<&SheetSpec>,
+    views: &[View],
+    gold_out: &Path,
+) -> Result<BuiltPart, CadError> {
     let work = sandbox::work_dir()?;
-    let result = build_in(&work, spec, views, gold_out);
+    let result = build_in(&work, spec, sheet, views, gold_out);
     let _ = std::fs::remove_dir_all(&work);
     result
 }
@@ -66,17 +71,30 @@ pub fn build_part(spec: &PartSpec, views: &[View], gold_out: &Path) -> Result<Bu
 fn build_in(
     work: &Path,
     spec: &PartSpec,
+    sheet: Option<&SheetSpec>,
     views: &[View],
     gold_out: &Path,
 ) -> Result<BuiltPart, CadError> {
-    let frames: Vec<(&str, [f64; 3], [f64; 3])> = views
+    // A pictorial view shows no hidden edges; orthographic views do.
+    let frames: Vec<(&str, [f64; 3], [f64; 3], bool)> = views
         .iter()
         .map(|view| {
             let (direction, right) = view.frame();
-            (view.label(), direction, right)
+            (view.label(), direction, right, *view != View::Isometric)
         })
         .collect();
-    let request = serde_json::json!({ "spec": spec, "views": frames });
+    let sheet = sheet.map(|sheet| {
+        let views: Vec<_> = sheet
+            .views
+            .iter()
+            .map(|view| {
+                let (direction, right) = view.frame();
+                (view.label(), direction, right, *view != View::Isometric)
+            })
+            .collect();
+        serde_json::json!({ "name": sheet.name, "views": views, "notes": sheet.notes })
+    });
+    let request = serde_json::json!({ "spec": spec, "views": frames, "sheet": sheet });
     let request_path = work.join("spec.json");
     let bytes = serde_json::to_vec(&request).map_err(|source| CadError::Json {
         op: "encode",
@@ -109,9 +127,10 @@ fn build_in(
     }
 }
 
-/// Lays the views out on a 2 x 2 grid at one common scale and renders the sheet to PNG.
-pub fn render_views_png(views: &[ProjectedView]) -> Result<Vec<u8>, CadError> {
-    svg_to_png(&render_views_svg(views))
+/// Lays the views out on a 2 x 2 grid at one common scale, writes the note lines in the lower
+/// left corner and renders the sheet to PNG.
+pub fn render_views_png(views: &[ProjectedView], notes: &[String]) -> Result<Vec<u8>, CadError> {
+    svg_to_png(&render_views_svg(views, notes))
 }
 
 fn bounds(view: &ProjectedView) -> Option<[f64; 4]> {
@@ -130,7 +149,7 @@ fn bounds(view: &ProjectedView) -> Option<[f64; 4]> {
 }
 
 /// The sheet as SVG: one cell per view (row-major), visible edges solid, hidden edges dashed.
-pub fn render_views_svg(views: &[ProjectedView]) -> String {
+pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
     let (cell_w, cell_h) = (f64::from(WIDTH) / 2.0, f64::from(HEIGHT) / 2.0);
     let fit = |b: [f64; 4]| {
         let span_x = (b[2] - b[0]).max(1e-6);
@@ -187,9 +206,24 @@ pub fn render_views_svg(views: &[ProjectedView]) -> String {
             "<text x=\"{:.2}\" y=\"{label_y:.2}\" font-family=\"DejaVu Sans\" font-size=\"{LABEL_PX}\" \
              text-anchor=\"middle\" fill=\"black\" stroke=\"none\">{}</text>",
             origin_x + cell_w / 2.0,
-            view.name
+            escape_text(&view.name)
+        );
+    }
+    for (line_idx, note) in notes.iter().enumerate() {
+        let y = f64::from(HEIGHT) - 24.0 - 26.0 * (notes.len() - 1 - line_idx) as f64;
+        let _ = writeln!(
+            svg,
+            "<text x=\"24\" y=\"{y:.2}\" font-family=\"DejaVu Sans\" font-size=\"20\" \
+             fill=\"black\" stroke=\"none\">{}</text>",
+            escape_text(note)
         );
     }
     svg.push_str("</g>\n</svg>\n");
     svg
+}
+
+fn escape_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -48,6 +48,33 @@ pub struct SolidFacts {
     pub bbox: [f64; 6],
 }
 
+/// One TechDraw view on a page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetView {
+    /// `part` (a part or projection-group view), `section` or `detail`.
+    pub kind: String,
+    /// The view direction (toward the viewer) as stored.
+    pub direction: [f64; 3],
+}
+
+/// One TechDraw page, read from `Document.xml` (views are never recomputed).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetFacts {
+    /// The page's label (what the GUI shows and the task names, e.g. `Layout1`).
+    pub label: String,
+    /// Its views, including a projection group's items.
+    pub views: Vec<SheetView>,
+    /// Its dimensions' types (`DistanceX`, `Diameter`, ...), sorted. Their values are not
+    /// stored in the file and are not read.
+    pub dimensions: Vec<String>,
+    /// Hatches of its views.
+    pub hatches: usize,
+    /// Note texts (annotations and rich annotations), whitespace collapsed.
+    pub notes: Vec<String>,
+}
+
 /// What the inspector found in one file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
@@ -75,6 +102,8 @@ pub enum FcstdFacts {
         linked: Vec<String>,
         /// Python feature objects (never loaded).
         python_features: Vec<String>,
+        /// TechDraw pages, in document order.
+        sheets: Vec<SheetFacts>,
     },
 }
 

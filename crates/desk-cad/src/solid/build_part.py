@@ -1,8 +1,10 @@
 # Trusted gold builder, run by freecadcmd inside the judge's sandbox. Input: /in/spec.json
-# ({"spec": PartSpec, "views": [[name, view direction, right direction], ...]}) written by
+# ({"spec": PartSpec, "views": [[name, view direction, right direction, hidden?], ...]}) written by
 # desk-cad's generator, never candidate data. It builds the part with FreeCAD's Part module
 # (base extrusion or revolve, edge finish, then each hole and pocket as a boolean cut), saves it
-# as one Part::Feature in /out/gold.FCStd, and projects it with OCCT's hidden-line removal
+# as one Part::Feature in /out/gold.FCStd with its TechDraw presentation sheet when the request
+# has one ("sheet": {"name", "views": [[name, direction, right, dimensioned?]], "notes"}), and
+# projects it with OCCT's hidden-line removal
 # (TechDraw.projectEx) for every view. Output: one line "DESKJSON {...}" with the views' visible
 # and hidden edges as polylines in view coordinates (mm, rounded to 0.001).
 import json
@@ -98,6 +100,95 @@ def project(shape, direction, right):
     return sorted(visible), sorted(hidden)
 
 
+TEMPLATE = "/usr/share/freecad/Mod/TechDraw/Templates/A3_Landscape_blank.svg"
+
+
+def edge_named(view, pick):
+    """The name of the view edge `pick` scores highest (None when none qualifies)."""
+    best = None
+    index = 0
+    while True:
+        try:
+            edge = view.getEdgeByIndex(index)
+        except Exception:
+            break
+        if edge is None:
+            break
+        value = pick(edge)
+        if value is not None and (best is None or value > best[0] + 1e-9):
+            best = (value, "Edge%d" % index)
+        index += 1
+    return best[1] if best else None
+
+
+def straight(edge):
+    """The end points of a straight edge (projected lines may come back as B-splines)."""
+    a, b = edge.Vertexes[0].Point, edge.Vertexes[-1].Point
+    if abs(edge.Length - a.distanceToPoint(b)) < 1e-6 * max(1.0, edge.Length):
+        return a, b
+    return None
+
+
+def horizontal(edge):
+    ends = straight(edge)
+    if ends and abs(ends[0].y - ends[1].y) < 1e-6:
+        return abs(ends[0].x - ends[1].x)
+    return None
+
+
+def vertical(edge):
+    ends = straight(edge)
+    if ends and abs(ends[0].x - ends[1].x) < 1e-6:
+        return abs(ends[0].y - ends[1].y)
+    return None
+
+
+def circle(edge):
+    if isinstance(edge.Curve, Part.Circle) and edge.isClosed():
+        return edge.Curve.Radius
+    return None
+
+
+def sheet(document, part, request):
+    """The presentation sheet: one part view per reference view, the overall sizes (and the
+    largest hole) of each orthographic view dimensioned, and the notes."""
+    page = document.addObject("TechDraw::DrawPage", "Page")
+    page.Label = request["name"]
+    template = document.addObject("TechDraw::DrawSVGTemplate", "Template")
+    template.Template = TEMPLATE
+    page.Template = template
+    views = []
+    for index, (name, direction, right, dimensioned) in enumerate(request["views"]):
+        view = document.addObject("TechDraw::DrawViewPart", "View%d" % index)
+        page.addView(view)
+        view.Source = [part]
+        view.Direction = V(*direction)
+        view.XDirection = V(*right)
+        view.Label = name
+        view.X, view.Y = 100 + 200 * (index % 2), 200 - 120 * (index // 2)
+        views.append((view, dimensioned))
+    document.recompute()
+    count = 0
+    for view, dimensioned in views:
+        if not dimensioned:
+            continue
+        for kind, pick in (("DistanceX", horizontal), ("DistanceY", vertical),
+                           ("Diameter", circle)):
+            edge = edge_named(view, pick)
+            if edge is None:
+                continue
+            dimension = document.addObject("TechDraw::DrawViewDimension", "Dimension%d" % count)
+            count += 1
+            dimension.Type = kind
+            dimension.References2D = [(view, edge)]
+            page.addView(dimension)
+    if request["notes"]:
+        note = document.addObject("TechDraw::DrawViewAnnotation", "Notes")
+        note.Text = request["notes"]
+        page.addView(note)
+    document.recompute()
+
+
 def build():
     request = json.load(open("/in/spec.json"))
     spec = request["spec"]
@@ -111,13 +202,16 @@ def build():
         return out(status="failed", reason="the part is not one valid solid")
     solid = solids[0]
     document = FreeCAD.newDocument("gold")
-    document.addObject("Part::Feature", "Part").Shape = solid
+    part = document.addObject("Part::Feature", "Part")
+    part.Shape = solid
     document.recompute()
+    if request["sheet"] is not None:
+        sheet(document, part, request["sheet"])
     document.saveAs("/out/gold.FCStd")
     views = []
-    for name, view_direction, right in request["views"]:
+    for name, view_direction, right, with_hidden in request["views"]:
         visible, hidden = project(solid, view_direction, right)
-        views.append(dict(name=name, visible=visible, hidden=hidden))
+        views.append(dict(name=name, visible=visible, hidden=hidden if with_hidden else []))
     out(status="ok", volume=solid.Volume, views=views)
 
 

@@ -146,6 +146,69 @@ def solid_facts(name, kind, solid):
     }
 
 
+VIEW_KINDS = {
+    "TechDraw::DrawViewPart": "part", "TechDraw::DrawProjGroupItem": "part",
+    "TechDraw::DrawViewSection": "section", "TechDraw::DrawViewDetail": "detail",
+}
+DIM_TYPES = ["Distance", "DistanceX", "DistanceY", "DistanceZ", "Radius", "Diameter", "Angle",
+             "Angle3Pt"]
+
+
+def string_value(props, name):
+    prop = props.get(name)
+    element = prop.find("String") if prop is not None else None
+    return element.get("value") if element is not None else None
+
+
+def sheet_facts(types, objects):
+    """Every TechDraw page: its label, views (kind, direction), dimensions, hatches, notes."""
+    sheets = []
+    for page, kind in types.items():
+        if kind != "TechDraw::DrawPage" or page not in objects:
+            continue
+        props = objects[page]
+        members = link_targets(props["Views"]) if "Views" in props else []
+        # A projection group lists its own items.
+        for name in list(members):
+            if types.get(name) == "TechDraw::DrawProjGroup" and "Views" in objects.get(name, {}):
+                members.extend(link_targets(objects[name]["Views"]))
+        views, dimensions, notes = [], [], []
+        for name in members:
+            member_kind = types.get(name, "")
+            member = objects.get(name, {})
+            if member_kind in VIEW_KINDS:
+                vector = member.get("Direction")
+                vector = vector.find("PropertyVector") if vector is not None else None
+                if vector is None:
+                    continue
+                try:
+                    direction = [float(vector.get(axis)) for axis in ("valueX", "valueY", "valueZ")]
+                except (TypeError, ValueError):
+                    continue
+                views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction))
+            elif member_kind == "TechDraw::DrawViewDimension":
+                index = member.get("Type")
+                index = index.find("Integer") if index is not None else None
+                try:
+                    dimensions.append(DIM_TYPES[int(index.get("value"))])
+                except (AttributeError, TypeError, ValueError, IndexError):
+                    dimensions.append("Unknown")
+            elif member_kind == "TechDraw::DrawViewAnnotation" and "Text" in member:
+                notes.extend(e.get("value") or "" for e in member["Text"].iter("String"))
+            elif member_kind == "TechDraw::DrawRichAnno":
+                notes.append(string_value(member, "AnnoText") or "")
+        hatches = 0
+        for name, hatch_kind in types.items():
+            if hatch_kind in ("TechDraw::DrawHatch", "TechDraw::DrawGeomHatch"):
+                source = objects.get(name, {}).get("Source")
+                if source is not None and set(link_targets(source)) & set(members):
+                    hatches += 1
+        sheets.append(dict(label=string_value(props, "Label") or page, views=views,
+                           dimensions=sorted(dimensions), hatches=hatches,
+                           notes=[" ".join(note.split()) for note in notes if note.strip()]))
+    return sheets
+
+
 def examine(path):
     """Facts about one file plus the part's solids (OCCT shapes) for the judge."""
     archive, types, objects, root = read_document(path)
@@ -179,5 +242,5 @@ def examine(path):
             part_shapes.append(solid)
     facts = dict(status="ok", objects=len(types), solids=solids, part=part,
                  part_shapes=n_shapes, meshes=meshes, linked=sorted(set(linked)),
-                 python_features=python)
+                 python_features=python, sheets=sheet_facts(types, objects))
     return facts, part_shapes
