@@ -1,12 +1,13 @@
 # Trusted gold builder, run by freecadcmd inside the judge's sandbox. Input: /in/spec.json
-# ({"spec": PartSpec, "views": [[name, view direction, right direction, hidden?], ...]}) written by
+# ({"spec": PartSpec, "views": [[name, view direction, right direction, orthographic?], ...]}) written by
 # desk-cad's generator, never candidate data. It builds the part with FreeCAD's Part module
 # (base extrusion or revolve, edge finish, then each hole and pocket as a boolean cut), saves it
 # as one Part::Feature in /out/gold.FCStd with its TechDraw presentation sheet when the request
 # has one ("sheet": {"name", "views": [[name, direction, right, dimensioned?]], "notes"}), and
 # projects it with OCCT's hidden-line removal
 # (TechDraw.projectEx) for every view. Output: one line "DESKJSON {...}" with the views' visible
-# and hidden edges as polylines in view coordinates (mm, rounded to 0.001).
+# and hidden edges (orthographic views only) as polylines in view coordinates (mm, rounded to
+# 0.001; a straight edge is its two end points).
 import json
 import sys
 
@@ -78,8 +79,9 @@ def polylines(compound):
     if compound is None:
         return lines
     for edge in compound.Edges:
-        if isinstance(edge.Curve, Part.Line):
-            points = [edge.Vertexes[0].Point, edge.Vertexes[-1].Point]
+        ends = straight(edge)
+        if ends:
+            points = list(ends)
         else:
             count = max(2, min(240, int(edge.Length / 0.5) + 2))
             points = edge.discretize(Number=count)
@@ -209,9 +211,10 @@ def build():
         sheet(document, part, request["sheet"])
     document.saveAs("/out/gold.FCStd")
     views = []
-    for name, view_direction, right, with_hidden in request["views"]:
+    for name, view_direction, right, orthographic in request["views"]:
         visible, hidden = project(solid, view_direction, right)
-        views.append(dict(name=name, visible=visible, hidden=hidden if with_hidden else []))
+        views.append(dict(name=name, orthographic=orthographic, visible=visible,
+                          hidden=hidden if orthographic else []))
     out(status="ok", volume=solid.Volume, views=views)
 
 
