@@ -391,3 +391,6 @@ fn compare(
         sheet: None,
     }
 }
+
+#[cfg(test)]
+mod tests;

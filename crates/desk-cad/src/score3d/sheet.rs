@@ -9,7 +9,7 @@ use crate::generate3d::SHEET_NAME;
 use crate::solid::SheetFacts;
 
 /// Weight of the sheet category when the gold has a `Layout1` sheet; the part categories
-/// share the rest in proportion to [`SOLID_WEIGHTS`].
+/// share the rest in proportion to [`super::SOLID_WEIGHTS`].
 pub const SHEET_WEIGHT: f64 = 0.4;
 
 /// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item.
