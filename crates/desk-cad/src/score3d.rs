@@ -13,13 +13,15 @@
 //! # Categories
 //! Each is a number in [0, 1]; the score is their weighted sum, rounded to 1e-6:
 //! - `solid` (0.15): the share of the part's solids OCCT finds valid;
-//! - `volume` (0.15) and `area` (0.15): `1 - |c - g| / (0.2 g)`, floored at 0 (20 % off
+//! - `volume` (0.15) and `area` (0.15): `1 - |c - g| / (0.1 g)`, floored at 0 (10 % off
 //!   scores 0), over the sums of the part's solids;
 //! - `extents` (0.15): the same rule on each of the X, Y and Z sizes of the part's bounding
 //!   box, averaged;
-//! - `iou` (0.40): common volume / union volume of the fused candidate and gold parts after
-//!   the allowed alignment: a translation putting the candidate's centre of mass on the gold's
-//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given).
+//! - `iou` (0.40): `1 - (1 - IoU) / 0.1`, floored at 0 (an IoU of 0.9 scores 0), where IoU is
+//!   the common volume over the union volume of the fused candidate and gold parts after the
+//!   allowed alignment: a translation putting the candidate's centre of mass on the gold's
+//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given). A
+//!   whole part's IoU barely moves when one small feature is off, hence the steep scale.
 //!
 //! When the gold has a TechDraw page labelled `Layout1`, a `sheet` category weighs
 //! [`SHEET_WEIGHT`] (0.4) and the part categories share 0.6 in the same proportions. The
@@ -48,7 +50,9 @@ const JUDGE: &str = include_str!("solid/judge_fcstd.py");
 /// Version of these scoring rules.
 pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v1";
 /// Relative error at which the volume, area and extent categories reach 0.
-pub const REL_SPAN: f64 = 0.2;
+pub const REL_SPAN: f64 = 0.1;
+/// Shortfall of the IoU below 1 at which the `iou` category reaches 0.
+pub const IOU_SPAN: f64 = 0.1;
 /// Category weights.
 pub const SOLID_WEIGHTS: [(SolidCategory, f64); 5] = [
     (SolidCategory::Solid, 0.15),
@@ -362,7 +366,12 @@ fn compare(
             closeness(gold_area, candidate_area),
         ),
         (SolidCategory::Extents, 1.0, extents, extents),
-        (SolidCategory::Iou, 1.0, iou, iou),
+        (
+            SolidCategory::Iou,
+            1.0,
+            iou,
+            round6((1.0 - (1.0 - iou) / IOU_SPAN).max(0.0)),
+        ),
     ];
     let categories: Vec<SolidCategoryScore> = measures
         .into_iter()

@@ -105,14 +105,14 @@ fn zero_reasons_follow_the_facts_in_order() {
 }
 
 #[test]
-fn categories_fall_linearly_to_zero_at_twenty_percent() {
+fn categories_fall_linearly_to_zero_at_ten_percent() {
     let gold = [solid(1000.0, 600.0, BOX, true)];
     let same = compare(&gold, &gold, overlap(1000.0, 1000.0, 1000.0));
     assert_eq!(same.score, 1.0);
     assert!(same.flags.is_empty());
-    // 10 % more volume: half the volume category; IoU 1000 / 1100.
-    let bigger = [solid(1100.0, 600.0, BOX, true)];
-    let report = compare(&gold, &bigger, overlap(1000.0, 1100.0, 1000.0));
+    // 5 % more volume: half the volume category; IoU 1000 / 1050 is 0.047619 short of 1.
+    let bigger = [solid(1050.0, 600.0, BOX, true)];
+    let report = compare(&gold, &bigger, overlap(1000.0, 1050.0, 1000.0));
     let value = |category| {
         report
             .categories
@@ -123,7 +123,15 @@ fn categories_fall_linearly_to_zero_at_twenty_percent() {
     };
     assert_eq!(value(SolidCategory::Volume), 0.5);
     assert_eq!(value(SolidCategory::Area), 1.0);
-    assert_eq!(value(SolidCategory::Iou), round6(1000.0 / 1100.0));
+    assert_eq!(
+        value(SolidCategory::Iou),
+        round6(1.0 - (1.0 - 1000.0 / 1050.0) / 0.1)
+    );
+    let iou = report
+        .categories
+        .iter()
+        .find(|c| c.category == SolidCategory::Iou);
+    assert_eq!(iou.map(|c| c.candidate), Some(round6(1000.0 / 1050.0)));
     // 30 % off floors at 0, and an invalid second solid halves `solid` and is flagged.
     let off = [solid(1300.0, 600.0, BOX, true), solid(1.0, 1.0, BOX, false)];
     let report = compare(&gold, &off, None);
