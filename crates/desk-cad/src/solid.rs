@@ -11,9 +11,9 @@
 //! features, meshes and links are reported, never loaded.
 //!
 //! The part is chosen the way a judge must (`solid/fcstd_read.py`): a PartDesign body stores a
-//! shape on every feature, so the body's shape (or its tip's) is the part and its features are
-//! not extra parts; outside bodies, the visible shape objects that no other shape object
-//! consumes (a Part Cut's Base and Tool, an Extrusion's Base) are the part.
+//! shape on every feature, so the body's shape (or its tip's) stands for them and its features
+//! are never extra parts; bodies and other shape objects count when visible and consumed by no
+//! other shape object (a Part Cut's Base and Tool, an Extrusion's Base, a body's BaseFeature).
 
 use std::path::Path;
 
@@ -91,8 +91,8 @@ pub enum FcstdFacts {
         /// Solids of every stored Part shape, in document order (a PartDesign body's
         /// features each store one, so this over-counts the part).
         solids: Vec<SolidFacts>,
-        /// The part's solids: each body's shape (or its tip's), and outside bodies the visible
-        /// shape objects no other shape object consumes.
+        /// The part's solids: of the visible shape objects outside bodies that no other
+        /// shape object consumes (a body counts with its own shape, or its tip's).
         part: Vec<SolidFacts>,
         /// How many part objects have a non-empty shape, solid or not (sketches, faces).
         part_shapes: usize,

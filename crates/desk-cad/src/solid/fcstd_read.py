@@ -6,10 +6,10 @@
 #
 # The part (what a judge scores) is chosen from the document's objects, never from every stored
 # shape: a PartDesign body stores a shape on every feature, so the body's shape (or its tip's when
-# the body has none) is the part and the features inside its Group are not; outside bodies, a
-# shape object is part of the result when it is visible and no other shape object consumes it
-# through a link (a Part Cut's Base and Tool, a Fuse's Shapes, an Extrusion's Base, ...).
-# Containers' Group lists and attachment supports do not consume.
+# the body has none) stands for the part and the features inside its Group never do; bodies and
+# every other shape object count when they are visible and no other shape object consumes them
+# through a link (a Part Cut's Base and Tool, a Fuse's Shapes, an Extrusion's Base, a body's
+# BaseFeature, ...). Containers' Group lists and attachment supports do not consume.
 import json
 import sys
 import zipfile
@@ -103,10 +103,8 @@ def is_visible(props):
 def part_objects(types, objects):
     """The names of the objects whose shapes make up the part, in document order."""
     in_body = set()
-    bodies = []
     for name, props in objects.items():
         if types.get(name) == "PartDesign::Body":
-            bodies.append(name)
             if "Group" in props:
                 in_body.update(link_targets(props["Group"]))
     consumed = set()
@@ -121,7 +119,7 @@ def part_objects(types, objects):
     for name, props in objects.items():
         if name in in_body or "Shape" not in props:
             continue
-        if name in bodies or (name not in consumed and is_visible(props)):
+        if name not in consumed and is_visible(props):
             chosen.append(name)
     return chosen
 

@@ -52,6 +52,13 @@ hole.Radius = 5; hole.Height = 10; hole.Placement.Base = FreeCAD.Vector(20, 15, 
 body.Placement.Base = FreeCAD.Vector(100, -7, 3)
 b.recompute()
 b.saveAs("{dir}/body.FCStd")
+# A second body built on the first consumes it; a hidden scrap box is not part of the result.
+based = b.addObject("PartDesign::Body", "Based")
+based.BaseFeature = body
+scrap = b.addObject("Part::Box", "Scrap")
+scrap.Visibility = False
+b.recompute()
+b.saveAs("{dir}/based.FCStd")
 # The same part in the Part workbench: a Cut consumes its Box and Cylinder.
 c = FreeCAD.newDocument("cut")
 pbox = c.addObject("Part::Box", "Box"); pbox.Length = 40; pbox.Width = 30; pbox.Height = 10
@@ -135,6 +142,14 @@ fn the_inspector_measures_solids_and_flags_meshes_python_and_garbage() {
     assert_eq!(part[0].object, "Body");
     assert!((part[0].volume - expected).abs() < 1e-6, "{part:?}");
     assert_eq!(part[0].bbox, [100.0, -7.0, 3.0, 140.0, 23.0, 13.0]);
+
+    let FcstdFacts::Ok { part, .. } = inspect_fcstd(&dir.path().join("based.FCStd")).unwrap()
+    else {
+        panic!("a document of two bodies is readable");
+    };
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0].object, "Based");
+    assert!((part[0].volume - expected).abs() < 1e-6, "{part:?}");
 
     // In the Part workbench the Cut is the part; its Box and Cylinder are consumed inputs.
     let FcstdFacts::Ok { solids, part, .. } = inspect_fcstd(&dir.path().join("cut.FCStd")).unwrap()
