@@ -136,6 +136,9 @@ pub enum View {
     Left,
     /// From (+X, -Y, +Z).
     Isometric,
+    /// A full section on the plane Y = 0, looking along +Y (the material in front removed),
+    /// its cut faces hatched.
+    Section,
 }
 
 impl View {
@@ -149,6 +152,7 @@ impl View {
             View::Right => "RIGHT",
             View::Left => "LEFT",
             View::Isometric => "ISOMETRIC",
+            View::Section => "SECTION A-A",
         }
     }
 
@@ -162,8 +166,19 @@ impl View {
             View::Right => "looking along -X",
             View::Left => "looking along +X",
             View::Isometric => "from +X, -Y, +Z",
+            View::Section => "cut on the plane Y = 0 and looking along +Y, cut faces hatched",
         };
         format!("{} ({from})", self.label())
+    }
+
+    /// Whether the view is orthographic (dimensioned, hidden edges shown unless a section).
+    pub fn orthographic(self) -> bool {
+        self != View::Isometric
+    }
+
+    /// The plane Y = c a section view cuts on.
+    pub fn section_plane_y(self) -> Option<f64> {
+        (self == View::Section).then_some(0.0)
     }
 
     /// The direction toward the viewer and the view's right direction, in model coordinates.
@@ -177,6 +192,7 @@ impl View {
             View::Right => ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
             View::Left => ([-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]),
             View::Isometric => ([1.0, -1.0, 1.0], [s, s, 0.0]),
+            View::Section => ([0.0, -1.0, 0.0], [1.0, 0.0, 0.0]),
         }
     }
 }

@@ -14,9 +14,13 @@ use serde::Deserialize;
 
 use crate::CadError;
 use crate::generate3d::{PartSpec, SheetSpec, View};
-use crate::model::{Point, format_value};
-use crate::render::{HEIGHT, WIDTH, arrow, label, line, svg_to_png};
+use crate::model::Point;
+use crate::render::{HEIGHT, WIDTH, svg_to_png};
 use crate::solid::sandbox;
+
+mod dims;
+
+use dims::dimension_view;
 
 const BUILD: &str = include_str!("solid/build_part.py");
 const CELL_MARGIN_PX: f64 = 95.0;
@@ -35,6 +39,8 @@ pub struct ProjectedView {
     pub visible: Vec<Vec<[f64; 2]>>,
     /// Hidden edges.
     pub hidden: Vec<Vec<[f64; 2]>>,
+    /// A section view's cut faces, each a list of closed loops (outer and holes).
+    pub cut: Vec<Vec<Vec<[f64; 2]>>>,
 }
 
 #[derive(Deserialize)]
@@ -79,23 +85,9 @@ fn build_in(
     views: &[View],
     gold_out: &Path,
 ) -> Result<BuiltPart, CadError> {
-    // A pictorial view shows no hidden edges; orthographic views do.
-    let frames: Vec<(&str, [f64; 3], [f64; 3], bool)> = views
-        .iter()
-        .map(|view| {
-            let (direction, right) = view.frame();
-            (view.label(), direction, right, *view != View::Isometric)
-        })
-        .collect();
+    let frames: Vec<serde_json::Value> = views.iter().map(view_request).collect();
     let sheet = sheet.map(|sheet| {
-        let views: Vec<_> = sheet
-            .views
-            .iter()
-            .map(|view| {
-                let (direction, right) = view.frame();
-                (view.label(), direction, right, *view != View::Isometric)
-            })
-            .collect();
+        let views: Vec<serde_json::Value> = sheet.views.iter().map(view_request).collect();
         serde_json::json!({ "name": sheet.name, "views": views, "notes": sheet.notes })
     });
     let request = serde_json::json!({ "spec": spec, "views": frames, "sheet": sheet });
@@ -129,6 +121,19 @@ fn build_in(
             Ok(BuiltPart { volume, views })
         }
     }
+}
+
+/// One view as the builder takes it: `[label, direction, right, orthographic, section plane Y]`
+/// (a pictorial view shows no hidden edges; orthographic views do, sections excepted).
+fn view_request(view: &View) -> serde_json::Value {
+    let (direction, right) = view.frame();
+    serde_json::json!([
+        view.label(),
+        direction,
+        right,
+        view.orthographic(),
+        view.section_plane_y()
+    ])
 }
 
 /// Lays the views out on a 2 x 2 grid at one common scale, writes the note lines in the lower
@@ -172,8 +177,10 @@ pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
         svg,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
          viewBox=\"0 0 {WIDTH} {HEIGHT}\">\n<rect width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         fill=\"white\"/>\n<g fill=\"none\" stroke=\"black\" stroke-linecap=\"round\" \
-         stroke-linejoin=\"round\">\n"
+         fill=\"white\"/>\n<defs><pattern id=\"hatch\" patternUnits=\"userSpaceOnUse\" \
+         width=\"12\" height=\"12\" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" \
+         x2=\"0\" y2=\"12\" stroke=\"black\" stroke-width=\"1.2\"/></pattern></defs>\n\
+         <g fill=\"none\" stroke=\"black\" stroke-linecap=\"round\" stroke-linejoin=\"round\">\n"
     );
     for (view_idx, view) in views.iter().take(4).enumerate() {
         let Some(b) = bounds(view) else { continue };
@@ -186,6 +193,26 @@ pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
                 origin_y + cell_h / 2.0 - 12.0 - (p[1] - center.1) * scale,
             )
         };
+        // A section's cut faces: hatched, holes left open (even-odd).
+        for face in &view.cut {
+            let mut d = String::new();
+            for ring in face {
+                for (point_idx, point) in ring.iter().enumerate() {
+                    let (x, y) = to_px(point);
+                    let _ = write!(
+                        d,
+                        "{}{x:.2} {y:.2} ",
+                        if point_idx == 0 { "M" } else { "L" }
+                    );
+                }
+                d.push_str("Z ");
+            }
+            let _ = writeln!(
+                svg,
+                "<path d=\"{}\" fill=\"url(#hatch)\" fill-rule=\"evenodd\" stroke=\"none\"/>",
+                d.trim_end()
+            );
+        }
         for (lines, style) in [
             (&view.visible, "stroke-width=\"2.5\""),
             (
@@ -233,155 +260,6 @@ pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
     }
     svg.push_str("</g>\n</svg>\n");
     svg
-}
-
-/// The longest visible straight edge that is horizontal (or vertical) in the view, collinear
-/// touching pieces joined (hidden-line removal splits edges where others cross them); on a
-/// tie the lowest horizontal or the rightmost vertical one, so its extension lines stay short.
-fn longest(view: &ProjectedView, horizontal: bool) -> Option<([f64; 2], [f64; 2])> {
-    // Along: the coordinate that varies; across: the one that stays.
-    let (along, across) = if horizontal { (0, 1) } else { (1, 0) };
-    let mut spans: Vec<(f64, f64, f64)> = view
-        .visible
-        .iter()
-        .filter(|line| line.len() == 2 && (line[0][across] - line[1][across]).abs() < 1e-6)
-        .map(|line| {
-            let (a, b) = (line[0][along], line[1][along]);
-            (line[0][across], a.min(b), a.max(b))
-        })
-        .collect();
-    spans.sort_by(|p, q| p.partial_cmp(q).unwrap_or(std::cmp::Ordering::Equal));
-    let mut joined: Vec<(f64, f64, f64)> = Vec::new();
-    for span in spans {
-        match joined.last_mut() {
-            Some(last) if (last.0 - span.0).abs() < 1e-6 && span.1 <= last.2 + 1e-6 => {
-                last.2 = last.2.max(span.2);
-            }
-            _ => joined.push(span),
-        }
-    }
-    let better = |candidate: &(f64, f64, f64), best: &(f64, f64, f64)| {
-        let (length, best_length) = (candidate.2 - candidate.1, best.2 - best.1);
-        if (length - best_length).abs() > 1e-6 {
-            return length > best_length;
-        }
-        if horizontal {
-            candidate.0 < best.0
-        } else {
-            candidate.0 > best.0
-        }
-    };
-    let best = joined
-        .iter()
-        .fold(None, |best: Option<&(f64, f64, f64)>, span| match best {
-            Some(current) if !better(span, current) => best,
-            _ => Some(span),
-        })?;
-    let point = |t: f64| if horizontal { [t, best.0] } else { [best.0, t] };
-    Some((point(best.1), point(best.2)))
-}
-
-/// The largest visible full circle (a closed polyline whose points share one centre).
-fn largest_circle(view: &ProjectedView) -> Option<([f64; 2], f64)> {
-    let mut best: Option<([f64; 2], f64)> = None;
-    for line in &view.visible {
-        let (Some(first), Some(last)) = (line.first(), line.last()) else {
-            continue;
-        };
-        if line.len() < 8 || (first[0] - last[0]).abs() > 1e-3 || (first[1] - last[1]).abs() > 1e-3
-        {
-            continue;
-        }
-        let n_points = (line.len() - 1) as f64;
-        let cx = line[1..].iter().map(|p| p[0]).sum::<f64>() / n_points;
-        let cy = line[1..].iter().map(|p| p[1]).sum::<f64>() / n_points;
-        let radii: Vec<f64> = line.iter().map(|p| (p[0] - cx).hypot(p[1] - cy)).collect();
-        let r = radii.iter().sum::<f64>() / radii.len() as f64;
-        if radii.iter().all(|ri| (ri - r).abs() < 0.01) && best.is_none_or(|(_, br)| r > br + 1e-9)
-        {
-            best = Some(([cx, cy], r));
-        }
-    }
-    best
-}
-
-/// Draws the dimensions the sheet carries: the longest horizontal edge below the view, the
-/// longest vertical edge to its right, the largest circle's diameter on a leader.
-fn dimension_view(svg: &mut String, view: &ProjectedView, to_px: &dyn Fn(&[f64; 2]) -> Point) {
-    let all = || view.visible.iter().chain(&view.hidden).flatten();
-    let bottom = all().map(|p| to_px(p).y).fold(f64::NEG_INFINITY, f64::max);
-    let right = all().map(|p| to_px(p).x).fold(f64::NEG_INFINITY, f64::max);
-    if let Some((a, b)) = longest(view, true) {
-        let (pa, pb) = (to_px(&a), to_px(&b));
-        let y = bottom + 40.0;
-        line(
-            svg,
-            Point::new(pa.x, pa.y + 4.0),
-            Point::new(pa.x, y + 6.0),
-            "1.2",
-        );
-        line(
-            svg,
-            Point::new(pb.x, pb.y + 4.0),
-            Point::new(pb.x, y + 6.0),
-            "1.2",
-        );
-        line(svg, Point::new(pa.x, y), Point::new(pb.x, y), "1.2");
-        arrow(svg, Point::new(pa.x, y), Point::new(pa.x - pb.x, 0.0));
-        arrow(svg, Point::new(pb.x, y), Point::new(pb.x - pa.x, 0.0));
-        let text = format_value((a[0] - b[0]).abs());
-        label(
-            svg,
-            Point::new((pa.x + pb.x) / 2.0, y - 8.0),
-            0.0,
-            &text,
-            20.0,
-        );
-    }
-    if let Some((a, b)) = longest(view, false) {
-        let (pa, pb) = (to_px(&a), to_px(&b));
-        let x = right + 40.0;
-        line(
-            svg,
-            Point::new(pa.x + 4.0, pa.y),
-            Point::new(x + 6.0, pa.y),
-            "1.2",
-        );
-        line(
-            svg,
-            Point::new(pb.x + 4.0, pb.y),
-            Point::new(x + 6.0, pb.y),
-            "1.2",
-        );
-        line(svg, Point::new(x, pa.y), Point::new(x, pb.y), "1.2");
-        arrow(svg, Point::new(x, pa.y), Point::new(0.0, pa.y - pb.y));
-        arrow(svg, Point::new(x, pb.y), Point::new(0.0, pb.y - pa.y));
-        let text = format_value((a[1] - b[1]).abs());
-        label(
-            svg,
-            Point::new(x - 8.0, (pa.y + pb.y) / 2.0),
-            -90.0,
-            &text,
-            20.0,
-        );
-    }
-    if let Some((center, r)) = largest_circle(view) {
-        let s = std::f64::consts::FRAC_1_SQRT_2;
-        let rim = to_px(&[center[0] + r * s, center[1] + r * s]);
-        let elbow = Point::new(rim.x + 40.0, rim.y - 40.0);
-        let end = Point::new(elbow.x + 70.0, elbow.y);
-        line(svg, rim, elbow, "1.2");
-        line(svg, elbow, end, "1.2");
-        arrow(svg, rim, Point::new(rim.x - elbow.x, rim.y - elbow.y));
-        let text = format!("\u{d8}{}", format_value(2.0 * r));
-        label(
-            svg,
-            Point::new((elbow.x + end.x) / 2.0, elbow.y - 8.0),
-            0.0,
-            &text,
-            20.0,
-        );
-    }
 }
 
 fn escape_text(text: &str) -> String {

@@ -240,7 +240,8 @@ pub(super) fn flange(rng: &mut Rng, steps: &mut Vec<String>) -> (PartSpec, Vec<V
         finish: None,
         features,
     };
-    let side = pick(rng, &[View::Front, View::Right]);
+    // The flange is centred on the axis, so the section on Y = 0 cuts through it.
+    let side = pick(rng, &[View::Front, View::Right, View::Section]);
     let plan = pick(rng, &[View::Top, View::Bottom]);
     (spec, vec![side, plan, View::Isometric])
 }

@@ -1,5 +1,6 @@
 //! The reference sheet's dimension choices and its determinism, on hand-made projections.
 
+use super::dims::{largest_circle, longest};
 use super::*;
 
 fn view(visible: Vec<Vec<[f64; 2]>>) -> ProjectedView {
@@ -8,6 +9,7 @@ fn view(visible: Vec<Vec<[f64; 2]>>) -> ProjectedView {
         orthographic: true,
         visible,
         hidden: Vec::new(),
+        cut: Vec::new(),
     }
 }
 
@@ -65,6 +67,7 @@ fn the_sheet_svg_is_a_pure_function_of_the_views() {
             orthographic: false,
             visible: vec![vec![[0.0, 0.0], [10.0, 10.0]]],
             hidden: vec![vec![[0.0, 10.0], [10.0, 0.0]]],
+            cut: vec![vec![vec![[0.0, 0.0], [10.0, 0.0], [10.0, 10.0]]]],
         },
     ];
     let notes = ["UNITS: MM <&>".to_owned()];
@@ -77,4 +80,8 @@ fn the_sheet_svg_is_a_pure_function_of_the_views() {
     assert!(svg.contains(">\u{d8}10</text>"), "the diameter is drawn");
     assert!(svg.contains("UNITS: MM &lt;&amp;&gt;"), "notes are escaped");
     assert!(svg.contains("stroke-dasharray"), "hidden edges are dashed");
+    assert!(
+        svg.contains("fill=\"url(#hatch)\""),
+        "cut faces are hatched"
+    );
 }

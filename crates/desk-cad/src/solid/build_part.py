@@ -1,13 +1,16 @@
 # Trusted gold builder, run by freecadcmd inside the judge's sandbox. Input: /in/spec.json
-# ({"spec": PartSpec, "views": [[name, view direction, right direction, orthographic?], ...]}) written by
+# ({"spec": PartSpec, "views": [[name, view direction, right direction, orthographic?,
+# section plane Y or null], ...]}) written by
 # desk-cad's generator, never candidate data. It builds the part with FreeCAD's Part module
 # (base extrusion or revolve, edge finish, then each hole and pocket as a boolean cut), saves it
 # as one Part::Feature in /out/gold.FCStd with its TechDraw presentation sheet when the request
-# has one ("sheet": {"name", "views": [[name, direction, right, dimensioned?]], "notes"}), and
+# has one ("sheet": {"name", "views": [[name, direction, right, dimensioned?, section plane
+# Y or null]], "notes"}; a section view's base is the sheet's top or bottom view), and
 # projects it with OCCT's hidden-line removal
 # (TechDraw.projectEx) for every view. Output: one line "DESKJSON {...}" with the views' visible
-# and hidden edges (orthographic views only) as polylines in view coordinates (mm, rounded to
-# 0.001; a straight edge is its two end points).
+# and hidden edges (orthographic views only, none in a section) as polylines in view
+# coordinates (mm, rounded to 0.001; a straight edge is its two end points), and a section's cut
+# faces as closed loops.
 import json
 import sys
 
@@ -18,7 +21,8 @@ from FreeCAD import Vector as V
 
 
 def out(**fields):
-    sys.stdout.write("DESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
+    # A leading newline: FreeCAD's progress output may leave the line unfinished.
+    sys.stdout.write("\nDESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
     sys.stdout.flush()
 
 
@@ -90,10 +94,43 @@ def polylines(compound):
     return lines
 
 
-def project(shape, direction, right):
+def frame(direction, right):
     d = V(*direction).normalize()
     r = V(*right).normalize()
-    u = d.cross(r)
+    return d, r, d.cross(r)
+
+
+def loop_points(wire, r, u):
+    """A closed wire as one ordered polyline in view coordinates."""
+    points = []
+    for edge in wire.OrderedEdges:
+        ends = straight(edge)
+        if ends:
+            piece = list(ends)
+        else:
+            count = max(2, min(240, int(edge.Length / 0.5) + 2))
+            piece = edge.discretize(Number=count)
+        if points and piece[0].distanceToPoint(points[-1]) > piece[-1].distanceToPoint(points[-1]):
+            piece.reverse()
+        points.extend(piece if not points else piece[1:])
+    return [[round(p.dot(r), 3), round(p.dot(u), 3)] for p in points]
+
+
+def section(shape, plane_y, direction, right):
+    """The part behind the plane Y = plane_y and its cut faces (loops in view coordinates)."""
+    _d, r, u = frame(direction, right)
+    kept = shape.common(Part.makeBox(1e4, 1e4, 1e4, V(-5e3, plane_y, -5e3)))
+    cut = []
+    for face in kept.Faces:
+        box = face.BoundBox
+        if abs(box.YMin - plane_y) < 1e-6 and abs(box.YMax - plane_y) < 1e-6:
+            cut.append([loop_points(wire, r, u) for wire in face.Wires])
+    cut.sort()
+    return kept, cut
+
+
+def project(shape, direction, right):
+    d, r, u = frame(direction, right)
     matrix = FreeCAD.Matrix(r.x, r.y, r.z, 0, u.x, u.y, u.z, 0, d.x, d.y, d.z, 0, 0, 0, 0, 1)
     turned = shape.transformGeometry(matrix)
     result = TechDraw.projectEx(turned, V(0, 0, 1))
@@ -160,16 +197,27 @@ def sheet(document, part, request):
     template.Template = TEMPLATE
     page.Template = template
     views = []
-    for index, (name, direction, right, dimensioned) in enumerate(request["views"]):
-        view = document.addObject("TechDraw::DrawViewPart", "View%d" % index)
+    plan = None
+    # Part views first: a section view needs its base view.
+    ordered = sorted(enumerate(request["views"]), key=lambda item: item[1][4] is not None)
+    for index, (name, direction, right, dimensioned, plane_y) in ordered:
+        kind = "TechDraw::DrawViewPart" if plane_y is None else "TechDraw::DrawViewSection"
+        view = document.addObject(kind, "View%d" % index)
         page.addView(view)
         view.Source = [part]
+        if plane_y is not None:
+            view.BaseView = plan
+            view.SectionNormal = V(*direction).negative()
+            view.SectionOrigin = V(0, plane_y, 0)
+            view.SectionSymbol = "A"
         view.Direction = V(*direction)
         view.XDirection = V(*right)
         view.Label = name
         view.X, view.Y = 100 + 200 * (index % 2), 200 - 120 * (index // 2)
+        if plane_y is None and abs(direction[2]) == 1 and plan is None:
+            plan = view
         views.append((view, dimensioned))
-    document.recompute()
+        document.recompute()
     count = 0
     for view, dimensioned in views:
         if not dimensioned:
@@ -211,10 +259,15 @@ def build():
         sheet(document, part, request["sheet"])
     document.saveAs("/out/gold.FCStd")
     views = []
-    for name, view_direction, right, orthographic in request["views"]:
-        visible, hidden = project(solid, view_direction, right)
+    for name, view_direction, right, orthographic, plane_y in request["views"]:
+        cut_faces = []
+        shape = solid
+        if plane_y is not None:
+            shape, cut_faces = section(solid, plane_y, view_direction, right)
+        visible, hidden = project(shape, view_direction, right)
+        shown_hidden = hidden if orthographic and plane_y is None else []
         views.append(dict(name=name, orthographic=orthographic, visible=visible,
-                          hidden=hidden if orthographic else []))
+                          hidden=shown_hidden, cut=cut_faces))
     out(status="ok", volume=solid.Volume, views=views)
 
 

@@ -21,7 +21,8 @@ NOT_CONSUMING = ("Group", "Support", "AttachmentSupport", "Origin", "Tip", "_Bod
 
 
 def report(**fields):
-    sys.stdout.write("DESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
+    # A leading newline: FreeCAD's progress output may leave the line unfinished.
+    sys.stdout.write("\nDESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
     sys.stdout.flush()
 
 
@@ -159,7 +160,8 @@ def string_value(props, name):
 
 
 def sheet_facts(types, objects):
-    """Every TechDraw page: its label, views (kind, direction), dimensions, hatches, notes."""
+    """Every TechDraw page: its label, views (kind, direction), dimensions, hatches (hatch
+    objects on its views and hatched section cut surfaces), notes."""
     sheets = []
     for page, kind in types.items():
         if kind != "TechDraw::DrawPage" or page not in objects:
@@ -171,6 +173,7 @@ def sheet_facts(types, objects):
             if types.get(name) == "TechDraw::DrawProjGroup" and "Views" in objects.get(name, {}):
                 members.extend(link_targets(objects[name]["Views"]))
         views, dimensions, notes = [], [], []
+        hatches = 0
         for name in members:
             member_kind = types.get(name, "")
             member = objects.get(name, {})
@@ -184,6 +187,12 @@ def sheet_facts(types, objects):
                 except (TypeError, ValueError):
                     continue
                 views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction))
+                # A section's cut surface drawn with an SVG or PAT hatch counts as a hatch.
+                display = member.get("CutSurfaceDisplay")
+                display = display.find("Integer") if display is not None else None
+                if member_kind == "TechDraw::DrawViewSection" and display is not None \
+                        and display.get("value") in ("2", "3"):
+                    hatches += 1
             elif member_kind == "TechDraw::DrawViewDimension":
                 index = member.get("Type")
                 index = index.find("Integer") if index is not None else None
@@ -195,7 +204,6 @@ def sheet_facts(types, objects):
                 notes.extend(e.get("value") or "" for e in member["Text"].iter("String"))
             elif member_kind == "TechDraw::DrawRichAnno":
                 notes.append(string_value(member, "AnnoText") or "")
-        hatches = 0
         for name, hatch_kind in types.items():
             if hatch_kind in ("TechDraw::DrawHatch", "TechDraw::DrawGeomHatch"):
                 source = objects.get(name, {}).get("Source")
