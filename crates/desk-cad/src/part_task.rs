@@ -109,7 +109,7 @@ fn build_in(
         source,
     })?;
     let stdout = sandbox::run_freecad(BUILD, &[(&request_path, "/in/spec.json")], Some(&out_dir))?;
-    match sandbox::parse_report(&stdout)? {
+    match sandbox::parse_report(&stdout.finished()?)? {
         BuildReport::Failed { reason } => Err(CadError::Judge(format!("gold build: {reason}"))),
         BuildReport::Ok { volume, views } => {
             let made = out_dir.join("gold.FCStd");

@@ -46,6 +46,8 @@ mod sheet;
 pub use sheet::{SHEET_WEIGHT, SheetScore};
 
 const JUDGE: &str = include_str!("solid/judge_fcstd.py");
+/// The line the judge prints once the gold is read, before it touches the candidate.
+const GOLD_READ: &str = "DESKGOLD read";
 
 /// Version of these scoring rules.
 pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v1";
@@ -211,7 +213,10 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         &[(gold, "/in/gold.FCStd"), (candidate, "/in/candidate.FCStd")],
         None,
     )?;
-    let output: JudgeOutput = sandbox::parse_report(&stdout)?;
+    let output: JudgeOutput = match judge_output(&stdout.stdout, stdout.timed_out) {
+        Ok(output) => output,
+        Err(report) => return *report,
+    };
     let (gold_part, gold_sheets) = match &output.gold {
         FcstdFacts::Ok { part, sheets, .. } if !part.is_empty() => (part, sheets),
         _ => return Err(CadError::Judge("the gold has no solid".to_owned())),
@@ -229,6 +234,33 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         sheet::add_sheet(&mut report, gold_sheet, candidate_sheets);
     }
     Ok(report)
+}
+
+/// The judge's report; when it has none, whether the run stopped on the candidate (after the
+/// gold was read: a zero, so a file that crashes or stalls OCCT cannot dodge its score) or
+/// before (the judge's own failure).
+fn judge_output(
+    stdout: &str,
+    timed_out: bool,
+) -> Result<JudgeOutput, Box<Result<SolidScoreReport, CadError>>> {
+    if let Ok(output) = sandbox::parse_report(stdout) {
+        return Ok(output);
+    }
+    if stdout.lines().any(|line| line == GOLD_READ) {
+        let how = if timed_out { "timed out" } else { "crashed" };
+        return Err(Box::new(Ok(SolidScoreReport::zero(
+            SolidZeroReason::Unreadable,
+            format!("the judge {how} on the candidate"),
+        ))));
+    }
+    let how = if timed_out {
+        "timed out"
+    } else {
+        "gave no report"
+    };
+    Err(Box::new(Err(CadError::Judge(format!(
+        "the judge {how} before reading the candidate"
+    )))))
 }
 
 /// The candidate's part solids, or the zero report its facts call for.

@@ -111,5 +111,5 @@ pub enum FcstdFacts {
 pub fn inspect_fcstd(path: &Path) -> Result<FcstdFacts, CadError> {
     let script = format!("{READER}\n{INSPECT}");
     let stdout = sandbox::run_freecad(&script, &[(path, "/in/candidate.FCStd")], None)?;
-    sandbox::parse_report(&stdout)
+    sandbox::parse_report(&stdout.finished()?)
 }

@@ -208,3 +208,35 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
     assert_eq!(sheet_score.dimensions_f1, Some(round6(2.0 / 3.0)));
     assert_eq!(sheet_score.hatches_f1, None);
 }
+
+#[test]
+fn a_run_that_stops_after_the_gold_is_the_candidates_zero() {
+    let zero = |stdout: &str, timed_out| match judge_output(stdout, timed_out).map_err(|e| *e) {
+        Err(Ok(report)) => Some((report.zero_reason, report.message)),
+        _ => None,
+    };
+    let failed = |stdout: &str, timed_out| {
+        matches!(judge_output(stdout, timed_out).map_err(|e| *e), Err(Err(_)))
+    };
+    let after_gold = "Recompute...\nDESKGOLD read\n(50 %)";
+    assert_eq!(
+        zero(after_gold, true),
+        Some((
+            Some(SolidZeroReason::Unreadable),
+            Some("the judge timed out on the candidate".to_owned())
+        ))
+    );
+    assert_eq!(
+        zero(after_gold, false).and_then(|(_, message)| message),
+        Some("the judge crashed on the candidate".to_owned())
+    );
+    // Before the gold was read, it is the judge's failure, not a score.
+    assert!(failed("Recompute...", true));
+    assert!(failed("", false));
+    // A report wins even when FreeCAD left the previous line open.
+    let gold = r#"{"status":"unreadable","reason":"x"}"#;
+    let line = format!(
+        "(100 %)\nDESKGOLD read\n\nDESKJSON {{\"gold\":{gold},\"candidate\":{gold},\"overlap\":null}}\n"
+    );
+    assert!(judge_output(&line, false).is_ok());
+}

@@ -16,6 +16,9 @@ import zipfile
 import xml.etree.ElementTree as ET
 
 LIMIT = 64 * 1024 * 1024
+# All BREP members of one file together.
+TOTAL_LIMIT = 512 * 1024 * 1024
+budget = {"left": TOTAL_LIMIT}
 # Link properties that place or group an object rather than consume it.
 NOT_CONSUMING = ("Group", "Support", "AttachmentSupport", "Origin", "Tip", "_Body")
 
@@ -81,8 +84,9 @@ def load_shape(archive, prop):
         entry = archive.getinfo(member)
     except KeyError:
         return None
-    if entry.file_size > LIMIT:
-        return None
+    if entry.file_size > LIMIT or entry.file_size > budget["left"]:
+        raise Unreadable("shape data too large")
+    budget["left"] -= entry.file_size
     import Part
 
     shape = Part.Shape()
@@ -217,6 +221,7 @@ def sheet_facts(types, objects):
 
 def examine(path):
     """Facts about one file plus the part's solids (OCCT shapes) for the judge."""
+    budget["left"] = TOTAL_LIMIT
     archive, types, objects, root = read_document(path)
     linked = sorted(
         name for name, kind in types.items()

@@ -6,6 +6,8 @@ def inspect(path):
         facts, _shapes = examine(path)
     except Unreadable as error:
         return report(status="unreadable", reason=str(error))
+    except Exception as error:
+        return report(status="unreadable", reason="failed to read: %s" % type(error).__name__)
     report(**facts)
 
 

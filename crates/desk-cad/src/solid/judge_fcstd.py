@@ -1,7 +1,8 @@
 # Judge entry point (after fcstd_read.py): facts about /in/gold.FCStd and /in/candidate.FCStd and,
 # when both have part solids, the common volume of the two parts after the allowed alignment
 # (the candidate translated so its centre of mass lies on the gold's; no rotation, no scaling),
-# computed with OCCT's boolean on shapes read from BREP. One DESKJSON line.
+# computed with OCCT's boolean on shapes read from BREP. One DESKJSON line, preceded by a
+# "DESKGOLD read" line once the gold is read.
 
 
 def fused(solids):
@@ -15,11 +16,16 @@ def side(path):
         facts, shapes = examine(path)
     except Unreadable as error:
         return dict(status="unreadable", reason=str(error)), []
+    except Exception as error:
+        return dict(status="unreadable", reason="failed to read: %s" % type(error).__name__), []
     return facts, shapes
 
 
 def judge():
     gold, gold_shapes = side("/in/gold.FCStd")
+    # From here on a crash or a stall is the candidate's doing; the caller scores it zero.
+    sys.stdout.write("\nDESKGOLD read\n")
+    sys.stdout.flush()
     candidate, candidate_shapes = side("/in/candidate.FCStd")
     overlap = None
     if gold_shapes and candidate_shapes:

@@ -16,13 +16,30 @@ use crate::CadError;
 /// How long one sandboxed FreeCAD run may take before it is killed.
 pub const JUDGE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a sandboxed run printed, and whether it was killed at [`JUDGE_TIMEOUT`].
+pub(crate) struct RunOutput {
+    pub(crate) stdout: String,
+    pub(crate) timed_out: bool,
+}
+
+impl RunOutput {
+    /// The output of a run that must finish (a timeout is an error).
+    pub(crate) fn finished(self) -> Result<String, CadError> {
+        if self.timed_out {
+            return Err(CadError::Judge("freecadcmd timed out".to_string()));
+        }
+        Ok(self.stdout)
+    }
+}
+
 /// Runs `script` with freecadcmd in the sandbox; `inputs` are (host file, sandbox path) pairs
-/// bound read-only, `output` a host directory bound writable at `/out`. Returns stdout.
+/// bound read-only, `output` a host directory bound writable at `/out`. Returns what it
+/// printed, also when it was killed at the deadline.
 pub(crate) fn run_freecad(
     script: &str,
     inputs: &[(&Path, &str)],
     output: Option<&Path>,
-) -> Result<String, CadError> {
+) -> Result<RunOutput, CadError> {
     let work = work_dir()?;
     let result = run_in(&work, script, inputs, output);
     let _ = std::fs::remove_dir_all(&work);
@@ -34,7 +51,7 @@ fn run_in(
     script: &str,
     inputs: &[(&Path, &str)],
     output: Option<&Path>,
-) -> Result<String, CadError> {
+) -> Result<RunOutput, CadError> {
     let script_path = work.join("script.py");
     std::fs::write(&script_path, script).map_err(|source| CadError::Io {
         op: "write",
@@ -91,20 +108,21 @@ fn run_in(
         })
     });
     let deadline = Instant::now() + JUDGE_TIMEOUT;
-    loop {
+    let timed_out = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(_)) => break false,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             Ok(None) => {
+                // bwrap's --die-with-parent ends the sandbox with it, closing the pipe.
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(CadError::Judge("freecadcmd timed out".to_string()));
+                break true;
             }
             Err(error) => return Err(CadError::Judge(format!("wait failed: {error}"))),
         }
-    }
+    };
     match reader.map(|thread| thread.join()) {
-        Some(Ok(Ok(text))) => Ok(text),
+        Some(Ok(Ok(stdout))) => Ok(RunOutput { stdout, timed_out }),
         _ => Err(CadError::Judge("unreadable freecadcmd output".to_string())),
     }
 }
