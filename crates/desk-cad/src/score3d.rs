@@ -177,8 +177,9 @@ struct JudgeOutput {
 
 /// Scores the candidate `.FCStd` at `candidate` against the gold `.FCStd` at `gold`.
 ///
-/// A bad candidate is a zero with a reason, never an error; errors are the judge's own
-/// failures (no sandbox, a gold without a solid, a run past [`crate::solid::JUDGE_TIMEOUT`]).
+/// A bad candidate is a zero with a reason, never an error, also when the run crashes or
+/// passes [`crate::solid::JUDGE_TIMEOUT`] after the gold was read; errors are the judge's own
+/// failures (no sandbox, a gold without a solid, a run that stops before the gold is read).
 pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, CadError> {
     match std::fs::metadata(candidate) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {

@@ -89,11 +89,13 @@ def load_shape(archive, prop):
     budget["left"] -= entry.file_size
     import Part
 
+    # A member that fails its CRC or does not decompress raises here: the file is unreadable.
+    data = archive.read(member)
     shape = Part.Shape()
     try:
-        shape.importBrepFromString(archive.read(member).decode("latin-1"))
+        shape.importBrepFromString(data.decode("latin-1"))
     except Exception:
-        return None
+        raise Unreadable("shape member %s is not a BREP" % member)
     return shape
 
 

@@ -149,6 +149,16 @@ p.saveAs("{dir}/trap.FCStd")
 s = FreeCAD.newDocument("flat")
 s.addObject("Part::Feature", "Face").Shape = Part.makePlane(40, 30)
 s.saveAs("{dir}/flat.FCStd")
+# The gold with one flipped byte in its stored shape member: the zip's CRC check fails.
+source = zipfile.ZipFile("{gold}")
+path = "{dir}/corrupt.FCStd"
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+    for info in source.infolist():
+        out.writestr(info.filename, source.read(info.filename))
+info = zipfile.ZipFile(path).getinfo("PartShape.brp")
+raw = bytearray(open(path, "rb").read())
+raw[info.header_offset + 30 + len(info.filename) + len(info.extra) + 100] ^= 0xFF
+open(path, "wb").write(bytes(raw))
 "#,
         gold = gold.display(),
         dir = dir.display(),
@@ -221,6 +231,7 @@ fn the_judge_ranks_gold_above_perturbations_and_zeroes_invalid_files() {
         ("trap.FCStd", SolidZeroReason::PythonFeature),
         ("flat.FCStd", SolidZeroReason::NoSolid),
         ("garbage.FCStd", SolidZeroReason::Unreadable),
+        ("corrupt.FCStd", SolidZeroReason::Unreadable),
         ("empty.FCStd", SolidZeroReason::Empty),
         ("missing.FCStd", SolidZeroReason::Missing),
     ] {
