@@ -181,7 +181,8 @@ struct JudgeOutput {
 /// passes [`crate::solid::JUDGE_TIMEOUT`] after the gold was read; errors are the judge's own
 /// failures (no sandbox, a gold without a solid, a run that stops before the gold is read).
 pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, CadError> {
-    match std::fs::metadata(candidate) {
+    // A symlink is not a regular file: the judge binds only the file itself.
+    match std::fs::symlink_metadata(candidate) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(SolidScoreReport::zero(
                 SolidZeroReason::Missing,

@@ -177,6 +177,7 @@ open(path, "wb").write(bytes(raw))
     );
     std::fs::write(dir.join("garbage.FCStd"), b"PK\x03\x04 not really a zip").unwrap();
     std::fs::write(dir.join("empty.FCStd"), b"").unwrap();
+    std::os::unix::fs::symlink(gold, dir.join("link.FCStd")).unwrap();
 }
 
 #[test]
@@ -232,6 +233,7 @@ fn the_judge_ranks_gold_above_perturbations_and_zeroes_invalid_files() {
         ("flat.FCStd", SolidZeroReason::NoSolid),
         ("garbage.FCStd", SolidZeroReason::Unreadable),
         ("corrupt.FCStd", SolidZeroReason::Unreadable),
+        ("link.FCStd", SolidZeroReason::Unreadable),
         ("empty.FCStd", SolidZeroReason::Empty),
         ("missing.FCStd", SolidZeroReason::Missing),
     ] {
