@@ -41,6 +41,8 @@ pub struct ProjectedView {
     pub hidden: Vec<Vec<[f64; 2]>>,
     /// A section view's cut faces, each a list of closed loops (outer and holes).
     pub cut: Vec<Vec<Vec<[f64; 2]>>>,
+    /// In the view a section is cut from: the cutting plane's view y (a horizontal line).
+    pub cutting_plane: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -233,6 +235,9 @@ pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
                 let _ = writeln!(svg, "<path d=\"{}\" {style}/>", d.trim_end());
             }
         }
+        if let Some(y) = view.cutting_plane {
+            cutting_plane(&mut svg, to_px(&[b[0], y]), to_px(&[b[2], y]));
+        }
         if view.orthographic {
             dimension_view(&mut svg, view, &|p: &[f64; 2]| {
                 let (x, y) = to_px(p);
@@ -260,6 +265,26 @@ pub fn render_views_svg(views: &[ProjectedView], notes: &[String]) -> String {
     }
     svg.push_str("</g>\n</svg>\n");
     svg
+}
+
+/// A chain line across the view from `left` to `right` (pixels), extended past the outline,
+/// with the section's letter at both ends.
+fn cutting_plane(svg: &mut String, left: (f64, f64), right: (f64, f64)) {
+    let y = left.1;
+    let (x0, x1) = (left.0 - 30.0, right.0 + 30.0);
+    let _ = writeln!(
+        svg,
+        "<path d=\"M{x0:.2} {y:.2} L{x1:.2} {y:.2}\" stroke-width=\"1.5\" \
+         stroke-dasharray=\"24 6 4 6\"/>"
+    );
+    for x in [x0 - 14.0, x1 + 14.0] {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{x:.2}\" y=\"{:.2}\" font-family=\"DejaVu Sans\" font-size=\"22\" \
+             text-anchor=\"middle\" fill=\"black\" stroke=\"none\">A</text>",
+            y + 8.0
+        );
+    }
 }
 
 fn escape_text(text: &str) -> String {

@@ -10,6 +10,7 @@ fn view(visible: Vec<Vec<[f64; 2]>>) -> ProjectedView {
         visible,
         hidden: Vec::new(),
         cut: Vec::new(),
+        cutting_plane: Some(10.0),
     }
 }
 
@@ -68,6 +69,7 @@ fn the_sheet_svg_is_a_pure_function_of_the_views() {
             visible: vec![vec![[0.0, 0.0], [10.0, 10.0]]],
             hidden: vec![vec![[0.0, 10.0], [10.0, 0.0]]],
             cut: vec![vec![vec![[0.0, 0.0], [10.0, 0.0], [10.0, 10.0]]]],
+            cutting_plane: None,
         },
     ];
     let notes = ["UNITS: MM <&>".to_owned()];

@@ -100,6 +100,12 @@ def frame(direction, right):
     return d, r, d.cross(r)
 
 
+def is_plan(direction):
+    """A top or bottom view (looking along Z), not merely one with a Z component."""
+    d = V(*direction).normalize()
+    return abs(abs(d.z) - 1) < 1e-9
+
+
 def loop_points(wire, r, u):
     """A closed wire as one ordered polyline in view coordinates."""
     points = []
@@ -214,7 +220,7 @@ def sheet(document, part, request):
         view.XDirection = V(*right)
         view.Label = name
         view.X, view.Y = 100 + 200 * (index % 2), 200 - 120 * (index // 2)
-        if plane_y is None and abs(direction[2]) == 1 and plan is None:
+        if plane_y is None and is_plan(direction) and plan is None:
             plan = view
         views.append((view, dimensioned))
         document.recompute()
@@ -259,6 +265,7 @@ def build():
         sheet(document, part, request["sheet"])
     document.saveAs("/out/gold.FCStd")
     views = []
+    planes = [view[4] for view in request["views"] if view[4] is not None]
     for name, view_direction, right, orthographic, plane_y in request["views"]:
         cut_faces = []
         shape = solid
@@ -266,8 +273,12 @@ def build():
             shape, cut_faces = section(solid, plane_y, view_direction, right)
         visible, hidden = project(shape, view_direction, right)
         shown_hidden = hidden if orthographic and plane_y is None else []
+        # A top or bottom view shows where a section cuts: the plane Y = c at view y = c * u.y.
+        cutting = None
+        if planes and is_plan(view_direction):
+            cutting = round(planes[0] * frame(view_direction, right)[2].y, 3)
         views.append(dict(name=name, orthographic=orthographic, visible=visible,
-                          hidden=shown_hidden, cut=cut_faces))
+                          hidden=shown_hidden, cut=cut_faces, cutting_plane=cutting))
     out(status="ok", volume=solid.Volume, views=views)
 
 

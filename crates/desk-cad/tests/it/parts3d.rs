@@ -67,6 +67,9 @@ fn generated_parts_build_and_their_sheets_are_deterministic() {
                 *view != View::Section,
                 "{view:?}"
             );
+            let plan = matches!(view, View::Top | View::Bottom);
+            let shows_plane = n_sections > 0 && plan;
+            assert_eq!(built_view.cutting_plane.is_some(), shows_plane, "{view:?}");
         }
         assert!(sheets[0].dimensions.len() > n_ortho, "{:?}", sheets[0]);
         let png = render_views_png(&built.views, &task.sheet.notes).unwrap();
