@@ -23,10 +23,10 @@ pub(crate) struct Generated {
 }
 
 /// SplitMix64: small, seedable and stable across platforms.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -35,13 +35,13 @@ impl Rng {
     }
 
     /// A multiple of 5 in `lo..=hi` (both multiples of 5).
-    fn grid(&mut self, lo: i64, hi: i64) -> f64 {
+    pub(crate) fn grid(&mut self, lo: i64, hi: i64) -> f64 {
         let n_steps = ((hi - lo) / 5).max(0) as u64 + 1;
         let step = (self.next_u64() % n_steps) as i64;
         (lo + 5 * step) as f64
     }
 
-    fn coin(&mut self) -> bool {
+    pub(crate) fn coin(&mut self) -> bool {
         self.next_u64() & 1 == 1
     }
 }

@@ -3,8 +3,10 @@
 //! This crate is trusted evaluator code: it knows nothing about the broker, HTTP or X11.
 //! It owns the normalized 2D drawing model ([`model`]), DXF reading and writing ([`dxf_io`]),
 //! the deterministic task corpus ([`corpus`]), the reference renderer ([`render`]) and the
-//! similarity scorer ([`score`]). Every output is a pure function of its inputs: no clock,
-//! no randomness outside the seeded corpus generator, no hash-map iteration order.
+//! similarity scorer ([`mod@score`]); for 3D parts, the sandboxed FreeCAD inspector ([`solid`]),
+//! the seeded part generator ([`generate3d`]), gold builds and reference sheets
+//! ([`part_task`]) and the 3D judge ([`score3d`]). Every output is a pure function of its
+//! inputs: no clock, no randomness outside the seeded generators, no hash-map iteration order.
 #![forbid(unsafe_code)]
 
 pub mod corpus;
@@ -12,11 +14,14 @@ pub mod dxf_io;
 mod dxf_write;
 mod error;
 mod generate;
+pub mod generate3d;
 mod matching;
 pub mod model;
 mod normalize;
+pub mod part_task;
 pub mod render;
 pub mod score;
+pub mod score3d;
 pub mod solid;
 
 pub use corpus::{

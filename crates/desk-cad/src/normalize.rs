@@ -3,7 +3,7 @@
 //! Polylines become their straight edges (so lines and polylines are interchangeable),
 //! zero-length edges vanish, arcs are described by center, radius and end points, text is
 //! whitespace-normalized, and layer names are upper-cased (DXF layer names are
-//! case-insensitive). Tolerances come from [`crate::score`].
+//! case-insensitive). Tolerances come from [`mod@crate::score`].
 
 use crate::model::{DimKind, Geometry, Model, Point};
 use crate::render::arc_sweep;

@@ -156,7 +156,7 @@ macro_rules! put {
     };
 }
 
-fn line(svg: &mut String, a: Point, b: Point, width: &str) {
+pub(crate) fn line(svg: &mut String, a: Point, b: Point, width: &str) {
     put!(
         svg,
         "<line x1=\"{:.2}\" y1=\"{:.2}\" x2=\"{:.2}\" y2=\"{:.2}\" stroke-width=\"{width}\"/>\n",
@@ -168,7 +168,7 @@ fn line(svg: &mut String, a: Point, b: Point, width: &str) {
 }
 
 /// A filled arrowhead with its tip at `tip`, pointing along pixel direction `dir`.
-fn arrow(svg: &mut String, tip: Point, dir: Point) {
+pub(crate) fn arrow(svg: &mut String, tip: Point, dir: Point) {
     let len = dir.x.hypot(dir.y).max(1e-9);
     let (ux, uy) = (dir.x / len, dir.y / len);
     let base = Point::new(tip.x - ux * ARROW_PX, tip.y - uy * ARROW_PX);
@@ -186,7 +186,7 @@ fn arrow(svg: &mut String, tip: Point, dir: Point) {
 }
 
 /// A label centered at `at`, rotated by `angle_deg` (pixel space, clockwise positive).
-fn label(svg: &mut String, at: Point, angle_deg: f64, text: &str, size: f64) {
+pub(crate) fn label(svg: &mut String, at: Point, angle_deg: f64, text: &str, size: f64) {
     put!(
         svg,
         "<text x=\"{:.2}\" y=\"{:.2}\" font-family=\"{FONT}\" font-size=\"{:.2}\" \
@@ -393,13 +393,17 @@ fn font_database() -> Arc<usvg::fontdb::Database> {
 
 /// Renders `model` to PNG bytes.
 pub fn render_png(model: &Model) -> Result<Vec<u8>, CadError> {
-    let svg = render_svg(model);
+    svg_to_png(&render_svg(model))
+}
+
+/// Rasterizes an SVG document of [`WIDTH`] x [`HEIGHT`] pixels to PNG bytes.
+pub(crate) fn svg_to_png(svg: &str) -> Result<Vec<u8>, CadError> {
     let options = usvg::Options {
         fontdb: font_database(),
         font_family: FONT.to_owned(),
         ..Default::default()
     };
-    let tree = usvg::Tree::from_str(&svg, &options)
+    let tree = usvg::Tree::from_str(svg, &options)
         .map_err(|err| CadError::Render(format!("invalid svg: {err}")))?;
     let mut pixmap = tiny_skia::Pixmap::new(WIDTH, HEIGHT)
         .ok_or_else(|| CadError::Render("failed to allocate pixmap".to_owned()))?;

@@ -9,20 +9,25 @@
 //! `zipfile`, refuses a `Document.xml` with a DOCTYPE (entity expansion), lists object types
 //! from the XML, and loads each Part shape from its BREP member with OCCT's reader. Python
 //! features, meshes and links are reported, never loaded.
+//!
+//! The part is chosen the way a judge must (`solid/fcstd_read.py`): a PartDesign body stores a
+//! shape on every feature, so the body's shape (or its tip's) stands for them and its features
+//! are never extra parts; bodies and other shape objects count when visible and consumed by no
+//! other shape object (a Part Cut's Base and Tool, an Extrusion's Base, a body's BaseFeature).
 
-use std::io::Read as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::CadError;
 
-const SCRIPT: &str = include_str!("solid/inspect_fcstd.py");
+pub(crate) mod sandbox;
 
-/// How long one inspection may take before the sandbox is killed.
-pub const JUDGE_TIMEOUT: Duration = Duration::from_secs(60);
+pub use sandbox::JUDGE_TIMEOUT;
+
+/// The shared reader: document objects, BREP shapes and the choice of the part's solids.
+pub(crate) const READER: &str = include_str!("solid/fcstd_read.py");
+const INSPECT: &str = include_str!("solid/inspect_fcstd.py");
 
 /// One solid found in a Part shape.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -43,6 +48,33 @@ pub struct SolidFacts {
     pub bbox: [f64; 6],
 }
 
+/// One TechDraw view on a page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetView {
+    /// `part` (a part or projection-group view), `section` or `detail`.
+    pub kind: String,
+    /// The view direction (toward the viewer) as stored.
+    pub direction: [f64; 3],
+}
+
+/// One TechDraw page, read from `Document.xml` (views are never recomputed).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetFacts {
+    /// The page's label (what the GUI shows and the task names, e.g. `Layout1`).
+    pub label: String,
+    /// Its views, including a projection group's items.
+    pub views: Vec<SheetView>,
+    /// Its dimensions' types (`DistanceX`, `Diameter`, ...), sorted. Their values are not
+    /// stored in the file and are not read.
+    pub dimensions: Vec<String>,
+    /// Hatches of its views.
+    pub hatches: usize,
+    /// Note texts (annotations and rich annotations), whitespace collapsed.
+    pub notes: Vec<String>,
+}
+
 /// What the inspector found in one file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
@@ -56,111 +88,28 @@ pub enum FcstdFacts {
     Ok {
         /// Number of document objects.
         objects: usize,
-        /// Solids of every Part shape, in document order.
+        /// Solids of every stored Part shape, in document order (a PartDesign body's
+        /// features each store one, so this over-counts the part).
         solids: Vec<SolidFacts>,
+        /// The part's solids: of the visible shape objects outside bodies that no other
+        /// shape object consumes (a body counts with its own shape, or its tip's).
+        part: Vec<SolidFacts>,
+        /// How many part objects have a non-empty shape, solid or not (sketches, faces).
+        part_shapes: usize,
         /// Mesh objects (a mesh is not a solid).
         meshes: Vec<String>,
         /// Link objects and external files they name.
         linked: Vec<String>,
         /// Python feature objects (never loaded).
         python_features: Vec<String>,
+        /// TechDraw pages, in document order.
+        sheets: Vec<SheetFacts>,
     },
 }
 
 /// Inspects `path` with sandboxed headless FreeCAD.
 pub fn inspect_fcstd(path: &Path) -> Result<FcstdFacts, CadError> {
-    let io = |op: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CadError::Io { op, path, source }
-    };
-    let work = tempfile_dir()?;
-    let script = work.join("inspect.py");
-    std::fs::write(&script, SCRIPT).map_err(io("write", &script))?;
-    let mut child = Command::new("bwrap")
-        .args(["--unshare-all", "--die-with-parent", "--new-session"])
-        .args(["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"])
-        .args([
-            "--symlink",
-            "usr/lib",
-            "/lib",
-            "--symlink",
-            "usr/lib64",
-            "/lib64",
-        ])
-        .args([
-            "--symlink",
-            "usr/bin",
-            "/bin",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-        ])
-        .args(["--tmpfs", "/tmp", "--dir", "/home/judge"])
-        .args(["--setenv", "HOME", "/home/judge"])
-        .arg("--ro-bind")
-        .arg(path)
-        .arg("/in/candidate.FCStd")
-        .arg("--ro-bind")
-        .arg(&script)
-        .arg("/in/inspect.py")
-        .args(["freecadcmd", "-c", "exec(open('/in/inspect.py').read())"])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|error| CadError::Judge(format!("cannot start bwrap: {error}")))?;
-    // Read stdout on its own thread so a chatty child never blocks on a full pipe.
-    let reader = child.stdout.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            pipe.read_to_string(&mut text).map(|_| text)
-        })
-    });
-    let deadline = Instant::now() + JUDGE_TIMEOUT;
-    let finished = loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break Ok(()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Err(CadError::Judge("inspection timed out".to_string()));
-            }
-            Err(error) => break Err(CadError::Judge(format!("wait failed: {error}"))),
-        }
-    };
-    let _ = std::fs::remove_dir_all(&work);
-    finished?;
-    let stdout = match reader.map(|thread| thread.join()) {
-        Some(Ok(Ok(text))) => text,
-        _ => return Err(CadError::Judge("unreadable inspector output".to_string())),
-    };
-    let line = stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("DESKJSON "))
-        .ok_or_else(|| CadError::Judge("the inspector printed no report".to_string()))?;
-    serde_json::from_str(line).map_err(|error| CadError::Judge(format!("bad report: {error}")))
-}
-
-fn tempfile_dir() -> Result<std::path::PathBuf, CadError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    let base = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let dir = base.join(format!("desk-judge-{}-{attempt}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => {
-                return Err(CadError::Io {
-                    op: "create directory",
-                    path: dir,
-                    source,
-                });
-            }
-        }
-    }
-    Err(CadError::Judge("no free work directory".to_string()))
+    let script = format!("{READER}\n{INSPECT}");
+    let stdout = sandbox::run_freecad(&script, &[(path, "/in/candidate.FCStd")], None)?;
+    sandbox::parse_report(&stdout.finished()?)
 }

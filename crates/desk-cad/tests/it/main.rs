@@ -3,5 +3,6 @@
 
 mod corpus;
 mod fixtures;
+mod parts3d;
 mod scoring;
 mod solid;

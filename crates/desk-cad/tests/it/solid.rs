@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use desk_cad::score3d::score_fcstd;
 use desk_cad::solid::{FcstdFacts, inspect_fcstd};
 
-fn tools_available() -> bool {
+pub(crate) fn tools_available() -> bool {
     let found = Command::new("sh")
         .args(["-c", "command -v freecadcmd && command -v bwrap"])
         .output()
@@ -40,6 +41,32 @@ class Trap:
 p = FreeCAD.newDocument("trap")
 Trap(p.addObject("Part::FeaturePython", "Trap"))
 p.saveAs("{dir}/trap.FCStd")
+# The same part as gold, moved, built as a PartDesign body (every feature stores a shape).
+import PartDesign
+b = FreeCAD.newDocument("body")
+body = b.addObject("PartDesign::Body", "Body")
+box = b.addObject("PartDesign::AdditiveBox", "Box"); body.addObject(box)
+box.Length = 40; box.Width = 30; box.Height = 10
+hole = b.addObject("PartDesign::SubtractiveCylinder", "Hole"); body.addObject(hole)
+hole.Radius = 5; hole.Height = 10; hole.Placement.Base = FreeCAD.Vector(20, 15, 0)
+body.Placement.Base = FreeCAD.Vector(100, -7, 3)
+b.recompute()
+b.saveAs("{dir}/body.FCStd")
+# A second body built on the first consumes it; a hidden scrap box is not part of the result.
+based = b.addObject("PartDesign::Body", "Based")
+based.BaseFeature = body
+scrap = b.addObject("Part::Box", "Scrap")
+scrap.Visibility = False
+b.recompute()
+b.saveAs("{dir}/based.FCStd")
+# The same part in the Part workbench: a Cut consumes its Box and Cylinder.
+c = FreeCAD.newDocument("cut")
+pbox = c.addObject("Part::Box", "Box"); pbox.Length = 40; pbox.Width = 30; pbox.Height = 10
+cyl = c.addObject("Part::Cylinder", "Cylinder"); cyl.Radius = 5; cyl.Height = 10
+cyl.Placement.Base = FreeCAD.Vector(20, 15, 0)
+cut = c.addObject("Part::Cut", "Cut"); cut.Base = pbox; cut.Tool = cyl
+c.recompute()
+c.saveAs("{dir}/cut.FCStd")
 "#,
         dir = dir.display(),
     );
@@ -103,4 +130,40 @@ fn the_inspector_measures_solids_and_flags_meshes_python_and_garbage() {
         inspect_fcstd(&dir.path().join("garbage.FCStd")).unwrap(),
         FcstdFacts::Unreadable { .. }
     ));
+
+    // A PartDesign body stores a shape on the body and on each feature: three solids, one part.
+    let FcstdFacts::Ok { solids, part, .. } =
+        inspect_fcstd(&dir.path().join("body.FCStd")).unwrap()
+    else {
+        panic!("a body document is readable");
+    };
+    assert_eq!(solids.len(), 3, "{solids:?}");
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0].object, "Body");
+    assert!((part[0].volume - expected).abs() < 1e-6, "{part:?}");
+    assert_eq!(part[0].bbox, [100.0, -7.0, 3.0, 140.0, 23.0, 13.0]);
+
+    let FcstdFacts::Ok { part, .. } = inspect_fcstd(&dir.path().join("based.FCStd")).unwrap()
+    else {
+        panic!("a document of two bodies is readable");
+    };
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0].object, "Based");
+    assert!((part[0].volume - expected).abs() < 1e-6, "{part:?}");
+
+    // In the Part workbench the Cut is the part; its Box and Cylinder are consumed inputs.
+    let FcstdFacts::Ok { solids, part, .. } = inspect_fcstd(&dir.path().join("cut.FCStd")).unwrap()
+    else {
+        panic!("a Part document is readable");
+    };
+    assert_eq!(solids.len(), 3, "{solids:?}");
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0].object, "Cut");
+    assert!((part[0].volume - expected).abs() < 1e-6, "{part:?}");
+
+    // The judge chooses the same parts: both score the gold's maximum.
+    for name in ["body.FCStd", "cut.FCStd", "gold.FCStd"] {
+        let report = score_fcstd(&dir.path().join("gold.FCStd"), &dir.path().join(name)).unwrap();
+        assert_eq!(report.score, 1.0, "{name}: {report:?}");
+    }
 }

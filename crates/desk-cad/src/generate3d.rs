@@ -1,0 +1,280 @@
+//! Seeded generation of 3D part tasks: a [`PartSpec`] (what the trusted gold builder makes),
+//! the drawing views the public reference shows, and the task text with every dimension a
+//! human needs.
+//!
+//! Invariants: no clock or OS randomness (a SplitMix64 stream seeded per task index); sizes on
+//! a 5 mm grid (hole diameters and fillets on whole mm); every feature lies inside the part so
+//! the gold is one valid solid. Three families: a plate (holes, blind hole, pocket, rounded or
+//! chamfered corners), an L-bracket (holes in both legs, a rounded bend) and a revolved flange
+//! (hub, bore, bolt circle). Views are chosen per task, not always front/top/side.
+
+use serde::{Deserialize, Serialize};
+
+use crate::generate::Rng;
+
+mod families;
+
+use families::{bracket, flange, pick, plate};
+
+/// Base seed of the 3D generator.
+const SEED: u64 = 0x00de_5cb0_cad0_3d01;
+
+/// The solid the features are cut from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Base {
+    /// A closed polygon in the XY plane extruded along +Z from z = 0.
+    ExtrudeXy {
+        /// Profile vertices (x, y) in mm.
+        profile: Vec<[f64; 2]>,
+        /// Extrusion height in mm.
+        height: f64,
+    },
+    /// A closed polygon in the XZ plane extruded along +Y from y = 0.
+    ExtrudeXz {
+        /// Profile vertices (x, z) in mm.
+        profile: Vec<[f64; 2]>,
+        /// Extrusion depth in mm.
+        depth: f64,
+    },
+    /// A closed (r, z) polygon revolved a full turn about the Z axis.
+    Revolve {
+        /// Profile vertices (radius, z) in mm.
+        profile: Vec<[f64; 2]>,
+    },
+}
+
+/// Rounded or chamfered edges along the extrusion direction at some profile corners.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finish {
+    /// `fillet` or `chamfer`.
+    pub kind: FinishKind,
+    /// Fillet radius or chamfer length in mm.
+    pub size: f64,
+    /// Indices of the profile vertices whose edges are finished.
+    pub corners: Vec<usize>,
+}
+
+/// The edge finish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishKind {
+    /// A round.
+    Fillet,
+    /// A 45° chamfer.
+    Chamfer,
+}
+
+/// A direction along a coordinate axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// +X.
+    X,
+    /// +Y.
+    Y,
+    /// +Z.
+    Z,
+    /// -X.
+    NegX,
+    /// -Y.
+    NegY,
+    /// -Z.
+    NegZ,
+}
+
+/// A feature cut from the base.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Feature {
+    /// A cylindrical hole from `start` along `axis` (through holes start and end outside).
+    Hole {
+        /// Centre of the hole's start face.
+        start: [f64; 3],
+        /// Drilling direction.
+        axis: Axis,
+        /// Diameter in mm.
+        diameter: f64,
+        /// Length of the cut in mm.
+        depth: f64,
+    },
+    /// A rectangular pocket (an axis-aligned box removed).
+    Pocket {
+        /// The box's minimum corner.
+        min: [f64; 3],
+        /// The box's size.
+        size: [f64; 3],
+    },
+}
+
+/// A parametric part: base, optional finish, then features cut in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartSpec {
+    /// The base solid.
+    pub base: Base,
+    /// Edge finish applied to the base before the cuts.
+    pub finish: Option<Finish>,
+    /// Holes and pockets.
+    pub features: Vec<Feature>,
+}
+
+/// A drawing view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum View {
+    /// Looking along +Y (from the front, -Y side).
+    Front,
+    /// Looking along -Y.
+    Back,
+    /// Looking down -Z.
+    Top,
+    /// Looking up +Z.
+    Bottom,
+    /// Looking along -X (from the +X side).
+    Right,
+    /// Looking along +X.
+    Left,
+    /// From (+X, -Y, +Z).
+    Isometric,
+    /// A full section on the plane Y = 0, looking along +Y (the material in front removed),
+    /// its cut faces hatched.
+    Section,
+}
+
+impl View {
+    /// The label drawn under the view.
+    pub fn label(self) -> &'static str {
+        match self {
+            View::Front => "FRONT",
+            View::Back => "BACK",
+            View::Top => "TOP",
+            View::Bottom => "BOTTOM",
+            View::Right => "RIGHT",
+            View::Left => "LEFT",
+            View::Isometric => "ISOMETRIC",
+            View::Section => "SECTION A-A",
+        }
+    }
+
+    /// The view's label and where it looks from, for the task text.
+    pub fn describe(self) -> String {
+        let from = match self {
+            View::Front => "looking along +Y",
+            View::Back => "looking along -Y",
+            View::Top => "looking down -Z",
+            View::Bottom => "looking up +Z",
+            View::Right => "looking along -X",
+            View::Left => "looking along +X",
+            View::Isometric => "from +X, -Y, +Z",
+            View::Section => "cut on the plane Y = 0 and looking along +Y, cut faces hatched",
+        };
+        format!("{} ({from})", self.label())
+    }
+
+    /// Whether the view is orthographic (dimensioned, hidden edges shown unless a section).
+    pub fn orthographic(self) -> bool {
+        self != View::Isometric
+    }
+
+    /// The plane Y = c a section view cuts on.
+    pub fn section_plane_y(self) -> Option<f64> {
+        (self == View::Section).then_some(0.0)
+    }
+
+    /// The direction toward the viewer and the view's right direction, in model coordinates.
+    pub fn frame(self) -> ([f64; 3], [f64; 3]) {
+        let s = std::f64::consts::FRAC_1_SQRT_2;
+        match self {
+            View::Front => ([0.0, -1.0, 0.0], [1.0, 0.0, 0.0]),
+            View::Back => ([0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]),
+            View::Top => ([0.0, 0.0, 1.0], [1.0, 0.0, 0.0]),
+            View::Bottom => ([0.0, 0.0, -1.0], [1.0, 0.0, 0.0]),
+            View::Right => ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
+            View::Left => ([-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]),
+            View::Isometric => ([1.0, -1.0, 1.0], [s, s, 0.0]),
+            View::Section => ([0.0, -1.0, 0.0], [1.0, 0.0, 0.0]),
+        }
+    }
+}
+
+/// The presentation sheet a task asks for (and the gold carries).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SheetSpec {
+    /// The TechDraw page's label.
+    pub name: String,
+    /// Its views; each orthographic one carries a horizontal and a vertical dimension of its
+    /// longest horizontal and vertical straight edges and a diameter dimension of its largest
+    /// full circle, where it has them.
+    pub views: Vec<View>,
+    /// Note lines.
+    pub notes: Vec<String>,
+}
+
+/// The sheet name the benchmark contract requires.
+pub const SHEET_NAME: &str = "Layout1";
+
+/// A generated 3D task before ids and splits are assigned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartTask {
+    /// Task text with a `{reference}` placeholder for the reference image path.
+    pub prompt: String,
+    /// The views the reference shows, in drawing order.
+    pub views: Vec<View>,
+    /// What the gold builder makes (scorer-private).
+    pub spec: PartSpec,
+    /// The presentation sheet.
+    pub sheet: SheetSpec,
+}
+
+/// Generates 3D task number `index` (0-based); a pure function of `index`.
+pub fn generate_part(index: u64) -> PartTask {
+    let mut rng = Rng(SEED ^ index.wrapping_mul(0x0100_0000_01b3));
+    let mut steps = Vec::new();
+    let (spec, views) = match index % 3 {
+        0 => plate(&mut rng, &mut steps),
+        1 => bracket(&mut rng, &mut steps),
+        _ => flange(&mut rng, &mut steps),
+    };
+    let names: Vec<String> = views.iter().map(|view| view.describe()).collect();
+    let mut prompt = format!(
+        "Model the part shown in the reference image ({{reference}}) in FreeCAD as one true \
+         solid. Units are millimetres. The reference shows {} (visible edges solid, hidden \
+         edges dashed, all views at one scale). Keep that orientation; the position of the part \
+         does not matter.\n",
+        names.join(", ")
+    );
+    for step in &steps {
+        prompt.push_str("- ");
+        prompt.push_str(step);
+        prompt.push('\n');
+    }
+    let material = pick(
+        &mut rng,
+        &["ALUMINIUM 6061-T6", "STEEL S235", "BRASS CW614N"],
+    );
+    let notes = vec![
+        format!("MATERIAL: {material}"),
+        "UNITS: MM".to_owned(),
+        "BREAK SHARP EDGES".to_owned(),
+    ];
+    prompt.push_str(&format!(
+        "Then add a TechDraw page labelled {SHEET_NAME} showing the same views of the solid \
+         (same directions); in each orthographic view, a horizontal dimension of its longest \
+         horizontal straight edge, a vertical dimension of its longest vertical straight edge \
+         and a diameter dimension of its largest full circle, where the view has them; and one \
+         note with the lines: {}.\n",
+        notes.join(" / ")
+    ));
+    prompt.push_str("Save the document (Ctrl+S) when finished.");
+    let sheet = SheetSpec {
+        name: SHEET_NAME.to_owned(),
+        views: views.clone(),
+        notes,
+    };
+    PartTask {
+        prompt,
+        views,
+        spec,
+        sheet,
+    }
+}

@@ -1,0 +1,439 @@
+//! The trusted 3D judge: a candidate `.FCStd` against the private gold `.FCStd`.
+//!
+//! Both files are read in one sandboxed freecadcmd run (`solid/fcstd_read.py` +
+//! `solid/judge_fcstd.py`): never opened as documents, shapes loaded only from their BREP
+//! members, the part chosen as [`crate::solid`] describes.
+//!
+//! # Zero rules
+//! Missing file, empty file, unreadable (not an FCStd zip, no or bad `Document.xml`), a Python
+//! feature object anywhere (its code would run on open), an external link, a mesh but no solid
+//! (`mesh_only`), shapes but no solid (`no_solid`: sketches, faces, projected 2D geometry), no
+//! shape at all (`empty`).
+//!
+//! # Categories
+//! Each is a number in [0, 1]; the score is their weighted sum, rounded to 1e-6:
+//! - `solid` (0.15): the share of the part's solids OCCT finds valid;
+//! - `volume` (0.15) and `area` (0.15): `1 - |c - g| / (0.1 g)`, floored at 0 (10 % off
+//!   scores 0), over the sums of the part's solids;
+//! - `extents` (0.15): the same rule on each of the X, Y and Z sizes of the part's bounding
+//!   box, averaged;
+//! - `iou` (0.40): `1 - (1 - IoU) / 0.1`, floored at 0 (an IoU of 0.9 scores 0), where IoU is
+//!   the common volume over the union volume of the fused candidate and gold parts after the
+//!   allowed alignment: a translation putting the candidate's centre of mass on the gold's
+//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given). A
+//!   whole part's IoU barely moves when one small feature is off, hence the steep scale.
+//!
+//! When the gold has a TechDraw page labelled `Layout1`, a `sheet` category weighs
+//! [`SHEET_WEIGHT`] (0.4) and the part categories share 0.6 in the same proportions. The
+//! candidate's `Layout1` (read from `Document.xml`, never recomputed) is compared with the
+//! gold's: views 1:1 on kind (part, section, detail) and direction within 0.5° (0.5),
+//! dimensions on type (0.3), note texts (0.1), hatch counts (0.1), each an F1 and each only
+//! when the gold has such items. No `Layout1` scores 0 for the category (flagged, also when
+//! the views sit on another page), so a solid alone is incomplete; so is a sheet alone, which
+//! has no solid and scores zero outright. Dimension values are not stored in the file and are
+//! not checked.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::CadError;
+use crate::generate3d::SHEET_NAME;
+use crate::solid::{FcstdFacts, READER, SolidFacts, sandbox};
+
+mod sheet;
+
+pub use sheet::{SHEET_WEIGHT, SheetScore};
+
+const JUDGE: &str = include_str!("solid/judge_fcstd.py");
+/// The line the judge prints once the gold is read, before it touches the candidate.
+const GOLD_READ: &str = "DESKGOLD read";
+
+/// Version of these scoring rules.
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v1";
+/// Relative error at which the volume, area and extent categories reach 0.
+pub const REL_SPAN: f64 = 0.1;
+/// Shortfall of the IoU below 1 at which the `iou` category reaches 0.
+pub const IOU_SPAN: f64 = 0.1;
+/// Category weights.
+pub const SOLID_WEIGHTS: [(SolidCategory, f64); 5] = [
+    (SolidCategory::Solid, 0.15),
+    (SolidCategory::Volume, 0.15),
+    (SolidCategory::Area, 0.15),
+    (SolidCategory::Extents, 0.15),
+    (SolidCategory::Iou, 0.40),
+];
+
+/// Why a 3D submission scored zero outright.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolidZeroReason {
+    /// No file at the candidate path.
+    Missing,
+    /// An empty file, or a document without any shape.
+    Empty,
+    /// Not an FCStd archive or its document XML is unusable.
+    Unreadable,
+    /// A Python feature object (never loaded).
+    PythonFeature,
+    /// A link object or an external file reference.
+    ExternalLink,
+    /// Mesh objects but no solid.
+    MeshOnly,
+    /// Shapes or drawing views but no solid (sketches, faces, projected views, a sheet alone).
+    NoSolid,
+}
+
+/// A 3D scoring category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolidCategory {
+    /// Share of valid solids.
+    Solid,
+    /// Total volume.
+    Volume,
+    /// Total surface area.
+    Area,
+    /// Bounding-box sizes.
+    Extents,
+    /// Intersection over union after alignment.
+    Iou,
+    /// The `Layout1` presentation sheet.
+    Sheet,
+}
+
+/// One category's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SolidCategoryScore {
+    /// The category.
+    pub category: SolidCategory,
+    /// Its weight.
+    pub weight: f64,
+    /// The gold's measure (1 for `solid` and `iou`).
+    pub gold: f64,
+    /// The candidate's measure.
+    pub candidate: f64,
+    /// The category's score in [0, 1].
+    pub score: f64,
+}
+
+/// The 3D judge's report, shaped like the 2D [`crate::ScoreReport`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SolidScoreReport {
+    /// [`SOLID_SCORER_VERSION`].
+    pub scorer_version: String,
+    /// Overall score in [0, 1].
+    pub score: f64,
+    /// Set when the submission scored zero by rule.
+    pub zero_reason: Option<SolidZeroReason>,
+    /// Human-readable detail for a zero.
+    pub message: Option<String>,
+    /// Per-category breakdown (empty for zero-rule reports).
+    pub categories: Vec<SolidCategoryScore>,
+    /// Sorted machine-readable flags.
+    pub flags: Vec<String>,
+    /// The translation applied to the candidate for the IoU, in mm.
+    pub alignment_shift: Option<[f64; 3]>,
+    /// The sheet comparison, when the gold has a `Layout1` sheet.
+    pub sheet: Option<SheetScore>,
+}
+
+impl SolidScoreReport {
+    fn zero(reason: SolidZeroReason, message: impl Into<String>) -> Self {
+        Self {
+            scorer_version: SOLID_SCORER_VERSION.to_owned(),
+            score: 0.0,
+            zero_reason: Some(reason),
+            message: Some(message.into()),
+            categories: Vec::new(),
+            flags: Vec::new(),
+            alignment_shift: None,
+            sheet: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+enum Overlap {
+    Ok {
+        gold_volume: f64,
+        candidate_volume: f64,
+        common_volume: f64,
+        shift: [f64; 3],
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JudgeOutput {
+    gold: FcstdFacts,
+    candidate: FcstdFacts,
+    overlap: Option<Overlap>,
+}
+
+/// Scores the candidate `.FCStd` at `candidate` against the gold `.FCStd` at `gold`.
+///
+/// A bad candidate is a zero with a reason, never an error, also when the run crashes or
+/// passes [`crate::solid::JUDGE_TIMEOUT`] after the gold was read; errors are the judge's own
+/// failures (no sandbox, a gold without a solid, a run that stops before the gold is read).
+pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, CadError> {
+    // A symlink is not a regular file: the judge binds only the file itself.
+    match std::fs::symlink_metadata(candidate) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(SolidScoreReport::zero(
+                SolidZeroReason::Missing,
+                "no candidate file",
+            ));
+        }
+        Err(error) => {
+            return Ok(SolidScoreReport::zero(
+                SolidZeroReason::Unreadable,
+                format!("failed to read candidate: {error}"),
+            ));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Ok(SolidScoreReport::zero(
+                SolidZeroReason::Unreadable,
+                "candidate is not a regular file",
+            ));
+        }
+        Ok(meta) if meta.len() == 0 => {
+            return Ok(SolidScoreReport::zero(
+                SolidZeroReason::Empty,
+                "candidate file is empty",
+            ));
+        }
+        Ok(_) => {}
+    }
+    let script = format!("{READER}\n{JUDGE}");
+    let stdout = sandbox::run_freecad(
+        &script,
+        &[(gold, "/in/gold.FCStd"), (candidate, "/in/candidate.FCStd")],
+        None,
+    )?;
+    let output: JudgeOutput = match judge_output(&stdout.stdout, stdout.timed_out) {
+        Ok(output) => output,
+        Err(report) => return *report,
+    };
+    let (gold_part, gold_sheets) = match &output.gold {
+        FcstdFacts::Ok { part, sheets, .. } if !part.is_empty() => (part, sheets),
+        _ => return Err(CadError::Judge("the gold has no solid".to_owned())),
+    };
+    let candidate_part = match candidate_zero(&output.candidate) {
+        Err(report) => return Ok(*report),
+        Ok(part) => part,
+    };
+    let candidate_sheets = match &output.candidate {
+        FcstdFacts::Ok { sheets, .. } => sheets.as_slice(),
+        FcstdFacts::Unreadable { .. } => &[],
+    };
+    let mut report = compare(gold_part, candidate_part, output.overlap);
+    if let Some(gold_sheet) = gold_sheets.iter().find(|sheet| sheet.label == SHEET_NAME) {
+        sheet::add_sheet(&mut report, gold_sheet, candidate_sheets);
+    }
+    Ok(report)
+}
+
+/// The judge's report; when it has none, whether the run stopped on the candidate (after the
+/// gold was read: a zero, so a file that crashes or stalls OCCT cannot dodge its score) or
+/// before (the judge's own failure).
+fn judge_output(
+    stdout: &str,
+    timed_out: bool,
+) -> Result<JudgeOutput, Box<Result<SolidScoreReport, CadError>>> {
+    if let Ok(output) = sandbox::parse_report(stdout) {
+        return Ok(output);
+    }
+    if stdout.lines().any(|line| line == GOLD_READ) {
+        let how = if timed_out { "timed out" } else { "crashed" };
+        return Err(Box::new(Ok(SolidScoreReport::zero(
+            SolidZeroReason::Unreadable,
+            format!("the judge {how} on the candidate"),
+        ))));
+    }
+    let how = if timed_out {
+        "timed out"
+    } else {
+        "gave no report"
+    };
+    Err(Box::new(Err(CadError::Judge(format!(
+        "the judge {how} before reading the candidate"
+    )))))
+}
+
+/// The candidate's part solids, or the zero report its facts call for.
+fn candidate_zero(facts: &FcstdFacts) -> Result<&[SolidFacts], Box<SolidScoreReport>> {
+    let zero = |reason, message: String| Err(Box::new(SolidScoreReport::zero(reason, message)));
+    match facts {
+        FcstdFacts::Unreadable { reason } => zero(SolidZeroReason::Unreadable, reason.clone()),
+        FcstdFacts::Ok {
+            python_features, ..
+        } if !python_features.is_empty() => zero(
+            SolidZeroReason::PythonFeature,
+            format!("python feature objects: {}", python_features.join(", ")),
+        ),
+        FcstdFacts::Ok { linked, .. } if !linked.is_empty() => zero(
+            SolidZeroReason::ExternalLink,
+            format!("links: {}", linked.join(", ")),
+        ),
+        FcstdFacts::Ok {
+            part,
+            meshes,
+            part_shapes,
+            sheets,
+            ..
+        } => {
+            if !part.is_empty() {
+                Ok(part)
+            } else if !meshes.is_empty() {
+                zero(
+                    SolidZeroReason::MeshOnly,
+                    format!("meshes only: {}", meshes.join(", ")),
+                )
+            } else if *part_shapes > 0 || sheets.iter().any(|sheet| !sheet.views.is_empty()) {
+                zero(SolidZeroReason::NoSolid, "shapes but no solid".to_owned())
+            } else {
+                zero(
+                    SolidZeroReason::Empty,
+                    "no shape in the document".to_owned(),
+                )
+            }
+        }
+    }
+}
+
+pub(super) fn round6(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
+
+/// `1 - |c - g| / (REL_SPAN g)`, floored at 0.
+fn closeness(gold: f64, candidate: f64) -> f64 {
+    if gold <= 0.0 {
+        return if candidate <= 0.0 { 1.0 } else { 0.0 };
+    }
+    round6((1.0 - (candidate - gold).abs() / (REL_SPAN * gold)).max(0.0))
+}
+
+fn sizes(part: &[SolidFacts]) -> [f64; 3] {
+    let mut b = [
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::INFINITY,
+        -f64::INFINITY,
+        -f64::INFINITY,
+        -f64::INFINITY,
+    ];
+    for solid in part {
+        for axis in 0..3 {
+            b[axis] = b[axis].min(solid.bbox[axis]);
+            b[axis + 3] = b[axis + 3].max(solid.bbox[axis + 3]);
+        }
+    }
+    [b[3] - b[0], b[4] - b[1], b[5] - b[2]]
+}
+
+fn compare(
+    gold: &[SolidFacts],
+    candidate: &[SolidFacts],
+    overlap: Option<Overlap>,
+) -> SolidScoreReport {
+    let mut flags = Vec::new();
+    let sum =
+        |part: &[SolidFacts], pick: fn(&SolidFacts) -> f64| part.iter().map(pick).sum::<f64>();
+    let n_valid = candidate.iter().filter(|solid| solid.valid).count();
+    let valid_share = n_valid as f64 / candidate.len() as f64;
+    if n_valid < candidate.len() {
+        flags.push("invalid_solid".to_owned());
+    }
+    if candidate.len() > 1 {
+        flags.push("several_solids".to_owned());
+    }
+    let (gold_volume, candidate_volume) = (sum(gold, |s| s.volume), sum(candidate, |s| s.volume));
+    let (gold_area, candidate_area) = (sum(gold, |s| s.area), sum(candidate, |s| s.area));
+    let (gold_sizes, candidate_sizes) = (sizes(gold), sizes(candidate));
+    let extents = round6(
+        (0..3)
+            .map(|axis| closeness(gold_sizes[axis], candidate_sizes[axis]))
+            .sum::<f64>()
+            / 3.0,
+    );
+    let (iou, shift) = match overlap {
+        Some(Overlap::Ok {
+            gold_volume,
+            candidate_volume,
+            common_volume,
+            shift,
+        }) => {
+            let union = gold_volume + candidate_volume - common_volume;
+            let iou = if union > 0.0 {
+                (common_volume / union).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            (round6(iou), Some(shift))
+        }
+        Some(Overlap::Failed { reason }) => {
+            flags.push(format!("boolean_failed: {reason}"));
+            (0.0, None)
+        }
+        None => {
+            flags.push("boolean_failed: no overlap".to_owned());
+            (0.0, None)
+        }
+    };
+    let measures = [
+        (SolidCategory::Solid, 1.0, valid_share, round6(valid_share)),
+        (
+            SolidCategory::Volume,
+            gold_volume,
+            candidate_volume,
+            closeness(gold_volume, candidate_volume),
+        ),
+        (
+            SolidCategory::Area,
+            gold_area,
+            candidate_area,
+            closeness(gold_area, candidate_area),
+        ),
+        (SolidCategory::Extents, 1.0, extents, extents),
+        (
+            SolidCategory::Iou,
+            1.0,
+            iou,
+            round6((1.0 - (1.0 - iou) / IOU_SPAN).max(0.0)),
+        ),
+    ];
+    let categories: Vec<SolidCategoryScore> = measures
+        .into_iter()
+        .map(|(category, gold, candidate, score)| SolidCategoryScore {
+            category,
+            weight: SOLID_WEIGHTS
+                .iter()
+                .find(|(c, _)| *c == category)
+                .map_or(0.0, |(_, w)| *w),
+            gold,
+            candidate,
+            score,
+        })
+        .collect();
+    let score = round6(categories.iter().map(|c| c.weight * c.score).sum::<f64>());
+    flags.sort();
+    flags.dedup();
+    SolidScoreReport {
+        scorer_version: SOLID_SCORER_VERSION.to_owned(),
+        score,
+        zero_reason: None,
+        message: None,
+        categories,
+        flags,
+        alignment_shift: shift,
+        sheet: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

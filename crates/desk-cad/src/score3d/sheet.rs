@@ -1,0 +1,169 @@
+//! The 3D judge's `sheet` category: the candidate's `Layout1` TechDraw page against the
+//! gold's, from the facts `solid/fcstd_read.py` reads out of `Document.xml` (views are never
+//! recomputed, so dimension values are not compared). See [`super`] for the weights.
+
+use serde::{Deserialize, Serialize};
+
+use super::{SolidCategory, SolidCategoryScore, SolidScoreReport, round6};
+use crate::generate3d::SHEET_NAME;
+use crate::solid::SheetFacts;
+
+/// Weight of the sheet category when the gold has a `Layout1` sheet; the part categories
+/// share the rest in proportion to [`super::SOLID_WEIGHTS`].
+pub const SHEET_WEIGHT: f64 = 0.4;
+
+/// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SheetScore {
+    /// Views matched on kind and direction (within 0.5°).
+    pub views_f1: f64,
+    /// Dimensions matched on type.
+    pub dimensions_f1: Option<f64>,
+    /// Notes matched on text.
+    pub notes_f1: Option<f64>,
+    /// Hatches matched by count.
+    pub hatches_f1: Option<f64>,
+}
+
+fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
+    if n_gold + n_candidate == 0 {
+        return 1.0;
+    }
+    round6(2.0 * matched as f64 / (n_gold + n_candidate) as f64)
+}
+
+/// Matched items of two multisets.
+fn common_count<T: PartialEq>(gold: &[T], candidate: &[T]) -> usize {
+    let mut used = vec![false; candidate.len()];
+    gold.iter()
+        .filter(|item| {
+            let found = (0..candidate.len()).find(|&idx| !used[idx] && candidate[idx] == **item);
+            found.map(|idx| used[idx] = true).is_some()
+        })
+        .count()
+}
+
+fn unit(v: [f64; 3]) -> Option<[f64; 3]> {
+    let len = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    (len > 1e-9).then(|| [v[0] / len, v[1] / len, v[2] / len])
+}
+
+/// Views matched 1:1 on kind and direction within 0.5°.
+fn matched_views(gold: &SheetFacts, candidate: &SheetFacts) -> usize {
+    let cos_tol = 0.5f64.to_radians().cos();
+    let mut used = vec![false; candidate.views.len()];
+    let mut matched = 0;
+    for view in &gold.views {
+        let Some(g) = unit(view.direction) else {
+            continue;
+        };
+        let found = candidate.views.iter().enumerate().find(|(idx, other)| {
+            !used[*idx]
+                && other.kind == view.kind
+                && unit(other.direction)
+                    .is_some_and(|c| g[0] * c[0] + g[1] * c[1] + g[2] * c[2] >= cos_tol)
+        });
+        if let Some((idx, _)) = found {
+            used[idx] = true;
+            matched += 1;
+        }
+    }
+    matched
+}
+
+fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64) {
+    let views_f1 = f1(
+        matched_views(gold, candidate),
+        gold.views.len(),
+        candidate.views.len(),
+    );
+    let part = |n_gold: usize, value: f64| (n_gold > 0).then_some(value);
+    let dimensions_f1 = part(
+        gold.dimensions.len(),
+        f1(
+            common_count(&gold.dimensions, &candidate.dimensions),
+            gold.dimensions.len(),
+            candidate.dimensions.len(),
+        ),
+    );
+    let notes_f1 = part(
+        gold.notes.len(),
+        f1(
+            common_count(&gold.notes, &candidate.notes),
+            gold.notes.len(),
+            candidate.notes.len(),
+        ),
+    );
+    let hatches_f1 = part(
+        gold.hatches,
+        f1(
+            gold.hatches.min(candidate.hatches),
+            gold.hatches,
+            candidate.hatches,
+        ),
+    );
+    let weighted = [
+        (Some(views_f1), 0.5),
+        (dimensions_f1, 0.3),
+        (notes_f1, 0.1),
+        (hatches_f1, 0.1),
+    ];
+    let total: f64 = weighted
+        .iter()
+        .filter(|(v, _)| v.is_some())
+        .map(|(_, w)| w)
+        .sum();
+    let value: f64 = weighted.iter().filter_map(|(v, w)| v.map(|v| v * w)).sum();
+    let score = SheetScore {
+        views_f1,
+        dimensions_f1,
+        notes_f1,
+        hatches_f1,
+    };
+    (score, round6(value / total))
+}
+
+/// Adds the sheet category: the candidate's `Layout1` against the gold's; a missing
+/// `Layout1` scores 0 even when the views sit on another sheet.
+pub(super) fn add_sheet(
+    report: &mut SolidScoreReport,
+    gold: &SheetFacts,
+    candidate_sheets: &[SheetFacts],
+) {
+    let (sheet, value) = match candidate_sheets
+        .iter()
+        .find(|sheet| sheet.label == SHEET_NAME)
+    {
+        Some(candidate) => {
+            let (sheet, value) = compare_sheets(gold, candidate);
+            (Some(sheet), value)
+        }
+        None => {
+            report.flags.push("no_layout1".to_owned());
+            if candidate_sheets.iter().any(|sheet| !sheet.views.is_empty()) {
+                report.flags.push("views_on_other_sheet".to_owned());
+            }
+            (None, 0.0)
+        }
+    };
+    for category in &mut report.categories {
+        category.weight *= 1.0 - SHEET_WEIGHT;
+    }
+    report.categories.push(SolidCategoryScore {
+        category: SolidCategory::Sheet,
+        weight: SHEET_WEIGHT,
+        gold: 1.0,
+        candidate: value,
+        score: value,
+    });
+    report.sheet = sheet;
+    report.score = round6(
+        report
+            .categories
+            .iter()
+            .map(|c| c.weight * c.score)
+            .sum::<f64>(),
+    );
+    report.flags.sort();
+    report.flags.dedup();
+}

@@ -1,0 +1,242 @@
+//! The judge's pure rules: zero reasons from facts, category values, the sheet category.
+
+use super::*;
+use crate::solid::{SheetFacts, SheetView};
+
+fn solid(volume: f64, area: f64, bbox: [f64; 6], valid: bool) -> SolidFacts {
+    SolidFacts {
+        object: "Part".to_owned(),
+        kind: "Part::Feature".to_owned(),
+        valid,
+        volume,
+        area,
+        bbox,
+    }
+}
+
+fn facts(part: Vec<SolidFacts>) -> FcstdFacts {
+    FcstdFacts::Ok {
+        objects: 1,
+        solids: part.clone(),
+        part,
+        part_shapes: 1,
+        meshes: Vec::new(),
+        linked: Vec::new(),
+        python_features: Vec::new(),
+        sheets: Vec::new(),
+    }
+}
+
+fn overlap(gold: f64, candidate: f64, common: f64) -> Option<Overlap> {
+    Some(Overlap::Ok {
+        gold_volume: gold,
+        candidate_volume: candidate,
+        common_volume: common,
+        shift: [0.0; 3],
+    })
+}
+
+const BOX: [f64; 6] = [0.0, 0.0, 0.0, 40.0, 30.0, 10.0];
+
+#[test]
+fn zero_reasons_follow_the_facts_in_order() {
+    let reason = |facts: &FcstdFacts| candidate_zero(facts).err().and_then(|r| r.zero_reason);
+    let with = |edit: &dyn Fn(&mut FcstdFacts)| {
+        let mut f = facts(vec![solid(1.0, 1.0, BOX, true)]);
+        edit(&mut f);
+        reason(&f)
+    };
+    assert_eq!(with(&|_| {}), None);
+    assert_eq!(
+        with(&|f| if let FcstdFacts::Ok {
+            python_features,
+            linked,
+            ..
+        } = f
+        {
+            python_features.push("Trap".to_owned());
+            linked.push("other.FCStd".to_owned());
+        }),
+        Some(SolidZeroReason::PythonFeature)
+    );
+    assert_eq!(
+        with(&|f| if let FcstdFacts::Ok { linked, .. } = f {
+            linked.push("other.FCStd".to_owned());
+        }),
+        Some(SolidZeroReason::ExternalLink)
+    );
+    let no_part = |edit: &dyn Fn(&mut FcstdFacts)| {
+        with(&|f| {
+            if let FcstdFacts::Ok {
+                part, part_shapes, ..
+            } = f
+            {
+                part.clear();
+                *part_shapes = 0;
+            }
+            edit(f);
+        })
+    };
+    assert_eq!(no_part(&|_| {}), Some(SolidZeroReason::Empty));
+    assert_eq!(
+        no_part(&|f| if let FcstdFacts::Ok { meshes, .. } = f {
+            meshes.push("Mesh".to_owned());
+        }),
+        Some(SolidZeroReason::MeshOnly)
+    );
+    assert_eq!(
+        no_part(&|f| if let FcstdFacts::Ok { part_shapes, .. } = f {
+            *part_shapes = 1;
+        }),
+        Some(SolidZeroReason::NoSolid)
+    );
+    assert_eq!(
+        no_part(&|f| if let FcstdFacts::Ok { sheets, .. } = f {
+            sheets.push(sheet("Layout1", &[[0.0, -1.0, 0.0]]));
+        }),
+        Some(SolidZeroReason::NoSolid)
+    );
+    assert_eq!(
+        reason(&FcstdFacts::Unreadable {
+            reason: "x".to_owned()
+        }),
+        Some(SolidZeroReason::Unreadable)
+    );
+}
+
+#[test]
+fn categories_fall_linearly_to_zero_at_ten_percent() {
+    let gold = [solid(1000.0, 600.0, BOX, true)];
+    let same = compare(&gold, &gold, overlap(1000.0, 1000.0, 1000.0));
+    assert_eq!(same.score, 1.0);
+    assert!(same.flags.is_empty());
+    // 5 % more volume: half the volume category; IoU 1000 / 1050 is 0.047619 short of 1.
+    let bigger = [solid(1050.0, 600.0, BOX, true)];
+    let report = compare(&gold, &bigger, overlap(1000.0, 1050.0, 1000.0));
+    let value = |category| {
+        report
+            .categories
+            .iter()
+            .find(|c| c.category == category)
+            .map(|c| c.score)
+            .unwrap()
+    };
+    assert_eq!(value(SolidCategory::Volume), 0.5);
+    assert_eq!(value(SolidCategory::Area), 1.0);
+    assert_eq!(
+        value(SolidCategory::Iou),
+        round6(1.0 - (1.0 - 1000.0 / 1050.0) / 0.1)
+    );
+    let iou = report
+        .categories
+        .iter()
+        .find(|c| c.category == SolidCategory::Iou);
+    assert_eq!(iou.map(|c| c.candidate), Some(round6(1000.0 / 1050.0)));
+    // 30 % off floors at 0, and an invalid second solid halves `solid` and is flagged.
+    let off = [solid(1300.0, 600.0, BOX, true), solid(1.0, 1.0, BOX, false)];
+    let report = compare(&gold, &off, None);
+    assert!(report.flags.contains(&"invalid_solid".to_owned()));
+    assert!(report.flags.contains(&"several_solids".to_owned()));
+    let volume = report
+        .categories
+        .iter()
+        .find(|c| c.category == SolidCategory::Volume);
+    assert_eq!(volume.map(|c| c.score), Some(0.0));
+    let validity = report
+        .categories
+        .iter()
+        .find(|c| c.category == SolidCategory::Solid);
+    assert_eq!(validity.map(|c| c.score), Some(0.5));
+}
+
+fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
+    SheetFacts {
+        label: label.to_owned(),
+        views: directions
+            .iter()
+            .map(|direction| SheetView {
+                kind: "part".to_owned(),
+                direction: *direction,
+            })
+            .collect(),
+        dimensions: vec!["DistanceX".to_owned(), "DistanceY".to_owned()],
+        hatches: 0,
+        notes: vec!["UNITS: MM".to_owned()],
+    }
+}
+
+#[test]
+fn the_sheet_matches_views_by_direction_and_needs_layout1() {
+    let gold_part = [solid(1000.0, 600.0, BOX, true)];
+    let base = || compare(&gold_part, &gold_part, overlap(1000.0, 1000.0, 1000.0));
+    let gold = sheet("Layout1", &[[0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]);
+
+    let mut report = base();
+    sheet::add_sheet(&mut report, &gold, std::slice::from_ref(&gold));
+    assert_eq!(report.score, 1.0);
+    let weights: f64 = report.categories.iter().map(|c| c.weight).sum();
+    assert!((weights - 1.0).abs() < 1e-12);
+
+    // Directions are unit-normalized; 0.3° off still matches, 1° off does not.
+    let tilt = |deg: f64| [0.0, -deg.to_radians().cos(), deg.to_radians().sin()];
+    for (deg, expected_views_f1) in [(0.3, 1.0), (1.0, 0.5)] {
+        let mut candidate = sheet("Layout1", &[tilt(deg), [0.0, 0.0, 5.0]]);
+        candidate.views[1].direction = [0.0, 0.0, 5.0];
+        let mut report = base();
+        sheet::add_sheet(&mut report, &gold, &[candidate]);
+        assert_eq!(
+            report.sheet.as_ref().map(|s| s.views_f1),
+            Some(expected_views_f1),
+            "{deg}°"
+        );
+    }
+
+    // The same sheet under another label: no Layout1, category 0, flagged.
+    let mut report = base();
+    sheet::add_sheet(&mut report, &gold, &[sheet("Page", &[[0.0, -1.0, 0.0]])]);
+    assert_eq!(report.score, 0.6);
+    assert_eq!(report.flags, ["no_layout1", "views_on_other_sheet"]);
+
+    // A wrong note and a missing dimension lower only their parts.
+    let mut candidate = gold.clone();
+    candidate.notes = vec!["UNITS: INCH".to_owned()];
+    candidate.dimensions.pop();
+    let mut report = base();
+    sheet::add_sheet(&mut report, &gold, &[candidate]);
+    let sheet_score = report.sheet.unwrap();
+    assert_eq!(sheet_score.notes_f1, Some(0.0));
+    assert_eq!(sheet_score.dimensions_f1, Some(round6(2.0 / 3.0)));
+    assert_eq!(sheet_score.hatches_f1, None);
+}
+
+#[test]
+fn a_run_that_stops_after_the_gold_is_the_candidates_zero() {
+    let zero = |stdout: &str, timed_out| match judge_output(stdout, timed_out).map_err(|e| *e) {
+        Err(Ok(report)) => Some((report.zero_reason, report.message)),
+        _ => None,
+    };
+    let failed = |stdout: &str, timed_out| {
+        matches!(judge_output(stdout, timed_out).map_err(|e| *e), Err(Err(_)))
+    };
+    let after_gold = "Recompute...\nDESKGOLD read\n(50 %)";
+    assert_eq!(
+        zero(after_gold, true),
+        Some((
+            Some(SolidZeroReason::Unreadable),
+            Some("the judge timed out on the candidate".to_owned())
+        ))
+    );
+    assert_eq!(
+        zero(after_gold, false).and_then(|(_, message)| message),
+        Some("the judge crashed on the candidate".to_owned())
+    );
+    // Before the gold was read, it is the judge's failure, not a score.
+    assert!(failed("Recompute...", true));
+    assert!(failed("", false));
+    // A report wins even when FreeCAD left the previous line open.
+    let gold = r#"{"status":"unreadable","reason":"x"}"#;
+    let line = format!(
+        "(100 %)\nDESKGOLD read\n\nDESKJSON {{\"gold\":{gold},\"candidate\":{gold},\"overlap\":null}}\n"
+    );
+    assert!(judge_output(&line, false).is_ok());
+}

@@ -1,0 +1,259 @@
+# Trusted FCStd reader shared by the inspector and the judge, run by freecadcmd inside the judge's
+# bubblewrap sandbox. It never opens a file as a FreeCAD document (openDocument would restore
+# Python feature proxies, i.e. run code named by the file). It reads the zip with zipfile, the
+# object list and properties from Document.xml with a DOCTYPE-refusing parse, and each Part shape
+# from its BREP member with OCCT's reader.
+#
+# The part (what a judge scores) is chosen from the document's objects, never from every stored
+# shape: a PartDesign body stores a shape on every feature, so the body's shape (or its tip's when
+# the body has none) stands for the part and the features inside its Group never do; bodies and
+# every other shape object count when they are visible and no other shape object consumes them
+# through a link (a Part Cut's Base and Tool, a Fuse's Shapes, an Extrusion's Base, a body's
+# BaseFeature, ...). Containers' Group lists and attachment supports do not consume.
+import json
+import sys
+import zipfile
+import xml.etree.ElementTree as ET
+
+LIMIT = 64 * 1024 * 1024
+# All BREP members of one file together.
+TOTAL_LIMIT = 512 * 1024 * 1024
+budget = {"left": TOTAL_LIMIT}
+# Link properties that place or group an object rather than consume it.
+NOT_CONSUMING = ("Group", "Support", "AttachmentSupport", "Origin", "Tip", "_Body")
+
+
+def report(**fields):
+    # A leading newline: FreeCAD's progress output may leave the line unfinished.
+    sys.stdout.write("\nDESKJSON " + json.dumps(fields, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+class Unreadable(Exception):
+    pass
+
+
+def link_targets(prop):
+    out = []
+    for child in prop.iter():
+        if child.tag in ("Link", "LinkSub"):
+            for key in ("value", "obj"):
+                if child.get(key):
+                    out.append(child.get(key))
+    return out
+
+
+def read_document(path):
+    """Returns (archive, types, objects) where objects maps name -> {props}, or raises."""
+    try:
+        archive = zipfile.ZipFile(path)
+        info = archive.getinfo("Document.xml")
+    except Exception as error:
+        raise Unreadable("not an FCStd archive: %s" % type(error).__name__)
+    if info.file_size > LIMIT:
+        raise Unreadable("Document.xml too large")
+    text = archive.read("Document.xml")
+    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:
+        raise Unreadable("Document.xml declares a DOCTYPE")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        raise Unreadable("Document.xml is not XML")
+    types = {}
+    for obj in root.iter("Object"):
+        if obj.get("type") is not None and obj.get("name") is not None:
+            types[obj.get("name")] = obj.get("type")
+    objects = {}
+    for obj in root.iter("Object"):
+        name = obj.get("name")
+        if name is None or obj.get("type") is not None:
+            continue
+        props = {}
+        for prop in obj.iter("Property"):
+            props[prop.get("name")] = prop
+        objects[name] = props
+    return archive, types, objects, root
+
+
+def load_shape(archive, prop):
+    part = prop.find("Part") if prop is not None else None
+    member = part.get("file") if part is not None else None
+    if not member or not member.endswith(".brp"):
+        return None
+    try:
+        entry = archive.getinfo(member)
+    except KeyError:
+        return None
+    if entry.file_size > LIMIT or entry.file_size > budget["left"]:
+        raise Unreadable("shape data too large")
+    budget["left"] -= entry.file_size
+    import Part
+
+    # A member that fails its CRC or does not decompress raises here: the file is unreadable.
+    data = archive.read(member)
+    shape = Part.Shape()
+    try:
+        shape.importBrepFromString(data.decode("latin-1"))
+    except Exception:
+        raise Unreadable("shape member %s is not a BREP" % member)
+    return shape
+
+
+def is_visible(props):
+    prop = props.get("Visibility")
+    if prop is None:
+        return True
+    flag = prop.find("Bool")
+    return flag is None or flag.get("value") != "false"
+
+
+def part_objects(types, objects):
+    """The names of the objects whose shapes make up the part, in document order."""
+    in_body = set()
+    for name, props in objects.items():
+        if types.get(name) == "PartDesign::Body":
+            if "Group" in props:
+                in_body.update(link_targets(props["Group"]))
+    consumed = set()
+    for name, props in objects.items():
+        if "Shape" not in props or name in in_body:
+            continue
+        for prop_name, prop in props.items():
+            kind = prop.get("type") or ""
+            if "Link" in kind and prop_name not in NOT_CONSUMING:
+                consumed.update(target for target in link_targets(prop) if target != name)
+    chosen = []
+    for name, props in objects.items():
+        if name in in_body or "Shape" not in props:
+            continue
+        if name not in consumed and is_visible(props):
+            chosen.append(name)
+    return chosen
+
+
+def body_shape(archive, types, objects, name):
+    """The body's own shape, or its tip's when the body stores none."""
+    props = objects[name]
+    shape = load_shape(archive, props.get("Shape"))
+    if (shape is None or not shape.Solids) and types.get(name) == "PartDesign::Body":
+        tips = link_targets(props["Tip"]) if "Tip" in props else []
+        if tips and tips[0] in objects:
+            shape = load_shape(archive, objects[tips[0]].get("Shape"))
+    return shape
+
+
+def solid_facts(name, kind, solid):
+    box = solid.BoundBox
+    return {
+        "object": name, "type": kind, "valid": bool(solid.isValid()),
+        "volume": solid.Volume, "area": solid.Area,
+        "bbox": [box.XMin, box.YMin, box.ZMin, box.XMax, box.YMax, box.ZMax],
+    }
+
+
+VIEW_KINDS = {
+    "TechDraw::DrawViewPart": "part", "TechDraw::DrawProjGroupItem": "part",
+    "TechDraw::DrawViewSection": "section", "TechDraw::DrawViewDetail": "detail",
+}
+DIM_TYPES = ["Distance", "DistanceX", "DistanceY", "DistanceZ", "Radius", "Diameter", "Angle",
+             "Angle3Pt"]
+
+
+def string_value(props, name):
+    prop = props.get(name)
+    element = prop.find("String") if prop is not None else None
+    return element.get("value") if element is not None else None
+
+
+def sheet_facts(types, objects):
+    """Every TechDraw page: its label, views (kind, direction), dimensions, hatches (hatch
+    objects on its views and hatched section cut surfaces), notes."""
+    sheets = []
+    for page, kind in types.items():
+        if kind != "TechDraw::DrawPage" or page not in objects:
+            continue
+        props = objects[page]
+        members = link_targets(props["Views"]) if "Views" in props else []
+        # A projection group lists its own items.
+        for name in list(members):
+            if types.get(name) == "TechDraw::DrawProjGroup" and "Views" in objects.get(name, {}):
+                members.extend(link_targets(objects[name]["Views"]))
+        views, dimensions, notes = [], [], []
+        hatches = 0
+        for name in members:
+            member_kind = types.get(name, "")
+            member = objects.get(name, {})
+            if member_kind in VIEW_KINDS:
+                vector = member.get("Direction")
+                vector = vector.find("PropertyVector") if vector is not None else None
+                if vector is None:
+                    continue
+                try:
+                    direction = [float(vector.get(axis)) for axis in ("valueX", "valueY", "valueZ")]
+                except (TypeError, ValueError):
+                    continue
+                views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction))
+                # A section's cut surface drawn with an SVG or PAT hatch counts as a hatch.
+                display = member.get("CutSurfaceDisplay")
+                display = display.find("Integer") if display is not None else None
+                if member_kind == "TechDraw::DrawViewSection" and display is not None \
+                        and display.get("value") in ("2", "3"):
+                    hatches += 1
+            elif member_kind == "TechDraw::DrawViewDimension":
+                index = member.get("Type")
+                index = index.find("Integer") if index is not None else None
+                try:
+                    dimensions.append(DIM_TYPES[int(index.get("value"))])
+                except (AttributeError, TypeError, ValueError, IndexError):
+                    dimensions.append("Unknown")
+            elif member_kind == "TechDraw::DrawViewAnnotation" and "Text" in member:
+                notes.extend(e.get("value") or "" for e in member["Text"].iter("String"))
+            elif member_kind == "TechDraw::DrawRichAnno":
+                notes.append(string_value(member, "AnnoText") or "")
+        for name, hatch_kind in types.items():
+            if hatch_kind in ("TechDraw::DrawHatch", "TechDraw::DrawGeomHatch"):
+                source = objects.get(name, {}).get("Source")
+                if source is not None and set(link_targets(source)) & set(members):
+                    hatches += 1
+        sheets.append(dict(label=string_value(props, "Label") or page, views=views,
+                           dimensions=sorted(dimensions), hatches=hatches,
+                           notes=[" ".join(note.split()) for note in notes if note.strip()]))
+    return sheets
+
+
+def examine(path):
+    """Facts about one file plus the part's solids (OCCT shapes) for the judge."""
+    budget["left"] = TOTAL_LIMIT
+    archive, types, objects, root = read_document(path)
+    linked = sorted(
+        name for name, kind in types.items()
+        if kind.startswith("App::Link") or "XLink" in kind
+    )
+    for prop in root.iter("Property"):
+        if "XLink" in (prop.get("type") or ""):
+            for child in prop.iter():
+                if child.get("file"):
+                    linked.append(child.get("file"))
+    meshes = sorted(name for name, kind in types.items() if kind.startswith("Mesh::"))
+    python = sorted(name for name, kind in types.items() if "Python" in kind)
+    solids = []
+    for name, props in objects.items():
+        shape = load_shape(archive, props.get("Shape"))
+        if shape is not None:
+            solids.extend(solid_facts(name, types.get(name, ""), s) for s in shape.Solids)
+    part = []
+    part_shapes = []
+    n_shapes = 0
+    for name in part_objects(types, objects):
+        shape = body_shape(archive, types, objects, name)
+        if shape is None:
+            continue
+        if not shape.isNull():
+            n_shapes += 1
+        for solid in shape.Solids:
+            part.append(solid_facts(name, types.get(name, ""), solid))
+            part_shapes.append(solid)
+    facts = dict(status="ok", objects=len(types), solids=solids, part=part,
+                 part_shapes=n_shapes, meshes=meshes, linked=sorted(set(linked)),
+                 python_features=python, sheets=sheet_facts(types, objects))
+    return facts, part_shapes
