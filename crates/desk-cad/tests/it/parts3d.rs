@@ -3,7 +3,6 @@
 //! parts strictly less, invalid files zero, the same file the same twice).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 use desk_cad::generate3d::{Axis, Feature, PartSpec, View, generate_part};
@@ -166,18 +165,7 @@ open(path, "wb").write(bytes(raw))
         gold = gold.display(),
         dir = dir.display(),
     );
-    let path = dir.join("bad.py");
-    std::fs::write(&path, script).unwrap();
-    let out = Command::new("freecadcmd")
-        .arg(&path)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        dir.join("flat.FCStd").exists(),
-        "bad files not made: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::solid::run_freecad_script(dir, &script, "flat.FCStd");
     std::fs::write(dir.join("garbage.FCStd"), b"PK\x03\x04 not really a zip").unwrap();
     std::fs::write(dir.join("empty.FCStd"), b"").unwrap();
     std::os::unix::fs::symlink(gold, dir.join("link.FCStd")).unwrap();

@@ -23,6 +23,22 @@ pub(crate) fn tools_available() -> bool {
     found
 }
 
+/// Runs `script` with trusted freecadcmd in `dir` and checks that it made `dir/expected`.
+pub(crate) fn run_freecad_script(dir: &Path, script: &str, expected: &str) {
+    let path = dir.join("make.py");
+    std::fs::write(&path, script).unwrap();
+    let out = Command::new("freecadcmd")
+        .arg(&path)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        dir.join(expected).exists(),
+        "{expected} not made: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Makes the fixtures with trusted freecadcmd.
 fn make_fixtures(dir: &Path) {
     let script = format!(
@@ -70,18 +86,7 @@ c.saveAs("{dir}/cut.FCStd")
 "#,
         dir = dir.display(),
     );
-    let path = dir.join("make.py");
-    std::fs::write(&path, script).unwrap();
-    let out = Command::new("freecadcmd")
-        .arg(&path)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        dir.join("trap.FCStd").exists(),
-        "fixtures not made: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_freecad_script(dir, &script, "trap.FCStd");
     std::fs::write(dir.join("garbage.FCStd"), b"not a zip").unwrap();
 }
 

@@ -38,32 +38,20 @@ fn free_port() -> u16 {
 impl Served {
     fn start(root: &Path, probe_log: &Path, tls: bool, extra: &[String]) -> Served {
         let profiles = root.join("profiles");
-        std::fs::create_dir_all(&profiles).unwrap();
-        std::fs::write(
-            profiles.join("probe.toml"),
-            format!(
-                "name = \"probe\"\ncommand = [\"{}\", \"--out\", \"{}\"]\n[attempt]\n\
-                 filename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
-                 class = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
-                probe_binary().display(),
-                probe_log.display()
-            ),
-        )
-        .unwrap();
+        crate::support::write_probe_profile(
+            &profiles,
+            "probe",
+            &probe_binary(),
+            &probe_log.display().to_string(),
+            &[],
+        );
         crate::support::share_probe_log(root, probe_log);
         let socket = root.join("broker.sock");
         let state_dir = root.join("state");
         let port = tls.then(free_port);
-        let mut command = Command::new(deskbroker());
+        let mut command =
+            crate::support::serve_command(&deskbroker(), &socket, &state_dir, &profiles);
         command
-            .arg("serve")
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--state-dir")
-            .arg(&state_dir)
-            .arg("--profiles")
-            .arg(&profiles)
-            .args(["--display", "1280x800", "--default-profile", "probe"])
             .args(extra)
             .args(["--log", "debug"])
             .env_remove("DESKBROKER_FAULT")

@@ -6,24 +6,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, serve_command, write_probe_profile, xvfb_available};
 
-/// Writes profile `name`: the probe at `program`, recording into the home, with `read_only`.
-fn write_probe_profile(profiles: &Path, name: &str, program: &Path, read_only: &[&Path]) {
-    let binds: Vec<String> = read_only
-        .iter()
-        .map(|path| format!("{:?}", path.display().to_string()))
-        .collect();
-    let text = format!(
-        "name = {name:?}\ncommand = [{program:?}, \"--out\", \"{{home}}/probe.ndjson\"]\n\
-         read_only = [{binds}]\n[attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n\
-         [window]\nclass = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
-        program = program.display().to_string(),
-        binds = binds.join(", ")
-    );
-    std::fs::create_dir_all(profiles).unwrap();
-    std::fs::write(profiles.join(format!("{name}.toml")), text).unwrap();
-}
+/// Where the probes of these tests record: their private home.
+const HOME_LOG: &str = "{home}/probe.ndjson";
 
 /// Leases a session of `profile` and resets it.
 async fn reset_profile(
@@ -71,13 +57,13 @@ async fn the_sandbox_shows_an_app_only_where_the_profile_says() {
     std::fs::copy(crate::support::probe_binary(), &hidden).unwrap();
     // Profiles are read at start: write them first.
     let profiles = tmp.path().join("profiles");
-    write_probe_profile(&profiles, "hidden", &hidden, &[]);
-    write_probe_profile(&profiles, "shown", &hidden, &[&bin]);
-    write_probe_profile(&profiles, "exposing", &hidden, &[tmp.path()]);
+    write_probe_profile(&profiles, "hidden", &hidden, HOME_LOG, &[]);
+    write_probe_profile(&profiles, "shown", &hidden, HOME_LOG, &[&bin]);
+    write_probe_profile(&profiles, "exposing", &hidden, HOME_LOG, &[tmp.path()]);
     // A private path named at serve (as `bench run` names its gold directory).
     let gold = tmp.path().join("gold");
     std::fs::create_dir_all(&gold).unwrap();
-    write_probe_profile(&profiles, "gold", &hidden, &[&bin, &gold]);
+    write_probe_profile(&profiles, "gold", &hidden, HOME_LOG, &[&bin, &gold]);
     let broker = Broker::start_with(
         tmp.path(),
         None,
@@ -219,7 +205,7 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
     std::fs::copy(crate::support::probe_binary(), &probe).unwrap();
     let home = tmp.path().join("home");
     let profiles = home.join("profiles");
-    write_probe_profile(&profiles, "probe", &probe, &[]);
+    write_probe_profile(&profiles, "probe", &probe, HOME_LOG, &[]);
     let chown = std::process::Command::new("chown")
         .args(["-R", &format!("{NOBODY}:{NOBODY}")])
         .arg(&home)
@@ -228,6 +214,7 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
     assert!(chown.success());
     let socket = home.join("broker.sock");
     let state_dir = home.join("state");
+    let serve = serve_command(&broker_bin, &socket, &state_dir, &profiles);
     let child = std::process::Command::new("setpriv")
         .args([
             "--reuid",
@@ -236,15 +223,8 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
             &NOBODY.to_string(),
         ])
         .arg("--clear-groups")
-        .arg(&broker_bin)
-        .arg("serve")
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state_dir)
-        .arg("--profiles")
-        .arg(&profiles)
-        .args(["--display", "1280x800", "--default-profile", "probe"])
+        .arg(serve.get_program())
+        .args(serve.get_args())
         // This test process (root) is the client.
         .args(["--allow-uid", "0"])
         .env("HOME", &home)

@@ -122,16 +122,9 @@ impl Broker {
 
     fn spawn(&mut self, fault: Option<&str>) {
         let _ = std::fs::remove_file(&self.socket);
-        let mut command = Command::new(deskbroker());
+        let mut command =
+            serve_command(&deskbroker(), &self.socket, &self.state_dir, &self.profiles);
         command
-            .arg("serve")
-            .arg("--socket")
-            .arg(&self.socket)
-            .arg("--state-dir")
-            .arg(&self.state_dir)
-            .arg("--profiles")
-            .arg(&self.profiles)
-            .args(["--display", "1280x800", "--default-profile", "probe"])
             .args(&self.extra)
             .env_remove("DESKBROKER_FAULT")
             .env(desk_desktop::sandbox::EXTRA_WRITABLE_ENV, &self.probe_log)
@@ -181,21 +174,13 @@ impl Broker {
 
     /// Writes a `probe` profile that runs the probe window, recording to `log`.
     fn add_probe_profile(&self, log: &Path) {
-        let text = format!(
-            r#"name = "probe"
-command = ["{probe}", "--out", "{log}"]
-[attempt]
-filename = "attempt.txt"
-template = "fresh"
-[window]
-class = "deskprobe"
-maximize = true
-timeout_ms = 15000
-"#,
-            probe = probe_binary().display(),
-            log = log.display()
+        write_probe_profile(
+            &self.profiles,
+            "probe",
+            &probe_binary(),
+            &log.display().to_string(),
+            &[],
         );
-        std::fs::write(self.profiles.join("probe.toml"), text).unwrap();
     }
 }
 
@@ -209,6 +194,51 @@ impl Drop for Broker {
             }
         }
     }
+}
+
+/// Writes profile `name` into `profiles`: the probe window at `program`, recording to `out` (a
+/// path the sandbox can write, or `{home}/...`), with the sandbox's extra `read_only` paths.
+pub(crate) fn write_probe_profile(
+    profiles: &Path,
+    name: &str,
+    program: &Path,
+    out: &str,
+    read_only: &[&Path],
+) {
+    let binds: Vec<String> = read_only
+        .iter()
+        .map(|path| format!("{:?}", path.display().to_string()))
+        .collect();
+    let text = format!(
+        "name = {name:?}\ncommand = [{program:?}, \"--out\", {out:?}]\nread_only = [{binds}]\n\
+         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
+         class = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
+        program = program.display().to_string(),
+        binds = binds.join(", ")
+    );
+    std::fs::create_dir_all(profiles).unwrap();
+    std::fs::write(profiles.join(format!("{name}.toml")), text).unwrap();
+}
+
+/// `program serve` on `socket` with `state_dir` and `profiles`, a 1280x800 display and the
+/// `probe` profile as default: what every test broker starts from.
+pub(crate) fn serve_command(
+    program: &Path,
+    socket: &Path,
+    state_dir: &Path,
+    profiles: &Path,
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .arg("serve")
+        .arg("--socket")
+        .arg(socket)
+        .arg("--state-dir")
+        .arg(state_dir)
+        .arg("--profiles")
+        .arg(profiles)
+        .args(["--display", "1280x800", "--default-profile", "probe"]);
+    command
 }
 
 /// Makes the probe's recording `probe_log` (a file directly in `root`) reachable and writable
