@@ -8,7 +8,7 @@
 //! Shape: `bwrap` starts a holder (`sleep infinity`) in new user, mount, pid, ipc, uts, net and
 //! cgroup namespaces, as an unprivileged uid (the dedicated [`DEFAULT_SANDBOX_UID`] when the
 //! broker is root, else the broker's own uid inside a user namespace), with `NoNewPrivs`. Its
-//! root is built from an allowlist: `/usr` and `/etc` read-only, the merged-usr links, a
+//! root is built from an allowlist: `/usr`, `/etc` and the font cache read-only, the merged-usr links, a
 //! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker binary
 //! read-only, and the session's workspace (home, attempt directory, `run/`) as the only
 //! writable paths. `/dev` is not a devpts mount on purpose: that keeps bwrap to one user
@@ -184,6 +184,9 @@ fn hex16(path: &Path) -> String {
         .collect()
 }
 
+/// fontconfig's system cache (generated fonts metadata, no user data).
+const FONT_CACHE: &str = "/var/cache/fontconfig";
+
 /// The namespaces every sandbox gets anew (bwrap flags).
 const UNSHARE: [&str; 6] = [
     "--unshare-user",
@@ -268,6 +271,11 @@ impl SandboxStart {
         for device in ["null", "zero", "full", "random", "urandom"] {
             let path = format!("/dev/{device}");
             command.args(["--dev-bind", &path, &path]);
+        }
+        // The system's font cache, read-only: without it every app start rebuilds one in its
+        // fresh home (measured: LibreCAD's handoff took about 0.5 s longer).
+        if Path::new(FONT_CACHE).is_dir() {
+            command.args(["--ro-bind", FONT_CACHE, FONT_CACHE]);
         }
         command.args([
             "--tmpfs",
