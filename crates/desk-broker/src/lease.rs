@@ -10,8 +10,8 @@ use std::path::Path;
 
 use desk_contract::ErrorBody;
 use desk_contract::api::{
-    CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, ResetResponse,
-    SessionState, StatusResponse,
+    CheckpointStatus, LeaseRequest, LeaseResponse, LeaseToken, ReleaseResponse, SessionState,
+    StatusResponse,
 };
 
 use crate::broker::{Broker, Inner};
@@ -143,12 +143,14 @@ impl Inner {
             checkpoint,
             last_error,
             expires_at: rfc3339(session.expires_at_ms),
-            // Cached with the reset answer (see `reset`).
-            workspace: session
-                .reset_response
-                .as_deref()
-                .and_then(|text| serde_json::from_str::<ResetResponse>(text).ok())
-                .and_then(|reset| reset.workspace),
+            // Cached with the reset answer (see `reset`); only that field is built from it.
+            workspace: session.reset_response.as_deref().and_then(|text| {
+                #[derive(serde::Deserialize)]
+                struct Cached {
+                    workspace: Option<desk_contract::desktop::WorkspaceFacts>,
+                }
+                serde_json::from_str::<Cached>(text).ok()?.workspace
+            }),
         })
     }
 
