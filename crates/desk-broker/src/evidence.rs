@@ -467,11 +467,6 @@ pub(crate) enum ActionEnd<'a> {
         /// SHA-256 of the screenshot in the response.
         screenshot_sha256: &'a str,
     },
-    /// Input was delivered but its evidence (logs, frame) could not be completed.
-    Incomplete {
-        /// The error code the client gets.
-        error_code: &'a str,
-    },
     /// Input may have reached the desktop; the outcome is unknown.
     InDoubt,
     /// Nothing reached the desktop; the index is handed to the next action.
@@ -497,9 +492,6 @@ pub(crate) fn action_receipt(
                 settle_outcome,
                 screenshot_sha256,
             } => journal.receipt(index, settle_outcome, None, Some(screenshot_sha256)),
-            ActionEnd::Incomplete { error_code } => {
-                journal.receipt(index, "incomplete", Some(error_code), None)
-            }
             ActionEnd::InDoubt => {
                 journal.receipt(index, "in_doubt", Some("input_outcome_unknown"), None)
             }

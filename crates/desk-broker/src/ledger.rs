@@ -9,10 +9,13 @@
 //!
 //! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
 //! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
-//! then `unknown` and the session `error`). A failed event-log write (step 5) is an observation
-//! failure: named in the receipt, the action counts. A failure in steps 4 or 6 takes the one
-//! fail-closed path, [`Ledger::incomplete`]: an `incomplete` receipt (best effort), the row
-//! `unknown`, the session `error`; the delivered input is never replayed.
+//! then `unknown` and the session `error`). Once input was delivered the action counts: a failed
+//! frame file (step 4, `frame_store`), event-log write (step 5, `event_log`) or evidence receipt
+//! (step 6, `evidence`) is an observation failure named in the receipt's `observation_failures`,
+//! and the session continues. Exactly-once rests on the journal (step 7), not on the evidence:
+//! an identical retry replays the cached response and sends nothing. A frame that could not be
+//! stored is cached inside the journal row instead, so the replay still carries it; an action
+//! whose receipt could not be written stays open in the evidence chain (accepted, never closed).
 
 use std::time::Instant;
 
@@ -174,10 +177,23 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// Names a failed observation of a delivered action in its receipt; the action counts.
+    fn observation_failed(&self, response: &mut ActionResponse, id: &str, error: &BrokerError) {
+        tracing::error!(
+            session_id = self.session.id,
+            action_index = self.action_index,
+            observation = id,
+            %error,
+            "an observation of a delivered action failed; the action counts"
+        );
+        response.receipt.observation_failures.push(id.to_string());
+    }
+
     /// Steps 4–7 for a delivered action whose answer is `response` (its screenshot carries the
     /// bytes of `outcome.frame`). `done` ends the session's actions. The input counts: a failed
-    /// event-log write is named in the receipt's `observation_failures` and the session
-    /// continues.
+    /// frame file, event-log write or evidence receipt is named in the receipt's
+    /// `observation_failures` (`frame_store`, `event_log`, `evidence`) and the session
+    /// continues. Only a failed journal commit (step 7) is returned.
     pub(crate) fn delivered(
         mut self,
         outcome: &ActionOutcome,
@@ -187,8 +203,9 @@ impl<'a> Ledger<'a> {
         let started = Instant::now();
         let session_dir = std::path::Path::new(&self.session.session_dir).to_path_buf();
         let sequence = response.screenshot.sequence;
-        if let Err(error) = frames::store(&session_dir, &response.screenshot, &outcome.frame.png) {
-            return Err(self.incomplete("failed to store the action frame", error, true));
+        let frame_stored = frames::store(&session_dir, &response.screenshot, &outcome.frame.png);
+        if let Err(error) = &frame_stored {
+            self.observation_failed(response, "frame_store", error);
         }
         let handoff_ms = self
             .session
@@ -206,16 +223,7 @@ impl<'a> Ledger<'a> {
             Some(self.action_index),
             timing,
         ) {
-            tracing::error!(
-                session_id = self.session.id,
-                action_index = self.action_index,
-                %error,
-                "failed to write the event logs of a delivered action; the action counts"
-            );
-            response
-                .receipt
-                .observation_failures
-                .push("event_log".to_string());
+            self.observation_failed(response, "event_log", &error);
         }
         let receipt_started = Instant::now();
         if let Err(error) = evidence::action_receipt(
@@ -227,12 +235,16 @@ impl<'a> Ledger<'a> {
                 screenshot_sha256: &response.screenshot.sha256,
             },
         ) {
-            // The receipt itself failed: no second one.
-            return Err(self.incomplete("failed to store the action frame", error, false));
+            // The journal below still makes the action exactly-once; the evidence chain keeps
+            // it open (accepted, no receipt), which is what an auditor should see.
+            self.observation_failed(response, "evidence", &error);
         }
         let evidence_receipt_us = micros(receipt_started);
         let mut stored = response.clone();
-        stored.screenshot.png_base64 = String::new();
+        if frame_stored.is_ok() {
+            // A replay reads the frame file; without one the PNG stays in the cached row.
+            stored.screenshot.png_base64 = String::new();
+        }
         let cached =
             serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
         self.session.lifecycle = self.session.lifecycle.complete(done)?;
@@ -251,33 +263,5 @@ impl<'a> Ledger<'a> {
             "action timing: delivered"
         );
         Ok(())
-    }
-
-    /// The one fail-closed path after input: an `incomplete` receipt (best effort, unless the
-    /// receipt is what failed), the row `unknown`, the session `error` (`internal`, `message`);
-    /// answers `error`.
-    fn incomplete(mut self, message: &str, error: BrokerError, receipt: bool) -> BrokerError {
-        if receipt {
-            let _ = evidence::action_receipt(
-                self.inner,
-                &self.session,
-                self.action_index,
-                ActionEnd::Incomplete {
-                    error_code: ErrorCode::Internal.as_str(),
-                },
-            );
-        }
-        self.session.lifecycle = self
-            .session
-            .lifecycle
-            .fail(Failure::new(ErrorCode::Internal, message));
-        match self
-            .inner
-            .store
-            .mark_unknown(&self.session, self.action_index)
-        {
-            Ok(()) => error,
-            Err(store_error) => store_error,
-        }
     }
 }

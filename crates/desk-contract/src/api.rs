@@ -202,9 +202,11 @@ pub struct Receipt {
     pub focus_after: Option<FocusFacts>,
     /// Keys or buttons found held after the action and released.
     pub released_after: Vec<String>,
-    /// Observations that failed after the input was delivered (`event_log`: its rows are
-    /// missing from `events.json` and `frame_events.json`). The action still counts and the
-    /// session continues; absent when every observation succeeded.
+    /// Observations that failed after the input was delivered, in order: `frame_store` (the
+    /// frame file was not written; the frame is still returned and replayed), `event_log` (its
+    /// rows are missing from `events.json` and `frame_events.json`), `evidence` (its signed
+    /// receipt was not written; the action stays open in the evidence journal). The action
+    /// still counts and the session continues; absent when every observation succeeded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observation_failures: Vec<String>,
     /// Where the action put the pointer (click, double_click, move, the end of a drag); absent

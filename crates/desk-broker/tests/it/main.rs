@@ -1,6 +1,7 @@
 //! Integration tests of the broker over its HTTP router, with `FakeDesktop` desktops.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod after_input;
 mod checkpoint;
 mod fair;
 mod invalid;
