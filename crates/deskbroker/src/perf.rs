@@ -172,7 +172,10 @@ fn part_a(
         peer_results = run_peers(
             &peer_dir,
             python,
-            (&display_name, &xauthority),
+            (
+                &display_name,
+                &peer_xauthority(work, &display_name, cookie)?,
+            ),
             samples,
             inert_point(display),
         )?;
@@ -222,6 +225,31 @@ fn run_json(mut command: Command, what: &str) -> Result<Value> {
         .find(|line| line.starts_with('{'))
         .unwrap_or("{}");
     serde_json::from_str(line).with_context(|| format!("peer {what} printed no JSON"))
+}
+
+/// An X authority file for the peers naming `cookie` for this host and display as well as for
+/// any (python-xlib, which pyautogui uses, ignores the wildcard entry the desktop's own has).
+fn peer_xauthority(work: &Path, display_name: &str, cookie: &[u8]) -> Result<PathBuf> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
+    let host = host.trim();
+    let number = display_name.trim_start_matches(':');
+    let mut bytes = Vec::new();
+    for (family, address, number) in [(0x0100u16, host, number), (0xffff, "", "")] {
+        bytes.extend_from_slice(&family.to_be_bytes());
+        for field in [
+            address.as_bytes(),
+            number.as_bytes(),
+            b"MIT-MAGIC-COOKIE-1",
+            cookie,
+        ] {
+            let len = u16::try_from(field.len()).context("X authority field too long")?;
+            bytes.extend_from_slice(&len.to_be_bytes());
+            bytes.extend_from_slice(field);
+        }
+    }
+    let path = work.join("peers.xauthority");
+    std::fs::write(&path, bytes)?;
+    Ok(path)
 }
 
 /// The peers on the same display, `(name, X authority file)`.
