@@ -546,10 +546,7 @@ impl LocalDesktop {
         let number = self.display_name.trim_start_matches(':');
         let socket = format!("tmp/.X11-unix/X{number}");
         let socket = match &self.sandbox {
-            Some(sandbox) => Path::new("/proc")
-                .join(sandbox.holder_pid.to_string())
-                .join("root")
-                .join(socket),
+            Some(sandbox) => sandbox.root_from_host().join(socket),
             None => Path::new("/").join(socket),
         };
         (socket, self.run_dir.join(XAUTHORITY_FILE))

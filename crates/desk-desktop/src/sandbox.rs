@@ -456,7 +456,7 @@ impl Sandbox {
     /// executable file as the sandbox sees it, read through the holder's root from outside.
     pub fn can_run(&self, program: &str) -> bool {
         use std::os::unix::fs::PermissionsExt;
-        let root = PathBuf::from(format!("/proc/{}/root", self.holder_pid));
+        let root = self.root_from_host();
         let inside = |path: &Path| {
             let relative = path.strip_prefix("/").unwrap_or(path);
             std::fs::metadata(root.join(relative))
@@ -468,6 +468,11 @@ impl Sandbox {
         SAFE_PATH
             .split(':')
             .any(|dir| inside(&Path::new(dir).join(program)))
+    }
+
+    /// The sandbox's root as the host reaches it: its holder's `/proc/<pid>/root`.
+    pub fn root_from_host(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root", self.holder_pid))
     }
 
     /// The pids, on the host and inside the sandbox, of the program a [`Sandbox::command`]
@@ -535,6 +540,22 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The X authority family that matches any host and display.
+pub const FAMILY_WILD: u16 = 0xffff;
+
+/// One X authority file entry naming the MIT-MAGIC-COOKIE-1 `cookie` for `family`, `address` and
+/// display `number` (empty: any). Fields longer than 65,535 bytes are cut to that length; real
+/// ones (host names, display numbers, a 16-byte cookie) are far shorter.
+pub fn xauthority_entry(family: u16, address: &[u8], number: &[u8], cookie: &[u8]) -> Vec<u8> {
+    let mut bytes = family.to_be_bytes().to_vec();
+    for field in [address, number, b"MIT-MAGIC-COOKIE-1", cookie] {
+        let field = &field[..field.len().min(usize::from(u16::MAX))];
+        bytes.extend_from_slice(&(field.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(field);
+    }
+    bytes
+}
+
 /// Writes an X authority file with one fresh MIT-MAGIC-COOKIE-1 for any display (family
 /// Wild, empty number), mode 0600, owned by `owner` when given.
 pub fn write_xauthority(path: &Path, owner: Option<(u32, u32)>) -> Result<(), BackendError> {
@@ -546,13 +567,7 @@ pub fn write_xauthority(path: &Path, owner: Option<(u32, u32)>) -> Result<(), Ba
     std::fs::File::open("/dev/urandom")
         .and_then(|mut random| random.read_exact(&mut cookie))
         .map_err(io)?;
-    let mut bytes = Vec::new();
-    bytes.extend_from_slice(&0xffffu16.to_be_bytes());
-    for field in [&b""[..], &b""[..], &b"MIT-MAGIC-COOKIE-1"[..], &cookie[..]] {
-        // Every field is short: the lengths fit in u16.
-        bytes.extend_from_slice(&(field.len() as u16).to_be_bytes());
-        bytes.extend_from_slice(field);
-    }
+    let bytes = xauthority_entry(FAMILY_WILD, b"", b"", &cookie);
     let _ = std::fs::remove_file(path);
     {
         use std::io::Write;

@@ -233,20 +233,15 @@ fn peer_xauthority(work: &Path, display_name: &str, cookie: &[u8]) -> Result<Pat
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
     let host = host.trim();
     let number = display_name.trim_start_matches(':');
-    let mut bytes = Vec::new();
-    for (family, address, number) in [(0x0100u16, host, number), (0xffff, "", "")] {
-        bytes.extend_from_slice(&family.to_be_bytes());
-        for field in [
-            address.as_bytes(),
-            number.as_bytes(),
-            b"MIT-MAGIC-COOKIE-1",
-            cookie,
-        ] {
-            let len = u16::try_from(field.len()).context("X authority field too long")?;
-            bytes.extend_from_slice(&len.to_be_bytes());
-            bytes.extend_from_slice(field);
-        }
-    }
+    // FamilyLocal (256) for this host and display, then the wildcard.
+    let mut bytes =
+        desk_desktop::sandbox::xauthority_entry(0x0100, host.as_bytes(), number.as_bytes(), cookie);
+    bytes.extend(desk_desktop::sandbox::xauthority_entry(
+        desk_desktop::sandbox::FAMILY_WILD,
+        b"",
+        b"",
+        cookie,
+    ));
     let path = work.join("peers.xauthority");
     std::fs::write(&path, bytes)?;
     Ok(path)

@@ -34,7 +34,7 @@ async fn a_frame_that_cannot_be_stored_is_named_and_still_returned_and_replayed(
     let harness = Harness::new();
     let id = harness.ready().await;
     // A regular file where the frames directory belongs: the frame file cannot be created.
-    let frames = harness.dir.path().join("sessions").join(&id).join("frames");
+    let frames = harness.session_file(&id, "frames");
     if frames.exists() {
         std::fs::remove_dir_all(&frames).unwrap();
     }
@@ -76,12 +76,7 @@ async fn an_evidence_receipt_that_cannot_be_written_leaves_the_action_counted_an
     let id = harness.ready().await;
     // A directory where events.json belongs: the log append fails, and so does the receipt,
     // which digests the log (action_accepted does not read it, so input is still sent).
-    let events = harness
-        .dir
-        .path()
-        .join("sessions")
-        .join(&id)
-        .join("events.json");
+    let events = harness.session_file(&id, "events.json");
     std::fs::remove_file(&events).unwrap();
     std::fs::create_dir(&events).unwrap();
     let (status, answer) = harness.act(&id, "a0", 0, click(5, 6)).await;

@@ -186,12 +186,7 @@ async fn artifact_before_checkpoint_is_refused() {
 async fn checkpoint_accepts_an_agent_save_without_sending_input() {
     let harness = Harness::new();
     let id = harness.ready().await;
-    let attempt = harness
-        .dir
-        .path()
-        .join("sessions")
-        .join(&id)
-        .join("workspace/attempt/attempt.txt");
+    let attempt = harness.session_file(&id, "workspace/attempt/attempt.txt");
     std::fs::write(&attempt, "edited by the agent\n").unwrap();
     let (status, body) = harness
         .call("POST", &format!("/v1/sessions/{id}/checkpoint"), None)
@@ -518,12 +513,7 @@ async fn a_failed_event_log_write_after_input_is_named_and_the_action_counts() {
     let harness = Harness::new();
     let id = harness.ready().await;
     // A full disk under events.json: appends fail with ENOSPC, reads see an empty log.
-    let events = harness
-        .dir
-        .path()
-        .join("sessions")
-        .join(&id)
-        .join("events.json");
+    let events = harness.session_file(&id, "events.json");
     std::fs::remove_file(&events).unwrap();
     std::os::unix::fs::symlink("/dev/full", &events).unwrap();
     let (status, answer) = harness.act(&id, "a0", 0, click(5, 6)).await;

@@ -70,6 +70,11 @@ pub(crate) fn open_broker(config: BrokerConfig, fake: &FakeHandle) -> Broker {
 }
 
 impl Harness {
+    /// `name` in session `id`'s directory.
+    pub(crate) fn session_file(&self, id: &str, name: &str) -> PathBuf {
+        self.dir.path().join("sessions").join(id).join(name)
+    }
+
     pub(crate) fn new() -> Harness {
         Harness::with(|_| {})
     }
