@@ -7,6 +7,8 @@
 //! overhead (total minus the settle window), and LibreCAD reset to a verified handoff, once with
 //! sandboxed desktops and once without, so the sandbox's cost is measured in the same run.
 
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -59,7 +61,11 @@ fn inert_point(display: DisplaySize) -> ScreenPoint {
 
 pub(crate) async fn run(args: PerfArgs) -> Result<()> {
     let work = std::env::temp_dir().join(format!("deskbroker-perf-{}", std::process::id()));
-    std::fs::create_dir_all(&work)?;
+    // Private: it holds the perf desktop's X cookie for the peers.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&work)?;
     let display = DisplaySize {
         width: args.broker.display.0,
         height: args.broker.display.1,
@@ -243,7 +249,13 @@ fn peer_xauthority(work: &Path, display_name: &str, cookie: &[u8]) -> Result<Pat
         cookie,
     ));
     let path = work.join("peers.xauthority");
-    std::fs::write(&path, bytes)?;
+    let _ = std::fs::remove_file(&path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?
+        .write_all(&bytes)?;
     Ok(path)
 }
 
