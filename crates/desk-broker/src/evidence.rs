@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use desk_contract::api::ActionRequest;
+use desk_desktop::{SessionDir, StateDir};
 use desk_evidence::record::{
     ActionAccepted, ActionReceipt, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot,
     SessionReleased, SessionStarted,
@@ -42,8 +43,6 @@ use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use crate::store::SessionRow;
 use crate::util::now_ms;
 
-/// Directory below the state directory that holds keys and per-session evidence.
-pub(crate) const EVIDENCE_DIR: &str = "evidence";
 /// Default signing key file name inside `<state_dir>/evidence`.
 pub const SIGNING_KEY_FILE: &str = "signing.key";
 /// Public key file name inside `<state_dir>/evidence`; what `evidence verify --key` takes.
@@ -94,7 +93,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `<state_dir>/evidence`.
 pub(crate) fn evidence_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join(EVIDENCE_DIR)
+    StateDir::new(state_dir).evidence()
 }
 
 /// `<state_dir>/evidence/evidence.pub`, the public key of the broker's evidence.
@@ -114,7 +113,7 @@ fn session_evidence_dir(state_dir: &Path, session_id: &str) -> Result<PathBuf, E
             reason: format!("{session_id:?} is not a session id"),
         });
     }
-    Ok(evidence_dir(state_dir).join(session_id))
+    Ok(StateDir::new(state_dir).session_evidence(session_id))
 }
 
 fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError {
@@ -241,7 +240,7 @@ impl LogHasher {
 struct SessionJournal {
     writer: EvidenceWriter,
     directory: PathBuf,
-    session_dir: PathBuf,
+    session_dir: SessionDir,
     events: LogHasher,
     frame_events: LogHasher,
     // Invariant: mirror the journal's chain state (open actions, count, released).
@@ -275,10 +274,10 @@ impl SessionJournal {
     }
 
     fn log_digests(&mut self) -> Result<(LogDigest, LogDigest), EvidenceError> {
-        let events = self.events.digest(&self.session_dir.join(EVENTS_FILE))?;
+        let events = self.events.digest(&self.session_dir.events_file())?;
         let frame_events = self
             .frame_events
-            .digest(&self.session_dir.join(FRAME_EVENTS_FILE))?;
+            .digest(&self.session_dir.frame_events_file())?;
         Ok((events, frame_events))
     }
 
@@ -361,7 +360,7 @@ fn open_journal(
     let make = |writer| SessionJournal {
         writer,
         directory: directory.clone(),
-        session_dir: PathBuf::from(&session.session_dir),
+        session_dir: session.dir(),
         events: LogHasher::default(),
         frame_events: LogHasher::default(),
         open_actions: BTreeSet::new(),
@@ -578,8 +577,11 @@ pub(crate) fn session_released(inner: &Inner, session: &SessionRow) -> Result<()
             return Ok(());
         }
         let mut digests = Vec::new();
-        for log_name in [EVENTS_FILE, FRAME_EVENTS_FILE] {
-            let source = journal.session_dir.join(log_name);
+        let logs = [
+            (EVENTS_FILE, journal.session_dir.events_file()),
+            (FRAME_EVENTS_FILE, journal.session_dir.frame_events_file()),
+        ];
+        for (log_name, source) in logs {
             let bytes = match std::fs::read(&source) {
                 Ok(bytes) => bytes,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -682,14 +684,10 @@ pub(crate) fn export_inputs(
             reason: format!("session {session_id} has no evidence journal"),
         });
     }
-    let session_dir = state_dir.join("sessions").join(session_id);
-    let log = |name: &str| {
+    let session_dir = StateDir::new(state_dir).session(session_id);
+    let log = |name: &str, live: PathBuf| {
         let kept = directory.join(name);
-        if kept.is_file() {
-            kept
-        } else {
-            session_dir.join(name)
-        }
+        if kept.is_file() { kept } else { live }
     };
     let artifact_dir = directory.join(desk_evidence::bundle::ARTIFACT_DIR);
     let mut artifacts = Vec::new();
@@ -702,8 +700,8 @@ pub(crate) fn export_inputs(
     let frames_dir = directory.join(desk_evidence::bundle::FRAMES_DIR);
     Ok(ExportInputs {
         journal,
-        events: log(EVENTS_FILE),
-        frame_events: log(FRAME_EVENTS_FILE),
+        events: log(EVENTS_FILE, session_dir.events_file()),
+        frame_events: log(FRAME_EVENTS_FILE, session_dir.frame_events_file()),
         artifacts,
         frames_dir: frames_dir.is_dir().then_some(frames_dir),
     })

@@ -201,7 +201,7 @@ impl<'a> Ledger<'a> {
         done: bool,
     ) -> Result<(), BrokerError> {
         let started = Instant::now();
-        let session_dir = std::path::Path::new(&self.session.session_dir).to_path_buf();
+        let session_dir = self.session.dir();
         let sequence = response.screenshot.sequence;
         let frame_stored = frames::store(&session_dir, &response.screenshot, &outcome.frame.png);
         if let Err(error) = &frame_stored {

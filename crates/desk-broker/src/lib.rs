@@ -48,8 +48,9 @@ mod watch;
 
 pub use auth::{AuthConfig, Peer};
 pub use broker::Broker;
-pub use config::{BackendFactory, BackendRequest, BrokerConfig, DEFAULT_SESSION_QUEUE};
+pub use config::{BrokerConfig, DEFAULT_SESSION_QUEUE};
 pub use conn::{ConnectionLimits, raise_open_file_limit};
+pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
     EvidenceConfig, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path,

@@ -28,12 +28,11 @@ use desk_contract::events::{
     EventRecord, FrameEvent, FrameEventsRow, InputEvent, Origin, Provenance, release_events,
 };
 
+use desk_desktop::SessionDir;
+
 use crate::error::BrokerError;
 
-/// File name of the raw input log.
-pub(crate) const EVENTS_FILE: &str = "events.json";
-/// File name of the frame-aligned input log.
-pub(crate) const FRAME_EVENTS_FILE: &str = "frame_events.json";
+pub(crate) use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
 
 /// The timing context of one logged frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +67,10 @@ fn append_lines(path: &Path, lines: &str) -> Result<(), BrokerError> {
 }
 
 impl EventLogs {
-    pub(crate) fn new(session_dir: &Path) -> EventLogs {
+    pub(crate) fn new(session_dir: &SessionDir) -> EventLogs {
         EventLogs {
-            events_path: session_dir.join(EVENTS_FILE),
-            frame_events_path: session_dir.join(FRAME_EVENTS_FILE),
+            events_path: session_dir.events_file(),
+            frame_events_path: session_dir.frame_events_file(),
         }
     }
 
