@@ -23,6 +23,7 @@ use desk_desktop::{BackendFactory, BackendRequest, SessionDir};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::evidence::{Evidence, Journals};
 use crate::journal::recovered_message;
 use crate::session::Failure;
 use crate::store::{SessionRow, Store};
@@ -70,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) observability: crate::metrics::Observability,
     /// The per-session queues operations wait in before they take a session's lock.
     pub(crate) admission: Arc<crate::admission::Admission>,
+    /// The signing key and the open evidence journals.
+    journals: Journals,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -105,7 +108,12 @@ impl Broker {
         crate::private::ensure_private_dir(&sessions_dir, crate::private::DirUse::State)?;
         crate::fault::survive_file_size_limit();
         let store = Store::open(&layout.database())?;
-        crate::evidence::load_key(&config)?;
+        let journals = Journals::default();
+        let evidence = Evidence {
+            config: &config,
+            journals: &journals,
+        };
+        crate::evidence::load_key(evidence)?;
         let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
@@ -114,7 +122,7 @@ impl Broker {
                 "{}",
                 recovered_message(action_index)
             );
-            crate::evidence::action_in_doubt(&config, &store, &session_id, action_index);
+            crate::evidence::action_in_doubt(evidence, &store, &session_id, action_index);
             in_doubt.insert(session_id);
         }
         let mut slots = HashMap::new();
@@ -176,6 +184,7 @@ impl Broker {
             lease_lock: Mutex::new(()),
             observability: crate::metrics::Observability::new(),
             admission: Arc::default(),
+            journals,
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -327,6 +336,14 @@ impl Inner {
         session
             .lifecycle
             .check_live(&session.id, session.expires_at_ms, now_ms(), operation)
+    }
+
+    /// The evidence hooks' view of this broker.
+    pub(crate) fn evidence(&self) -> Evidence<'_> {
+        Evidence {
+            config: &self.config,
+            journals: &self.journals,
+        }
     }
 
     /// Extends the lease from now.

@@ -179,7 +179,13 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::checkpoint(self, &session, &file_name, &bytes, method_name(method))?;
+        evidence::checkpoint(
+            self.evidence(),
+            &session,
+            &file_name,
+            &bytes,
+            method_name(method),
+        )?;
         session.checkpoint_sha = Some(sha256.clone());
         session.checkpoint_size = Some(size);
         session.checkpoint_method = Some(method_name(method).to_string());
@@ -225,7 +231,7 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::artifact(self, &session, &filename, &sha256, size)?;
+        evidence::artifact(self.evidence(), &session, &filename, &sha256, size)?;
         Ok(ArtifactResponse {
             filename,
             bytes_base64: b64::encode(&bytes),

@@ -7,9 +7,8 @@ use std::time::Duration;
 use desk_contract::desktop::SandboxMode;
 use desk_contract::{DisplaySize, SettlePolicy};
 use desk_desktop::{ProfileSet, StateDir};
+use desk_evidence::VerifyingKey;
 
-use crate::auth::AuthConfig;
-use crate::evidence::EvidenceConfig;
 use crate::fault::FaultHook;
 
 /// The default of [`BrokerConfig::session_queue`].
@@ -79,4 +78,31 @@ impl BrokerConfig {
             sandbox: SandboxMode::On,
         }
     }
+}
+
+/// Who may call the broker. Part of [`crate::BrokerConfig`].
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// Unix-socket peers with one of these uids are admitted. Default: the broker's own euid.
+    pub allowed_uids: Vec<u32>,
+    /// Verifies orchestration credentials presented over TCP; `None` admits TCP clients to the
+    /// lease and metrics routes only with a verified client certificate.
+    pub orchestrator_key: Option<VerifyingKey>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> AuthConfig {
+        AuthConfig {
+            allowed_uids: vec![nix::unistd::geteuid().as_raw()],
+            orchestrator_key: None,
+        }
+    }
+}
+
+/// Which key signs the evidence. Part of [`BrokerConfig`].
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceConfig {
+    /// The Ed25519 signing key (PKCS#8 PEM, or a base64 32-byte seed). `None`: use
+    /// `<state_dir>/evidence/signing.key`, created with mode 0600 on first start.
+    pub signing_key: Option<PathBuf>,
 }

@@ -110,7 +110,7 @@ impl Inner {
         self.renew(&mut session);
         self.store.insert_session(&session)?;
         let token = self.mint_lease_token(&session.id)?;
-        crate::evidence::session_started(self, &session)?;
+        crate::evidence::session_started(self.evidence(), &session)?;
         tracing::info!(
             session_id = session.id,
             task_id = session.task_id,
@@ -187,7 +187,7 @@ impl Inner {
                 }
             }
         }
-        crate::evidence::session_released(self, &session)?;
+        crate::evidence::session_released(self.evidence(), &session)?;
         remove_dir(Path::new(&session.session_dir))?;
         session.lifecycle = released;
         self.store.save_session(&session)?;

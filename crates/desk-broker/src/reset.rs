@@ -132,7 +132,7 @@ impl Inner {
         // The session row is rewritten by every action: it caches the reset without the
         // screenshot bytes, which live in the frame file (see `frames`).
         frames::store(&session_dir, &response.screenshot, &handoff.frame.png)?;
-        evidence::screenshot(self, &session, sequence, &handoff.frame.png)?;
+        evidence::screenshot(self.evidence(), &session, sequence, &handoff.frame.png)?;
         let mut stored = response.clone();
         stored.screenshot.png_base64 = String::new();
         session.reset_response =
@@ -164,7 +164,7 @@ impl Inner {
             .map_err(BrokerError::desktop("capture a screenshot"))?;
         session.last_sequence += 1;
         self.renew(&mut session);
-        evidence::screenshot(self, &session, session.last_sequence, &frame.png)?;
+        evidence::screenshot(self.evidence(), &session, session.last_sequence, &frame.png)?;
         self.store.save_session(&session)?;
         Ok(screenshot(&frame, session.last_sequence))
     }
