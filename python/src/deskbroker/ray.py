@@ -1,0 +1,346 @@
+"""deskbroker on a Ray cluster: one broker per node, benchmark rollouts where capacity is, and an
+RL rollout pool. Needs the ``ray`` extra and the ``deskbroker`` binary on every node.
+
+- :class:`NodeBroker` is a Ray actor pinned to one node (``NodeAffinitySchedulingStrategy``,
+  not soft). It starts ``deskbroker serve`` with its own state directory and socket under a
+  private root on that node, through a guardian process (``deskbroker._guard``) that stops the
+  broker, the node's rollouts and their desktops when the actor goes away, shut down or killed.
+  Its capacity (desktops it may run at once) is the node's ``deskbroker_desktops`` resource.
+- :func:`start_brokers` starts one per node that has that resource; :func:`stop_brokers`.
+- :func:`run_benchmark` spreads benchmark rollouts (one task each, ``deskbroker bench run`` on
+  the node) over the brokers' free slots. A rollout whose node died, or whose process failed, is
+  an infrastructure failure: recorded, and rerun elsewhere at most ``max_reruns`` times.
+- :class:`RolloutPool` leases a desktop on a node with a free slot and hands out a
+  :class:`deskbroker.DeskbrokerComputer` bound to that node's broker, released on exit.
+
+The broker and the harness own every rule; this module only places work and keeps counts.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from .client import Client, DeskbrokerError
+from .computer import DeskbrokerComputer
+
+__all__ = ["BrokerConfig", "NodeBroker", "NodeInfo", "PoolExhausted", "RolloutPool",
+           "BrokerUnreachable", "run_benchmark", "start_brokers", "stop_brokers"]
+
+RESOURCE = "deskbroker_desktops"
+
+
+class PoolExhausted(DeskbrokerError):
+    """Every live node's desktops are in use."""
+
+
+class BrokerUnreachable(DeskbrokerError):
+    """The broker's Unix socket is on another host than the caller."""
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """How each node's broker runs. ``extra_serve_args`` go to ``deskbroker serve`` as given
+    (e.g. ``["--display", "1280x800"]``); ``private_paths`` to its ``--private-path``."""
+
+    deskbroker_bin: str = "deskbroker"
+    profiles: str | None = None
+    default_profile: str | None = None
+    private_paths: tuple[str, ...] = ()
+    extra_serve_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # added to the broker's environment
+    # A short parent directory: a session's worker socket path must fit in 107 bytes.
+    work_parent: str = "/tmp"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: str
+    host: str
+    socket: str
+    root: str
+    capacity: int
+    start_s: float
+
+
+class NodeBroker:
+    """One node's broker (use through :func:`start_brokers`). A threaded actor: its rollouts
+    run at once, each in its own process group registered with the guardian."""
+
+    def __init__(self, config: BrokerConfig, capacity: int) -> None:
+        started = time.monotonic()
+        self._config = config
+        self._lock = threading.Lock()
+        self._free = capacity
+        self._rollouts = 0
+        root = Path(tempfile.mkdtemp(prefix="dbk-ray-", dir=config.work_parent))
+        sock = root / "broker.sock"
+        argv = [config.deskbroker_bin, "serve", "--socket", str(sock),
+                "--state-dir", str(root / "state"), "--log", "warn"]
+        if config.profiles:
+            argv += ["--profiles", config.profiles]
+        if config.default_profile:
+            argv += ["--default-profile", config.default_profile]
+        for path in config.private_paths:
+            argv += ["--private-path", path]
+        argv += list(config.extra_serve_args)
+        self._guard = subprocess.Popen(
+            [sys.executable, "-m", "deskbroker._guard", str(root), "--", *argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(root / "guard.log", "wb"), env={**os.environ, **dict(config.env)})
+        assert self._guard.stdout is not None
+        first = self._guard.stdout.readline().decode().split()
+        broker_pid = int(first[1]) if len(first) == 2 and first[1].isdigit() else 0
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            if not Path(f"/proc/{broker_pid}").exists() or time.monotonic() > deadline:
+                log = (root / "broker.log").read_text(errors="replace")[-2000:]
+                raise DeskbrokerError(f"broker on this node did not start: {log}")
+            time.sleep(0.02)
+        self._info = NodeInfo(ray.get_runtime_context().get_node_id(), socket.gethostname(),
+                              str(sock), str(root), capacity, time.monotonic() - started)
+
+    def info(self) -> NodeInfo:
+        return self._info
+
+    def try_acquire(self) -> bool:
+        """Takes one desktop slot if one is free."""
+        with self._lock:
+            if self._free <= 0:
+                return False
+            self._free -= 1
+            return True
+
+    def free_slot(self) -> None:
+        with self._lock:
+            self._free = min(self._free + 1, self._info.capacity)
+
+    def _tell_guard(self, line: str) -> None:
+        with self._lock:
+            if self._guard.stdin is not None:
+                self._guard.stdin.write(f"{line}\n".encode())
+                self._guard.stdin.flush()
+
+    def run_rollout(self, task_id: str, attempt_id: str, bench_args: Sequence[str]) -> dict[str, Any]:
+        """Runs one task with ``deskbroker bench run`` on this node, in a slot the caller took
+        with :meth:`try_acquire` (freed here). Answers the exit status, the time, the
+        ``summary.json`` and the out directory as a tar archive (without the broker state)."""
+        started = time.monotonic()
+        with self._lock:
+            self._rollouts += 1
+            n = self._rollouts
+        # Short paths: a session's worker socket lives under the state directory.
+        root = Path(self._info.root)
+        out = root / f"o{n}"
+        argv = [self._config.deskbroker_bin, "bench", "run", "--task", task_id,
+                "--attempt-id", attempt_id, "--out", str(out), "--log", "warn",
+                "--state-dir", str(root / f"s{n}"), *bench_args]
+        try:
+            with open(root / f"bench-{n}.log", "wb") as log:
+                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=log, start_new_session=True)
+                self._tell_guard(f"child {process.pid}")
+                code = process.wait()
+                self._tell_guard(f"done {process.pid}")
+            summary = None
+            if (out / "summary.json").exists():
+                summary = json.loads((out / "summary.json").read_text())
+            archive = io.BytesIO()
+            if out.exists():
+                with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+                    tar.add(out, arcname=".")
+            return {"exit_code": code, "seconds": time.monotonic() - started,
+                    "summary": summary, "archive": archive.getvalue()}
+        finally:
+            self.free_slot()
+
+    def shutdown(self) -> None:
+        """Stops the node's rollouts, broker and desktops (the guardian does it) and waits."""
+        with self._lock:
+            if self._guard.stdin is not None:
+                self._guard.stdin.close()
+                self._guard.stdin = None
+        if self._guard.stdout is not None:
+            self._guard.stdout.read()  # at its end the guardian has stopped everything
+
+
+@dataclass
+class Broker:
+    """The driver's handle on one node's broker."""
+
+    actor: Any
+    info: NodeInfo
+    alive: bool = True
+
+
+def start_brokers(config: BrokerConfig = BrokerConfig()) -> list[Broker]:
+    """Starts a :class:`NodeBroker` on every live node with the ``deskbroker_desktops`` resource,
+    its capacity that resource's amount; answers when all brokers listen."""
+    actor_class = ray.remote(NodeBroker)
+    pending: list[Any] = []
+    for node in ray.nodes():
+        capacity = int(node.get("Resources", {}).get(RESOURCE, 0))
+        if not node.get("Alive") or capacity <= 0:
+            continue
+        strategy = NodeAffinitySchedulingStrategy(node_id=node["NodeID"], soft=False)
+        pending.append(actor_class.options(  # type: ignore[attr-defined]
+            num_cpus=0, max_concurrency=capacity + 4, max_restarts=0,
+            scheduling_strategy=strategy).remote(config, capacity))
+    infos = ray.get([actor.info.remote() for actor in pending])
+    return [Broker(actor, info) for actor, info in zip(pending, infos)]
+
+
+def stop_brokers(brokers: Sequence[Broker]) -> None:
+    """Shuts down each live broker (its desktops stop with it)."""
+    for broker in brokers:
+        if broker.alive:
+            try:
+                ray.get(broker.actor.shutdown.remote())
+            except RayActorError:
+                pass
+            broker.alive = False
+
+
+def _acquire(brokers: Sequence[Broker]) -> Broker | None:
+    for broker in brokers:
+        if broker.alive:
+            try:
+                if ray.get(broker.actor.try_acquire.remote()):
+                    return broker
+            except RayActorError:
+                broker.alive = False
+    return None
+
+
+@dataclass
+class RolloutRow:
+    """One try of one task: where it ran, how long, and how it ended."""
+
+    task_id: str
+    attempt_id: str
+    node_id: str
+    outcome: str  # "completed", or an infrastructure failure: "node_lost", "process_failed"
+    seconds: float
+    detail: str = ""
+    summary_row: dict[str, Any] = field(default_factory=dict)
+
+
+def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Path, *,
+                  run_id: str, bench_args: Sequence[str] = (), max_reruns: int = 2,
+                  ) -> dict[str, Any]:
+    """Runs each task once across the brokers, where a slot is free; writes each completed
+    task's out directory to ``OUT/tasks/<task>/`` and the fleet record to ``OUT/fleet.json``
+    (also answered): every try, the infrastructure failures and reruns, the times."""
+    if max_reruns < 0:
+        raise DeskbrokerError("max_reruns must be >= 0")
+    out = Path(out)
+    started = time.monotonic()
+    queue: deque[tuple[str, int]] = deque((task, 0) for task in tasks)
+    running: dict[Any, tuple[Broker, str, str, float]] = {}
+    rows: list[RolloutRow] = []
+    while queue or running:
+        while queue:
+            broker = _acquire(brokers)
+            if broker is None:
+                break
+            task, tries = queue.popleft()
+            attempt = f"{run_id}-r{tries}"
+            ref = broker.actor.run_rollout.remote(task, attempt, list(bench_args))
+            running[ref] = (broker, task, attempt, time.monotonic())
+        if not running:
+            for task, tries in queue:  # no live node left
+                rows.append(RolloutRow(task, f"{run_id}-r{tries}", "", "node_lost", 0.0,
+                                       "no live node with a free desktop"))
+            break
+        (ref,), _ = ray.wait(list(running), num_returns=1)
+        broker, task, attempt, submitted = running.pop(ref)
+        tries = int(attempt.rsplit("-r", 1)[1])
+        try:
+            result = ray.get(ref)
+        except RayActorError as error:
+            broker.alive = False
+            row = RolloutRow(task, attempt, broker.info.node_id, "node_lost",
+                             time.monotonic() - submitted, type(error).__name__)
+        else:
+            summary = result["summary"] or {}
+            done = result["exit_code"] == 0 and len(summary.get("rollouts", [])) == 1
+            row = RolloutRow(task, attempt, broker.info.node_id,
+                             "completed" if done else "process_failed", result["seconds"],
+                             "" if done else f"bench run exited {result['exit_code']}",
+                             summary["rollouts"][0] if done else {})
+            if done:
+                target = out / "tasks" / task
+                target.mkdir(parents=True, exist_ok=True)
+                with tarfile.open(fileobj=io.BytesIO(result["archive"]), mode="r:gz") as tar:
+                    tar.extractall(target, filter="data")
+        rows.append(row)
+        if row.outcome != "completed" and tries < max_reruns:
+            queue.append((task, tries + 1))
+    record = {
+        "run_id": run_id,
+        "nodes": [asdict(b.info) | {"alive": b.alive} for b in brokers],
+        "tries": [asdict(r) for r in rows],
+        "n_tasks": len(tasks),
+        "n_completed": sum(r.outcome == "completed" for r in rows),
+        "n_infra_failures": sum(r.outcome != "completed" for r in rows),
+        "n_reruns": sum(int(r.attempt_id.rsplit("-r", 1)[1]) > 0 for r in rows),
+        "total_s": time.monotonic() - started,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fleet.json").write_text(json.dumps(record, indent=2))
+    return record
+
+
+class RolloutPool:
+    """Desktops for RL rollouts across the brokers: :meth:`computer` leases one on a node with a
+    free slot and yields a :class:`DeskbrokerComputer` over that node's broker.
+
+    The broker listens on a Unix socket on its node, so the caller must run on the same host
+    (on a cluster: in a Ray task or actor placed there, e.g. with :meth:`scheduling_strategy`).
+    """
+
+    def __init__(self, brokers: Sequence[Broker]) -> None:
+        self._brokers = list(brokers)
+        self._host = socket.gethostname()
+
+    @staticmethod
+    def scheduling_strategy(broker: Broker) -> NodeAffinitySchedulingStrategy:
+        return NodeAffinitySchedulingStrategy(node_id=broker.info.node_id, soft=False)
+
+    @asynccontextmanager
+    async def computer(self, task_id: str, attempt_id: str, profile: str | None = None,
+                       ) -> AsyncIterator[tuple[DeskbrokerComputer, NodeInfo]]:
+        broker = _acquire([b for b in self._brokers if b.info.host == self._host])
+        if broker is None:
+            if not any(b.alive and b.info.host == self._host for b in self._brokers):
+                raise BrokerUnreachable(f"no live broker on host {self._host}")
+            raise PoolExhausted("every desktop of the live brokers on this host is in use")
+        try:
+            async with Client(socket=broker.info.socket) as client:
+                pc = await DeskbrokerComputer.create(client, task_id=task_id,
+                                                     attempt_id=attempt_id, profile=profile)
+                async with pc:
+                    yield pc, broker.info
+        finally:
+            try:
+                broker.actor.free_slot.remote()
+            except RayActorError:
+                broker.alive = False
