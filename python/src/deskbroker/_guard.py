@@ -9,7 +9,8 @@ stdin closes (the actor shut down, was killed with ``ray.kill``, or its node wen
 guardian stops everything the node ran:
 
 1. each registered rollout process group: SIGTERM, SIGKILL after 5 s;
-2. the broker: SIGTERM (it leaves its desktops running by design), SIGKILL after 10 s;
+2. the broker: SIGTERM (it leaves its desktops running by design), SIGKILL after 5 s (an idle
+   keep-alive connection holds its graceful stop);
 3. every desktop still running under ROOT: the process groups recorded in a session's
    ``processes.json``, killed only while the pid still has its recorded start time.
 
@@ -107,7 +108,7 @@ def main(argv: list[str]) -> int:
     except (_Stop, OSError):
         pass
     stop_groups(children, 5.0)
-    stop_groups({broker.pid}, 10.0)
+    stop_groups({broker.pid}, 5.0)
     broker.wait()
     killed = reap_desktops(root)
     print(f"guardian: broker stopped, {len(children)} rollout(s) stopped, "
