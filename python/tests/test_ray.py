@@ -174,3 +174,16 @@ def test_benchmark_reruns_a_dead_nodes_rollout_elsewhere(
         stop_brokers(brokers)
         remove_roots(brokers)
         shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.mark.parametrize("tasks, run_id, reruns, message", [
+    (["task-004", "task-004"], "r", 1, "named twice"),
+    (["../task-004"], "r", 1, "not a plain id"),
+    (["task-004"], "a/b", 1, "not a plain id"),
+    (["task-004"], "r", -1, "max_reruns"),
+])
+def test_benchmark_refuses_bad_input_before_anything_runs(
+        tmp_path: Path, tasks: list[str], run_id: str, reruns: int, message: str) -> None:
+    with pytest.raises(DeskbrokerError, match=message):
+        run_benchmark([], tasks, tmp_path / "out", run_id=run_id, max_reruns=reruns)
+    assert not (tmp_path / "out").exists()

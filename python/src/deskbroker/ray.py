@@ -230,6 +230,11 @@ def _acquire(brokers: Sequence[Broker]) -> Broker | None:
     return None
 
 
+def _plain(name: str) -> bool:
+    return name not in ("", ".", "..") and all(c.isascii() and (c.isalnum() or c in "_.-")
+                                               for c in name)
+
+
 @dataclass
 class RolloutRow:
     """One try of one task: where it ran, how long, and how it ended."""
@@ -251,6 +256,11 @@ def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Pa
     (also answered): every try, the infrastructure failures and reruns, the times."""
     if max_reruns < 0:
         raise DeskbrokerError("max_reruns must be >= 0")
+    for name in (run_id, *tasks):
+        if not _plain(name):
+            raise DeskbrokerError(f"{name!r} is not a plain id ([A-Za-z0-9_.-], not . or ..)")
+    if len(set(tasks)) != len(tasks):
+        raise DeskbrokerError("a task is named twice: each task runs once per benchmark")
     out = Path(out)
     started = time.monotonic()
     queue: deque[tuple[str, int]] = deque((task, 0) for task in tasks)
