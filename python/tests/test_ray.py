@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -91,6 +92,8 @@ async def test_pool_leases_where_capacity_is_and_a_killed_node_takes_its_desktop
     try:
         assert len({b.info.node_id for b in brokers}) == 2
         assert [b.info.capacity for b in brokers] == [1, 1]
+        with pytest.raises(DeskbrokerError, match="gold"):
+            run_benchmark(brokers, ["task-004"], probe_root / "out", run_id="r")
         pool = RolloutPool(brokers)
         leased = time.monotonic()
         async with pool.computer("t1", "a1") as (pc1, node1):
@@ -143,14 +146,20 @@ def test_benchmark_reruns_a_dead_nodes_rollout_elsewhere(
     if shutil.which("librecad") is None and os.environ.get("DESK_REQUIRE_XVFB") != "1":
         pytest.skip("skipped: librecad not found")
     out = Path(tempfile.mkdtemp(prefix="dbk-bench-"))
-    brokers = start_brokers(BrokerConfig(deskbroker_bin=str(binary("deskbroker"))))
+    deskbroker = str(binary("deskbroker"))
+    # The corpus on "every node" (one host here); the brokers hide its gold from the desktops.
+    subprocess.run([deskbroker, "bench", "corpus", "--out", str(out / "public"), "--gold-out",
+                    str(out / "gold")], check=True, capture_output=True)
+    brokers = start_brokers(BrokerConfig(deskbroker_bin=deskbroker, corpus=str(out / "public"),
+                                         gold=str(out / "gold")))
     try:
         first = brokers[0]
         killer: dict[str, float] = {}
         thread = threading.Thread(target=kill_when_started, args=(first, killer))
         thread.start()
-        record = run_benchmark(brokers, ["task-004", "task-011"], out, run_id="ci",
-                               bench_args=["--agent", "oracle"], max_reruns=1)
+        record = run_benchmark(brokers, ["task-004", "task-011"], out / "run", run_id="ci",
+                               bench_args=["--agent", "oracle"], max_reruns=1,
+                               deskbroker_bin=deskbroker)
         thread.join()
         tries = {(t["task_id"], t["attempt_id"]): t for t in record["tries"]}
         lost = [t for t in record["tries"] if t["outcome"] == "node_lost"]
@@ -161,10 +170,14 @@ def test_benchmark_reruns_a_dead_nodes_rollout_elsewhere(
         assert record["n_completed"] == 2 and record["n_reruns"] == 1
         assert record["n_infra_failures"] == 1
         for name in ("task-004", "task-011"):
-            summary = json.loads((out / "tasks" / name / "summary.json").read_text())
+            summary = json.loads((out / "run" / "tasks" / name / "summary.json").read_text())
             (row,) = summary["rollouts"]
             assert row["task_id"] == name and row["status"] == "done" and row["score"] > 0.9
-        assert json.loads((out / "fleet.json").read_text()) == record
+        assert record["merge"]["exit_code"] == 0, record["merge"]
+        merged = json.loads((out / "run" / "merged" / "summary.json").read_text())
+        assert [r["task_id"] for r in merged["rollouts"]] == ["task-004", "task-011"]
+        assert merged["n_infra_error"] == 0
+        assert json.loads((out / "run" / "fleet.json").read_text()) == record
         wait_dead(killer["pids"])  # type: ignore[arg-type]
         per_rollout = [t["seconds"] for t in record["tries"] if t["outcome"] == "completed"]
         report(capsys, f"benchmark 2 tasks on 2 nodes, one node killed: total "

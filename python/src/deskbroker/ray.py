@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .client import Client, DeskbrokerError
@@ -59,12 +59,18 @@ class BrokerUnreachable(DeskbrokerError):
 @dataclass(frozen=True)
 class BrokerConfig:
     """How each node's broker runs. ``extra_serve_args`` go to ``deskbroker serve`` as given
-    (e.g. ``["--display", "1280x800"]``); ``private_paths`` to its ``--private-path``."""
+    (e.g. ``["--display", "1280x800"]``); ``private_paths`` to its ``--private-path``.
+    ``corpus`` and ``gold`` are the benchmark's public and scorer-private directories on every
+    node (``deskbroker bench corpus --out CORPUS --gold-out GOLD``): the broker hides the gold
+    from its desktops (``--private-path``) and each rollout scores with it; a benchmark needs
+    ``gold``."""
 
     deskbroker_bin: str = "deskbroker"
     profiles: str | None = None
     default_profile: str | None = None
     private_paths: tuple[str, ...] = ()
+    corpus: str | None = None
+    gold: str | None = None
     extra_serve_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # added to the broker's environment
     # A short parent directory: a session's worker socket path must fit in 107 bytes.
@@ -79,6 +85,7 @@ class NodeInfo:
     root: str
     capacity: int
     start_s: float
+    gold: str | None  # the scorer-private directory its broker hides, if any
 
 
 class NodeBroker:
@@ -99,7 +106,7 @@ class NodeBroker:
             argv += ["--profiles", config.profiles]
         if config.default_profile:
             argv += ["--default-profile", config.default_profile]
-        for path in config.private_paths:
+        for path in (*config.private_paths, *([config.gold] if config.gold else [])):
             argv += ["--private-path", path]
         argv += list(config.extra_serve_args)
         self._guard = subprocess.Popen(
@@ -116,7 +123,8 @@ class NodeBroker:
                 raise DeskbrokerError(f"broker on this node did not start: {log}")
             time.sleep(0.02)
         self._info = NodeInfo(ray.get_runtime_context().get_node_id(), socket.gethostname(),
-                              str(sock), str(root), capacity, time.monotonic() - started)
+                              str(sock), str(root), capacity, time.monotonic() - started,
+                              config.gold)
 
     def info(self) -> NodeInfo:
         return self._info
@@ -140,19 +148,23 @@ class NodeBroker:
                 self._guard.stdin.flush()
 
     def run_rollout(self, task_id: str, attempt_id: str, bench_args: Sequence[str]) -> dict[str, Any]:
-        """Runs one task with ``deskbroker bench run`` on this node, in a slot the caller took
-        with :meth:`try_acquire` (freed here). Answers the exit status, the time, the
-        ``summary.json`` and the out directory as a tar archive (without the broker state)."""
+        """Runs one task with ``deskbroker bench run --broker-socket`` against this node's
+        broker, in a slot the caller took with :meth:`try_acquire` (freed here). Answers the
+        exit status, the time, the ``summary.json`` and the out directory as a tar archive."""
         started = time.monotonic()
         with self._lock:
             self._rollouts += 1
             n = self._rollouts
-        # Short paths: a session's worker socket lives under the state directory.
         root = Path(self._info.root)
         out = root / f"o{n}"
         argv = [self._config.deskbroker_bin, "bench", "run", "--task", task_id,
                 "--attempt-id", attempt_id, "--out", str(out), "--log", "warn",
-                "--state-dir", str(root / f"s{n}"), *bench_args]
+                "--broker-socket", self._info.socket]
+        if self._config.corpus:
+            argv += ["--corpus", self._config.corpus]
+        if self._config.gold:
+            argv += ["--gold", self._config.gold]
+        argv += list(bench_args)
         try:
             with open(root / f"bench-{n}.log", "wb") as log:
                 process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
@@ -250,10 +262,14 @@ class RolloutRow:
 
 def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Path, *,
                   run_id: str, bench_args: Sequence[str] = (), max_reruns: int = 2,
-                  ) -> dict[str, Any]:
+                  deskbroker_bin: str = "deskbroker") -> dict[str, Any]:
     """Runs each task once across the brokers, where a slot is free; writes each completed
-    task's out directory to ``OUT/tasks/<task>/`` and the fleet record to ``OUT/fleet.json``
-    (also answered): every try, the infrastructure failures and reruns, the times."""
+    task's out directory to ``OUT/tasks/<task>/``, merges them with ``deskbroker bench merge``
+    into ``OUT/merged/``, and writes the fleet record to ``OUT/fleet.json`` (also answered):
+    every try, the infrastructure failures and reruns, the merge, the times."""
+    if any(b.info.gold is None for b in brokers):
+        raise DeskbrokerError("a benchmark needs brokers started with BrokerConfig(gold=...): "
+                              "the gold must be hidden from every desktop")
     if max_reruns < 0:
         raise DeskbrokerError("max_reruns must be >= 0")
     for name in (run_id, *tasks):
@@ -289,6 +305,9 @@ def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Pa
             broker.alive = False
             row = RolloutRow(task, attempt, broker.info.node_id, "node_lost",
                              time.monotonic() - submitted, type(error).__name__)
+        except RayTaskError as error:
+            row = RolloutRow(task, attempt, broker.info.node_id, "process_failed",
+                             time.monotonic() - submitted, str(error.cause)[:500])
         else:
             summary = result["summary"] or {}
             done = result["exit_code"] == 0 and len(summary.get("rollouts", [])) == 1
@@ -304,6 +323,7 @@ def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Pa
         rows.append(row)
         if row.outcome != "completed" and tries < max_reruns:
             queue.append((task, tries + 1))
+    out.mkdir(parents=True, exist_ok=True)
     record = {
         "run_id": run_id,
         "nodes": [asdict(b.info) | {"alive": b.alive} for b in brokers],
@@ -312,11 +332,25 @@ def run_benchmark(brokers: Sequence[Broker], tasks: Sequence[str], out: str | Pa
         "n_completed": sum(r.outcome == "completed" for r in rows),
         "n_infra_failures": sum(r.outcome != "completed" for r in rows),
         "n_reruns": sum(int(r.attempt_id.rsplit("-r", 1)[1]) > 0 for r in rows),
+        "merge": _merge(deskbroker_bin, out, [r.task_id for r in rows
+                                              if r.outcome == "completed"]),
         "total_s": time.monotonic() - started,
     }
-    out.mkdir(parents=True, exist_ok=True)
     (out / "fleet.json").write_text(json.dumps(record, indent=2))
     return record
+
+
+def _merge(deskbroker_bin: str, out: Path, completed: list[str]) -> dict[str, Any]:
+    """``deskbroker bench merge`` of the completed tasks into ``OUT/merged``; a refusal is
+    recorded (the per-task results stay), not raised."""
+    if not completed:
+        return {"out": None, "exit_code": None, "detail": "no task completed"}
+    merged = out / "merged"
+    answer = subprocess.run(
+        [deskbroker_bin, "bench", "merge", *(str(out / "tasks" / t) for t in sorted(completed)),
+         "--out", str(merged)], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    return {"out": str(merged), "exit_code": answer.returncode,
+            "detail": answer.stderr[-2000:] if answer.returncode else ""}
 
 
 class RolloutPool:
