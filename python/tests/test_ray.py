@@ -18,11 +18,12 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
-from deskbroker import DeskbrokerError
+from deskbroker import DeskbrokerComputer, DeskbrokerError
 from deskbroker.ray import (
     RESOURCE,
     Broker,
     BrokerConfig,
+    NodeInfo,
     PoolExhausted,
     RolloutPool,
     run_benchmark,
@@ -51,6 +52,12 @@ def cluster() -> Iterator[float]:
     yield time.monotonic() - started
     ray.shutdown()
     nodes.shutdown()
+
+
+def presses(probe_log: Path) -> list[tuple[int, int]]:
+    """The button presses both probe windows recorded, sorted."""
+    return sorted((e["root_x"], e["root_y"]) for line in probe_log.read_text().splitlines()
+                  if (e := json.loads(line))["type"] == "button_press")
 
 
 def remove_roots(brokers: list[Broker]) -> None:
@@ -105,9 +112,22 @@ async def test_pool_leases_where_capacity_is_and_a_killed_node_takes_its_desktop
                         pass
                 await pc1.click(101, 102)
                 await pc2.click(203, 204)
-        presses = {(e["root_x"], e["root_y"]) for line in probe_log.read_text().splitlines()
-                   if (e := json.loads(line))["type"] == "button_press"}
-        assert presses == {(101, 102), (203, 204)}
+        assert presses(probe_log) == [(101, 102), (203, 204)]
+
+        async def rollout(pc: DeskbrokerComputer, node: NodeInfo) -> tuple[str, int]:
+            await pc.click(150, 160)
+            assert pc.last_response is not None
+            return node.node_id, int(pc.last_response["action_index"])
+
+        submitted = time.monotonic()
+        refs = [pool.submit(rollout, f"s{i}", "a1") for i in range(2)]
+        with pytest.raises(PoolExhausted):
+            pool.submit(rollout, "s3", "a1")
+        results = ray.get(refs)
+        submit_s = time.monotonic() - submitted
+        assert {n for n, _ in results} == {b.info.node_id for b in brokers}
+        assert [i for _, i in results] == [0, 0]
+        assert presses(probe_log) == [(101, 102), (150, 160), (150, 160), (203, 204)]
         # The slots came back: a lease on the released capacity, then the node's actor is
         # killed under it; its guardian stops the broker and the desktop.
         with pytest.raises(DeskbrokerError):
@@ -123,7 +143,8 @@ async def test_pool_leases_where_capacity_is_and_a_killed_node_takes_its_desktop
         async with pool.computer("t5", "a1") as (pc, other):
             assert other.node_id != node.node_id
         report(capsys, f"cluster start {cluster:.1f} s; 2 brokers {start_s:.1f} s; two leases "
-               f"with reset {lease_s:.1f} s; killed node's desktop gone after {reaped_s:.1f} s")
+               f"with reset {lease_s:.1f} s; two submitted rollouts {submit_s:.1f} s; killed "
+               f"node's desktop gone after {reaped_s:.1f} s")
     finally:
         stop_brokers(brokers)
         remove_roots(brokers)

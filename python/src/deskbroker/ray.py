@@ -10,14 +10,17 @@ RL rollout pool. Needs the ``ray`` extra and the ``deskbroker`` binary on every 
 - :func:`run_benchmark` spreads benchmark rollouts (one task each, ``deskbroker bench run`` on
   the node) over the brokers' free slots. A rollout whose node died, or whose process failed, is
   an infrastructure failure: recorded, and rerun elsewhere at most ``max_reruns`` times.
-- :class:`RolloutPool` leases a desktop on a node with a free slot and hands out a
-  :class:`deskbroker.DeskbrokerComputer` bound to that node's broker, released on exit.
+- :class:`RolloutPool` leases a desktop on a node with a free slot and hands a
+  :class:`deskbroker.DeskbrokerComputer` bound to that node's broker to a rollout function run
+  there as a Ray task (``submit``), or to the caller on the broker's host (``computer``);
+  released when done.
 
 The broker and the harness own every rule; this module only places work and keeps counts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -29,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -353,12 +356,37 @@ def _merge(deskbroker_bin: str, out: Path, completed: list[str]) -> dict[str, An
             "detail": answer.stderr[-2000:] if answer.returncode else ""}
 
 
-class RolloutPool:
-    """Desktops for RL rollouts across the brokers: :meth:`computer` leases one on a node with a
-    free slot and yields a :class:`DeskbrokerComputer` over that node's broker.
+@asynccontextmanager
+async def _leased(info: NodeInfo, task_id: str, attempt_id: str,
+                  profile: str | None) -> AsyncIterator[DeskbrokerComputer]:
+    async with Client(socket=info.socket) as client:
+        pc = await DeskbrokerComputer.create(client, task_id=task_id, attempt_id=attempt_id,
+                                             profile=profile)
+        async with pc:
+            yield pc
 
-    The broker listens on a Unix socket on its node, so the caller must run on the same host
-    (on a cluster: in a Ray task or actor placed there, e.g. with :meth:`scheduling_strategy`).
+
+def _play_on_node(rollout: Callable[[DeskbrokerComputer, NodeInfo], Awaitable[Any]],
+                  actor: Any, info: NodeInfo, task_id: str, attempt_id: str,
+                  profile: str | None) -> Any:
+    """The body of :meth:`RolloutPool.submit`'s Ray task, on the desktop's node."""
+
+    async def play() -> Any:
+        async with _leased(info, task_id, attempt_id, profile) as pc:
+            return await rollout(pc, info)
+
+    try:
+        return asyncio.run(play())
+    finally:
+        actor.free_slot.remote()
+
+
+class RolloutPool:
+    """Desktops for RL rollouts across the brokers, one slot each, released when done.
+
+    The brokers listen on Unix sockets on their nodes. :meth:`submit` runs a rollout function
+    as a Ray task on a node with a free slot (anywhere in the cluster); :meth:`computer` leases
+    on a broker of the caller's own host and yields the computer in place.
     """
 
     def __init__(self, brokers: Sequence[Broker]) -> None:
@@ -369,22 +397,36 @@ class RolloutPool:
     def scheduling_strategy(broker: Broker) -> NodeAffinitySchedulingStrategy:
         return NodeAffinitySchedulingStrategy(node_id=broker.info.node_id, soft=False)
 
+    def submit(self, rollout: Callable[[DeskbrokerComputer, NodeInfo], Awaitable[Any]],
+               task_id: str, attempt_id: str, profile: str | None = None) -> Any:
+        """Takes a free slot and answers the ``ObjectRef`` of a Ray task, pinned to that node
+        and not retried, that leases and resets a desktop there, answers
+        ``await rollout(computer, node_info)``, then releases it and frees the slot. A lost
+        node surfaces as Ray's error from ``ray.get``."""
+        broker = _acquire(self._brokers)
+        if broker is None:
+            raise PoolExhausted("every desktop of the live brokers is in use")
+        task = _PLAY.options(num_cpus=0, max_retries=0,  # type: ignore[attr-defined]
+                             scheduling_strategy=self.scheduling_strategy(broker))
+        return task.remote(rollout, broker.actor, broker.info, task_id, attempt_id, profile)
+
     @asynccontextmanager
     async def computer(self, task_id: str, attempt_id: str, profile: str | None = None,
                        ) -> AsyncIterator[tuple[DeskbrokerComputer, NodeInfo]]:
+        """Leases on a broker of this host with a free slot; yields the computer and its node."""
         broker = _acquire([b for b in self._brokers if b.info.host == self._host])
         if broker is None:
             if not any(b.alive and b.info.host == self._host for b in self._brokers):
                 raise BrokerUnreachable(f"no live broker on host {self._host}")
             raise PoolExhausted("every desktop of the live brokers on this host is in use")
         try:
-            async with Client(socket=broker.info.socket) as client:
-                pc = await DeskbrokerComputer.create(client, task_id=task_id,
-                                                     attempt_id=attempt_id, profile=profile)
-                async with pc:
-                    yield pc, broker.info
+            async with _leased(broker.info, task_id, attempt_id, profile) as pc:
+                yield pc, broker.info
         finally:
             try:
                 broker.actor.free_slot.remote()
             except RayActorError:
                 broker.alive = False
+
+
+_PLAY = ray.remote(_play_on_node)
