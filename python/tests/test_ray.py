@@ -200,6 +200,13 @@ def test_benchmark_reruns_a_dead_nodes_rollout_elsewhere(
         assert merged["n_infra_error"] == 0
         assert json.loads((out / "run" / "fleet.json").read_text()) == record
         wait_dead(killer["pids"])  # type: ignore[arg-type]
+        # A rollout whose bench run fails (an unknown task) is an infrastructure failure too,
+        # rerun at most max_reruns times, on the node still alive.
+        failed = run_benchmark(brokers, ["task-999"], out / "bad", run_id="bad",
+                               max_reruns=1, deskbroker_bin=deskbroker)
+        assert [(t["attempt_id"], t["outcome"], t["node_id"]) for t in failed["tries"]] == [
+            (f"bad-r{i}", "process_failed", brokers[1].info.node_id) for i in (0, 1)]
+        assert failed["n_completed"] == 0 and failed["merge"]["detail"] == "no task completed"
         per_rollout = [t["seconds"] for t in record["tries"] if t["outcome"] == "completed"]
         report(capsys, f"benchmark 2 tasks on 2 nodes, one node killed: total "
                f"{record['total_s']:.1f} s, completed rollouts {per_rollout} s, lost try "

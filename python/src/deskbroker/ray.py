@@ -112,11 +112,16 @@ class NodeBroker:
         for path in (*config.private_paths, *([config.gold] if config.gold else [])):
             argv += ["--private-path", path]
         argv += list(config.extra_serve_args)
-        self._guard = subprocess.Popen(
-            [sys.executable, "-m", "deskbroker._guard", str(root), "--", *argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=open(root / "guard.log", "wb"), env={**os.environ, **dict(config.env)})
-        assert self._guard.stdout is not None
+        guard_log = os.open(root / "guard.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self._guard = subprocess.Popen(
+                [sys.executable, "-m", "deskbroker._guard", str(root), "--", *argv],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=guard_log,
+                env={**os.environ, **dict(config.env)})
+        finally:
+            os.close(guard_log)
+        if self._guard.stdout is None:
+            raise DeskbrokerError("the guardian has no stdout pipe")
         first = self._guard.stdout.readline().decode().split()
         broker_pid = int(first[1]) if len(first) == 2 and first[1].isdigit() else 0
         deadline = time.monotonic() + 30
@@ -150,7 +155,8 @@ class NodeBroker:
                 self._guard.stdin.write(f"{line}\n".encode())
                 self._guard.stdin.flush()
 
-    def run_rollout(self, task_id: str, attempt_id: str, bench_args: Sequence[str]) -> dict[str, Any]:
+    def run_rollout(self, task_id: str, attempt_id: str,
+                    bench_args: Sequence[str]) -> dict[str, Any]:
         """Runs one task with ``deskbroker bench run --broker-socket`` against this node's
         broker, in a slot the caller took with :meth:`try_acquire` (freed here). Answers the
         exit status, the time, the ``summary.json`` and the out directory as a tar archive."""
