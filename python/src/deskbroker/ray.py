@@ -82,6 +82,9 @@ class BrokerConfig:
 
 @dataclass(frozen=True)
 class NodeInfo:
+    """What a :class:`NodeBroker` reports: its Ray node, host, socket and private root, its
+    capacity (desktops at once) and how long its broker took to start."""
+
     node_id: str
     host: str
     socket: str
