@@ -4,6 +4,7 @@
 
 mod auth;
 mod bench;
+mod bench_spread;
 mod containment;
 mod crash;
 mod escape_gui;
