@@ -41,6 +41,7 @@ mod reset;
 mod routes;
 mod serve;
 mod session;
+mod status;
 mod store;
 mod tls;
 mod util;

@@ -17,8 +17,6 @@ use std::time::Instant;
 use axum::http::Method;
 use desk_contract::api::SessionState;
 
-use crate::broker::Broker;
-use crate::error::BrokerError;
 use crate::watch::Changes;
 
 /// Histogram bucket upper bounds, in seconds.
@@ -171,7 +169,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition (format 0.0.4) of the request metrics plus `gauges`.
-    fn render(&self, gauges: &Gauges) -> String {
+    pub(crate) fn render(&self, gauges: &Gauges) -> String {
         let table = self.lock();
         let mut out = String::new();
         out.push_str(
@@ -261,32 +259,10 @@ fn escape_label(value: &str) -> String {
 }
 
 /// Values read from the store at scrape time.
-struct Gauges {
-    by_state: BTreeMap<&'static str, u64>,
-    active: u64,
-    max_sessions: usize,
-}
-
-impl Broker {
-    /// `GET /v1/metrics`: the Prometheus text of request metrics and session gauges.
-    pub(crate) async fn metrics_text(&self) -> Result<String, BrokerError> {
-        let inner = std::sync::Arc::clone(&self.inner);
-        let gauges = tokio::task::spawn_blocking(move || {
-            let sessions = inner.store.unreleased_sessions()?;
-            let mut by_state = BTreeMap::new();
-            for session in &sessions {
-                *by_state.entry(session.state().as_str()).or_insert(0) += 1;
-            }
-            Ok::<_, BrokerError>(Gauges {
-                by_state,
-                active: sessions.len() as u64,
-                max_sessions: inner.config.max_sessions,
-            })
-        })
-        .await
-        .map_err(|error| BrokerError::Internal(format!("metrics gauges panicked: {error}")))??;
-        Ok(self.inner.observability.metrics.render(&gauges))
-    }
+pub(crate) struct Gauges {
+    pub(crate) by_state: BTreeMap<&'static str, u64>,
+    pub(crate) active: u64,
+    pub(crate) max_sessions: usize,
 }
 
 #[cfg(test)]

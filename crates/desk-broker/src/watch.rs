@@ -15,13 +15,11 @@
 //! malformed numbers, unknown states and `wait_ms` above [`MAX_WAIT_MS`] are `invalid_request`
 //! (never clamped), and nothing is read or waited on.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use desk_contract::api::{SessionState, StatusResponse};
+use desk_contract::api::SessionState;
 use tokio::sync::watch;
 
-use crate::broker::Broker;
 use crate::error::BrokerError;
 
 /// The longest accepted `wait_ms`.
@@ -46,7 +44,7 @@ impl Changes {
             .send_modify(|count| *count = count.wrapping_add(1));
     }
 
-    fn subscribe(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.sender.subscribe()
     }
 }
@@ -134,68 +132,16 @@ impl StatusWait {
 /// Whether `latest` is worth answering a waiter whose view is `baseline`: it differs, and it is
 /// not the transient `running` of an action in flight (unless the waiter itself saw `running`),
 /// whose end bumps the counter again.
-fn answers(baseline: View, latest: View) -> bool {
+pub(crate) fn answers(baseline: View, latest: View) -> bool {
     latest != baseline
         && (latest.state != SessionState::Running || baseline.state == SessionState::Running)
 }
 
 /// What a waiter compares: the state and the next action index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct View {
-    state: SessionState,
-    next_action_index: u64,
-}
-
-impl Broker {
-    async fn view(&self, session_id: &str) -> Result<View, BrokerError> {
-        // Reads the row directly, not through `run`, so that a waiter's own reads bump nothing
-        // and cannot wake the other waiters.
-        let inner = Arc::clone(&self.inner);
-        let session_id = session_id.to_string();
-        tokio::task::spawn_blocking(move || {
-            inner.load(&session_id).map(|session| View {
-                state: session.state(),
-                next_action_index: session.next_action_index(),
-            })
-        })
-        .await
-        .map_err(|error| BrokerError::Internal(format!("status read panicked: {error}")))?
-    }
-
-    /// `get_status` with a long-poll: answers when the session's state or next action index
-    /// differs from `wait` (or from the current values for what `wait` leaves out), or when
-    /// `wait.wait` has passed, with the status at that moment.
-    pub(crate) async fn status_wait(
-        &self,
-        session_id: &str,
-        wait: StatusWait,
-    ) -> Result<StatusResponse, BrokerError> {
-        if wait.wait.is_zero() {
-            return self.status(session_id).await;
-        }
-        // Subscribe first: a bump after this line wakes the wait below even if it lands before
-        // the first read.
-        let mut changes = self.inner.observability.changes.subscribe();
-        let _waiting = self.inner.observability.metrics.waiting();
-        let current = self.view(session_id).await?;
-        let baseline = View {
-            state: wait.state.unwrap_or(current.state),
-            next_action_index: wait.next_action_index.unwrap_or(current.next_action_index),
-        };
-        let deadline = tokio::time::Instant::now() + wait.wait;
-        let mut latest = current;
-        while !answers(baseline, latest) {
-            match tokio::time::timeout_at(deadline, changes.changed()).await {
-                Ok(Ok(())) => {
-                    changes.borrow_and_update();
-                    latest = self.view(session_id).await?;
-                }
-                // The deadline passed, or the broker is shutting down: answer as is.
-                Ok(Err(_)) | Err(_) => break,
-            }
-        }
-        self.status(session_id).await
-    }
+pub(crate) struct View {
+    pub(crate) state: SessionState,
+    pub(crate) next_action_index: u64,
 }
 
 #[cfg(test)]
