@@ -14,16 +14,15 @@
 //! the blocking operation itself, so a client that goes away cannot let a second operation of
 //! the same session start before the first one ends.
 //!
-//! [`Broker::run`], the one way broker operations reach the blocking pool, lives here: with a
-//! session id it takes the session's turn first. The lease reaper waits its turn unbounded
-//! ([`Broker::run_unbounded`]); status, leases, auth and the status long-poll take no turn.
+//! `Broker::run` (`broker/run.rs`), the one way broker operations reach the blocking pool, takes
+//! a session's turn here first. The lease reaper waits its turn unbounded
+//! (`Broker::run_unbounded`); status, leases, auth and the status long-poll take no turn.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
 
 /// One session's queue: its permit and how many requests hold or wait for it.
@@ -114,43 +113,6 @@ impl Admission {
     #[cfg(test)]
     pub(crate) fn n_holders(&self, session_id: &str) -> usize {
         self.lock().get(session_id).map_or(0, |gate| gate.n_holders)
-    }
-}
-
-impl Broker {
-    /// Runs `operation` on the blocking pool.
-    ///
-    /// With a `session_id`, `operation` is one that takes that session's lock: it first waits
-    /// for the session's turn without holding a thread (or is refused with `session_busy` when
-    /// the session's queue is full, having done nothing), keeps the turn until it has run, and
-    /// a panic inside it marks the session `error`.
-    pub(crate) async fn run<R: Send + 'static>(
-        &self,
-        session_id: Option<String>,
-        operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
-    ) -> Result<R, BrokerError> {
-        let turn = match &session_id {
-            Some(id) => Some(
-                self.inner
-                    .admission
-                    .enter(id, self.inner.config.session_queue)
-                    .await?,
-            ),
-            None => None,
-        };
-        self.run_in_turn(session_id, turn, operation).await
-    }
-
-    /// [`Broker::run`] for the lease reaper: waits for the session's turn however many requests
-    /// queue for it, and is never refused with `session_busy`.
-    pub(crate) async fn run_unbounded<R: Send + 'static>(
-        &self,
-        session_id: String,
-        operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
-    ) -> Result<R, BrokerError> {
-        let turn = self.inner.admission.enter(&session_id, usize::MAX).await?;
-        self.run_in_turn(Some(session_id), Some(turn), operation)
-            .await
     }
 }
 

@@ -29,6 +29,8 @@ use crate::session::Failure;
 use crate::store::{SessionRow, Store};
 use crate::util::now_ms;
 
+mod run;
+
 /// The in-memory part of a session: its desktop, when one was created.
 pub(crate) struct Runtime {
     pub(crate) backend: Option<Box<dyn DesktopBackend>>,
@@ -196,48 +198,6 @@ impl Broker {
         &self.inner.config
     }
 
-    /// Runs `operation` on the blocking pool, holding `turn` (the session's turn, see
-    /// [`Broker::run`] in `admission.rs`) until it has run. A panic marks `session_id`'s
-    /// session `error`.
-    pub(crate) async fn run_in_turn<R: Send + 'static>(
-        &self,
-        session_id: Option<String>,
-        turn: Option<crate::admission::Turn>,
-        operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
-    ) -> Result<R, BrokerError> {
-        let inner = Arc::clone(&self.inner);
-        let operation_session = session_id.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            // Held by the operation itself, so a request whose client went away cannot let the
-            // session's next operation start before this one ends.
-            let _turn = turn;
-            let result = operation(&inner);
-            if let (Some(session_id), Err(error)) = (&operation_session, &result) {
-                inner.fail_if_desktop_died(session_id, error);
-            }
-            result
-        })
-        .await;
-        // Wakes status long-polls; they re-read their session and decide.
-        self.inner.observability.changes.bump();
-        match outcome {
-            Ok(result) => result,
-            Err(join_error) => {
-                tracing::error!(error = %join_error, session_id, "broker operation panicked");
-                if let Some(session_id) = session_id {
-                    let inner = Arc::clone(&self.inner);
-                    let _ = tokio::task::spawn_blocking(move || {
-                        inner.mark_error(&session_id, ErrorCode::Internal, "internal error")
-                    })
-                    .await;
-                }
-                Err(BrokerError::Internal(
-                    "a broker operation panicked".to_string(),
-                ))
-            }
-        }
-    }
-
     /// Lets go of every live desktop without stopping it (daemon stop for a restart or upgrade):
     /// worker connections close, desktops keep running, and the next broker on the same state
     /// directory reattaches to them ([`Broker::open`]). Sessions are not released.
@@ -356,7 +316,7 @@ impl Inner {
             .expires_at_ms
             .saturating_add(grace_ms)
             .div_ceil(1000);
-        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(&session.dir(), deadline_secs)
+        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(session.dir(), deadline_secs)
         {
             tracing::warn!(session_id = session.id, %error, "failed to record the desktop's lease deadline");
         }

@@ -21,7 +21,9 @@ use desk_contract::request::{self, RequestError, RequestPart};
 use serde::de::DeserializeOwned;
 
 use crate::error::BrokerError;
-use crate::routes::BODY_LIMIT_BYTES;
+
+/// The largest accepted request body.
+pub const BODY_LIMIT_BYTES: usize = 256 * 1024;
 
 /// Longest accepted session id, in bytes.
 pub(crate) const MAX_SESSION_ID_BYTES: usize = 64;

@@ -56,10 +56,11 @@ pub use error::BrokerError;
 pub use evidence::{
     PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path, verify_evidence,
 };
+pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
 pub use private::restrict_umask;
-pub use routes::{BODY_LIMIT_BYTES, ROUTES, router};
+pub use routes::{ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;
 pub use serve::{serve_tls, serve_tls_with, serve_unix, serve_unix_with};
 pub use tls::{TlsFiles, install_crypto_provider, server_config};

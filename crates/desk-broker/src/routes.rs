@@ -23,13 +23,10 @@ use tracing::Instrument;
 use crate::auth::authorize;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::extract::{ActionBody, ApiJson, SessionId};
+use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, SessionId};
 use crate::metrics::operation;
 use crate::openapi::OPENAPI_JSON;
 use crate::watch::StatusWait;
-
-/// The largest accepted request body.
-pub const BODY_LIMIT_BYTES: usize = 256 * 1024;
 
 /// Every route as `(method, path)`, in axum path syntax.
 pub const ROUTES: &[(&str, &str)] = &[

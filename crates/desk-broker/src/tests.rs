@@ -93,9 +93,10 @@ mod auth {
     use tower::ServiceExt;
 
     use crate::auth::{
-        AuthConfig, Peer, Target, admit_peer, bearer, check_scope, check_session_state, classify,
-        target_of, token_matches,
+        Peer, Target, admit_peer, bearer, check_scope, check_session_state, classify, target_of,
+        token_matches,
     };
+    use crate::config::AuthConfig;
     use crate::credential::{self, Scope};
     use crate::error::BrokerError;
     use crate::store::SessionRow;

@@ -317,7 +317,15 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
             },
         )
         .unwrap();
-    super::action_accepted(&setup.broker.inner, &session, 0, &request, "click", "probe").unwrap();
+    super::action_accepted(
+        setup.broker.inner.evidence(),
+        &session,
+        0,
+        &request,
+        "click",
+        "probe",
+    )
+    .unwrap();
     drop(setup.broker);
 
     let restarted = open(config(setup.dir.path()), &setup.fake);
