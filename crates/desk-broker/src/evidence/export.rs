@@ -1,0 +1,68 @@
+//! Exporting and verifying a session's evidence bundle (`deskbroker evidence export|verify`).
+
+use super::*;
+
+/// Where [`export_evidence`] takes a session's files from: the journal, frames and artifact in
+/// `<state_dir>/evidence/<id>/`; the logs from there once released, else from the live session
+/// directory `<state_dir>/sessions/<id>/`.
+pub(crate) fn export_inputs(
+    state_dir: &Path,
+    session_id: &str,
+) -> Result<ExportInputs, EvidenceError> {
+    let directory = session_evidence_dir(state_dir, session_id)?;
+    let journal = directory.join(JOURNAL_FILE);
+    if !journal.is_file() {
+        return Err(EvidenceError::Export {
+            path: journal,
+            reason: format!("session {session_id} has no evidence journal"),
+        });
+    }
+    let session_dir = StateDir::new(state_dir).session(session_id);
+    let log = |name: &str, live: PathBuf| {
+        let kept = directory.join(name);
+        if kept.is_file() { kept } else { live }
+    };
+    let artifact_dir = directory.join(desk_evidence::bundle::ARTIFACT_DIR);
+    let mut artifacts = Vec::new();
+    if artifact_dir.is_dir() {
+        for entry in std::fs::read_dir(&artifact_dir).map_err(io_error("list", &artifact_dir))? {
+            artifacts.push(entry.map_err(io_error("list", &artifact_dir))?.path());
+        }
+    }
+    artifacts.sort();
+    let frames_dir = directory.join(desk_evidence::bundle::FRAMES_DIR);
+    Ok(ExportInputs {
+        journal,
+        events: log(EVENTS_FILE, session_dir.events_file()),
+        frame_events: log(FRAME_EVENTS_FILE, session_dir.frame_events_file()),
+        artifacts,
+        frames_dir: frames_dir.is_dir().then_some(frames_dir),
+    })
+}
+
+/// Exports the evidence of `session_id` under `state_dir` into the new directory `out_dir`,
+/// signing the manifest with the broker's key (`signing_key`, or the default key file). Reads
+/// only; safe while the broker runs.
+pub fn export_evidence(
+    state_dir: &Path,
+    session_id: &str,
+    signing_key: Option<&Path>,
+    out_dir: &Path,
+) -> Result<Manifest, EvidenceError> {
+    let key_path = signing_key.map_or_else(
+        || evidence_dir(state_dir).join(SIGNING_KEY_FILE),
+        Path::to_path_buf,
+    );
+    let key = SigningKey::read(&key_path)?;
+    let inputs = export_inputs(state_dir, session_id)?;
+    desk_evidence::export(&inputs, &key, out_dir, now_ms())
+}
+
+/// Verifies the bundle `bundle_dir` against the public key file `public_key`.
+pub fn verify_evidence(
+    bundle_dir: &Path,
+    public_key: &Path,
+) -> Result<VerifyReport, EvidenceError> {
+    let key = VerifyingKey::read(public_key)?;
+    desk_evidence::verify(bundle_dir, &key)
+}

@@ -1,0 +1,240 @@
+//! One session's open evidence journal: the signed writer, the running digests of both input
+//! logs, and the chain state the hooks check; opened from disk or created with its
+//! `session_started` record, and cached per session in [`Journals`].
+
+use super::*;
+
+/// One broker's loaded signing key and open journals (held by the broker, not its settings).
+#[derive(Default)]
+pub(crate) struct Journals {
+    pub(super) key: Mutex<Option<SigningKey>>,
+    pub(super) open: Mutex<HashMap<String, Arc<Mutex<SessionJournal>>>>,
+}
+
+/// Length and running SHA-256 of an append-only log, updated with the bytes added since.
+#[derive(Default)]
+pub(super) struct LogHasher {
+    len: u64,
+    hasher: Sha256,
+}
+
+impl LogHasher {
+    /// The digest of the whole file now. A file that shrank (reset truncates) is rehashed.
+    pub(super) fn digest(&mut self, path: &Path) -> Result<LogDigest, EvidenceError> {
+        let mut file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                *self = LogHasher::default();
+                return Ok(LogDigest::of(b""));
+            }
+            Err(error) => return Err(io_error("open", path)(error)),
+        };
+        let file_len = file.metadata().map_err(io_error("stat", path))?.len();
+        if file_len < self.len {
+            *self = LogHasher::default();
+        }
+        file.seek(SeekFrom::Start(self.len))
+            .map_err(io_error("seek", path))?;
+        let mut added = Vec::new();
+        file.take(file_len - self.len)
+            .read_to_end(&mut added)
+            .map_err(io_error("read", path))?;
+        self.hasher.update(&added);
+        self.len += added.len() as u64;
+        Ok(LogDigest {
+            len: self.len,
+            sha256: hex::encode(self.hasher.clone().finalize()),
+        })
+    }
+}
+
+/// One session's open journal and what the broker needs to know about it.
+pub(super) struct SessionJournal {
+    pub(super) writer: EvidenceWriter,
+    pub(super) directory: PathBuf,
+    pub(super) session_dir: SessionDir,
+    pub(super) events: LogHasher,
+    pub(super) frame_events: LogHasher,
+    // Invariant: mirror the journal's chain state (open actions, count, released).
+    pub(super) open_actions: BTreeSet<u64>,
+    pub(super) n_actions: u64,
+    pub(super) released: bool,
+}
+
+impl SessionJournal {
+    pub(super) fn observe(&mut self, body: &RecordBody) {
+        match body {
+            RecordBody::ActionAccepted(accepted) => {
+                self.open_actions.insert(accepted.index);
+                self.n_actions += 1;
+            }
+            RecordBody::ActionReceipt(receipt) => {
+                self.open_actions.remove(&receipt.index);
+                if receipt.settle_outcome == NOT_INJECTED {
+                    self.n_actions = self.n_actions.saturating_sub(1);
+                }
+            }
+            RecordBody::SessionReleased(_) => self.released = true,
+            _ => {}
+        }
+    }
+
+    pub(super) fn append(&mut self, body: RecordBody) -> Result<(), EvidenceError> {
+        self.writer.append(now_ms(), body.clone())?;
+        self.observe(&body);
+        Ok(())
+    }
+
+    pub(super) fn log_digests(&mut self) -> Result<(LogDigest, LogDigest), EvidenceError> {
+        let events = self.events.digest(&self.session_dir.events_file())?;
+        let frame_events = self
+            .frame_events
+            .digest(&self.session_dir.frame_events_file())?;
+        Ok((events, frame_events))
+    }
+
+    pub(super) fn receipt(
+        &mut self,
+        index: u64,
+        settle_outcome: &str,
+        error_code: Option<&str>,
+        screenshot_sha256: Option<&str>,
+    ) -> Result<(), EvidenceError> {
+        let (events, frame_events) = self.log_digests()?;
+        self.append(RecordBody::ActionReceipt(ActionReceipt {
+            index,
+            settle_outcome: settle_outcome.to_string(),
+            error_code: error_code.map(str::to_string),
+            screenshot_sha256: screenshot_sha256.map(str::to_string),
+            events,
+            frame_events,
+        }))
+    }
+
+    /// Writes `bytes` to `relative` below the session's evidence directory: first to a synced
+    /// staging file, renamed into place by [`SessionJournal::commit_staged`].
+    pub(super) fn stage(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, EvidenceError> {
+        let staging = self.directory.join(STAGING_DIR);
+        create_private_dir(&staging)?;
+        let path = staging.join(name);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_error("create", &path))?;
+        file.write_all(bytes).map_err(io_error("write", &path))?;
+        file.sync_data().map_err(io_error("fsync", &path))?;
+        Ok(path)
+    }
+
+    pub(super) fn commit_staged(
+        &self,
+        staged: &Path,
+        relative_dir: &str,
+        name: &str,
+    ) -> Result<(), EvidenceError> {
+        let directory = self.directory.join(relative_dir);
+        create_private_dir(&directory)?;
+        let target = directory.join(name);
+        std::fs::rename(staged, &target).map_err(io_error("rename", &target))?;
+        File::open(&directory)
+            .and_then(|handle| handle.sync_all())
+            .map_err(io_error("fsync", &directory))
+    }
+}
+
+pub(super) fn started_body(
+    config: &BrokerConfig,
+    session: &SessionRow,
+    key: &SigningKey,
+) -> RecordBody {
+    RecordBody::SessionStarted(SessionStarted {
+        lease_id: session.id.clone(),
+        backend: session.profile.clone(),
+        screen_width: config.display.width,
+        screen_height: config.display.height,
+        signer_fingerprint: key.verifying_key().fingerprint(),
+    })
+}
+
+/// Opens the session's journal from disk, or creates it with its `session_started` record.
+pub(super) fn open_journal(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+) -> Result<SessionJournal, EvidenceError> {
+    let config = evidence.config;
+    let key = signing_key(evidence)?;
+    let directory = session_evidence_dir(&config.state_dir, &session.id)?;
+    create_private_dir(&directory)?;
+    let path = directory.join(JOURNAL_FILE);
+    let empty = match std::fs::metadata(&path) {
+        Ok(metadata) => metadata.len() == 0,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => true,
+        Err(error) => return Err(io_error("stat", &path)(error)),
+    };
+    let make = |writer| SessionJournal {
+        writer,
+        directory: directory.clone(),
+        session_dir: session.dir(),
+        events: LogHasher::default(),
+        frame_events: LogHasher::default(),
+        open_actions: BTreeSet::new(),
+        n_actions: 0,
+        released: false,
+    };
+    if empty {
+        // A journal whose creation failed before its first record holds nothing to keep.
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(io_error("remove", &path)(error)),
+        }
+        let mut writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
+        writer.set_sandbox(config.sandbox);
+        let mut journal = make(writer);
+        journal.append(started_body(config, session, &key))?;
+        return Ok(journal);
+    }
+    let (writer, records) = EvidenceWriter::open(&path, key)?;
+    let mut journal = make(writer);
+    for record in &records {
+        journal.observe(&record.record().body);
+    }
+    Ok(journal)
+}
+
+/// Runs `write` on the session's journal under its lock. A failure evicts the cached writer.
+pub(super) fn with_journal<R>(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    operation: &'static str,
+    write: impl FnOnce(&mut SessionJournal) -> Result<R, EvidenceError>,
+) -> Result<R, BrokerError> {
+    let journals = &evidence.journals.open;
+    let entry = {
+        let cached = lock(journals).get(&session.id).cloned();
+        match cached {
+            Some(entry) => entry,
+            None => {
+                let opened =
+                    open_journal(evidence, session).map_err(|source| BrokerError::Evidence {
+                        operation,
+                        source: Box::new(source),
+                    })?;
+                let entry = Arc::new(Mutex::new(opened));
+                lock(journals).insert(session.id.clone(), Arc::clone(&entry));
+                entry
+            }
+        }
+    };
+    let result = write(&mut lock(&entry));
+    result.map_err(|source| {
+        lock(journals).remove(&session.id);
+        BrokerError::Evidence {
+            operation,
+            source: Box::new(source),
+        }
+    })
+}
