@@ -12,6 +12,7 @@
 
 mod capture;
 mod error;
+mod fault;
 mod handoff;
 mod held;
 mod input;
@@ -26,6 +27,7 @@ pub use capture::{
     CaptureStats, Capturer, RawFrame, encode_bgrx_png, epoch_ms, measure_capture, sha256_hex,
 };
 pub use error::X11Error;
+pub use fault::{WORKER_FAULT_ENV, WorkerFault};
 pub use held::button_name;
 pub use input::button_code;
 pub use keymap::{

@@ -2,12 +2,14 @@
 //! operation except `await_app` (see `handoff.rs`).
 //!
 //! Invariants: coordinates are re-checked against the live display before any input; an error
-//! after the first input request is reported as `outcome_unknown`, before it as
-//! `desktop_failed`; held keys and buttons are released after every action, also on failure.
+//! of the input itself after its first request is reported as `outcome_unknown`, before it as
+//! `desktop_failed`; once the input was delivered, a failed settle capture, PNG encode or focus
+//! read is named in the outcome's `observation_failures` (no frame, no `focus_after`) and the
+//! action counts; held keys and buttons are released after every action, also on failure.
 
 use std::time::Instant;
 
-use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame};
+use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, observation};
 use desk_contract::geometry::{DisplaySize, ScreenPoint};
 use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
 use desk_contract::validate::InputAction;
@@ -19,10 +21,11 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::capture::{Capturer, RawFrame, sha256_hex};
 use crate::error::X11Error;
+use crate::fault::{WORKER_FAULT_ENV, WorkerFault};
 use crate::held::Held;
 use crate::input::Injector;
 use crate::keymap::Keymap;
-use crate::settle::{millis, wait_for_stable};
+use crate::settle::{Settled, millis, wait_for_stable};
 use crate::window::{Atoms, Windows};
 
 /// How often a non-empty held set is re-read before releasing.
@@ -47,6 +50,8 @@ pub struct X11Session {
     pub(crate) keymap: Keymap,
     pub(crate) app: Option<AppWindow>,
     vendor: String,
+    /// Test-only: the observation the next `execute` fails (`DESKBROKER_WORKER_FAULT`).
+    fault: WorkerFault,
 }
 
 impl X11Session {
@@ -122,6 +127,7 @@ impl X11Session {
             keymap,
             app: None,
             vendor,
+            fault: WorkerFault::from_env(),
         })
     }
 
@@ -321,41 +327,96 @@ impl X11Session {
         injected.map_err(classify)?;
         restored.map_err(classify)?;
         let released_after = released.map_err(classify)?;
-        let (outcome, frame, wait_ms, n_samples, png) = if matches!(action, InputAction::Done) {
-            let frame = self.capture_raw().map_err(classify)?;
-            (SettleOutcome::Skipped, frame, 0, 0, None)
-        } else {
-            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
-                .map_err(classify)?;
-            (
-                settled.outcome,
-                settled.frame,
-                settled.wait_ms,
-                settled.n_samples,
-                settled.png,
-            )
+        // The input was delivered: from here on a failure is an observation failure named in
+        // the outcome, never an error of the action.
+        let fault = self.fault.take();
+        let mut observation_failures = Vec::new();
+        let mut failed = |id: &str, error: &X11Error| {
+            tracing::error!(observation = id, %error, "an observation after delivered input failed");
+            observation_failures.push(id.to_string());
         };
+        let settled = if matches!(action, InputAction::Done) {
+            self.capture_raw().map(|frame| Settled {
+                outcome: SettleOutcome::Skipped,
+                frame,
+                wait_ms: 0,
+                n_samples: 0,
+                png: None,
+            })
+        } else if fault == WorkerFault::CaptureAfterInput {
+            Err(X11Error::Capture(format!(
+                "{WORKER_FAULT_ENV}: injected capture failure"
+            )))
+        } else {
+            wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
+        };
+        let settled = settled
+            .map_err(|error| failed(observation::CAPTURE, &error))
+            .ok();
         let settled_at = Instant::now();
-        let changed_pixels = frame.changed_pixels(&before);
-        let focus_after = self.windows().focus(app_pid).map_err(classify)?;
+        let focus_after = if fault == WorkerFault::FocusAfterInput {
+            Err(X11Error::InvalidRequest(format!(
+                "{WORKER_FAULT_ENV}: injected focus read failure"
+            )))
+        } else {
+            self.windows().focus(app_pid)
+        };
+        let focus_after = focus_after
+            .map_err(|error| failed(observation::FOCUS, &error))
+            .ok();
         let refocused = Instant::now();
-        let encoded = match png {
-            // Encoded during the quiet wait from identical pixels.
-            Some(png) => self.frame(png, frame.width(), frame.height(), frame.captured_at_ms()),
-            None => self.encode(&frame),
-        }
-        .map_err(classify);
-        self.capturer.recycle(frame);
+        let (settle, frame) = match settled {
+            Some(settled) => {
+                let changed_pixels = settled.frame.changed_pixels(&before);
+                let encoded = if fault == WorkerFault::EncodeAfterInput {
+                    Err(X11Error::InvalidRequest(format!(
+                        "{WORKER_FAULT_ENV}: injected encode failure"
+                    )))
+                } else {
+                    match settled.png {
+                        // Encoded during the quiet wait from identical pixels.
+                        Some(png) => self.frame(
+                            png,
+                            settled.frame.width(),
+                            settled.frame.height(),
+                            settled.frame.captured_at_ms(),
+                        ),
+                        None => self.encode(&settled.frame),
+                    }
+                };
+                self.capturer.recycle(settled.frame);
+                let frame = encoded
+                    .map_err(|error| failed(observation::ENCODE, &error))
+                    .ok();
+                let report = SettleReport {
+                    outcome: settled.outcome,
+                    wait_ms: settled.wait_ms,
+                    changed_pixels,
+                    n_samples: settled.n_samples,
+                    post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
+                };
+                (report, frame)
+            }
+            None => {
+                let report = SettleReport {
+                    outcome: SettleOutcome::Unavailable,
+                    wait_ms: millis(settled_at - input_started).saturating_sub(input_ms),
+                    changed_pixels: 0,
+                    n_samples: 0,
+                    post_action_visual_stable: false,
+                };
+                (report, None)
+            }
+        };
         self.capturer.recycle(before);
-        let frame = encoded?;
         tracing::debug!(
             focus_before_ms = millis(focused - started),
             capture_before_ms = millis(input_started - focused),
             input_ms,
-            settle_ms = millis(settled_at - input_started) - input_ms,
-            wait_ms,
-            compare_and_focus_after_ms = millis(refocused - settled_at),
-            encode_ms = millis(refocused.elapsed()),
+            settle_ms = millis(settled_at - input_started).saturating_sub(input_ms),
+            wait_ms = settle.wait_ms,
+            focus_after_ms = millis(refocused - settled_at),
+            compare_and_encode_ms = millis(refocused.elapsed()),
             total_ms = millis(started.elapsed()),
             "executed action"
         );
@@ -364,15 +425,10 @@ impl X11Session {
             focus_before,
             focus_after,
             released_after,
-            settle: SettleReport {
-                outcome,
-                wait_ms,
-                changed_pixels,
-                n_samples,
-                post_action_visual_stable: outcome == SettleOutcome::Stable,
-            },
+            settle,
             frame,
             input_ms,
+            observation_failures,
         })
     }
 

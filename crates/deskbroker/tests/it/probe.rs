@@ -115,7 +115,10 @@ async fn retried_actions_reach_the_probe_exactly_once() {
         second.idempotent_replay,
         "a retry must replay the cached response"
     );
-    assert_eq!(second.screenshot.sha256, first.screenshot.sha256);
+    assert_eq!(
+        second.screenshot.as_ref().unwrap().sha256,
+        first.screenshot.as_ref().unwrap().sha256
+    );
     // Same id, different content: a conflict, and nothing sent.
     let moved = json!({"type": "click", "x": 322, "y": 234, "button": "right", "intent": "probe right click"});
     let conflict = act(&client, &session, "click-1", 0, moved)
