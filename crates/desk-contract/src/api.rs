@@ -152,6 +152,12 @@ pub struct ResetResponse {
     pub dismissed_overlays: Vec<String>,
     /// Milliseconds the reset took.
     pub elapsed_ms: u64,
+    /// The settle receipt of the handoff frame: `stable` (a handoff that never settles is
+    /// refused with `reset_unstable`), the wait over every settle attempt, the samples taken
+    /// and the pixels changed since the first capture. Absent only in answers cached by a
+    /// broker that predates it.
+    #[serde(default)]
+    pub settle: Option<crate::settle::SettleReport>,
     /// True when this answer replays an earlier identical reset.
     pub idempotent_replay: bool,
     /// The workspace as measured at handoff (sandbox on or off, and its facts); absent for a

@@ -120,8 +120,11 @@ pub enum WorkerFailureKind {
     OutcomeUnknown,
     /// The app's window did not appear in time.
     AppWindowNotFound,
-    /// The app's window could not be observed maximized.
+    /// The app's window could not be observed maximized over the work area (or it is not
+    /// viewable, or iconic).
     AppNotMaximized,
+    /// The handoff's first frame did not settle within its settle waits.
+    HandoffUnstable,
 }
 
 /// A failed answer.

@@ -11,6 +11,7 @@
 //! left held are released after every action.
 
 mod capture;
+mod cover;
 mod error;
 mod fault;
 mod handoff;
@@ -28,6 +29,7 @@ pub use capture::{
 };
 pub use error::X11Error;
 pub use fault::{WORKER_FAULT_ENV, WorkerFault};
+pub use handoff::HANDOFF_SETTLE_ATTEMPTS;
 pub use held::button_name;
 pub use input::button_code;
 pub use keymap::{

@@ -17,6 +17,7 @@ mod librecad;
 mod load;
 mod perf;
 mod probe;
+mod reset_handoff;
 mod sandbox;
 mod strict;
 mod support;

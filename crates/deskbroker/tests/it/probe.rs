@@ -86,6 +86,12 @@ pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
         "probe window must be maximized at handoff"
     );
     assert!(reset.screenshot.app_maximized);
+    let settle = reset
+        .settle
+        .expect("the reset answer carries the handoff's settle receipt");
+    assert_eq!(settle.outcome, desk_contract::SettleOutcome::Stable);
+    assert!(settle.post_action_visual_stable);
+    assert!(settle.n_samples > 0 && settle.wait_ms > 0, "{settle:?}");
     lease.session_id
 }
 
