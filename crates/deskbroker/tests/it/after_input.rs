@@ -149,3 +149,36 @@ async fn a_failed_focus_read_after_input_is_named_and_the_frame_returned() {
     );
     client.release(&session).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_encode_after_input_keeps_the_settle_result_without_a_frame() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let fault = [(WORKER_FAULT_ENV, "encode_after_input".to_string())];
+    let broker = Broker::start_env(root.path(), &log, &fault);
+    let client = broker.client();
+    let session = leased_probe(&broker, "encode-fault").await;
+
+    let first = act(&client, &session, "click-1", 0, click(270, 333))
+        .await
+        .expect("a failed encode after input is no action failure");
+    assert_eq!(first.receipt.observation_failures, vec!["encode"]);
+    assert!(first.screenshot.is_none());
+    // The settle wait itself succeeded; only its frame could not be encoded.
+    assert_ne!(
+        first.receipt.settle.outcome,
+        desk_contract::SettleOutcome::Unavailable
+    );
+    assert_eq!(first.receipt.pointer_on_target, Some(true));
+    assert_eq!(presses_after(&log, (270, 333)).get(&(270, 333)), Some(&1));
+
+    let second = act(&client, &session, "click-2", 1, click(90, 90))
+        .await
+        .unwrap();
+    assert!(second.receipt.observation_failures.is_empty());
+    assert!(second.screenshot.is_some());
+    client.release(&session).await.unwrap();
+}
