@@ -11,11 +11,12 @@ use serde::{Deserialize, Serialize};
 use x11rb::connection::Connection;
 use x11rb::protocol::Event;
 use x11rb::protocol::xproto::{
-    AtomEnum, ChangeWindowAttributesAux, ConnectionExt as _, CreateWindowAux, EventMask, Mapping,
-    PropMode, WindowClass,
+    AtomEnum, ConnectionExt as _, CreateWindowAux, EventMask, Mapping, PropMode, WindowClass,
 };
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
+
+mod unruly;
 
 /// The probe's background color as (r, g, b).
 pub const PROBE_RGB: (u8, u8, u8) = (0x33, 0x66, 0xcc);
@@ -72,11 +73,9 @@ pub struct ProbeOptions {
     pub close_on_keysym: Option<u32>,
     /// Initial size.
     pub size: (u16, u16),
-    /// When set, the largest size the window accepts (`WM_NORMAL_HINTS` maximum): a window
-    /// manager keeps it below a covering size even when maximized.
+    /// The largest size the window accepts (`WM_NORMAL_HINTS`): it can never cover a screen.
     pub max_size: Option<(u16, u16)>,
-    /// When set, the window repaints itself in alternating colors at this interval forever: a
-    /// screen that never settles.
+    /// Repaint in alternating colors every this many ms, forever: a screen that never settles.
     pub repaint_ms: Option<u64>,
 }
 
@@ -187,32 +186,9 @@ pub fn run(
         .create(true)
         .append(true)
         .open(out)?;
-    let mut repainted = (std::time::Instant::now(), false);
+    let mut flicker = (std::time::Instant::now(), false);
     loop {
-        let event = match options.repaint_ms {
-            None => conn.wait_for_event()?,
-            Some(interval) => match conn.poll_for_event()? {
-                Some(event) => event,
-                None => {
-                    if repainted.0.elapsed() >= std::time::Duration::from_millis(interval) {
-                        repainted = (std::time::Instant::now(), !repainted.1);
-                        let pixel = if repainted.1 {
-                            0x00cc_6633
-                        } else {
-                            probe_pixel()
-                        };
-                        conn.change_window_attributes(
-                            window,
-                            &ChangeWindowAttributesAux::new().background_pixel(pixel),
-                        )?;
-                        conn.clear_area(false, window, 0, 0, 0, 0)?;
-                        conn.flush()?;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    continue;
-                }
-            },
-        };
+        let event = unruly::next_event(&conn, window, options.repaint_ms, &mut flicker)?;
         let record = match event {
             Event::MappingNotify(notify) if notify.request == Mapping::KEYBOARD => {
                 keyboard = KeyboardMap::load(&conn);
@@ -289,7 +265,7 @@ pub fn open_window(
     let (conn, screen_idx) = RustConnection::connect(Some(display))?;
     let screen = &conn.setup().roots[screen_idx];
     let window = conn.generate_id()?;
-    let pixel = probe_pixel();
+    let pixel = unruly::probe_pixel();
     let mask = EventMask::KEY_PRESS
         | EventMask::KEY_RELEASE
         | EventMask::BUTTON_PRESS
@@ -349,28 +325,9 @@ pub fn open_window(
         AtomEnum::CARDINAL,
         &[std::process::id()],
     )?;
-    if let Some((width, height)) = options.max_size {
-        // WM_SIZE_HINTS: flags (PMaxSize), 4 pad, min w/h, max w/h, then unused fields.
-        let mut hints = [0u32; 18];
-        hints[0] = 1 << 5;
-        hints[7] = u32::from(width);
-        hints[8] = u32::from(height);
-        conn.change_property32(
-            PropMode::REPLACE,
-            window,
-            AtomEnum::WM_NORMAL_HINTS,
-            AtomEnum::WM_SIZE_HINTS,
-            &hints,
-        )?;
-    }
+    unruly::limit_size(&conn, window, options.max_size)?;
     map_until_managed(&conn, window)?;
     Ok((conn, window))
-}
-
-/// The probe's background as an X pixel.
-fn probe_pixel() -> u32 {
-    let (r, g, b) = PROBE_RGB;
-    (u32::from(r) << 16) | (u32::from(g) << 8) | u32::from(b)
 }
 
 /// Maps `window` and, when a window manager is running, maps it again until the manager

@@ -13,6 +13,7 @@
 mod capture;
 mod cover;
 mod error;
+mod execute;
 mod fault;
 mod handoff;
 mod held;
