@@ -54,9 +54,9 @@ class Broker:
         return [json.loads(line) for line in self.probe_log.read_text().splitlines() if line]
 
 
-def start_broker(root: Path, default_profile: str = "probe",
-                 display: str = "1280x800") -> Broker:
-    require_xvfb()
+def write_probe_profile(root: Path) -> tuple[Path, Path]:
+    """Writes profile `probe` under ROOT/profiles, recording to ROOT/probe.ndjson: answers both
+    paths. A broker offering it needs `DESKBROKER_SANDBOX_WRITABLE` set to the recording."""
     profiles = root / "profiles"
     profiles.mkdir(parents=True, exist_ok=True)
     probe_log = root / "probe.ndjson"
@@ -77,6 +77,13 @@ timeout_ms = 30000
     os.chmod(root, 0o711)
     probe_log.touch()
     os.chmod(probe_log, 0o666)
+    return profiles, probe_log
+
+
+def start_broker(root: Path, default_profile: str = "probe",
+                 display: str = "1280x800") -> Broker:
+    require_xvfb()
+    profiles, probe_log = write_probe_profile(root)
     socket = root / "broker.sock"
     log = open(root / "broker.log", "wb")
     process = subprocess.Popen(

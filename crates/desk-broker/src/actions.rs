@@ -12,8 +12,6 @@
 //! Every durable record of an accepted action (journal, evidence, frame, event logs) is written
 //! by the [`Ledger`](crate::ledger), in one fixed order with one fail-closed path.
 
-use std::path::Path;
-
 use desk_contract::api::{ActionRequest, ActionResponse, Receipt, SettleReceipt};
 use desk_contract::desktop::{ActionOutcome, SandboxMode};
 use desk_contract::settle::SettleReport;
@@ -110,7 +108,8 @@ impl Inner {
     /// logs could not be written after the input reached the desktop. A missing one puts the
     /// session in `error` (its files are gone) and refuses the action with nothing sent.
     fn check_session_dir(&self, session: &SessionRow) -> Result<(), BrokerError> {
-        let dir = Path::new(&session.session_dir);
+        let session_dir = session.dir();
+        let dir = session_dir.path();
         match std::fs::metadata(dir) {
             Ok(metadata) if metadata.is_dir() => Ok(()),
             found => {
@@ -167,7 +166,7 @@ impl Inner {
                 if let Some(screenshot) = response.screenshot.as_mut()
                     && screenshot.png_base64.is_empty()
                 {
-                    frames::load(Path::new(&session.session_dir), screenshot)?;
+                    frames::load(&session.dir(), screenshot)?;
                 }
                 response.idempotent_replay = true;
                 Ok(Some(response))

@@ -33,33 +33,14 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use desk_contract::api::{LeaseToken, SessionState};
-use desk_evidence::VerifyingKey;
 use subtle::ConstantTimeEq;
 
 use crate::broker::{Broker, Inner};
+use crate::config::AuthConfig;
 use crate::credential::{self, Scope};
 use crate::error::BrokerError;
 use crate::store::SessionRow;
 use crate::util::{now_ms, sha256_hex};
-
-/// Who may call the broker. Part of [`crate::BrokerConfig`].
-#[derive(Debug, Clone)]
-pub struct AuthConfig {
-    /// Unix-socket peers with one of these uids are admitted. Default: the broker's own euid.
-    pub allowed_uids: Vec<u32>,
-    /// Verifies orchestration credentials presented over TCP; `None` admits TCP clients to the
-    /// lease and metrics routes only with a verified client certificate.
-    pub orchestrator_key: Option<VerifyingKey>,
-}
-
-impl Default for AuthConfig {
-    fn default() -> AuthConfig {
-        AuthConfig {
-            allowed_uids: vec![nix::unistd::geteuid().as_raw()],
-            orchestrator_key: None,
-        }
-    }
-}
 
 /// The identity of a connection's peer, established by the listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,6 @@
 //! never takes the daemon down.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use desk_contract::api::{Screenshot, SessionState};
@@ -20,8 +19,11 @@ use desk_contract::desktop::Frame;
 use desk_contract::{DisplaySize, ErrorCode, b64};
 use desk_desktop::{BackendError, DesktopBackend};
 
-use crate::config::{BackendFactory, BackendRequest, BrokerConfig};
+use desk_desktop::{BackendFactory, BackendRequest, SessionDir};
+
+use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::evidence::{Evidence, Journals};
 use crate::journal::recovered_message;
 use crate::session::Failure;
 use crate::store::{SessionRow, Store};
@@ -69,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) observability: crate::metrics::Observability,
     /// The per-session queues operations wait in before they take a session's lock.
     pub(crate) admission: Arc<crate::admission::Admission>,
+    /// The signing key and the open evidence journals.
+    journals: Journals,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -98,12 +102,18 @@ impl Broker {
     ///
     /// Blocking.
     pub fn open(config: BrokerConfig, factory: impl BackendFactory) -> Result<Broker, BrokerError> {
-        let sessions_dir = config.state_dir.join("sessions");
+        let layout = config.layout();
+        let sessions_dir = layout.sessions();
         crate::private::ensure_private_dir(&config.state_dir, crate::private::DirUse::State)?;
         crate::private::ensure_private_dir(&sessions_dir, crate::private::DirUse::State)?;
         crate::fault::survive_file_size_limit();
-        let store = Store::open(&config.state_dir.join("broker.sqlite3"))?;
-        crate::evidence::load_key(&config)?;
+        let store = Store::open(&layout.database())?;
+        let journals = Journals::default();
+        let evidence = Evidence {
+            config: &config,
+            journals: &journals,
+        };
+        crate::evidence::load_key(evidence)?;
         let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
@@ -112,18 +122,15 @@ impl Broker {
                 "{}",
                 recovered_message(action_index)
             );
-            crate::evidence::action_in_doubt(&config, &store, &session_id, action_index);
+            crate::evidence::action_in_doubt(evidence, &store, &session_id, action_index);
             in_doubt.insert(session_id);
         }
         let mut slots = HashMap::new();
         let unreleased = store.unreleased_sessions()?;
-        let known: HashSet<PathBuf> = unreleased
-            .iter()
-            .map(|session| PathBuf::from(&session.session_dir))
-            .collect();
+        let known: HashSet<SessionDir> = unreleased.iter().map(SessionRow::dir).collect();
         reap_unknown_desktops(&sessions_dir, &known, &factory);
         for mut session in unreleased {
-            let session_dir = PathBuf::from(&session.session_dir);
+            let session_dir = session.dir();
             let adoptable = !in_doubt.contains(&session.id)
                 && matches!(
                     session.state(),
@@ -177,6 +184,7 @@ impl Broker {
             lease_lock: Mutex::new(()),
             observability: crate::metrics::Observability::new(),
             admission: Arc::default(),
+            journals,
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -330,6 +338,14 @@ impl Inner {
             .check_live(&session.id, session.expires_at_ms, now_ms(), operation)
     }
 
+    /// The evidence hooks' view of this broker.
+    pub(crate) fn evidence(&self) -> Evidence<'_> {
+        Evidence {
+            config: &self.config,
+            journals: &self.journals,
+        }
+    }
+
     /// Extends the lease from now.
     pub(crate) fn renew(&self, session: &mut SessionRow) {
         let ttl_ms = u64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(u64::MAX);
@@ -340,8 +356,8 @@ impl Inner {
             .expires_at_ms
             .saturating_add(grace_ms)
             .div_ceil(1000);
-        let session_dir = std::path::Path::new(&session.session_dir);
-        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(session_dir, deadline_secs) {
+        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(&session.dir(), deadline_secs)
+        {
             tracing::warn!(session_id = session.id, %error, "failed to record the desktop's lease deadline");
         }
     }
@@ -369,7 +385,7 @@ impl Inner {
 /// written): nothing could ever release those desktops otherwise.
 fn reap_unknown_desktops(
     sessions_dir: &std::path::Path,
-    known: &HashSet<PathBuf>,
+    known: &HashSet<SessionDir>,
     factory: &impl BackendFactory,
 ) {
     let entries = match std::fs::read_dir(sessions_dir) {
@@ -380,12 +396,12 @@ fn reap_unknown_desktops(
         }
     };
     for entry in entries.flatten() {
-        let dir = entry.path();
+        let dir = SessionDir::at(entry.path());
         if !entry.file_type().is_ok_and(|kind| kind.is_dir()) || known.contains(&dir) {
             continue;
         }
         let n_reaped = factory.reap_orphans(&dir);
-        tracing::warn!(dir = %dir.display(), n_reaped, "reaped a desktop unknown to the journal");
+        tracing::warn!(dir = %dir.path().display(), n_reaped, "reaped a desktop unknown to the journal");
     }
 }
 

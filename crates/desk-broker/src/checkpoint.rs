@@ -47,11 +47,9 @@ fn method_name(method: SaveMethod) -> &'static str {
 fn checkpoint_copy_path(session: &SessionRow, attempt_path: &Path) -> PathBuf {
     let file_name = attempt_path
         .file_name()
-        .map(PathBuf::from)
+        .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "attempt".into());
-    Path::new(&session.session_dir)
-        .join("checkpoint")
-        .join(file_name)
+    session.dir().checkpoint_file(&file_name)
 }
 
 impl Inner {
@@ -75,7 +73,7 @@ impl Inner {
             .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
         let saved = SavedFile::read(&attempt_path)?;
         // An artifact that last changed before the last input is not proof of the last edit.
-        let last_input_ms = EventLogs::new(Path::new(&session.session_dir)).last_edit_input_ms()?;
+        let last_input_ms = EventLogs::new(&session.dir()).last_edit_input_ms()?;
         let stale = last_input_ms
             .is_some_and(|input_ms| saved.modified_ms.saturating_add(MTIME_SLACK_MS) < input_ms);
         if !stale
@@ -157,7 +155,7 @@ impl Inner {
                     previous_frame_ms: session.last_frame_ms.unwrap_or(handoff_ms),
                 }
             });
-            EventLogs::new(Path::new(&session.session_dir)).append(
+            EventLogs::new(&session.dir()).append(
                 &outcome,
                 Origin::Checkpoint,
                 session.next_action_index().checked_sub(1),
@@ -185,7 +183,13 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::checkpoint(self, &session, &file_name, &bytes, method_name(method))?;
+        evidence::checkpoint(
+            self.evidence(),
+            &session,
+            &file_name,
+            &bytes,
+            method_name(method),
+        )?;
         session.checkpoint_sha = Some(sha256.clone());
         session.checkpoint_size = Some(size);
         session.checkpoint_method = Some(method_name(method).to_string());
@@ -231,7 +235,7 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::artifact(self, &session, &filename, &sha256, size)?;
+        evidence::artifact(self.evidence(), &session, &filename, &sha256, size)?;
         Ok(ArtifactResponse {
             filename,
             bytes_base64: b64::encode(&bytes),
@@ -246,7 +250,7 @@ impl Inner {
         let _runtime = slot.lock();
         let session = self.load(session_id)?;
         self.check_live(&session, "retrieve_events")?;
-        let logs = EventLogs::new(Path::new(&session.session_dir));
+        let logs = EventLogs::new(&session.dir());
         if frame_aligned {
             logs.read_frame_events()
         } else {

@@ -1,77 +1,15 @@
-//! Broker configuration and the [`BackendFactory`] through which the binary injects desktops.
+//! Broker configuration: settings only. Desktops come from a
+//! [`desk_desktop::BackendFactory`] given to [`crate::Broker::open`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use desk_contract::desktop::SandboxMode;
 use desk_contract::{DisplaySize, SettlePolicy};
-use desk_desktop::{BackendError, DesktopBackend, ProfileSet};
+use desk_desktop::{ProfileSet, StateDir};
+use desk_evidence::VerifyingKey;
 
-use crate::auth::AuthConfig;
-use crate::evidence::EvidenceConfig;
 use crate::fault::FaultHook;
-
-/// What a factory needs to create one session's desktop.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendRequest {
-    /// The session the desktop belongs to.
-    pub session_id: String,
-    /// `<state_dir>/sessions/<id>`; exists when the factory is called.
-    pub session_dir: PathBuf,
-    /// The display size to create.
-    pub display: DisplaySize,
-    /// The app profile's read-only paths, shown inside the desktop's sandbox.
-    pub read_only: Vec<PathBuf>,
-}
-
-/// Creates one desktop per session, on the session's first reset, and adopts surviving desktops
-/// when a broker restarts. Called on a blocking thread, so it may launch processes and wait for
-/// them.
-pub trait BackendFactory: Send + Sync + 'static {
-    /// Creates the desktop for `request`.
-    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError>;
-
-    /// Adopts the desktop a previous broker run left running for `request`'s session, so the
-    /// session continues across a broker restart (crash or upgrade). Called by
-    /// [`crate::Broker::open`] for every unreleased session that had no action in flight.
-    ///
-    /// `Ok(None)`: no desktop was ever created for the session. `Err`: one existed but cannot be
-    /// adopted (a process died, the worker does not answer, the display differs); the broker then
-    /// reaps it with [`BackendFactory::reap_orphans`] and the session fails with
-    /// `desktop_failed`. Must not kill anything itself. The default adopts nothing.
-    fn reattach(
-        &self,
-        _request: &BackendRequest,
-    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
-        Ok(None)
-    }
-
-    /// Whether this factory can create a desktop on this machine at all, asked before a new
-    /// lease is granted (a sandboxing factory checks that the kernel allows its sandbox:
-    /// [`BackendError::SandboxUnavailable`] otherwise). Called on a blocking thread. The
-    /// default can always create.
-    fn check_available(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    /// Kills whatever a previous broker run left running for the session whose directory is
-    /// `session_dir` (its desktop was not reattached). Returns how many processes were found.
-    /// Called at startup for every unreleased session that is not reattached and for every
-    /// session directory the store does not know as unreleased, and on release when the
-    /// session has no live desktop. The default finds nothing.
-    fn reap_orphans(&self, _session_dir: &Path) -> usize {
-        0
-    }
-}
-
-impl<F> BackendFactory for F
-where
-    F: Fn(&BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> + Send + Sync + 'static,
-{
-    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
-        self(request)
-    }
-}
 
 /// The default of [`BrokerConfig::session_queue`].
 pub const DEFAULT_SESSION_QUEUE: usize = 32;
@@ -114,6 +52,11 @@ pub struct BrokerConfig {
 }
 
 impl BrokerConfig {
+    /// The layout of [`BrokerConfig::state_dir`].
+    pub fn layout(&self) -> StateDir {
+        StateDir::new(&self.state_dir)
+    }
+
     /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, 32 requests waiting
     /// per session, default profile `librecad`, default settle policy, fault hook from
     /// `DESKBROKER_FAULT`.
@@ -135,4 +78,31 @@ impl BrokerConfig {
             sandbox: SandboxMode::On,
         }
     }
+}
+
+/// Who may call the broker. Part of [`crate::BrokerConfig`].
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// Unix-socket peers with one of these uids are admitted. Default: the broker's own euid.
+    pub allowed_uids: Vec<u32>,
+    /// Verifies orchestration credentials presented over TCP; `None` admits TCP clients to the
+    /// lease and metrics routes only with a verified client certificate.
+    pub orchestrator_key: Option<VerifyingKey>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> AuthConfig {
+        AuthConfig {
+            allowed_uids: vec![nix::unistd::geteuid().as_raw()],
+            orchestrator_key: None,
+        }
+    }
+}
+
+/// Which key signs the evidence. Part of [`BrokerConfig`].
+#[derive(Debug, Clone, Default)]
+pub struct EvidenceConfig {
+    /// The Ed25519 signing key (PKCS#8 PEM, or a base64 32-byte seed). `None`: use
+    /// `<state_dir>/evidence/signing.key`, created with mode 0600 on first start.
+    pub signing_key: Option<PathBuf>,
 }

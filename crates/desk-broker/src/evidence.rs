@@ -1,7 +1,7 @@
 //! Signed, hash-chained evidence per session (issue 3), written with `desk-evidence`.
 //!
 //! Layout: `<state_dir>/evidence/signing.key` (0600) and `evidence.pub` (the broker's Ed25519
-//! key pair, created on first start unless [`EvidenceConfig::signing_key`] names a key), and per
+//! key pair, created on first start unless [`crate::EvidenceConfig::signing_key`] names a key), and per
 //! session `<state_dir>/evidence/<session_id>/` holding `evidence.ndjson` (the journal),
 //! `frames/<sequence>.png` (reset and screenshot frames), `artifact/<name>` (the last
 //! checkpointed bytes) and, from release on, copies of `events.json` and `frame_events.json`.
@@ -14,8 +14,9 @@
 //! evicts the session's cached writer, so the next operation reopens (and re-verifies) the
 //! journal from disk or is refused too.
 //!
-//! The in-memory state (the loaded key and one open writer per session) lives behind an `Arc` in
-//! [`EvidenceConfig`]; cloning a config yields the same settings with fresh state.
+//! The in-memory state (the loaded key and one open writer per session) is [`Journals`], held
+//! by the broker beside its settings; every hook takes an [`Evidence`] (settings + journals), so
+//! this module depends on no broker internals.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use desk_contract::api::ActionRequest;
+use desk_desktop::{SessionDir, StateDir};
 use desk_evidence::record::{
     ActionAccepted, ActionReceipt, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot,
     SessionReleased, SessionStarted,
@@ -35,15 +37,12 @@ use desk_evidence::{
 };
 use sha2::{Digest as _, Sha256};
 
-use crate::broker::Inner;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use crate::store::SessionRow;
 use crate::util::now_ms;
 
-/// Directory below the state directory that holds keys and per-session evidence.
-pub(crate) const EVIDENCE_DIR: &str = "evidence";
 /// Default signing key file name inside `<state_dir>/evidence`.
 pub const SIGNING_KEY_FILE: &str = "signing.key";
 /// Public key file name inside `<state_dir>/evidence`; what `evidence verify --key` takes.
@@ -52,37 +51,18 @@ pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
 const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
 const STAGING_DIR: &str = "staging";
 
-/// Where evidence is kept and which key signs it. Part of [`crate::BrokerConfig`].
+/// One broker's loaded signing key and open journals (held by the broker, not its settings).
 #[derive(Default)]
-pub struct EvidenceConfig {
-    /// The Ed25519 signing key (PKCS#8 PEM, or a base64 32-byte seed). `None`: use
-    /// `<state_dir>/evidence/signing.key`, created with mode 0600 on first start.
-    pub signing_key: Option<PathBuf>,
-    runtime: Arc<Runtime>,
-}
-
-impl Clone for EvidenceConfig {
-    fn clone(&self) -> Self {
-        EvidenceConfig {
-            signing_key: self.signing_key.clone(),
-            runtime: Arc::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for EvidenceConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EvidenceConfig")
-            .field("signing_key", &self.signing_key)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The loaded key and the open journals.
-#[derive(Default)]
-struct Runtime {
+pub(crate) struct Journals {
     key: Mutex<Option<SigningKey>>,
-    journals: Mutex<HashMap<String, Arc<Mutex<SessionJournal>>>>,
+    open: Mutex<HashMap<String, Arc<Mutex<SessionJournal>>>>,
+}
+
+/// What every evidence hook needs: the broker's settings and its journals.
+#[derive(Clone, Copy)]
+pub(crate) struct Evidence<'a> {
+    pub(crate) config: &'a BrokerConfig,
+    pub(crate) journals: &'a Journals,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,7 +74,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// `<state_dir>/evidence`.
 pub(crate) fn evidence_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join(EVIDENCE_DIR)
+    StateDir::new(state_dir).evidence()
 }
 
 /// `<state_dir>/evidence/evidence.pub`, the public key of the broker's evidence.
@@ -114,7 +94,7 @@ fn session_evidence_dir(state_dir: &Path, session_id: &str) -> Result<PathBuf, E
             reason: format!("{session_id:?} is not a session id"),
         });
     }
-    Ok(evidence_dir(state_dir).join(session_id))
+    Ok(StateDir::new(state_dir).session_evidence(session_id))
 }
 
 fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError {
@@ -179,8 +159,9 @@ fn load_or_create_key(
 }
 
 /// The broker's signing key, loaded once per broker.
-fn signing_key(config: &BrokerConfig) -> Result<SigningKey, EvidenceError> {
-    let mut cached = lock(&config.evidence.runtime.key);
+fn signing_key(evidence: Evidence<'_>) -> Result<SigningKey, EvidenceError> {
+    let config = evidence.config;
+    let mut cached = lock(&evidence.journals.key);
     if let Some(key) = cached.as_ref() {
         return Ok(key.clone());
     }
@@ -191,8 +172,8 @@ fn signing_key(config: &BrokerConfig) -> Result<SigningKey, EvidenceError> {
 
 /// Loads (or on first start creates) the signing key and publishes `evidence.pub`, so a broker
 /// with an unusable key refuses to start instead of refusing every lease.
-pub(crate) fn load_key(config: &BrokerConfig) -> Result<(), BrokerError> {
-    signing_key(config)
+pub(crate) fn load_key(evidence: Evidence<'_>) -> Result<(), BrokerError> {
+    signing_key(evidence)
         .map(|_| ())
         .map_err(|source| BrokerError::Evidence {
             operation: "open the broker",
@@ -241,7 +222,7 @@ impl LogHasher {
 struct SessionJournal {
     writer: EvidenceWriter,
     directory: PathBuf,
-    session_dir: PathBuf,
+    session_dir: SessionDir,
     events: LogHasher,
     frame_events: LogHasher,
     // Invariant: mirror the journal's chain state (open actions, count, released).
@@ -275,10 +256,10 @@ impl SessionJournal {
     }
 
     fn log_digests(&mut self) -> Result<(LogDigest, LogDigest), EvidenceError> {
-        let events = self.events.digest(&self.session_dir.join(EVENTS_FILE))?;
+        let events = self.events.digest(&self.session_dir.events_file())?;
         let frame_events = self
             .frame_events
-            .digest(&self.session_dir.join(FRAME_EVENTS_FILE))?;
+            .digest(&self.session_dir.frame_events_file())?;
         Ok((events, frame_events))
     }
 
@@ -346,10 +327,11 @@ fn started_body(config: &BrokerConfig, session: &SessionRow, key: &SigningKey) -
 
 /// Opens the session's journal from disk, or creates it with its `session_started` record.
 fn open_journal(
-    config: &BrokerConfig,
+    evidence: Evidence<'_>,
     session: &SessionRow,
 ) -> Result<SessionJournal, EvidenceError> {
-    let key = signing_key(config)?;
+    let config = evidence.config;
+    let key = signing_key(evidence)?;
     let directory = session_evidence_dir(&config.state_dir, &session.id)?;
     create_private_dir(&directory)?;
     let path = directory.join(JOURNAL_FILE);
@@ -361,7 +343,7 @@ fn open_journal(
     let make = |writer| SessionJournal {
         writer,
         directory: directory.clone(),
-        session_dir: PathBuf::from(&session.session_dir),
+        session_dir: session.dir(),
         events: LogHasher::default(),
         frame_events: LogHasher::default(),
         open_actions: BTreeSet::new(),
@@ -391,19 +373,19 @@ fn open_journal(
 
 /// Runs `write` on the session's journal under its lock. A failure evicts the cached writer.
 fn with_journal<R>(
-    config: &BrokerConfig,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     operation: &'static str,
     write: impl FnOnce(&mut SessionJournal) -> Result<R, EvidenceError>,
 ) -> Result<R, BrokerError> {
-    let journals = &config.evidence.runtime.journals;
+    let journals = &evidence.journals.open;
     let entry = {
         let cached = lock(journals).get(&session.id).cloned();
         match cached {
             Some(entry) => entry,
             None => {
                 let opened =
-                    open_journal(config, session).map_err(|source| BrokerError::Evidence {
+                    open_journal(evidence, session).map_err(|source| BrokerError::Evidence {
                         operation,
                         source: Box::new(source),
                     })?;
@@ -424,14 +406,17 @@ fn with_journal<R>(
 }
 
 /// A lease was granted: the session's evidence journal starts with `session_started`.
-pub(crate) fn session_started(inner: &Inner, session: &SessionRow) -> Result<(), BrokerError> {
-    with_journal(&inner.config, session, "lease_session", |_| Ok(()))
+pub(crate) fn session_started(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+) -> Result<(), BrokerError> {
+    with_journal(evidence, session, "lease_session", |_| Ok(()))
 }
 
 /// `action_accepted`, before any input of the action is sent. An accepted action left open by a
 /// refused attempt at the same index (its input was never sent) is first withdrawn.
 pub(crate) fn action_accepted(
-    inner: &Inner,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     index: u64,
     request: &ActionRequest,
@@ -444,7 +429,7 @@ pub(crate) fn action_accepted(
             operation: "execute_action",
             source: Box::new(source),
         })?;
-    with_journal(&inner.config, session, "execute_action", |journal| {
+    with_journal(evidence, session, "execute_action", |journal| {
         if journal.open_actions.last() == Some(&index) {
             journal.receipt(index, NOT_INJECTED, Some("internal"), None)?;
         }
@@ -478,39 +463,34 @@ pub(crate) enum ActionEnd<'a> {
 
 /// `action_receipt`: closes an accepted action, recording the input logs as of now.
 pub(crate) fn action_receipt(
-    inner: &Inner,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     index: u64,
     end: ActionEnd<'_>,
 ) -> Result<(), BrokerError> {
-    with_journal(
-        &inner.config,
-        session,
-        "execute_action",
-        |journal| match end {
-            ActionEnd::Delivered {
-                settle_outcome,
-                screenshot_sha256,
-            } => journal.receipt(index, settle_outcome, None, screenshot_sha256),
-            ActionEnd::InDoubt => {
-                journal.receipt(index, "in_doubt", Some("input_outcome_unknown"), None)
-            }
-            ActionEnd::NotInjected { error_code } => {
-                journal.receipt(index, NOT_INJECTED, Some(error_code), None)
-            }
-        },
-    )
+    with_journal(evidence, session, "execute_action", |journal| match end {
+        ActionEnd::Delivered {
+            settle_outcome,
+            screenshot_sha256,
+        } => journal.receipt(index, settle_outcome, None, screenshot_sha256),
+        ActionEnd::InDoubt => {
+            journal.receipt(index, "in_doubt", Some("input_outcome_unknown"), None)
+        }
+        ActionEnd::NotInjected { error_code } => {
+            journal.receipt(index, NOT_INJECTED, Some(error_code), None)
+        }
+    })
 }
 
 /// `screenshot`: the frame handed out by a reset or a screenshot, stored as
 /// `frames/<sequence>.png` before its record is written.
 pub(crate) fn screenshot(
-    inner: &Inner,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     sequence: u64,
     png: &[u8],
 ) -> Result<(), BrokerError> {
-    with_journal(&inner.config, session, "screenshot", |journal| {
+    with_journal(evidence, session, "screenshot", |journal| {
         let name = format!("{sequence}.png");
         let staged = journal.stage(&name, png)?;
         journal.commit_staged(&staged, desk_evidence::bundle::FRAMES_DIR, &name)?;
@@ -525,13 +505,13 @@ pub(crate) fn screenshot(
 /// `checkpoint`: the checkpointed bytes, kept as `artifact/<file_name>` (staged before the
 /// record, renamed into place after it).
 pub(crate) fn checkpoint(
-    inner: &Inner,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     file_name: &str,
     bytes: &[u8],
     method: &str,
 ) -> Result<(), BrokerError> {
-    with_journal(&inner.config, session, "checkpoint", |journal| {
+    with_journal(evidence, session, "checkpoint", |journal| {
         let staged = journal.stage(file_name, bytes)?;
         journal.append(RecordBody::Checkpoint(Checkpoint {
             file_name: file_name.to_string(),
@@ -545,13 +525,13 @@ pub(crate) fn checkpoint(
 
 /// `artifact`: the checkpointed bytes were handed out.
 pub(crate) fn artifact(
-    inner: &Inner,
+    evidence: Evidence<'_>,
     session: &SessionRow,
     name: &str,
     sha256: &str,
     size: u64,
 ) -> Result<(), BrokerError> {
-    with_journal(&inner.config, session, "retrieve_artifact", |journal| {
+    with_journal(evidence, session, "retrieve_artifact", |journal| {
         journal.append(RecordBody::Artifact(Artifact {
             name: name.to_string(),
             sha256: sha256.to_string(),
@@ -572,14 +552,20 @@ fn release_reason(session: &SessionRow) -> String {
 /// into the evidence directory and writes `session_released` over exactly those bytes. A
 /// failure is logged, never returned: release must still clean up, and the journal then simply
 /// stays open (a bundle shows `released: false`).
-pub(crate) fn session_released(inner: &Inner, session: &SessionRow) -> Result<(), BrokerError> {
-    let released = with_journal(&inner.config, session, "release_session", |journal| {
+pub(crate) fn session_released(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+) -> Result<(), BrokerError> {
+    let released = with_journal(evidence, session, "release_session", |journal| {
         if journal.released {
             return Ok(());
         }
         let mut digests = Vec::new();
-        for log_name in [EVENTS_FILE, FRAME_EVENTS_FILE] {
-            let source = journal.session_dir.join(log_name);
+        let logs = [
+            (EVENTS_FILE, journal.session_dir.events_file()),
+            (FRAME_EVENTS_FILE, journal.session_dir.frame_events_file()),
+        ];
+        for (log_name, source) in logs {
             let bytes = match std::fs::read(&source) {
                 Ok(bytes) => bytes,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -599,7 +585,7 @@ pub(crate) fn session_released(inner: &Inner, session: &SessionRow) -> Result<()
             frame_events,
         }))
     });
-    lock(&inner.config.evidence.runtime.journals).remove(&session.id);
+    lock(&evidence.journals.open).remove(&session.id);
     if let Err(error) = released {
         tracing::error!(
             session_id = session.id,
@@ -625,7 +611,7 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 /// have reached the desktop. Closes it with an `in_doubt` receipt if the journal still has it
 /// open. Failures are logged; the action fails closed either way.
 pub(crate) fn action_in_doubt(
-    config: &BrokerConfig,
+    evidence: Evidence<'_>,
     store: &crate::store::Store,
     session_id: &str,
     action_index: u64,
@@ -639,7 +625,7 @@ pub(crate) fn action_in_doubt(
         }
     };
     let session = &session;
-    let result = with_journal(config, session, "recover_pending", |journal| {
+    let result = with_journal(evidence, session, "recover_pending", |journal| {
         if journal.released || !journal.open_actions.contains(&action_index) {
             return Ok(false);
         }
@@ -682,14 +668,10 @@ pub(crate) fn export_inputs(
             reason: format!("session {session_id} has no evidence journal"),
         });
     }
-    let session_dir = state_dir.join("sessions").join(session_id);
-    let log = |name: &str| {
+    let session_dir = StateDir::new(state_dir).session(session_id);
+    let log = |name: &str, live: PathBuf| {
         let kept = directory.join(name);
-        if kept.is_file() {
-            kept
-        } else {
-            session_dir.join(name)
-        }
+        if kept.is_file() { kept } else { live }
     };
     let artifact_dir = directory.join(desk_evidence::bundle::ARTIFACT_DIR);
     let mut artifacts = Vec::new();
@@ -702,8 +684,8 @@ pub(crate) fn export_inputs(
     let frames_dir = directory.join(desk_evidence::bundle::FRAMES_DIR);
     Ok(ExportInputs {
         journal,
-        events: log(EVENTS_FILE),
-        frame_events: log(FRAME_EVENTS_FILE),
+        events: log(EVENTS_FILE, session_dir.events_file()),
+        frame_events: log(FRAME_EVENTS_FILE, session_dir.frame_events_file()),
         artifacts,
         frames_dir: frames_dir.is_dir().then_some(frames_dir),
     })

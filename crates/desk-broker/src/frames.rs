@@ -7,27 +7,20 @@
 //! outlives the process) but may not survive a power loss, in which case a replay fails with
 //! `internal` and still injects nothing.
 
-use std::path::{Path, PathBuf};
-
 use desk_contract::api::Screenshot;
 use desk_contract::b64;
+use desk_desktop::SessionDir;
 
 use crate::error::BrokerError;
 use crate::util::sha256_hex;
 
-fn frame_path(session_dir: &Path, sequence: u64) -> PathBuf {
-    session_dir
-        .join("frames")
-        .join(format!("{sequence:08}.png"))
-}
-
 /// Writes the PNG of `screenshot` (base64 in the response) as the frame file of its sequence.
 pub(crate) fn store(
-    session_dir: &Path,
+    session_dir: &SessionDir,
     screenshot: &Screenshot,
     png: &[u8],
 ) -> Result<(), BrokerError> {
-    let path = frame_path(session_dir, screenshot.sequence);
+    let path = session_dir.frame_file(screenshot.sequence);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(BrokerError::io("create the frames directory", dir))?;
@@ -36,8 +29,11 @@ pub(crate) fn store(
 }
 
 /// Fills `screenshot.png_base64` from its frame file, checking the digest.
-pub(crate) fn load(session_dir: &Path, screenshot: &mut Screenshot) -> Result<(), BrokerError> {
-    let path = frame_path(session_dir, screenshot.sequence);
+pub(crate) fn load(
+    session_dir: &SessionDir,
+    screenshot: &mut Screenshot,
+) -> Result<(), BrokerError> {
+    let path = session_dir.frame_file(screenshot.sequence);
     let png = std::fs::read(&path).map_err(BrokerError::io("read a cached action frame", &path))?;
     if sha256_hex(&png) != screenshot.sha256 {
         return Err(BrokerError::Internal(format!(

@@ -86,7 +86,7 @@ impl Inner {
             .check_available()
             .map_err(BrokerError::desktop("lease"))?;
         let session_id = new_session_id()?;
-        let session_dir = self.config.state_dir.join("sessions").join(&session_id);
+        let session_dir = self.config.layout().session(&session_id);
         let mut session = SessionRow {
             id: session_id,
             task_id: request.task_id,
@@ -105,12 +105,12 @@ impl Inner {
             checkpoint_sha: None,
             checkpoint_size: None,
             checkpoint_method: None,
-            session_dir: session_dir.display().to_string(),
+            session_dir: session_dir.path().display().to_string(),
         };
         self.renew(&mut session);
         self.store.insert_session(&session)?;
         let token = self.mint_lease_token(&session.id)?;
-        crate::evidence::session_started(self, &session)?;
+        crate::evidence::session_started(self.evidence(), &session)?;
         tracing::info!(
             session_id = session.id,
             task_id = session.task_id,
@@ -177,7 +177,7 @@ impl Inner {
                 }
             }
             None => {
-                let n_reaped = self.factory.reap_orphans(Path::new(&session.session_dir));
+                let n_reaped = self.factory.reap_orphans(&session.dir());
                 if n_reaped > 0 {
                     tracing::info!(
                         session_id,
@@ -187,7 +187,7 @@ impl Inner {
                 }
             }
         }
-        crate::evidence::session_released(self, &session)?;
+        crate::evidence::session_released(self.evidence(), &session)?;
         remove_dir(Path::new(&session.session_dir))?;
         session.lifecycle = released;
         self.store.save_session(&session)?;

@@ -98,7 +98,7 @@ impl<'a> Ledger<'a> {
             action_index,
         };
         if let Err(error) = evidence::action_accepted(
-            inner,
+            inner.evidence(),
             &ledger.session,
             action_index,
             accepted.request,
@@ -128,7 +128,7 @@ impl<'a> Ledger<'a> {
     /// next acceptance withdraws this one), the row discarded, the index given back.
     pub(crate) fn not_injected(mut self, error: BackendError) -> BrokerError {
         let _ = evidence::action_receipt(
-            self.inner,
+            self.inner.evidence(),
             &self.session,
             self.action_index,
             ActionEnd::NotInjected {
@@ -154,7 +154,7 @@ impl<'a> Ledger<'a> {
     /// the row `unknown`, the session `error` with `input_outcome_unknown`.
     pub(crate) fn in_doubt(mut self, error: BackendError) -> BrokerError {
         let _ = evidence::action_receipt(
-            self.inner,
+            self.inner.evidence(),
             &self.session,
             self.action_index,
             ActionEnd::InDoubt,
@@ -201,7 +201,7 @@ impl<'a> Ledger<'a> {
         done: bool,
     ) -> Result<(), BrokerError> {
         let started = Instant::now();
-        let session_dir = std::path::Path::new(&self.session.session_dir).to_path_buf();
+        let session_dir = self.session.dir();
         // Without a frame (the worker named `capture` or `encode`) there is nothing to store.
         let shot = response.screenshot.clone().zip(outcome.frame.as_ref());
         let frame_stored = match &shot {
@@ -230,7 +230,7 @@ impl<'a> Ledger<'a> {
         }
         let receipt_started = Instant::now();
         if let Err(error) = evidence::action_receipt(
-            self.inner,
+            self.inner.evidence(),
             &self.session,
             self.action_index,
             ActionEnd::Delivered {

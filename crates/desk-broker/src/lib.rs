@@ -46,14 +46,14 @@ mod tls;
 mod util;
 mod watch;
 
-pub use auth::{AuthConfig, Peer};
+pub use auth::Peer;
 pub use broker::Broker;
-pub use config::{BackendFactory, BackendRequest, BrokerConfig, DEFAULT_SESSION_QUEUE};
+pub use config::{AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig};
 pub use conn::{ConnectionLimits, raise_open_file_limit};
+pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
-    EvidenceConfig, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path,
-    verify_evidence,
+    PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path, verify_evidence,
 };
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;

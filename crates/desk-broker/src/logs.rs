@@ -33,13 +33,12 @@ use desk_contract::events::{
     EventRecord, FrameEvent, FrameEventsRow, InputEvent, Origin, Provenance, release_events,
 };
 
+use desk_desktop::SessionDir;
+
 use crate::error::BrokerError;
 
-/// File name of the raw input log.
-pub(crate) const EVENTS_FILE: &str = "events.json";
-/// File name of the frame-aligned input log.
-pub(crate) const FRAME_EVENTS_FILE: &str = "frame_events.json";
-/// Inputs of frameless actions, waiting for the next frame row.
+pub(crate) use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
+/// Inputs of frameless actions, waiting for the next frame row (in the session directory).
 const PENDING_FILE: &str = "frame_events.pending";
 
 /// The timing context of one logged frame.
@@ -76,11 +75,11 @@ fn append_lines(path: &Path, lines: &str) -> Result<(), BrokerError> {
 }
 
 impl EventLogs {
-    pub(crate) fn new(session_dir: &Path) -> EventLogs {
+    pub(crate) fn new(session_dir: &SessionDir) -> EventLogs {
         EventLogs {
-            events_path: session_dir.join(EVENTS_FILE),
-            frame_events_path: session_dir.join(FRAME_EVENTS_FILE),
-            pending_path: session_dir.join(PENDING_FILE),
+            events_path: session_dir.events_file(),
+            frame_events_path: session_dir.frame_events_file(),
+            pending_path: session_dir.path().join(PENDING_FILE),
         }
     }
 

@@ -9,10 +9,9 @@
 use std::path::Path;
 
 use desk_contract::api::{ResetRequest, ResetResponse, Screenshot, SessionState};
-use desk_desktop::BackendError;
+use desk_desktop::{BackendError, BackendRequest};
 
 use crate::broker::{Broker, Inner, screenshot};
-use crate::config::BackendRequest;
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
@@ -42,16 +41,16 @@ impl Inner {
             let mut response: ResetResponse = serde_json::from_str(cached)
                 .map_err(BrokerError::json("read the cached reset response"))?;
             if response.screenshot.png_base64.is_empty() {
-                frames::load(Path::new(&session.session_dir), &mut response.screenshot)?;
+                frames::load(&session.dir(), &mut response.screenshot)?;
             }
             response.idempotent_replay = true;
             return Ok(response);
         }
         session.lifecycle.check_reset()?;
-        let session_dir = Path::new(&session.session_dir).to_path_buf();
-        std::fs::create_dir_all(&session_dir).map_err(BrokerError::io(
+        let session_dir = session.dir();
+        std::fs::create_dir_all(session_dir.path()).map_err(BrokerError::io(
             "create the session directory",
-            &session_dir,
+            session_dir.path(),
         ))?;
         let profile = self
             .config
@@ -135,7 +134,7 @@ impl Inner {
         // The session row is rewritten by every action: it caches the reset without the
         // screenshot bytes, which live in the frame file (see `frames`).
         frames::store(&session_dir, &response.screenshot, &handoff.frame.png)?;
-        evidence::screenshot(self, &session, sequence, &handoff.frame.png)?;
+        evidence::screenshot(self.evidence(), &session, sequence, &handoff.frame.png)?;
         let mut stored = response.clone();
         stored.screenshot.png_base64 = String::new();
         session.reset_response =
@@ -167,7 +166,7 @@ impl Inner {
             .map_err(BrokerError::desktop("capture a screenshot"))?;
         session.last_sequence += 1;
         self.renew(&mut session);
-        evidence::screenshot(self, &session, session.last_sequence, &frame.png)?;
+        evidence::screenshot(self.evidence(), &session, session.last_sequence, &frame.png)?;
         self.store.save_session(&session)?;
         Ok(screenshot(&frame, session.last_sequence))
     }

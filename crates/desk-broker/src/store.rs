@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use desk_contract::api::SessionState;
+use desk_desktop::SessionDir;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::BrokerError;
@@ -94,10 +95,16 @@ pub(crate) struct SessionRow {
     pub(crate) checkpoint_sha: Option<String>,
     pub(crate) checkpoint_size: Option<u64>,
     pub(crate) checkpoint_method: Option<String>,
+    /// The session's directory ([`SessionRow::dir`]), as a string for the store.
     pub(crate) session_dir: String,
 }
 
 impl SessionRow {
+    /// The session's directory.
+    pub(crate) fn dir(&self) -> SessionDir {
+        SessionDir::at(&self.session_dir)
+    }
+
     /// The wire state.
     pub(crate) fn state(&self) -> SessionState {
         self.lifecycle.state()

@@ -15,6 +15,11 @@ use serde::{Deserialize, Serialize};
 use crate::action::{Button, Modifier};
 use crate::geometry::ScreenPoint;
 
+/// File name of the raw input log (the benchmark contract's name).
+pub const EVENTS_FILE: &str = "events.json";
+/// File name of the frame-aligned input log (the benchmark contract's name).
+pub const FRAME_EVENTS_FILE: &str = "frame_events.json";
+
 /// One low-level input the worker sent, in order.
 ///
 /// No `deny_unknown_fields` here or on [`InputEvent`]: both are flattened into larger records,

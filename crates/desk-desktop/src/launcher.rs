@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
+use crate::layout::SessionDir;
 use crate::sandbox::{INSIDE_RUN_DIR, SAFE_PATH, Sandbox, SandboxPolicy, SandboxStart};
 use crate::worker_client::WorkerClient;
 
@@ -58,7 +59,7 @@ pub struct LocalDesktopConfig {
     /// The X server program.
     pub xvfb_program: String,
     /// The session directory: logs and `processes.json` live here.
-    pub session_dir: PathBuf,
+    pub session_dir: SessionDir,
     /// Whether the desktop runs in a sandbox (on by default).
     pub sandbox: SandboxPolicy,
     /// Extra host paths the sandbox shows read-only at the same place (the app profile's
@@ -71,13 +72,17 @@ pub struct LocalDesktopConfig {
 
 impl LocalDesktopConfig {
     /// Defaults: Xvfb, openbox, the given worker command.
-    pub fn new(display: DisplaySize, worker_command: Vec<String>, session_dir: PathBuf) -> Self {
+    pub fn new(
+        display: DisplaySize,
+        worker_command: Vec<String>,
+        session_dir: impl Into<SessionDir>,
+    ) -> Self {
         LocalDesktopConfig {
             display,
             worker_command,
             window_manager: Some(vec!["openbox".to_string(), "--sm-disable".to_string()]),
             xvfb_program: "Xvfb".to_string(),
-            session_dir,
+            session_dir: session_dir.into(),
             sandbox: SandboxPolicy::default_for_this_process(),
             read_only: Vec::new(),
             private_paths: Vec::new(),
@@ -248,9 +253,9 @@ fn pin_openbox_config(mut argv: Vec<String>, dir: &Path) -> Result<Vec<String>, 
     Ok(argv)
 }
 
-fn log_file(dir: &Path, name: &str) -> Result<File, BackendError> {
-    File::create(dir.join(name)).map_err(|source| BackendError::Spawn {
-        what: format!("log file {name}"),
+fn log_file(path: &Path) -> Result<File, BackendError> {
+    File::create(path).map_err(|source| BackendError::Spawn {
+        what: format!("log file {}", path.display()),
         source,
     })
 }
@@ -281,8 +286,9 @@ fn force_kill_group(pid: u32) {
 
 /// Kills the process groups recorded in `session_dir/processes.json` that are still the same
 /// processes (same start time). Returns how many were found alive.
-pub fn reap_recorded(session_dir: &Path) -> usize {
-    let Ok(text) = std::fs::read_to_string(session_dir.join("processes.json")) else {
+pub fn reap_recorded(session_dir: impl AsRef<Path>) -> usize {
+    let session_dir = &SessionDir::at(session_dir.as_ref());
+    let Ok(text) = std::fs::read_to_string(session_dir.processes_file()) else {
         return 0;
     };
     let Ok(recorded) = serde_json::from_str::<Vec<RecordedProcess>>(&text) else {
@@ -331,20 +337,20 @@ impl RecordedProcess {
 }
 
 /// The processes recorded in `session_dir/processes.json` (empty when there is none).
-pub fn recorded_processes(session_dir: &Path) -> Vec<RecordedProcess> {
-    std::fs::read_to_string(session_dir.join("processes.json"))
+pub fn recorded_processes(session_dir: impl AsRef<Path>) -> Vec<RecordedProcess> {
+    std::fs::read_to_string(SessionDir::at(session_dir.as_ref()).processes_file())
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default()
 }
 
 /// The X display name recorded for the desktop in `session_dir`, e.g. `:3`.
-pub fn recorded_display(session_dir: &Path) -> Option<String> {
-    read_desktop_record(session_dir).map(|record| record.display_name)
+pub fn recorded_display(session_dir: impl AsRef<Path>) -> Option<String> {
+    read_desktop_record(&SessionDir::at(session_dir.as_ref())).map(|record| record.display_name)
 }
 
-fn read_desktop_record(session_dir: &Path) -> Option<DesktopRecord> {
-    let text = std::fs::read_to_string(session_dir.join("desktop.json")).ok()?;
+fn read_desktop_record(session_dir: &SessionDir) -> Option<DesktopRecord> {
+    let text = std::fs::read_to_string(session_dir.desktop_file()).ok()?;
     serde_json::from_str(&text).ok()
 }
 
@@ -398,9 +404,11 @@ fn remove_display_file(path: &Path) {
 impl LocalDesktop {
     /// Starts Xvfb, the window manager and the worker, and checks the worker's hello.
     pub fn start(config: LocalDesktopConfig) -> Result<LocalDesktop, BackendError> {
-        std::fs::create_dir_all(&config.session_dir).map_err(|source| BackendError::Spawn {
-            what: format!("session directory {}", config.session_dir.display()),
-            source,
+        std::fs::create_dir_all(config.session_dir.path()).map_err(|source| {
+            BackendError::Spawn {
+                what: format!("session directory {}", config.session_dir.path().display()),
+                source,
+            }
         })?;
         let workspace = crate::sandbox::ensure_workspace(&config.session_dir, config.sandbox)?;
         let mut desktop = LocalDesktop {
@@ -430,7 +438,7 @@ impl LocalDesktop {
     /// `Ok(None)` when no desktop was ever recorded there. On error nothing is killed; the
     /// caller decides (usually [`reap_recorded`]).
     pub fn reattach(config: LocalDesktopConfig) -> Result<Option<LocalDesktop>, BackendError> {
-        let path = config.session_dir.join("processes.json");
+        let path = config.session_dir.processes_file();
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -584,8 +592,7 @@ impl LocalDesktop {
     /// Host paths the app must not see: the broker's state directory and home directories.
     fn forbidden_paths(&self) -> Vec<PathBuf> {
         let mut paths = vec![PathBuf::from("/root"), PathBuf::from("/home")];
-        // `<state>/sessions/<id>`.
-        if let Some(state) = self.config.session_dir.parent().and_then(Path::parent) {
+        if let Some(state) = self.config.session_dir.state_dir() {
             paths.push(state.to_path_buf());
         }
         paths.extend(self.config.private_paths.iter().cloned());
@@ -635,7 +642,7 @@ impl LocalDesktop {
             .chain(self.config.read_only.iter().cloned())
             .collect();
         let (mut command, start) = SandboxStart::new(self.config.sandbox, &workspace, &read_only)?;
-        let log = log_file(&self.config.session_dir, "sandbox.log")?;
+        let log = log_file(&self.config.session_dir.log_file("sandbox"))?;
         command.stderr(log).process_group(0);
         let child = self.spawn("sandbox", command)?;
         let stdout = child.stdout.take().ok_or_else(|| {
@@ -645,7 +652,7 @@ impl LocalDesktop {
         let sandbox = match sandbox {
             Ok(sandbox) => sandbox,
             Err(error) => {
-                let detail = log_tail(&self.config.session_dir.join("sandbox.log"));
+                let detail = log_tail(&self.config.session_dir.log_file("sandbox"));
                 return Err(match error {
                     BackendError::SandboxUnavailable(message) if !detail.is_empty() => {
                         BackendError::SandboxUnavailable(format!("{message}: {detail}"))
@@ -674,10 +681,10 @@ impl LocalDesktop {
             // to the workspace's read-only `host/` directory, bound at the same path.
             let dir = match &self.sandbox {
                 Some(sandbox) => sandbox.host_dir(),
-                None => self.config.session_dir.clone(),
+                None => self.config.session_dir.path().to_path_buf(),
             };
             let argv = pin_openbox_config(argv, &dir)?;
-            let log = log_file(&self.config.session_dir, "window-manager.log")?;
+            let log = log_file(&self.config.session_dir.log_file("window-manager"))?;
             let env = self.x_client_env();
             let mut command = self.desktop_command(&argv, None, &env)?;
             command
@@ -692,7 +699,7 @@ impl LocalDesktop {
 
     fn start_xvfb(&mut self) -> Result<(), BackendError> {
         let size = self.config.display;
-        let log = log_file(&self.config.session_dir, "xvfb.log")?;
+        let log = log_file(&self.config.session_dir.log_file("xvfb"))?;
         let argv: Vec<String> = [
             self.config.xvfb_program.as_str(),
             "-displayfd",
@@ -755,7 +762,7 @@ impl LocalDesktop {
             sandbox: self.sandbox.clone(),
             run_dir: Some(self.run_dir.clone()),
         };
-        let path = self.config.session_dir.join("desktop.json");
+        let path = self.config.session_dir.desktop_file();
         let text = serde_json::to_string_pretty(&record).map_err(|error| {
             BackendError::DesktopFailed(format!("failed to encode {}: {error}", path.display()))
         })?;
@@ -784,7 +791,7 @@ impl LocalDesktop {
                 });
             }
         }
-        let log = log_file(&self.config.session_dir, "worker.log")?;
+        let log = log_file(&self.config.session_dir.log_file("worker"))?;
         // A short socket path whatever the state directory: fixed inside the sandbox, relative
         // to the worker's working directory without it.
         let (inside_socket, cwd) = match &self.sandbox {
@@ -817,14 +824,14 @@ impl LocalDesktop {
                 Ok(stream) => break stream,
                 Err(error) => {
                     if let Err(died) = self.check_alive(None) {
-                        return Err(self.with_log_tail(died, "worker.log"));
+                        return Err(self.with_log_tail(died, "worker"));
                     }
                     if Instant::now() >= deadline {
                         return Err(BackendError::Worker(format!(
                             "the worker did not listen on {} within {} s: {error}{}",
                             socket.display(),
                             WORKER_TIMEOUT.as_secs(),
-                            tail_suffix(&self.config.session_dir.join("worker.log"))
+                            tail_suffix(&self.config.session_dir.log_file("worker"))
                         )));
                     }
                     std::thread::sleep(Duration::from_millis(10));
@@ -895,7 +902,7 @@ impl LocalDesktop {
                 start_ticks: process.start_ticks,
             })
             .collect();
-        let path = self.config.session_dir.join("processes.json");
+        let path = self.config.session_dir.processes_file();
         if let Ok(text) = serde_json::to_string_pretty(&recorded)
             && let Err(error) = write_atomically(&path, &text)
         {
@@ -1003,7 +1010,7 @@ impl DesktopBackend for LocalDesktop {
         if launch.argv.is_empty() {
             return Err(BackendError::Rejected("app command is empty".to_string()));
         }
-        let log = log_file(&self.config.session_dir, "app.log")?;
+        let log = log_file(&self.config.session_dir.log_file("app"))?;
         let log_err = log.try_clone().map_err(|source| BackendError::Spawn {
             what: "app log".to_string(),
             source,
@@ -1219,9 +1226,9 @@ fn tail_suffix(path: &Path) -> String {
 }
 
 impl LocalDesktop {
-    /// Adds the last lines of the session's log `name` to a start failure.
-    fn with_log_tail(&self, error: BackendError, name: &str) -> BackendError {
-        let suffix = tail_suffix(&self.config.session_dir.join(name));
+    /// Adds the last lines of the log of the session's process `role` to a start failure.
+    fn with_log_tail(&self, error: BackendError, role: &str) -> BackendError {
+        let suffix = tail_suffix(&self.config.session_dir.log_file(role));
         match error {
             BackendError::ProcessDied(message) => {
                 BackendError::ProcessDied(format!("{message}{suffix}"))

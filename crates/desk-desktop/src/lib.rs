@@ -9,16 +9,20 @@
 
 mod backend;
 mod error;
+mod factory;
 pub mod fake;
 pub mod fake_dxf;
 pub mod launcher;
+pub mod layout;
 pub mod profile;
 pub mod sandbox;
 mod worker_client;
 
 pub use backend::{AppLaunch, DesktopBackend};
 pub use error::BackendError;
+pub use factory::{BackendFactory, BackendRequest, FakeFactory, LocalFactory};
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};
+pub use layout::{SessionDir, StateDir};
 pub use profile::{AppProfile, ArtifactFormat, ProfileError, ProfileSet};
 pub use sandbox::SandboxPolicy;

@@ -14,6 +14,7 @@ use desk_contract::desktop::{OverlayRule, WindowRules};
 use serde::Deserialize;
 
 use crate::backend::AppLaunch;
+use crate::layout::SessionDir;
 
 /// Why a profile could not be loaded or prepared.
 #[derive(Debug, thiserror::Error)]
@@ -249,9 +250,10 @@ impl AppProfile {
     /// under: see [`crate::sandbox::ensure_workspace`]).
     pub fn prepare(
         &self,
-        session_dir: &Path,
+        session_dir: impl AsRef<Path>,
         sandbox: crate::sandbox::SandboxPolicy,
     ) -> Result<PreparedAttempt, ProfileError> {
+        let session_dir = &SessionDir::at(session_dir.as_ref());
         // The workspace is what a sandbox sees (see `sandbox`); home and attempt are made
         // afresh each reset, so nothing a previous attempt left in them (links included)
         // survives or is written through.
@@ -260,7 +262,7 @@ impl AppProfile {
         let workspace =
             crate::sandbox::ensure_workspace(session_dir, sandbox).map_err(|error| {
                 ProfileError::Io {
-                    path: session_dir.join("workspace"),
+                    path: session_dir.workspace(),
                     source: std::io::Error::other(error.to_string()),
                 }
             })?;
@@ -291,7 +293,7 @@ impl AppProfile {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent))?;
             }
-            let text = substitute(contents, &attempt_path, &home, session_dir);
+            let text = substitute(contents, &attempt_path, &home, session_dir.path());
             std::fs::write(&path, text).map_err(io(&path))?;
         }
         let initial = self
@@ -303,7 +305,7 @@ impl AppProfile {
             })?;
         std::fs::write(&attempt_path, initial).map_err(io(&attempt_path))?;
 
-        let sub = |text: &str| substitute(text, &attempt_path, &home, session_dir);
+        let sub = |text: &str| substitute(text, &attempt_path, &home, session_dir.path());
         let mut env = vec![
             ("HOME".to_string(), home.display().to_string()),
             (

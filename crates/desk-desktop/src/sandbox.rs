@@ -37,6 +37,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
+use crate::layout::SessionDir;
 
 /// The host uid (and gid) desktop processes run as when the broker runs as root: not the
 /// broker's, owns nothing on the host.
@@ -116,10 +117,10 @@ pub struct Sandbox {
 /// [`ROOT_WORKSPACES`] for a root broker), created when missing. `home/` and `attempt/` are
 /// created in it by the profile at each reset; `run/` holds the worker socket and the X cookie.
 pub fn ensure_workspace(
-    session_dir: &Path,
+    session_dir: &SessionDir,
     policy: SandboxPolicy,
 ) -> Result<PathBuf, BackendError> {
-    let link = session_dir.join("workspace");
+    let link = session_dir.workspace();
     let io = |what: &str, path: &Path| {
         let what = format!("{what} {}", path.display());
         move |source| BackendError::Spawn { what, source }
@@ -135,7 +136,7 @@ pub fn ensure_workspace(
             )));
         }
         if !link.exists() {
-            let name = hex16(session_dir);
+            let name = hex16(session_dir.path());
             let target = Path::new(ROOT_WORKSPACES).join(name);
             std::fs::create_dir_all(ROOT_WORKSPACES)
                 .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
@@ -164,8 +165,8 @@ pub fn ensure_workspace(
 }
 
 /// Removes a root broker's out-of-tree workspace of `session_dir` (the link's target).
-pub fn remove_workspace(session_dir: &Path) {
-    let link = session_dir.join("workspace");
+pub fn remove_workspace(session_dir: &SessionDir) {
+    let link = session_dir.workspace();
     if let Ok(target) = std::fs::read_link(&link)
         && target.starts_with(ROOT_WORKSPACES)
     {

@@ -28,10 +28,8 @@ use crate::strict;
 pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
 /// The journal inside a bundle (and inside a session directory).
 pub const JOURNAL_FILE: &str = "evidence.ndjson";
-/// The raw input log.
-pub const EVENTS_FILE: &str = "events.json";
-/// The frame-aligned input log.
-pub const FRAME_EVENTS_FILE: &str = "frame_events.json";
+/// The two input logs, named as the benchmark contract names them.
+pub use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
 /// The signed manifest.
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// Directory of artifacts inside a bundle.

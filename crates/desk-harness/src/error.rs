@@ -40,6 +40,33 @@ pub enum HarnessError {
         #[source]
         source: crate::agent::AgentError,
     },
+    /// `--jobs` is not a number of rollouts this run can play at once.
+    #[error("invalid --jobs {value:?}: {reason}")]
+    InvalidJobs {
+        /// As given.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--shard` is not `I/N` with `1 <= I <= N`.
+    #[error("invalid --shard {spec:?}: {reason}")]
+    InvalidShard {
+        /// As given.
+        spec: String,
+        /// Why.
+        reason: String,
+    },
+    /// Runs that cannot be merged into one result.
+    #[error("cannot merge the runs")]
+    Merge(#[from] crate::merge::MergeConflict),
+    /// A rollout task ended without a result (it panicked or was cancelled).
+    #[error("the rollout of {task_id} did not finish: {message}")]
+    RolloutTask {
+        /// The task.
+        task_id: String,
+        /// The join error.
+        message: String,
+    },
 }
 
 /// Writes `bytes` to `path`, creating parent directories.

@@ -12,7 +12,9 @@
 pub mod agent;
 pub mod batch;
 mod error;
+pub mod merge;
 pub mod oracle;
+pub mod plan;
 mod play;
 pub mod record;
 pub mod replay;
@@ -27,10 +29,14 @@ pub use agent::{
 };
 pub use batch::{BatchRejection, check_batch};
 pub use error::HarnessError;
+pub use merge::{MergeConflict, merge_runs};
 pub use oracle::{OracleAgent, oracle_batches};
+pub use plan::{BrokerStamp, DesktopMemory, RunInfo, RunPlan, Shard};
 pub use play::request_id;
 pub use record::{RolloutRecord, RolloutStatus, TraceItem, TraceTurn, TurnRecord};
 pub use replay::ReplayAgent;
 pub use rollout::{MAX_ACTIONS, RolloutOptions, run_rollout};
-pub use suite::{AgentFactory, SuiteConfig, Summary, format_table, oracle_factory, run_suite};
+pub use suite::{
+    AgentFactory, SuiteConfig, Summary, format_table, oracle_factory, run_suite, run_suite_with,
+};
 pub use versions::SoftwareVersions;

@@ -6,17 +6,22 @@
 //! `report.html`. Gold drawings are read from the private gold directory for the scorer only;
 //! agents that need gold (the oracle) get it through their factory.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use desk_cad::{Task, load_gold};
 use desk_client::Client;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 
 use crate::agent::{Agent, AgentError, AgentInfo};
 use crate::error::{HarnessError, write_json};
 use crate::oracle::OracleAgent;
+use crate::plan::{RunInfo, RunPlan};
 use crate::record::{ROLLOUT_FILE, RolloutRecord, RolloutStatus};
 use crate::rollout::{RolloutOptions, run_rollout};
 
@@ -105,6 +110,9 @@ pub struct Summary {
     pub total_ms: u64,
     /// One row per rollout, in run order.
     pub rollouts: Vec<SummaryRow>,
+    /// How the run was spread out: jobs, shard, broker, speed-up, memory per desktop.
+    #[serde(default)]
+    pub run: RunInfo,
 }
 
 /// The oracle factory: reads each task's gold from `gold_dir`.
@@ -120,11 +128,27 @@ pub fn oracle_factory(
     }
 }
 
-/// Runs every task in order, writes the records, `summary.json` and `report.html`.
+/// Runs every task in order, one at a time, and writes the records, `summary.json` and
+/// `report.html`.
 pub async fn run_suite(
     client: &Client,
     tasks: &[Task],
     config: &SuiteConfig,
+    factory: &mut AgentFactory<'_>,
+) -> Result<(Summary, Vec<RolloutRecord>), HarnessError> {
+    run_suite_with(client, tasks, config, &RunPlan::default(), factory).await
+}
+
+/// Runs every task with up to `plan.jobs` rollouts at once, each on its own session, and writes
+/// the records, `summary.json` and `report.html`. Agents are built and rollouts started in task
+/// order, and results are reported and summarized in task order, so the records equal a
+/// sequential run's except for timings. A local failure stops new rollouts; those already
+/// running finish (and release their sessions) before it is returned.
+pub async fn run_suite_with(
+    client: &Client,
+    tasks: &[Task],
+    config: &SuiteConfig,
+    plan: &RunPlan,
     factory: &mut AgentFactory<'_>,
 ) -> Result<(Summary, Vec<RolloutRecord>), HarnessError> {
     let started = Instant::now();
@@ -136,11 +160,82 @@ pub async fn run_suite(
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     progress.enable_steady_tick(Duration::from_millis(200));
+    let shared = Arc::new(config.clone());
+    let slots = Arc::new(Semaphore::new(plan.jobs.max(1) as usize));
+    let mut running: VecDeque<(String, JoinHandle<Result<RolloutRecord, HarnessError>>)> =
+        VecDeque::new();
     let mut records = Vec::new();
+    let mut failure = None;
     for task in tasks {
+        // A slot frees when a rollout ends; report every finished one in order meanwhile.
+        let permit = loop {
+            drain_finished(&mut running, &mut records, &mut failure, &progress, false).await;
+            if failure.is_some() {
+                break None;
+            }
+            if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+                break Some(permit);
+            }
+            // Every slot is busy: look again shortly (a rollout lasts seconds at least).
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let Some(permit) = permit else { break };
+        let agent = match factory(task) {
+            Ok(agent) => agent,
+            Err(source) => {
+                failure = Some(HarnessError::Agent {
+                    task_id: task.id.to_string(),
+                    source,
+                });
+                break;
+            }
+        };
         progress.set_message(format!("{} ({:?})", task.id, task.level));
-        let record = run_one(client, task, config, factory).await;
-        match record {
+        let (client, task_owned, config) = (client.clone(), task.clone(), Arc::clone(&shared));
+        let handle = tokio::spawn(async move {
+            let result = run_one(&client, &task_owned, &config, agent).await;
+            drop(permit);
+            result
+        });
+        running.push_back((task.id.to_string(), handle));
+    }
+    drain_finished(&mut running, &mut records, &mut failure, &progress, true).await;
+    if let Some(error) = failure {
+        progress.abandon();
+        return Err(error);
+    }
+    progress.finish_and_clear();
+    let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut summary = summarize(&records, &config.broker_version, &config.versions, wall_ms);
+    summary.run = run_info(&summary, plan);
+    write_json(&config.out_dir.join("summary.json"), &summary)?;
+    crate::report::write_report(&config.out_dir, &summary, &records)?;
+    Ok((summary, records))
+}
+
+/// Collects the finished rollouts at the front of `running` (all of them with `wait`), in
+/// order, printing one line each. The first failure is kept; later results are still awaited.
+async fn drain_finished(
+    running: &mut VecDeque<(String, JoinHandle<Result<RolloutRecord, HarnessError>>)>,
+    records: &mut Vec<RolloutRecord>,
+    failure: &mut Option<HarnessError>,
+    progress: &ProgressBar,
+    wait: bool,
+) {
+    while running
+        .front()
+        .is_some_and(|(_, handle)| wait || handle.is_finished())
+    {
+        let Some((task_id, handle)) = running.pop_front() else {
+            break;
+        };
+        let result = handle.await.unwrap_or_else(|error| {
+            Err(HarnessError::RolloutTask {
+                task_id,
+                message: error.to_string(),
+            })
+        });
+        match result {
             Ok(record) => {
                 let line = format!(
                     "{}: {} score {:.4} in {} actions, {:.1} s",
@@ -157,26 +252,41 @@ pub async fn run_suite(
                     progress.println(line);
                 }
                 records.push(record);
+                progress.inc(1);
             }
             Err(error) => {
-                progress.abandon();
-                return Err(error);
+                failure.get_or_insert(error);
             }
         }
-        progress.inc(1);
     }
-    progress.finish_and_clear();
-    let summary = summarize(&records, config, started.elapsed());
-    write_json(&config.out_dir.join("summary.json"), &summary)?;
-    crate::report::write_report(&config.out_dir, &summary, &records)?;
-    Ok((summary, records))
+}
+
+fn run_info(summary: &Summary, plan: &RunPlan) -> RunInfo {
+    let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
+    RunInfo {
+        jobs: plan.jobs,
+        shard: plan.shard,
+        broker: plan.broker.clone(),
+        sum_rollout_ms,
+        speedup: speedup(sum_rollout_ms, summary.total_ms),
+        memory: plan.memory.as_ref().and_then(|read| read()),
+        merged_from: Vec::new(),
+    }
+}
+
+/// Sum of rollout durations over wall time, rounded to two decimals (0 for an empty run).
+pub(crate) fn speedup(sum_rollout_ms: u64, wall_ms: u64) -> f64 {
+    if wall_ms == 0 {
+        return 0.0;
+    }
+    (sum_rollout_ms as f64 / wall_ms as f64 * 100.0).round() / 100.0
 }
 
 async fn run_one(
     client: &Client,
     task: &Task,
     config: &SuiteConfig,
-    factory: &mut AgentFactory<'_>,
+    mut agent: Box<dyn Agent>,
 ) -> Result<RolloutRecord, HarnessError> {
     let reference_path = config.public_dir.join(&task.reference_image);
     let reference = std::fs::read(&reference_path).map_err(|source| HarnessError::Io {
@@ -185,10 +295,6 @@ async fn run_one(
         source,
     })?;
     let gold = load_gold(&config.gold_dir, &task.id)?;
-    let mut agent = factory(task).map_err(|source| HarnessError::Agent {
-        task_id: task.id.to_string(),
-        source,
-    })?;
     let options = RolloutOptions {
         rollout_id: format!("{}-{}", task.id, config.attempt_id),
         attempt_id: config.attempt_id.clone(),
@@ -208,7 +314,13 @@ pub fn rollout_dir(out_dir: &Path, task_id: &str) -> PathBuf {
     out_dir.join("rollouts").join(task_id)
 }
 
-fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration) -> Summary {
+/// The summary of `records` in their order; `total_ms` is the run's wall time.
+pub(crate) fn summarize(
+    records: &[RolloutRecord],
+    broker_version: &str,
+    versions: &crate::versions::SoftwareVersions,
+    total_ms: u64,
+) -> Summary {
     let rows: Vec<SummaryRow> = records
         .iter()
         .map(|record| SummaryRow {
@@ -240,8 +352,8 @@ fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration)
         contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
         corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
         scorer_version: desk_cad::score::SCORER_VERSION.to_owned(),
-        broker_version: config.broker_version.clone(),
-        versions: config.versions.clone(),
+        broker_version: broker_version.to_owned(),
+        versions: versions.clone(),
         n_rollouts: rows.len(),
         n_infra_error: rows.len() - scored.len(),
         mean_score,
@@ -249,8 +361,9 @@ fn summarize(records: &[RolloutRecord], config: &SuiteConfig, elapsed: Duration)
             .iter()
             .filter(|row| row.status == RolloutStatus::Done)
             .count(),
-        total_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        total_ms,
         rollouts: rows,
+        run: RunInfo::default(),
     }
 }
 

@@ -6,6 +6,10 @@
 //! when absent. Gold (`private/`) is read only here for the scorer and the oracle; it is never
 //! handed to the broker or the desktop.
 //!
+//! Spreading a run out: `--jobs N` plays N rollouts at once (one broker, N desktops),
+//! `--shard I/N` plays one slice of the selection, `--broker-socket` plays against a running
+//! broker, and `merge` joins out directories (`bench/multi.rs`).
+//!
 //! Plugging in a model agent: add a variant to [`AgentKind`] and an arm in [`agent_factory`]
 //! returning a factory that builds a `Box<dyn desk_harness::Agent>` per task.
 
@@ -18,8 +22,11 @@ use desk_cad::{CORPUS_VERSION, Split, Task, load_gold, load_tasks, write_corpus}
 use desk_harness::suite::rollout_dir;
 use desk_harness::{
     Agent, AgentError, AgentFactory, ReplayAgent, SuiteConfig, format_table, oracle_factory,
-    run_suite,
+    run_suite_with,
 };
+
+mod memory;
+mod multi;
 
 use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
@@ -34,6 +41,8 @@ pub(crate) enum BenchCommand {
     Score(ScoreArgs),
     /// Write the public corpus (tasks.json, reference PNGs) and, with --gold-out, the gold DXFs.
     Corpus(CorpusArgs),
+    /// Merge the out directories of shards or runs into one summary.json and report.html.
+    Merge(multi::MergeArgs),
 }
 
 /// Which tasks to run.
@@ -101,6 +110,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) corpus: CorpusLocation,
     #[command(flatten)]
+    pub(crate) spread: multi::SpreadArgs,
+    #[command(flatten)]
     pub(crate) model: ModelArgs,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
@@ -133,6 +144,7 @@ pub(crate) async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Run(args) => run_bench(*args).await,
         BenchCommand::Score(args) => score(&args),
         BenchCommand::Corpus(args) => corpus(&args),
+        BenchCommand::Merge(args) => multi::merge(&args),
     }
 }
 
@@ -251,9 +263,15 @@ async fn run_bench(args: RunArgs) -> Result<()> {
         }
         _ => None,
     };
-    let tasks = select_tasks(all, &args, replay_task.as_deref())?;
+    let mut tasks = select_tasks(all, &args, replay_task.as_deref())?;
     if tasks.is_empty() {
         bail!("no task selected");
+    }
+    if let Some(shard) = args.spread.shard {
+        tasks = shard.select(&tasks);
+        if tasks.is_empty() {
+            bail!("shard {shard} of the selection holds no task");
+        }
     }
     let mut factory = agent_factory(args.agent, args.replay.as_deref(), &args.model, &gold_dir)?;
     let attempt_id = args
@@ -289,10 +307,6 @@ pub(crate) async fn run_with_factory(
     if broker_args.state_dir.is_none() {
         broker_args.state_dir = Some(out.join("state"));
     }
-    let mut socket = out.join("broker.sock");
-    if socket.as_os_str().len() > 100 {
-        socket = std::env::temp_dir().join(format!("deskbroker-bench-{}.sock", std::process::id()));
-    }
     let config = SuiteConfig {
         public_dir: public_dir.to_owned(),
         gold_dir: gold_dir.to_owned(),
@@ -308,14 +322,36 @@ pub(crate) async fn run_with_factory(
         profile: Some(broker_args.default_profile.clone()),
         max_actions: None,
         wall_time: None,
-        // This broker sandboxes every desktop: a rollout whose workspace is not verified is
-        // not scored.
-        require_sandbox: true,
+        // Every desktop must hand off a verified sandbox: a rollout whose workspace is not
+        // verified is not played (`--allow-unsandboxed` lifts this for fake brokers).
+        require_sandbox: !args.spread.allow_unsandboxed,
     };
-    let broker = LocalBroker::start(&broker_args, socket).await?;
-    let result = run_suite(&broker.client(), tasks, &config, factory).await;
-    broker.stop().await;
-    let (summary, _) = result?;
+    let mut plan = args.spread.plan();
+    let summary = match &args.spread.broker_socket {
+        Some(socket) => {
+            // An external broker: its flags (the gold's --private-path) are the operator's.
+            let client = multi::external_client(socket).await?;
+            run_suite_with(&client, tasks, &config, &plan, factory)
+                .await?
+                .0
+        }
+        None => {
+            let mut socket = out.join("broker.sock");
+            if socket.as_os_str().len() > 100 {
+                socket = std::env::temp_dir()
+                    .join(format!("deskbroker-bench-{}.sock", std::process::id()));
+            }
+            let broker = LocalBroker::start(&broker_args, socket).await?;
+            let sampler = broker_args.state_dir.as_deref().map(memory::Sampler::start);
+            plan.memory = sampler.as_ref().map(memory::Sampler::reading);
+            let result = run_suite_with(&broker.client(), tasks, &config, &plan, factory).await;
+            if let Some(sampler) = sampler {
+                sampler.stop();
+            }
+            broker.stop().await;
+            result?.0
+        }
+    };
     out!("{}", format_table(&summary));
     outln!(
         "results: {} (summary.json, report.html, rollouts/)",

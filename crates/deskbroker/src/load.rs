@@ -24,6 +24,7 @@ use clap::Args;
 use desk_client::{Client, ClientError};
 use desk_contract::DisplaySize;
 use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, SessionState};
+use desk_desktop::StateDir;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -190,7 +191,7 @@ async fn run_session(
             return result;
         }
     };
-    let session_dir = plan.state_dir.join("sessions").join(&session);
+    let session_dir = StateDir::new(&plan.state_dir).session(&session);
     let started = Instant::now();
     let reset = client
         .reset(
@@ -235,11 +236,10 @@ async fn drive(
     result: &mut SessionResult,
     progress: &ProgressBar,
 ) {
-    let probe_log = plan
-        .state_dir
-        .join("sessions")
-        .join(session)
-        .join("workspace/home/probe.ndjson");
+    let probe_log = StateDir::new(&plan.state_dir)
+        .session(session)
+        .workspace()
+        .join("home/probe.ndjson");
     let n_before = probe_events(&probe_log).len();
     let mut expected = Expected::default();
     let mut next_index = 0_u64;

@@ -1,21 +1,16 @@
-//! Wiring a broker on this machine: the LocalDesktop factory (each session gets a private Xvfb,
-//! openbox, the app and a `deskbroker worker`), the fake factory of `serve --backend fake`
-//! (a `FakeDesktop` per session whose save chord writes a fixture DXF), `serve` as a daemon,
-//! and an in-process broker for `demo` and `bench`.
+//! Wiring a broker on this machine: desk-desktop's `LocalFactory` (each session gets a private
+//! Xvfb, openbox, the app and a `deskbroker worker`, sandboxed) or its `FakeFactory` for
+//! `serve --backend fake`, `serve` as a daemon, and an in-process broker for `demo` and `bench`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use desk_broker::{AuthConfig, BackendFactory, BackendRequest, Broker, BrokerConfig};
+use desk_broker::{AuthConfig, Broker, BrokerConfig};
 use desk_client::Client;
 use desk_contract::DisplaySize;
-use desk_desktop::fake::FakeSave;
-use desk_desktop::{
-    BackendError, DesktopBackend, FakeDesktop, LocalDesktop, LocalDesktopConfig, ProfileSet,
-    SandboxPolicy,
-};
+use desk_desktop::{FakeFactory, LocalFactory, ProfileSet, SandboxPolicy};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -25,63 +20,6 @@ use crate::paths::{default_socket, default_state_dir};
 fn worker_command() -> Result<Vec<String>> {
     let exe = std::env::current_exe().context("failed to locate the deskbroker executable")?;
     Ok(vec![exe.display().to_string(), "worker".to_string()])
-}
-
-/// Creates a [`LocalDesktop`] per session, reattaches to the desktops an earlier broker run left
-/// running, and reaps those it cannot reattach.
-struct LocalFactory {
-    worker: Vec<String>,
-    sandbox: SandboxPolicy,
-    private_paths: Vec<PathBuf>,
-}
-
-impl LocalFactory {
-    fn config(&self, request: &BackendRequest) -> LocalDesktopConfig {
-        let mut config = LocalDesktopConfig::new(
-            request.display,
-            self.worker.clone(),
-            request.session_dir.clone(),
-        );
-        config.sandbox = self.sandbox;
-        config.read_only = request.read_only.clone();
-        config.private_paths = self.private_paths.clone();
-        config
-    }
-}
-
-impl BackendFactory for LocalFactory {
-    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
-        Ok(Box::new(LocalDesktop::start(self.config(request))?))
-    }
-
-    fn reattach(
-        &self,
-        request: &BackendRequest,
-    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
-        Ok(LocalDesktop::reattach(self.config(request))?
-            .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
-    }
-
-    fn check_available(&self) -> Result<(), BackendError> {
-        desk_desktop::sandbox::probe::check(self.sandbox)
-    }
-
-    fn reap_orphans(&self, session_dir: &Path) -> usize {
-        desk_desktop::launcher::reap_recorded(session_dir)
-    }
-}
-
-/// `serve --backend fake`: one [`FakeDesktop`] per session, launching nothing. The save chord
-/// writes the fixture DXF over the attempt file. Fake desktops live in this process only, so a
-/// restarted broker reattaches none (the default).
-struct FakeFactory;
-
-impl BackendFactory for FakeFactory {
-    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
-        let desktop = FakeDesktop::new(request.display);
-        desktop.handle().set_save(FakeSave::FixtureDxf);
-        Ok(Box::new(desktop))
-    }
 }
 
 fn build_broker_with(
@@ -113,15 +51,15 @@ fn build_broker_with(
     let opened = match backend {
         Backend::Local => Broker::open(
             config,
-            LocalFactory {
-                worker: worker_command()?,
-                sandbox: if sandboxed {
+            LocalFactory::new(
+                worker_command()?,
+                if sandboxed {
                     SandboxPolicy::default_for_this_process()
                 } else {
                     SandboxPolicy::Off
                 },
-                private_paths: args.private_paths.clone(),
-            },
+                args.private_paths.clone(),
+            ),
         ),
         Backend::Fake => Broker::open(config, FakeFactory),
     };

@@ -10,10 +10,11 @@ use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, Profil
 use desk_evidence::{RecordBody, VerifiedRecord, VerifyingKey, read_journal};
 use serde_json::json;
 
-use crate::config::{BackendRequest, BrokerConfig};
+use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
 use crate::{Broker, PUBLIC_KEY_FILE};
+use desk_desktop::BackendRequest;
 
 const PROFILE: &str = r#"
 name = "fake"

@@ -6,7 +6,8 @@ use desk_contract::{DisplaySize, ErrorCode};
 use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, ProfileSet};
 
 use crate::Broker;
-use crate::config::{BackendRequest, BrokerConfig};
+use crate::config::BrokerConfig;
+use desk_desktop::BackendRequest;
 
 const PROFILE: &str = r#"
 name = "fake"

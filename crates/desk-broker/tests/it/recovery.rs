@@ -102,8 +102,11 @@ impl desk_broker::BackendFactory for Recorder {
         )))
     }
 
-    fn reap_orphans(&self, session_dir: &std::path::Path) -> usize {
-        self.0.lock().unwrap().push(session_dir.to_path_buf());
+    fn reap_orphans(&self, session_dir: &desk_broker::SessionDir) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .push(session_dir.path().to_path_buf());
         1
     }
 }

@@ -16,6 +16,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::BackendError;
+use crate::layout::SessionDir;
 
 /// The host-written, read-only directory in a workspace.
 pub(super) const HOST_DIR: &str = "host";
@@ -88,8 +89,13 @@ pub(crate) fn holder_argv(host_dir: &Path) -> Vec<String> {
 /// Every renewal calls this (each action, screenshot, checkpoint), so a deadline less than one
 /// check interval later than the recorded one is not written: the holder reads the file only
 /// that often, and the grace period dwarfs the difference.
-pub fn set_lease_deadline(session_dir: &Path, deadline_unix_secs: u64) -> std::io::Result<()> {
-    let dir = session_dir.join("workspace").join(HOST_DIR);
+pub fn set_lease_deadline(
+    session_dir: impl AsRef<Path>,
+    deadline_unix_secs: u64,
+) -> std::io::Result<()> {
+    let dir = SessionDir::at(session_dir.as_ref())
+        .workspace()
+        .join(HOST_DIR);
     if !dir.is_dir() {
         return Ok(());
     }

@@ -4,47 +4,29 @@
 //! A recorded process counts as alive only while `/proc/PID/stat` shows the same start time as
 //! recorded (pid reuse cannot fool it) and it is not a zombie.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::Deserialize;
-
-/// One process a session's launcher recorded in `processes.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Recorded {
-    pub(crate) role: String,
-    pub(crate) pid: u32,
-    pub(crate) start_ticks: u64,
-}
-
-#[derive(Deserialize)]
-struct DesktopRecord {
-    display_name: String,
-}
+use desk_desktop::SessionDir;
+use desk_desktop::launcher::{RecordedProcess, recorded_display, recorded_processes};
 
 /// A session's footprint on the host, read while it runs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Footprint {
-    pub(crate) processes: Vec<Recorded>,
+    pub(crate) processes: Vec<RecordedProcess>,
     /// The X display number, e.g. 3 for `:3`.
     pub(crate) display_number: Option<u32>,
-    pub(crate) session_dir: PathBuf,
+    /// The session's directory (`None` before a lease).
+    pub(crate) session_dir: Option<SessionDir>,
 }
 
 impl Footprint {
-    /// Reads `processes.json` and `desktop.json` of a running session.
-    pub(crate) fn read(session_dir: &Path) -> Footprint {
-        let processes = std::fs::read_to_string(session_dir.join("processes.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default();
-        let display_number = std::fs::read_to_string(session_dir.join("desktop.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<DesktopRecord>(&text).ok())
-            .and_then(|record| record.display_name.trim_start_matches(':').parse().ok());
+    /// Reads what the launcher recorded for a running session (its processes and display).
+    pub(crate) fn read(session_dir: &SessionDir) -> Footprint {
         Footprint {
-            processes,
-            display_number,
-            session_dir: session_dir.to_path_buf(),
+            processes: recorded_processes(session_dir),
+            display_number: recorded_display(session_dir)
+                .and_then(|name| name.trim_start_matches(':').parse().ok()),
+            session_dir: Some(session_dir.clone()),
         }
     }
 
@@ -52,7 +34,7 @@ impl Footprint {
     pub(crate) fn rss_kib(&self) -> u64 {
         self.processes
             .iter()
-            .filter(|process| alive(process))
+            .filter(|process| process.is_alive())
             .filter_map(|process| rss_kib(process.pid))
             .sum()
     }
@@ -63,7 +45,7 @@ impl Footprint {
         let mut found: Vec<String> = self
             .processes
             .iter()
-            .filter(|process| alive(process))
+            .filter(|process| process.is_alive())
             .map(|process| format!("process {} ({}) alive", process.pid, process.role))
             .collect();
         // A sandboxed display's files live in the sandbox's private /tmp, which ends with its
@@ -82,30 +64,11 @@ impl Footprint {
                 }
             }
         }
-        if self.session_dir.exists() {
-            found.push(format!(
-                "session directory {} left",
-                self.session_dir.display()
-            ));
+        if let Some(dir) = self.session_dir.as_ref().filter(|dir| dir.path().exists()) {
+            found.push(format!("session directory {} left", dir.path().display()));
         }
         found
     }
-}
-
-/// Field 22 of `/proc/PID/stat` when the process exists and is not a zombie.
-fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses; fields resume after the last ')'.
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let mut fields = rest.split_whitespace();
-    if fields.next()? == "Z" {
-        return None;
-    }
-    fields.nth(18)?.parse().ok()
-}
-
-fn alive(process: &Recorded) -> bool {
-    start_ticks(process.pid) == Some(process.start_ticks)
 }
 
 /// `VmRSS` of a process, in KiB.

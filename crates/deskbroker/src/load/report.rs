@@ -127,7 +127,7 @@ pub(crate) fn build(
         n_timed_out += result.long_polls_timed_out;
         session_rss_mib.push(result.rss_kib as f64 / 1024.0);
     }
-    if let Ok(entries) = std::fs::read_dir(state_dir.join("sessions")) {
+    if let Ok(entries) = std::fs::read_dir(desk_desktop::StateDir::new(state_dir).sessions()) {
         for entry in entries.flatten() {
             leftovers.push(format!("session directory {} left", entry.path().display()));
         }

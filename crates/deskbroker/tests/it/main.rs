@@ -5,6 +5,7 @@
 mod after_input;
 mod auth;
 mod bench;
+mod bench_spread;
 mod containment;
 mod crash;
 mod escape_gui;

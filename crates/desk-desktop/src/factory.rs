@@ -1,0 +1,148 @@
+//! [`BackendFactory`]: how a broker gets a desktop for a session, next to the
+//! [`DesktopBackend`] it returns, and this crate's two factories: [`LocalFactory`] (a sandboxed
+//! [`LocalDesktop`] per session, reattached across broker restarts) and [`FakeFactory`] (a
+//! [`FakeDesktop`] per session, for `serve --backend fake`).
+
+use std::path::PathBuf;
+
+use desk_contract::DisplaySize;
+
+use crate::fake::FakeSave;
+use crate::layout::SessionDir;
+use crate::{BackendError, DesktopBackend, FakeDesktop, LocalDesktop, LocalDesktopConfig};
+use crate::{SandboxPolicy, launcher};
+
+/// What a factory needs to create one session's desktop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendRequest {
+    /// The session the desktop belongs to.
+    pub session_id: String,
+    /// `<state_dir>/sessions/<id>`; exists when the factory is called.
+    pub session_dir: SessionDir,
+    /// The display size to create.
+    pub display: DisplaySize,
+    /// The app profile's read-only paths, shown inside the desktop's sandbox.
+    pub read_only: Vec<PathBuf>,
+}
+
+/// Creates one desktop per session, on the session's first reset, and adopts surviving desktops
+/// when a broker restarts. Called on a blocking thread, so it may launch processes and wait for
+/// them.
+pub trait BackendFactory: Send + Sync + 'static {
+    /// Creates the desktop for `request`.
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError>;
+
+    /// Adopts the desktop a previous broker run left running for `request`'s session, so the
+    /// session continues across a broker restart (crash or upgrade). Called by the broker at
+    /// start for every unreleased session that had no action in flight.
+    ///
+    /// `Ok(None)`: no desktop was ever created for the session. `Err`: one existed but cannot be
+    /// adopted (a process died, the worker does not answer, the display differs); the broker then
+    /// reaps it with [`BackendFactory::reap_orphans`] and the session fails with
+    /// `desktop_failed`. Must not kill anything itself. The default adopts nothing.
+    fn reattach(
+        &self,
+        _request: &BackendRequest,
+    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
+        Ok(None)
+    }
+
+    /// Whether this factory can create a desktop on this machine at all, asked before a new
+    /// lease is granted (a sandboxing factory checks that the kernel allows its sandbox:
+    /// [`BackendError::SandboxUnavailable`] otherwise). Called on a blocking thread. The
+    /// default can always create.
+    fn check_available(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Kills whatever a previous broker run left running for the session in `session_dir` (its
+    /// desktop was not reattached). Returns how many processes were found. Called at startup
+    /// for every unreleased session that is not reattached and for every session directory the
+    /// store does not know as unreleased, and on release when the session has no live desktop.
+    /// The default finds nothing.
+    fn reap_orphans(&self, _session_dir: &SessionDir) -> usize {
+        0
+    }
+}
+
+impl<F> BackendFactory for F
+where
+    F: Fn(&BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> + Send + Sync + 'static,
+{
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        self(request)
+    }
+}
+
+/// Creates a [`LocalDesktop`] per session, reattaches to the desktops an earlier broker run left
+/// running, and reaps those it cannot reattach.
+#[derive(Debug, Clone)]
+pub struct LocalFactory {
+    worker: Vec<String>,
+    sandbox: SandboxPolicy,
+    private_paths: Vec<PathBuf>,
+}
+
+impl LocalFactory {
+    /// Desktops whose worker is `worker` (program and arguments), contained by `sandbox`, whose
+    /// handoff is refused when any of `private_paths` is visible inside.
+    pub fn new(
+        worker: Vec<String>,
+        sandbox: SandboxPolicy,
+        private_paths: Vec<PathBuf>,
+    ) -> LocalFactory {
+        LocalFactory {
+            worker,
+            sandbox,
+            private_paths,
+        }
+    }
+
+    fn config(&self, request: &BackendRequest) -> LocalDesktopConfig {
+        let mut config = LocalDesktopConfig::new(
+            request.display,
+            self.worker.clone(),
+            request.session_dir.clone(),
+        );
+        config.sandbox = self.sandbox;
+        config.read_only = request.read_only.clone();
+        config.private_paths = self.private_paths.clone();
+        config
+    }
+}
+
+impl BackendFactory for LocalFactory {
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        Ok(Box::new(LocalDesktop::start(self.config(request))?))
+    }
+
+    fn reattach(
+        &self,
+        request: &BackendRequest,
+    ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
+        Ok(LocalDesktop::reattach(self.config(request))?
+            .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
+    }
+
+    fn check_available(&self) -> Result<(), BackendError> {
+        crate::sandbox::probe::check(self.sandbox)
+    }
+
+    fn reap_orphans(&self, session_dir: &SessionDir) -> usize {
+        launcher::reap_recorded(session_dir)
+    }
+}
+
+/// `serve --backend fake`: one [`FakeDesktop`] per session, launching nothing. The save chord
+/// writes the fixture DXF over the attempt file. Fake desktops live in this process only, so a
+/// restarted broker reattaches none (the default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FakeFactory;
+
+impl BackendFactory for FakeFactory {
+    fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
+        let desktop = FakeDesktop::new(request.display);
+        desktop.handle().set_save(FakeSave::FixtureDxf);
+        Ok(Box::new(desktop))
+    }
+}
