@@ -88,7 +88,8 @@ impl Inner {
             Err(error) if error.input_may_have_been_sent() => return Err(ledger.in_doubt(error)),
             Err(error) => return Err(ledger.not_injected(error)),
         };
-        let sequence = ledger.session().last_sequence + 1;
+        // An outcome without a frame takes no sequence number: sequences name frames.
+        let sequence = ledger.session().last_sequence + u64::from(outcome.frame.is_some());
         let mut response = action_response(
             action_index,
             action_type,
@@ -162,8 +163,10 @@ impl Inner {
             (JournalStatus::Complete, Some(cached)) => {
                 let mut response: ActionResponse = serde_json::from_str(&cached)
                     .map_err(BrokerError::json("read a cached action response"))?;
-                if response.screenshot.png_base64.is_empty() {
-                    frames::load(&session.dir(), &mut response.screenshot)?;
+                if let Some(screenshot) = response.screenshot.as_mut()
+                    && screenshot.png_base64.is_empty()
+                {
+                    frames::load(&session.dir(), screenshot)?;
                 }
                 response.idempotent_replay = true;
                 Ok(Some(response))
@@ -186,7 +189,7 @@ fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
     ActionOutcome {
         events: Vec::new(),
         focus_before: nowhere.clone(),
-        focus_after: nowhere,
+        focus_after: Some(nowhere),
         released_after: Vec::new(),
         settle: SettleReport {
             outcome: SettleOutcome::Skipped,
@@ -195,8 +198,9 @@ fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
             n_samples: 0,
             post_action_visual_stable: false,
         },
-        frame,
+        frame: Some(frame),
         input_ms: 0,
+        observation_failures: Vec::new(),
     }
 }
 
@@ -233,11 +237,15 @@ fn action_response(
             sandbox: SandboxMode::On,
             n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
             focus_before: (!done).then(|| outcome.focus_before.clone()),
-            focus_after: (!done).then(|| outcome.focus_after.clone()),
+            focus_after: outcome.focus_after.clone().filter(|_| !done),
             released_after: outcome.released_after.clone(),
-            observation_failures: Vec::new(),
+            // The worker's failed observations first; the ledger adds its own after them.
+            observation_failures: outcome.observation_failures.clone(),
             pointer_target,
-            pointer_on_target: pointer_target.map(|target| outcome.focus_after.pointer == target),
+            pointer_on_target: pointer_target.and_then(|target| {
+                let focus_after = outcome.focus_after.as_ref()?;
+                Some(focus_after.pointer == target)
+            }),
             settle: SettleReceipt {
                 outcome: outcome.settle.outcome,
                 wait_ms: outcome.settle.wait_ms,
@@ -248,7 +256,10 @@ fn action_response(
             input_ms: outcome.input_ms,
             total_ms: now_ms().saturating_sub(accepted_at_ms),
         },
-        screenshot: screenshot(&outcome.frame, sequence),
+        screenshot: outcome
+            .frame
+            .as_ref()
+            .map(|frame| screenshot(frame, sequence)),
     }
 }
 

@@ -10,7 +10,7 @@
 //! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required` |
 //! | 410 | `lease_expired` |
 //! | 413 | `invalid_request` (body too large) |
-//! | 422 | `checkpoint_failed`, `app_not_maximized` |
+//! | 422 | `checkpoint_failed`, `app_not_maximized`, `reset_unstable` |
 //! | 429 | `session_busy` (the session's request queue is full: nothing was done) |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed`, `workspace_unverified` (the workspace measured at handoff failed a sandbox rule) |
@@ -60,6 +60,9 @@ impl BrokerError {
             ),
             BrokerError::ArtifactInvalid(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ArtifactInvalid)
+            }
+            BrokerError::ResetUnstable(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ResetUnstable)
             }
             BrokerError::AppNotMaximized(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AppNotMaximized)

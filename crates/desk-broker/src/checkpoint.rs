@@ -146,21 +146,25 @@ impl Inner {
             let outcome = backend
                 .execute(validated.input(), self.config.settle)
                 .map_err(BrokerError::desktop("send the save gesture"))?;
-            let sequence = session.last_sequence + 1;
-            let handoff_ms = session.handoff_ms.unwrap_or(outcome.frame.captured_at_ms);
+            let timing = outcome.frame.as_ref().map(|frame| {
+                let handoff_ms = session.handoff_ms.unwrap_or(frame.captured_at_ms);
+                FrameTiming {
+                    sequence: session.last_sequence + 1,
+                    captured_at_ms: frame.captured_at_ms,
+                    handoff_ms,
+                    previous_frame_ms: session.last_frame_ms.unwrap_or(handoff_ms),
+                }
+            });
             EventLogs::new(&session.dir()).append(
                 &outcome,
                 Origin::Checkpoint,
                 session.next_action_index().checked_sub(1),
-                FrameTiming {
-                    sequence,
-                    captured_at_ms: outcome.frame.captured_at_ms,
-                    handoff_ms,
-                    previous_frame_ms: session.last_frame_ms.unwrap_or(handoff_ms),
-                },
+                timing,
             )?;
-            session.last_sequence = sequence;
-            session.last_frame_ms = Some(outcome.frame.captured_at_ms);
+            if let Some(timing) = timing {
+                session.last_sequence = timing.sequence;
+                session.last_frame_ms = Some(timing.captured_at_ms);
+            }
             self.store.save_session(&session)?;
             let resaved =
                 wait_for_save(&attempt_path, &saved, &reset_sha, profile.save_timeout_ms)?;

@@ -69,6 +69,9 @@ pub enum BrokerError {
     /// The app's window was not maximized at handoff.
     #[error("app window was not maximized at handoff: {0}")]
     AppNotMaximized(String),
+    /// The handoff's first frame did not settle within reset's settle waits.
+    #[error("the handoff screen did not settle: {0}")]
+    ResetUnstable(String),
     /// Input of an action may have reached the desktop, but its outcome is unknown.
     #[error(
         "input of action {action_index} may have reached the desktop but its outcome is \

@@ -171,8 +171,8 @@ pub(crate) enum ActionEnd<'a> {
     Delivered {
         /// The settle outcome (`stable`, `still_changing`, ...).
         settle_outcome: &'a str,
-        /// SHA-256 of the screenshot in the response.
-        screenshot_sha256: &'a str,
+        /// SHA-256 of the screenshot in the response; `None` when it has none.
+        screenshot_sha256: Option<&'a str>,
     },
     /// Input may have reached the desktop; the outcome is unknown.
     InDoubt,
@@ -194,7 +194,7 @@ pub(crate) fn action_receipt(
         ActionEnd::Delivered {
             settle_outcome,
             screenshot_sha256,
-        } => journal.receipt(index, settle_outcome, None, Some(screenshot_sha256)),
+        } => journal.receipt(index, settle_outcome, None, screenshot_sha256),
         ActionEnd::InDoubt => {
             journal.receipt(index, "in_doubt", Some("input_outcome_unknown"), None)
         }

@@ -202,21 +202,24 @@ impl<'a> Ledger<'a> {
     ) -> Result<(), BrokerError> {
         let started = Instant::now();
         let session_dir = self.session.dir();
-        let sequence = response.screenshot.sequence;
-        let frame_stored = frames::store(&session_dir, &response.screenshot, &outcome.frame.png);
+        // Without a frame (the worker named `capture` or `encode`) there is nothing to store.
+        let shot = response.screenshot.clone().zip(outcome.frame.as_ref());
+        let frame_stored = match &shot {
+            Some((screenshot, frame)) => frames::store(&session_dir, screenshot, &frame.png),
+            None => Ok(()),
+        };
         if let Err(error) = &frame_stored {
             self.observation_failed(response, "frame_store", error);
         }
-        let handoff_ms = self
-            .session
-            .handoff_ms
-            .unwrap_or(outcome.frame.captured_at_ms);
-        let timing = FrameTiming {
-            sequence,
-            captured_at_ms: outcome.frame.captured_at_ms,
-            handoff_ms,
-            previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
-        };
+        let timing = shot.as_ref().map(|(screenshot, frame)| {
+            let handoff_ms = self.session.handoff_ms.unwrap_or(frame.captured_at_ms);
+            FrameTiming {
+                sequence: screenshot.sequence,
+                captured_at_ms: frame.captured_at_ms,
+                handoff_ms,
+                previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
+            }
+        });
         if let Err(error) = EventLogs::new(&session_dir).append(
             outcome,
             Origin::Action,
@@ -232,7 +235,10 @@ impl<'a> Ledger<'a> {
             self.action_index,
             ActionEnd::Delivered {
                 settle_outcome: settle_outcome_name(outcome.settle.outcome),
-                screenshot_sha256: &response.screenshot.sha256,
+                screenshot_sha256: response
+                    .screenshot
+                    .as_ref()
+                    .map(|screenshot| screenshot.sha256.as_str()),
             },
         ) {
             // The journal below still makes the action exactly-once; the evidence chain keeps
@@ -241,15 +247,17 @@ impl<'a> Ledger<'a> {
         }
         let evidence_receipt_us = micros(receipt_started);
         let mut stored = response.clone();
-        if frame_stored.is_ok() {
+        if let (Ok(()), Some(screenshot)) = (&frame_stored, stored.screenshot.as_mut()) {
             // A replay reads the frame file; without one the PNG stays in the cached row.
-            stored.screenshot.png_base64 = String::new();
+            screenshot.png_base64 = String::new();
         }
         let cached =
             serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
         self.session.lifecycle = self.session.lifecycle.complete(done)?;
-        self.session.last_sequence = sequence;
-        self.session.last_frame_ms = Some(outcome.frame.captured_at_ms);
+        if let Some(timing) = timing {
+            self.session.last_sequence = timing.sequence;
+            self.session.last_frame_ms = Some(timing.captured_at_ms);
+        }
         let commit_started = Instant::now();
         self.inner
             .store

@@ -17,6 +17,11 @@
 //! action produced, each with `video_t_ms` (from the handoff frame) and `t_in_frame_ms` (from the
 //! previous row's frame, or the handoff frame for the first row). Times saturate at 0.
 //!
+//! An action whose frame could not be captured or encoded (no screenshot) has no row of its
+//! own: its inputs go to `events.json` at once and wait in `<session>/frame_events.pending`
+//! (same records) until the next logged frame, whose row embeds them first, as the inputs
+//! accepted since the prior screenshot.
+//!
 //! Invariant: both files are append-only after reset truncates them; each append is fsynced.
 
 use std::fs::{File, OpenOptions};
@@ -33,6 +38,8 @@ use desk_desktop::SessionDir;
 use crate::error::BrokerError;
 
 pub(crate) use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
+/// Inputs of frameless actions, waiting for the next frame row (in the session directory).
+const PENDING_FILE: &str = "frame_events.pending";
 
 /// The timing context of one logged frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +59,7 @@ pub(crate) struct FrameTiming {
 pub(crate) struct EventLogs {
     events_path: PathBuf,
     frame_events_path: PathBuf,
+    pending_path: PathBuf,
 }
 
 fn append_lines(path: &Path, lines: &str) -> Result<(), BrokerError> {
@@ -71,11 +79,21 @@ impl EventLogs {
         EventLogs {
             events_path: session_dir.events_file(),
             frame_events_path: session_dir.frame_events_file(),
+            pending_path: session_dir.path().join(PENDING_FILE),
         }
     }
 
     /// Creates or truncates both logs and fsyncs them and their directory.
     pub(crate) fn init(&self) -> Result<(), BrokerError> {
+        match std::fs::remove_file(&self.pending_path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(BrokerError::io(
+                    "remove the pending frame events",
+                    &self.pending_path,
+                )(error));
+            }
+            _ => {}
+        }
         for path in [&self.events_path, &self.frame_events_path] {
             let file = File::create(path).map_err(BrokerError::io("create the event log", path))?;
             file.sync_all()
@@ -90,24 +108,27 @@ impl EventLogs {
     }
 
     /// Appends the inputs of one outcome to both logs and one frame row to
-    /// `frame_events.json`: its events with `origin`, then what was released after it.
+    /// `frame_events.json`: its events with `origin`, then what was released after it. Without
+    /// a frame (`timing` `None`) the inputs wait for the next frame's row.
     pub(crate) fn append(
         &self,
         outcome: &ActionOutcome,
         origin: Origin,
         action_index: Option<u64>,
-        timing: FrameTiming,
+        timing: Option<FrameTiming>,
     ) -> Result<(), BrokerError> {
         let serialize = BrokerError::json("serialize an event record");
-        let released_at_ms = outcome
-            .events
-            .last()
-            .map_or(outcome.frame.captured_at_ms, |event| event.timestamp_ms);
-        let released = release_events(
-            &outcome.released_after,
-            released_at_ms,
-            outcome.focus_after.pointer,
-        );
+        let released_at_ms = match (outcome.events.last(), &outcome.frame) {
+            (Some(event), _) => event.timestamp_ms,
+            (None, Some(frame)) => frame.captured_at_ms,
+            (None, None) => crate::util::now_ms(),
+        };
+        let pointer = outcome
+            .focus_after
+            .as_ref()
+            .unwrap_or(&outcome.focus_before)
+            .pointer;
+        let released = release_events(&outcome.released_after, released_at_ms, pointer);
         let record = |origin: Origin| {
             move |event: &InputEvent| EventRecord {
                 event: event.clone(),
@@ -133,11 +154,27 @@ impl EventLogs {
                 Err(error) => return Err(serialize(error)),
             }
         }
+        let Some(timing) = timing else {
+            if !event_lines.is_empty() {
+                append_lines(&self.events_path, &event_lines)?;
+                append_lines(&self.pending_path, &event_lines)?;
+            }
+            return Ok(());
+        };
+        let mut waiting = Vec::new();
+        for line in read_or_empty(&self.pending_path)?.lines() {
+            if !line.trim().is_empty() {
+                let record: EventRecord = serde_json::from_str(line)
+                    .map_err(BrokerError::json("read the pending frame events"))?;
+                waiting.push(record);
+            }
+        }
         let row = FrameEventsRow {
             frame: timing.sequence,
             video_t_ms: timing.captured_at_ms.saturating_sub(timing.handoff_ms),
-            events: records
+            events: waiting
                 .into_iter()
+                .chain(records)
                 .map(|record| {
                     let at = record.event.timestamp_ms;
                     FrameEvent {
@@ -154,7 +191,14 @@ impl EventLogs {
         if !event_lines.is_empty() {
             append_lines(&self.events_path, &event_lines)?;
         }
-        append_lines(&self.frame_events_path, &row_line)
+        append_lines(&self.frame_events_path, &row_line)?;
+        match std::fs::remove_file(&self.pending_path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(BrokerError::io(
+                "remove the pending frame events",
+                &self.pending_path,
+            )(error)),
+            _ => Ok(()),
+        }
     }
 
     /// When the broker last sent input for an action (the largest `timestamp_ms` of the

@@ -86,6 +86,7 @@ impl Inner {
             .start_app(&prepared.launch)
             .map_err(|error| match error {
                 BackendError::AppNotMaximized(message) => BrokerError::AppNotMaximized(message),
+                BackendError::HandoffUnstable(message) => BrokerError::ResetUnstable(message),
                 other => BrokerError::Desktop {
                     operation: "reset",
                     source: other,
@@ -123,6 +124,7 @@ impl Inner {
             screenshot: screenshot(&handoff.frame, sequence),
             dismissed_overlays: handoff.dismissed_overlays.clone(),
             elapsed_ms: handoff.elapsed_ms,
+            settle: Some(handoff.settle.clone()),
             idempotent_replay: false,
             workspace: backend.workspace_facts(),
         };

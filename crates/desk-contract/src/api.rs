@@ -152,6 +152,12 @@ pub struct ResetResponse {
     pub dismissed_overlays: Vec<String>,
     /// Milliseconds the reset took.
     pub elapsed_ms: u64,
+    /// The settle receipt of the handoff frame: `stable` (a handoff that never settles is
+    /// refused with `reset_unstable`), the wait over every settle attempt, the samples taken
+    /// and the pixels changed since the first capture. Absent only in answers cached by a
+    /// broker that predates it.
+    #[serde(default)]
+    pub settle: Option<crate::settle::SettleReport>,
     /// True when this answer replays an earlier identical reset.
     pub idempotent_replay: bool,
     /// The workspace as measured at handoff (sandbox on or off, and its facts); absent for a
@@ -202,7 +208,9 @@ pub struct Receipt {
     pub focus_after: Option<FocusFacts>,
     /// Keys or buttons found held after the action and released.
     pub released_after: Vec<String>,
-    /// Observations that failed after the input was delivered, in order: `frame_store` (the
+    /// Observations that failed after the input was delivered, in order: the worker's
+    /// `capture` (the settle capture; no screenshot), `encode` (the PNG encode; no screenshot),
+    /// `focus` (the diagnostic focus read; no `focus_after`), then the broker's `frame_store` (the
     /// frame file was not written; the frame is still returned and replayed), `event_log` (its
     /// rows are missing from `events.json` and `frame_events.json`), `evidence` (its signed
     /// receipt was not written; the action stays open in the evidence journal). The action
@@ -242,8 +250,10 @@ pub struct ActionResponse {
     pub idempotent_replay: bool,
     /// Delivery evidence.
     pub receipt: Receipt,
-    /// The screenshot after settling.
-    pub screenshot: Screenshot,
+    /// The screenshot after settling; `null` when no frame could be captured or encoded after
+    /// the input was delivered (the receipt names `capture` or `encode`): the action still
+    /// counts, and `GET /v1/sessions/{id}/screenshot` takes a fresh one.
+    pub screenshot: Option<Screenshot>,
 }
 
 /// How a checkpoint obtained its saved file.

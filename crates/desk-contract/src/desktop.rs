@@ -140,16 +140,33 @@ pub struct ActionOutcome {
     pub events: Vec<InputEvent>,
     /// Focus before input.
     pub focus_before: FocusFacts,
-    /// Focus after settling.
-    pub focus_after: FocusFacts,
+    /// Focus after settling; `None` when the diagnostic read failed after the input was
+    /// delivered (`focus` in `observation_failures`).
+    pub focus_after: Option<FocusFacts>,
     /// Keys or buttons found held after the action and released.
     pub released_after: Vec<String>,
-    /// The settle wait.
+    /// The settle wait (`unavailable` when its capture failed).
     pub settle: SettleReport,
-    /// The freshest frame after settling.
-    pub frame: Frame,
+    /// The freshest frame after settling; `None` when no frame could be captured or encoded
+    /// after the input was delivered (`capture` or `encode` in `observation_failures`).
+    pub frame: Option<Frame>,
     /// Milliseconds spent injecting input.
     pub input_ms: u64,
+    /// Observations that failed after the input was delivered, in order: `capture` (the
+    /// settle capture), `encode` (the PNG encode), `focus` (the diagnostic focus read). The
+    /// input was delivered exactly once either way; absent when every observation succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observation_failures: Vec<String>,
+}
+
+/// Observation ids a worker reports in [`ActionOutcome::observation_failures`].
+pub mod observation {
+    /// The settle capture after input failed.
+    pub const CAPTURE: &str = "capture";
+    /// The PNG encode of the settled frame failed.
+    pub const ENCODE: &str = "encode";
+    /// The diagnostic focus read after settling failed.
+    pub const FOCUS: &str = "focus";
 }
 
 /// Whether a session's desktop runs in its sandbox.

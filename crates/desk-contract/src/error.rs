@@ -50,6 +50,9 @@ pub enum ErrorCode {
     SandboxUnavailable,
     /// The workspace measured at handoff failed the sandbox's rules; the handoff was refused.
     WorkspaceUnverified,
+    /// The handoff's first frame kept changing through every settle wait reset allows; the
+    /// handoff was refused (a reset with a new request id may try again).
+    ResetUnstable,
     /// An unexpected failure inside the broker; details are in its log, not here.
     Internal,
 }
@@ -76,6 +79,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::SandboxUnavailable => "sandbox_unavailable",
             ErrorCode::WorkspaceUnverified => "workspace_unverified",
+            ErrorCode::ResetUnstable => "reset_unstable",
             ErrorCode::Internal => "internal",
         }
     }

@@ -25,6 +25,11 @@ pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
 /// before the manager took the display can map a window the manager never adopts.
 pub const WORKER_WAIT_WM_ENV: &str = "DESKBROKER_WORKER_WAIT_WM_MS";
 
+/// Test-only: the environment variable that makes the worker fail one observation after
+/// input (`capture_after_input`, `encode_after_input`, `focus_after_input`); the launcher passes
+/// it from the broker's environment to the worker. Never set in production.
+pub const WORKER_FAULT_ENV: &str = "DESKBROKER_WORKER_FAULT";
+
 /// One request line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,8 +120,11 @@ pub enum WorkerFailureKind {
     OutcomeUnknown,
     /// The app's window did not appear in time.
     AppWindowNotFound,
-    /// The app's window could not be observed maximized.
+    /// The app's window could not be observed maximized over the work area (or it is not
+    /// viewable, or iconic).
     AppNotMaximized,
+    /// The handoff's first frame did not settle within its settle waits.
+    HandoffUnstable,
 }
 
 /// A failed answer.

@@ -41,7 +41,9 @@ pub trait DesktopBackend: Send {
     fn capture(&mut self) -> Result<Frame, BackendError>;
 
     /// Injects one validated action exactly once, releases anything left held, waits for the
-    /// bounded settle and returns the freshest frame.
+    /// bounded settle and returns the freshest frame. Once the input was delivered the answer
+    /// is `Ok`: a failed capture, encode or focus read leaves the frame or `focus_after` out and
+    /// is named in the outcome's `observation_failures`.
     fn execute(
         &mut self,
         action: &InputAction,

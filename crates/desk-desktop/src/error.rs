@@ -20,6 +20,9 @@ pub enum BackendError {
     /// The app's main window was not observed maximized.
     #[error("app not maximized: {0}")]
     AppNotMaximized(String),
+    /// The handoff's first frame did not settle.
+    #[error("handoff unstable: {0}")]
+    HandoffUnstable(String),
     /// A process could not be started.
     #[error("failed to start {what}: {source}")]
     Spawn {
@@ -69,6 +72,7 @@ impl From<WorkerFailure> for BackendError {
                 BackendError::AppWindowNotFound(failure.message)
             }
             WorkerFailureKind::AppNotMaximized => BackendError::AppNotMaximized(failure.message),
+            WorkerFailureKind::HandoffUnstable => BackendError::HandoffUnstable(failure.message),
         }
     }
 }

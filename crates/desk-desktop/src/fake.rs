@@ -524,7 +524,7 @@ impl DesktopBackend for FakeDesktop {
         Ok(ActionOutcome {
             events,
             focus_before,
-            focus_after: self.focus(),
+            focus_after: Some(self.focus()),
             released_after: std::mem::take(&mut self.handle.lock().held_after_next),
             settle: SettleReport {
                 outcome: SettleOutcome::Stable,
@@ -537,8 +537,9 @@ impl DesktopBackend for FakeDesktop {
                 n_samples: 1,
                 post_action_visual_stable: true,
             },
-            frame,
+            frame: Some(frame),
             input_ms: 0,
+            observation_failures: Vec::new(),
         })
     }
 

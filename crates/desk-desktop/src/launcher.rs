@@ -131,8 +131,13 @@ pub const WORKER_SOCKET_FILE: &str = "worker.sock";
 /// The X authority file inside the run directory.
 const XAUTHORITY_FILE: &str = "xauthority";
 
-/// Environment variables passed from the broker to the worker when set (nothing secret).
-const WORKER_ENV_ALLOWLIST: &[&str] = &["RUST_LOG", "RUST_BACKTRACE"];
+/// Environment variables passed from the broker to the worker when set (nothing secret; the
+/// worker's test-only fault hook is off unless a test sets it in the broker's environment).
+const WORKER_ENV_ALLOWLIST: &[&str] = &[
+    "RUST_LOG",
+    "RUST_BACKTRACE",
+    desk_contract::worker::WORKER_FAULT_ENV,
+];
 
 /// Connects to the socket `name` in `dir` through `/proc/self/fd`, so the path handed to the
 /// kernel is short whatever the length of `dir`.

@@ -268,19 +268,38 @@ impl Play<'_> {
                 expected_action_index: self.next_index,
                 action,
             };
-            let outcome = match self.client.act(&self.session_id, &request).await {
-                Err(error) => Err(chain(&error)),
-                Ok(response) if response.action_index != self.next_index => Err(format!(
-                    "broker assigned index {} where {} was expected",
-                    response.action_index, self.next_index
-                )),
-                Ok(response) => self.accept_frame(&response.screenshot).map(|frame| {
-                    item.frame = Some(frame);
-                    item.frame_sequence = Some(response.screenshot.sequence);
-                    item.frame_sha256 = Some(response.screenshot.sha256.clone());
-                    item.receipt = Some(response.receipt);
-                }),
-            };
+            let outcome =
+                match self.client.act(&self.session_id, &request).await {
+                    Err(error) => Err(chain(&error)),
+                    Ok(response) if response.action_index != self.next_index => Err(format!(
+                        "broker assigned index {} where {} was expected",
+                        response.action_index, self.next_index
+                    )),
+                    Ok(response) => {
+                        // A delivered action whose frame failed (the receipt names the observation)
+                        // still counts; the next frame is a fresh screenshot.
+                        let shot = match response.screenshot {
+                        Some(shot) => Ok(shot),
+                        None => self.client.screenshot(&self.session_id).await.map_err(|error| {
+                            format!(
+                                "action {} came without a frame ({:?}) and a fresh screenshot \
+                                 failed: {}",
+                                response.action_index,
+                                response.receipt.observation_failures,
+                                chain(&error)
+                            )
+                        }),
+                    };
+                        shot.and_then(|shot| {
+                            self.accept_frame(&shot).map(|frame| {
+                                item.frame = Some(frame);
+                                item.frame_sequence = Some(shot.sequence);
+                                item.frame_sha256 = Some(shot.sha256.clone());
+                                item.receipt = Some(response.receipt);
+                            })
+                        })
+                    }
+                };
             if let Err(error) = outcome {
                 item.error = Some(error.clone());
                 record.items.push(item);

@@ -16,6 +16,8 @@ use x11rb::protocol::xproto::{
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
+mod unruly;
+
 /// The probe's background color as (r, g, b).
 pub const PROBE_RGB: (u8, u8, u8) = (0x33, 0x66, 0xcc);
 
@@ -71,6 +73,10 @@ pub struct ProbeOptions {
     pub close_on_keysym: Option<u32>,
     /// Initial size.
     pub size: (u16, u16),
+    /// The largest size the window accepts (`WM_NORMAL_HINTS`): it can never cover a screen.
+    pub max_size: Option<(u16, u16)>,
+    /// Repaint in alternating colors every this many ms, forever: a screen that never settles.
+    pub repaint_ms: Option<u64>,
 }
 
 impl Default for ProbeOptions {
@@ -80,6 +86,8 @@ impl Default for ProbeOptions {
             class: "deskprobe".to_string(),
             close_on_keysym: None,
             size: (400, 300),
+            max_size: None,
+            repaint_ms: None,
         }
     }
 }
@@ -178,8 +186,9 @@ pub fn run(
         .create(true)
         .append(true)
         .open(out)?;
+    let mut flicker = (std::time::Instant::now(), false);
     loop {
-        let event = conn.wait_for_event()?;
+        let event = unruly::next_event(&conn, window, options.repaint_ms, &mut flicker)?;
         let record = match event {
             Event::MappingNotify(notify) if notify.request == Mapping::KEYBOARD => {
                 keyboard = KeyboardMap::load(&conn);
@@ -256,8 +265,7 @@ pub fn open_window(
     let (conn, screen_idx) = RustConnection::connect(Some(display))?;
     let screen = &conn.setup().roots[screen_idx];
     let window = conn.generate_id()?;
-    let (r, g, b) = PROBE_RGB;
-    let pixel = (u32::from(r) << 16) | (u32::from(g) << 8) | u32::from(b);
+    let pixel = unruly::probe_pixel();
     let mask = EventMask::KEY_PRESS
         | EventMask::KEY_RELEASE
         | EventMask::BUTTON_PRESS
@@ -317,6 +325,7 @@ pub fn open_window(
         AtomEnum::CARDINAL,
         &[std::process::id()],
     )?;
+    unruly::limit_size(&conn, window, options.max_size)?;
     map_until_managed(&conn, window)?;
     Ok((conn, window))
 }

@@ -70,6 +70,9 @@ pub enum X11Error {
     /// The app's window was not observed maximized.
     #[error("app window not maximized: {0}")]
     AppNotMaximized(String),
+    /// The handoff's first frame did not settle within its attempts.
+    #[error("the handoff did not settle: {0}")]
+    HandoffUnstable(String),
     /// The window manager did not take the display in time.
     #[error("the window manager did not take the display within {waited_ms} ms")]
     NoWindowManager {
@@ -107,6 +110,7 @@ impl X11Error {
             X11Error::InvalidRequest(_) => WorkerFailureKind::InvalidRequest,
             X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,
             X11Error::AppNotMaximized(_) => WorkerFailureKind::AppNotMaximized,
+            X11Error::HandoffUnstable(_) => WorkerFailureKind::HandoffUnstable,
             _ => WorkerFailureKind::DesktopFailed,
         };
         WorkerFailure {

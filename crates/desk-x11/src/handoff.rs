@@ -1,9 +1,11 @@
 //! `await_app`: find the app's main window by pid and rules, dismiss known overlays, maximize,
-//! activate, and wait for a stable render.
+//! verify that the window covers the work area (viewable, not iconic: `cover.rs`), and wait for
+//! a stable render: up to [`HANDOFF_SETTLE_ATTEMPTS`] settle waits, then `handoff_unstable`.
 //!
 //! Invariants: only windows whose `_NET_WM_PID` equals the requested pid are touched; overlay
-//! dismissal is the only input sent, and held keys are released after it; the app is remembered
-//! only once a handoff succeeded.
+//! dismissal is the only input sent, and held keys are released after it; the handoff never
+//! activates the app or moves keyboard focus (the app keeps the focus it took); the app is
+//! remembered only once a handoff succeeded.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -13,6 +15,7 @@ use desk_contract::keys::parse_chord;
 use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
 use x11rb::protocol::xproto::Window;
 
+use crate::capture::RawFrame;
 use crate::error::X11Error;
 use crate::input::Injector;
 use crate::session::{AppWindow, X11Session};
@@ -24,6 +27,8 @@ const POLL: Duration = Duration::from_millis(50);
 const MAXIMIZE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Interval between repeated maximize requests.
 const MAXIMIZE_RETRY: Duration = Duration::from_millis(500);
+/// Settle waits at handoff before a screen that keeps changing is refused.
+pub const HANDOFF_SETTLE_ATTEMPTS: u32 = 3;
 /// Minimum time between two dismiss attempts on the same overlay window.
 const REDISMISS_AFTER: Duration = Duration::from_millis(1_000);
 
@@ -151,14 +156,40 @@ impl X11Session {
         };
         if rules.maximize {
             self.maximize(main.window)?;
+            self.check_covers(main.window)?;
         }
-        self.windows().activate(main.window)?;
         self.app = Some(AppWindow {
             pid,
             window: main.window,
         });
         let first = self.capture_raw()?;
-        let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &first)?;
+        let (mut wait_ms, mut n_samples) = (0u64, 0u32);
+        let mut previous: Option<RawFrame> = None;
+        let mut attempt = 1;
+        let settled = loop {
+            let reference = previous.as_ref().unwrap_or(&first);
+            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, reference)?;
+            wait_ms = wait_ms.saturating_add(settled.wait_ms);
+            n_samples = n_samples.saturating_add(settled.n_samples);
+            if settled.outcome == SettleOutcome::Stable {
+                break settled;
+            }
+            if attempt >= HANDOFF_SETTLE_ATTEMPTS {
+                self.app = None;
+                return Err(X11Error::HandoffUnstable(format!(
+                    "the screen was still changing after {attempt} settle waits \
+                     ({wait_ms} ms, {n_samples} samples)"
+                )));
+            }
+            tracing::info!(attempt, wait_ms, "handoff still changing; settling again");
+            attempt += 1;
+            if let Some(replaced) = previous.replace(settled.frame) {
+                self.capturer.recycle(replaced);
+            }
+        };
+        if let Some(replaced) = previous.take() {
+            self.capturer.recycle(replaced);
+        }
         let window = self.windows().facts(main.window, Some(pid))?;
         let frame = match settled.png.clone() {
             Some(png) => self.frame(
@@ -176,12 +207,28 @@ impl X11Session {
             elapsed_ms: millis(started.elapsed()),
             settle: SettleReport {
                 outcome: settled.outcome,
-                wait_ms: settled.wait_ms,
+                wait_ms,
                 changed_pixels: settled.frame.changed_pixels(&first),
-                n_samples: settled.n_samples,
+                n_samples,
                 post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
             },
         })
+    }
+
+    /// Waits until `window` covers the work area, is viewable and not iconic (the manager
+    /// resizes asynchronously), at most [`MAXIMIZE_TIMEOUT`]; `app_not_maximized` otherwise.
+    fn check_covers(&self, window: Window) -> Result<(), X11Error> {
+        let started = Instant::now();
+        let screen = (self.display.width, self.display.height);
+        loop {
+            let Some(problem) = self.windows().coverage_problem(window, screen)? else {
+                return Ok(());
+            };
+            if started.elapsed() >= MAXIMIZE_TIMEOUT {
+                return Err(X11Error::AppNotMaximized(problem));
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     fn maximize(&mut self, window: Window) -> Result<(), X11Error> {

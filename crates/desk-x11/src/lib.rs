@@ -11,7 +11,10 @@
 //! left held are released after every action.
 
 mod capture;
+mod cover;
 mod error;
+mod execute;
+mod fault;
 mod handoff;
 mod held;
 mod input;
@@ -26,6 +29,8 @@ pub use capture::{
     CaptureStats, Capturer, RawFrame, encode_bgrx_png, epoch_ms, measure_capture, sha256_hex,
 };
 pub use error::X11Error;
+pub use fault::{WORKER_FAULT_ENV, WorkerFault};
+pub use handoff::HANDOFF_SETTLE_ATTEMPTS;
 pub use held::button_name;
 pub use input::button_code;
 pub use keymap::{

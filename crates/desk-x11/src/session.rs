@@ -1,17 +1,12 @@
 //! [`X11Session`]: one connection to one display and the implementation of every worker
-//! operation except `await_app` (see `handoff.rs`).
+//! operation except `await_app` (see `handoff.rs`) and `execute` (see `execute.rs`).
 //!
-//! Invariants: coordinates are re-checked against the live display before any input; an error
-//! after the first input request is reported as `outcome_unknown`, before it as
-//! `desktop_failed`; held keys and buttons are released after every action, also on failure.
+//! Invariant: held keys and buttons are released on request and at shutdown; the session
+//! stays usable for capture after `close`.
 
-use std::time::Instant;
-
-use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame};
-use desk_contract::geometry::{DisplaySize, ScreenPoint};
-use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
-use desk_contract::validate::InputAction;
-use desk_contract::worker::{HelloInfo, WORKER_PROTOCOL_VERSION, WorkerFailure, WorkerFailureKind};
+use desk_contract::desktop::{DesktopFacts, Frame};
+use desk_contract::geometry::DisplaySize;
+use desk_contract::worker::{HelloInfo, WORKER_PROTOCOL_VERSION};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::Window;
 use x11rb::protocol::xtest::ConnectionExt as _;
@@ -19,10 +14,9 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::capture::{Capturer, RawFrame, sha256_hex};
 use crate::error::X11Error;
+use crate::fault::WorkerFault;
 use crate::held::Held;
-use crate::input::Injector;
 use crate::keymap::Keymap;
-use crate::settle::{millis, wait_for_stable};
 use crate::window::{Atoms, Windows};
 
 /// How often a non-empty held set is re-read before releasing.
@@ -47,6 +41,8 @@ pub struct X11Session {
     pub(crate) keymap: Keymap,
     pub(crate) app: Option<AppWindow>,
     vendor: String,
+    /// Test-only: the observation the next `execute` fails (`DESKBROKER_WORKER_FAULT`).
+    pub(crate) fault: WorkerFault,
 }
 
 impl X11Session {
@@ -122,6 +118,7 @@ impl X11Session {
             keymap,
             app: None,
             vendor,
+            fault: WorkerFault::from_env(),
         })
     }
 
@@ -248,134 +245,6 @@ impl X11Session {
         Ok(names)
     }
 
-    fn check_point(&self, point: ScreenPoint) -> Result<(), WorkerFailure> {
-        let inside = self
-            .display
-            .contains(i64::from(point.x), i64::from(point.y));
-        if inside {
-            return Ok(());
-        }
-        Err(WorkerFailure {
-            kind: WorkerFailureKind::InvalidRequest,
-            message: format!(
-                "point ({}, {}) is outside the {} display",
-                point.x, point.y, self.display
-            ),
-        })
-    }
-
-    fn check_action(&self, action: &InputAction) -> Result<(), WorkerFailure> {
-        match action {
-            InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => {
-                self.check_point(*at)
-            }
-            InputAction::Move { to, .. } => self.check_point(*to),
-            InputAction::Drag { path, .. } => {
-                if path.len() < 2 {
-                    return Err(WorkerFailure {
-                        kind: WorkerFailureKind::InvalidRequest,
-                        message: "a drag needs at least two points".into(),
-                    });
-                }
-                path.iter().try_for_each(|point| self.check_point(*point))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Answers `execute`: inject once, release held inputs, settle, capture.
-    pub fn execute(
-        &mut self,
-        action: &InputAction,
-        policy: &SettlePolicy,
-    ) -> Result<ActionOutcome, WorkerFailure> {
-        self.check_action(action)?;
-        let app_pid = self.app_pid();
-        let before_failed = |error: X11Error| WorkerFailure {
-            kind: WorkerFailureKind::DesktopFailed,
-            message: error.to_string(),
-        };
-        let unknown = |error: X11Error| WorkerFailure {
-            kind: WorkerFailureKind::OutcomeUnknown,
-            message: error.to_string(),
-        };
-        let started = Instant::now();
-        let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
-        let focused = Instant::now();
-        let before = self.capture_raw().map_err(before_failed)?;
-        let input_started = Instant::now();
-        let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
-        let injected = inject(&mut injector, action, focus_before.pointer);
-        let sent_any = injector.sent_any();
-        let events = injector.into_events();
-        let restored = self.keymap.restore(&self.conn);
-        let released = self.release_held();
-        let input_ms = millis(input_started.elapsed());
-        let classify = |error: X11Error| {
-            if sent_any {
-                unknown(error)
-            } else {
-                before_failed(error)
-            }
-        };
-        injected.map_err(classify)?;
-        restored.map_err(classify)?;
-        let released_after = released.map_err(classify)?;
-        let (outcome, frame, wait_ms, n_samples, png) = if matches!(action, InputAction::Done) {
-            let frame = self.capture_raw().map_err(classify)?;
-            (SettleOutcome::Skipped, frame, 0, 0, None)
-        } else {
-            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
-                .map_err(classify)?;
-            (
-                settled.outcome,
-                settled.frame,
-                settled.wait_ms,
-                settled.n_samples,
-                settled.png,
-            )
-        };
-        let settled_at = Instant::now();
-        let changed_pixels = frame.changed_pixels(&before);
-        let focus_after = self.windows().focus(app_pid).map_err(classify)?;
-        let refocused = Instant::now();
-        let encoded = match png {
-            // Encoded during the quiet wait from identical pixels.
-            Some(png) => self.frame(png, frame.width(), frame.height(), frame.captured_at_ms()),
-            None => self.encode(&frame),
-        }
-        .map_err(classify);
-        self.capturer.recycle(frame);
-        self.capturer.recycle(before);
-        let frame = encoded?;
-        tracing::debug!(
-            focus_before_ms = millis(focused - started),
-            capture_before_ms = millis(input_started - focused),
-            input_ms,
-            settle_ms = millis(settled_at - input_started) - input_ms,
-            wait_ms,
-            compare_and_focus_after_ms = millis(refocused - settled_at),
-            encode_ms = millis(refocused.elapsed()),
-            total_ms = millis(started.elapsed()),
-            "executed action"
-        );
-        Ok(ActionOutcome {
-            events,
-            focus_before,
-            focus_after,
-            released_after,
-            settle: SettleReport {
-                outcome,
-                wait_ms,
-                changed_pixels,
-                n_samples,
-                post_action_visual_stable: outcome == SettleOutcome::Stable,
-            },
-            frame,
-            input_ms,
-        })
-    }
-
     /// Releases held inputs and detaches shared memory; the session stays usable for capture
     /// through core `GetImage`.
     pub fn close(&mut self) {
@@ -386,43 +255,4 @@ impl X11Session {
         self.capturer.close(&self.conn);
         let _ = self.conn.flush();
     }
-}
-
-fn inject(
-    injector: &mut Injector<'_>,
-    action: &InputAction,
-    pointer: ScreenPoint,
-) -> Result<(), X11Error> {
-    match action {
-        InputAction::Click {
-            at,
-            button,
-            modifiers,
-        } => injector.click(*at, *button, modifiers, 1)?,
-        InputAction::DoubleClick {
-            at,
-            button,
-            modifiers,
-        } => injector.click(*at, *button, modifiers, 2)?,
-        InputAction::Drag {
-            path,
-            button,
-            duration_ms,
-            modifiers,
-        } => injector.drag(path, *button, *duration_ms, modifiers)?,
-        InputAction::Move { to, duration_ms } => injector.move_to(pointer, *to, *duration_ms)?,
-        InputAction::Scroll { dx, dy, modifiers } => {
-            injector.scroll(pointer, *dx, *dy, modifiers)?
-        }
-        InputAction::Key { keys } => injector.chord(keys)?,
-        InputAction::Type { text } => injector.type_text(text)?,
-        InputAction::Wait { milliseconds } => {
-            std::thread::sleep(std::time::Duration::from_millis(u64::from(*milliseconds)))
-        }
-        InputAction::Done => {}
-    }
-    if injector.sent_any() {
-        injector.sync()?;
-    }
-    Ok(())
 }

@@ -24,7 +24,10 @@ x11rb::atom_manager! {
         _NET_WM_STATE_MAXIMIZED_VERT,
         _NET_WM_STATE_MAXIMIZED_HORZ,
         _NET_SUPPORTING_WM_CHECK,
+        _NET_WM_STATE_HIDDEN,
+        _NET_WORKAREA,
         UTF8_STRING,
+        WM_STATE,
     }
 }
 
@@ -49,6 +52,11 @@ impl Windows<'_> {
         Ok(!self
             .cardinals(self.root, self.atoms._NET_SUPPORTING_WM_CHECK)?
             .is_empty())
+    }
+
+    /// A 32-bit property's values, whatever its type; empty when unset.
+    pub(crate) fn property32(&self, window: Window, property: u32) -> Result<Vec<u32>, X11Error> {
+        self.cardinals(window, property)
     }
 
     fn cardinals(&self, window: Window, property: u32) -> Result<Vec<u32>, X11Error> {

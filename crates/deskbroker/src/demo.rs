@@ -201,7 +201,9 @@ async fn drive_session(
             .await
             .with_context(|| format!("action {action_idx} failed"))?;
         let name = format!("{:03}-{}.png", action_idx + 1, response.receipt.action_type);
-        save_png(shots, &name, &response.screenshot.png_base64)?;
+        if let Some(screenshot) = &response.screenshot {
+            save_png(shots, &name, &screenshot.png_base64)?;
+        }
         responses.push(response);
         progress.inc(1);
     }

@@ -123,7 +123,9 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             let mut response = client(&args, Some(&session_id))?
                 .act(&session_id, &request)
                 .await?;
-            divert_png(&mut response.screenshot, png.as_ref())?;
+            if let Some(screenshot) = response.screenshot.as_mut() {
+                divert_png(screenshot, png.as_ref())?;
+            }
             print_json(&response)
         }
         SessionCommand::Checkpoint {

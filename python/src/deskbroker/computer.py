@@ -97,7 +97,12 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
     async def _act(self, action: dict[str, Any]) -> None:
         answer = await self.client.act(self.session_id, action)
         self.last_response = answer
-        self._last_png_b64 = str(answer["screenshot"]["png_base64"])
+        shot = answer["screenshot"]
+        if shot is None:
+            # Delivered without a frame (the receipt names the failed observation): the action
+            # counts; take a fresh one.
+            shot = await self.client.screenshot(self.session_id)
+        self._last_png_b64 = str(shot["png_base64"])
 
     # -- Agents SDK AsyncComputer -----------------------------------------------------------
 

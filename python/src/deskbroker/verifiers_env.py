@@ -163,6 +163,11 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
                 desk["status"] = "failed_closed"
                 desk["status_detail"] = f"item {index}: {error}"
                 raise vf.ToolCallError(f"failed closed at item {index}: {error}") from None
+            if answer["screenshot"] is None:
+                # Delivered without a frame (the receipt names the failed observation): the
+                # action counts; take a fresh one.
+                fresh = await self.broker.screenshot(desk["session_id"])
+                answer = {**answer, "screenshot": fresh}
             sequence = int(answer["screenshot"]["sequence"])
             if sequence <= desk["last_sequence"]:
                 desk["status"] = "failed_closed"

@@ -168,9 +168,12 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
     };
     assert_eq!(
         receipt.screenshot_sha256.as_deref(),
-        Some(second.screenshot.sha256.as_str())
+        Some(second.screenshot.as_ref().unwrap().sha256.as_str())
     );
-    assert_ne!(first.screenshot.sha256, second.screenshot.sha256);
+    assert_ne!(
+        first.screenshot.as_ref().unwrap().sha256,
+        second.screenshot.as_ref().unwrap().sha256
+    );
     let RecordBody::Checkpoint(recorded) = &records[7].record().body else {
         panic!("record 7 is not a checkpoint");
     };

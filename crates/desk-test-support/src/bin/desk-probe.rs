@@ -1,5 +1,7 @@
-//! `desk-probe --display :N --out FILE [--title T] [--class C]`: the probe window as a process,
-//! for manual checks and tests that want a separate pid.
+//! `desk-probe --display :N --out FILE [--title T] [--class C] [--max-size WxH]
+//! [--repaint-ms N]`: the probe window as a process, for manual checks and tests that want a
+//! separate pid (`--max-size`: a window that cannot cover the work area; `--repaint-ms`: a
+//! screen that never settles).
 
 use std::path::PathBuf;
 
@@ -17,6 +19,23 @@ fn main() {
             "--out" => out = PathBuf::from(value),
             "--title" => options.title = value,
             "--class" => options.class = value,
+            "--max-size" => {
+                let parsed = value
+                    .split_once('x')
+                    .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+                let Some(size) = parsed else {
+                    eprintln!("--max-size takes WxH, got {value:?}");
+                    std::process::exit(2);
+                };
+                options.max_size = Some(size);
+            }
+            "--repaint-ms" => match value.parse() {
+                Ok(interval) => options.repaint_ms = Some(interval),
+                Err(_) => {
+                    eprintln!("--repaint-ms takes milliseconds, got {value:?}");
+                    std::process::exit(2);
+                }
+            },
             other => {
                 eprintln!("unknown flag {other}");
                 std::process::exit(2);

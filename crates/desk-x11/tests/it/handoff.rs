@@ -1,4 +1,5 @@
-//! `await_app`: finding, maximizing and activating the app window, overlays, timeouts.
+//! `await_app`: finding and maximizing the app window (covering the work area), overlays,
+//! timeouts, a screen that never settles.
 
 use desk_contract::desktop::OverlayRule;
 use desk_contract::settle::SettlePolicy;
@@ -71,5 +72,71 @@ fn await_app_times_out_for_unknown_pid() {
     assert_eq!(
         error.to_failure().kind,
         desk_contract::worker::WorkerFailureKind::AppWindowNotFound
+    );
+}
+
+#[test]
+fn await_app_refuses_a_window_that_cannot_cover_the_work_area() {
+    let Some(xvfb) = desk_test_support::Xvfb::start(1024, 768) else {
+        return;
+    };
+    let _openbox = xvfb.start_openbox();
+    let options = ProbeOptions {
+        max_size: Some((600, 400)),
+        ..ProbeOptions::default()
+    };
+    spawn_probe(xvfb.display(), &std::env::temp_dir(), options);
+    let mut session = X11Session::connect(Some(xvfb.display())).unwrap();
+    let error = session
+        .await_app(std::process::id(), &probe_rules(), &SettlePolicy::default())
+        .unwrap_err();
+    assert!(
+        matches!(error, desk_x11::X11Error::AppNotMaximized(ref message) if message.contains("does not cover the work area")),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_failure().kind,
+        desk_contract::worker::WorkerFailureKind::AppNotMaximized
+    );
+}
+
+#[test]
+fn await_app_refuses_a_screen_that_never_settles_after_retrying() {
+    let Some(xvfb) = desk_test_support::Xvfb::start(640, 480) else {
+        return;
+    };
+    let _openbox = xvfb.start_openbox();
+    let options = ProbeOptions {
+        repaint_ms: Some(40),
+        ..ProbeOptions::default()
+    };
+    spawn_probe(xvfb.display(), &std::env::temp_dir(), options);
+    let mut session = X11Session::connect(Some(xvfb.display())).unwrap();
+    let policy = SettlePolicy {
+        max_ms: 400,
+        ..SettlePolicy::default()
+    };
+    let started = std::time::Instant::now();
+    let error = session
+        .await_app(std::process::id(), &probe_rules(), &policy)
+        .unwrap_err();
+    assert!(
+        matches!(error, desk_x11::X11Error::HandoffUnstable(_)),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_failure().kind,
+        desk_contract::worker::WorkerFailureKind::HandoffUnstable
+    );
+    // Every settle wait ran to its bound before the refusal.
+    let bound = u128::from(policy.max_ms) * u128::from(desk_x11::HANDOFF_SETTLE_ATTEMPTS);
+    assert!(
+        started.elapsed().as_millis() >= bound,
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        session.app_pid().is_none(),
+        "a refused handoff remembers no app"
     );
 }

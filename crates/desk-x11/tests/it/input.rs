@@ -39,7 +39,7 @@ fn click_lands_once_at_exact_pixel_with_each_button() {
             .filter(|event| matches!(event.kind, InputEventKind::Click { .. }))
             .count();
         assert_eq!(n_clicks, 2);
-        assert_eq!(outcome.focus_after.pointer, at);
+        assert_eq!(outcome.focus_after.expect("focus after").pointer, at);
     }
     desk.assert_nothing_held();
 }
@@ -168,7 +168,10 @@ fn move_interpolates_and_ends_at_target() {
     assert!(motions.len() >= 5, "{motions:?}");
     let last = motions.last().unwrap();
     assert_eq!((last.root_x, last.root_y), (300, 500));
-    assert_eq!(outcome.focus_after.pointer, point(300, 500));
+    assert_eq!(
+        outcome.focus_after.expect("focus after").pointer,
+        point(300, 500)
+    );
     assert!(of_kind(&events, "button_press").is_empty());
 }
 

@@ -147,9 +147,10 @@ async fn fake_backend_serves_the_whole_lifecycle() {
         .unwrap();
     assert!(!first.idempotent_replay);
     assert_eq!(first.receipt.delivery, "input_injected");
-    assert!(first.screenshot.sequence > reset.screenshot.sequence);
+    assert!(first.screenshot.as_ref().unwrap().sequence > reset.screenshot.sequence);
     assert_ne!(
-        first.screenshot.sha256, reset.screenshot.sha256,
+        first.screenshot.as_ref().unwrap().sha256,
+        reset.screenshot.sha256,
         "frames are synthetic per action"
     );
     // Exactly once: the identical retry replays, anything else conflicts.
@@ -157,7 +158,10 @@ async fn fake_backend_serves_the_whole_lifecycle() {
         .await
         .unwrap();
     assert!(replay.idempotent_replay);
-    assert_eq!(replay.screenshot.sha256, first.screenshot.sha256);
+    assert_eq!(
+        replay.screenshot.as_ref().unwrap().sha256,
+        first.screenshot.as_ref().unwrap().sha256
+    );
     let conflict = act(
         &client,
         &session,
@@ -225,7 +229,7 @@ async fn fake_backend_serves_the_whole_lifecycle() {
     assert!(
         frames
             .iter()
-            .any(|row| row["frame"] == first.screenshot.sequence)
+            .any(|row| row["frame"] == first.screenshot.as_ref().unwrap().sequence)
     );
 
     let released = client.release(&session).await.unwrap();

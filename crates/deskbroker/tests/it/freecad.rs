@@ -53,7 +53,7 @@ async fn panels_offer_no_console_or_report_view(client: &desk_client::Client, se
     act(client, session, "view-menu", 0, view).await.unwrap();
     let panels = json!({"type": "click", "x": 126, "y": 587, "intent": "open View > Panels"});
     let shown = act(client, session, "panels", 1, panels).await.unwrap();
-    let png = &shown.screenshot.png_base64;
+    let png = &shown.screenshot.as_ref().unwrap().png_base64;
     let white_rows = (400..800)
         .filter(|&y| pixel(png, 432, y) == [255, 255, 255])
         .count();

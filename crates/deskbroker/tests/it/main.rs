@@ -2,6 +2,7 @@
 //! desktops, the probe window recording exactly what it receives, and LibreCAD end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod after_input;
 mod auth;
 mod bench;
 mod bench_spread;
@@ -17,6 +18,7 @@ mod librecad;
 mod load;
 mod perf;
 mod probe;
+mod reset_handoff;
 mod sandbox;
 mod strict;
 mod support;

@@ -86,6 +86,12 @@ pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
         "probe window must be maximized at handoff"
     );
     assert!(reset.screenshot.app_maximized);
+    let settle = reset
+        .settle
+        .expect("the reset answer carries the handoff's settle receipt");
+    assert_eq!(settle.outcome, desk_contract::SettleOutcome::Stable);
+    assert!(settle.post_action_visual_stable);
+    assert!(settle.n_samples > 0 && settle.wait_ms > 0, "{settle:?}");
     lease.session_id
 }
 
@@ -115,7 +121,10 @@ async fn retried_actions_reach_the_probe_exactly_once() {
         second.idempotent_replay,
         "a retry must replay the cached response"
     );
-    assert_eq!(second.screenshot.sha256, first.screenshot.sha256);
+    assert_eq!(
+        second.screenshot.as_ref().unwrap().sha256,
+        first.screenshot.as_ref().unwrap().sha256
+    );
     // Same id, different content: a conflict, and nothing sent.
     let moved = json!({"type": "click", "x": 322, "y": 234, "button": "right", "intent": "probe right click"});
     let conflict = act(&client, &session, "click-1", 0, moved)

@@ -1,0 +1,78 @@
+//! The probe's unruly behaviours, for handoff tests: a maximum size that keeps a maximized
+//! window from covering the work area, and a window that repaints itself forever.
+
+use std::time::{Duration, Instant};
+
+use x11rb::connection::Connection;
+use x11rb::protocol::Event;
+use x11rb::protocol::xproto::{AtomEnum, ChangeWindowAttributesAux, ConnectionExt as _, PropMode};
+use x11rb::rust_connection::RustConnection;
+use x11rb::wrapper::ConnectionExt as _;
+
+use super::PROBE_RGB;
+
+/// The repaint color alternating with [`PROBE_RGB`].
+const FLICKER_PIXEL: u32 = 0x00cc_6633;
+
+/// The probe's background as an X pixel.
+pub(super) fn probe_pixel() -> u32 {
+    let (r, g, b) = PROBE_RGB;
+    (u32::from(r) << 16) | (u32::from(g) << 8) | u32::from(b)
+}
+
+/// Sets `WM_NORMAL_HINTS` to a maximum size of `max_size` (width, height), when given.
+pub(super) fn limit_size(
+    conn: &RustConnection,
+    window: u32,
+    max_size: Option<(u16, u16)>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some((width, height)) = max_size else {
+        return Ok(());
+    };
+    // WM_SIZE_HINTS: flags (PMaxSize), 4 pad, min w/h, max w/h, then unused fields.
+    let mut hints = [0u32; 18];
+    hints[0] = 1 << 5;
+    hints[7] = u32::from(width);
+    hints[8] = u32::from(height);
+    conn.change_property32(
+        PropMode::REPLACE,
+        window,
+        AtomEnum::WM_NORMAL_HINTS,
+        AtomEnum::WM_SIZE_HINTS,
+        &hints,
+    )?;
+    Ok(())
+}
+
+/// The next event; with `repaint_ms`, the window alternates its color every `repaint_ms`
+/// while it waits (`flicker` holds the last repaint and its color).
+pub(super) fn next_event(
+    conn: &RustConnection,
+    window: u32,
+    repaint_ms: Option<u64>,
+    flicker: &mut (Instant, bool),
+) -> Result<Event, Box<dyn std::error::Error>> {
+    let Some(interval) = repaint_ms else {
+        return Ok(conn.wait_for_event()?);
+    };
+    loop {
+        if let Some(event) = conn.poll_for_event()? {
+            return Ok(event);
+        }
+        if flicker.0.elapsed() >= Duration::from_millis(interval) {
+            *flicker = (Instant::now(), !flicker.1);
+            let pixel = if flicker.1 {
+                FLICKER_PIXEL
+            } else {
+                probe_pixel()
+            };
+            conn.change_window_attributes(
+                window,
+                &ChangeWindowAttributesAux::new().background_pixel(pixel),
+            )?;
+            conn.clear_area(false, window, 0, 0, 0, 0)?;
+            conn.flush()?;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,240 @@
+//! `execute`: the one action path of [`X11Session`]. Inject once, release held inputs,
+//! settle, capture, and read focus; once the input was delivered, a failed settle capture, PNG
+//! encode or focus read is an observation failure named in the outcome, never an error.
+//!
+//! Invariants: coordinates are re-checked against the live display before any input; an error
+//! of the input itself after its first request is `outcome_unknown`, before it
+//! `desktop_failed`; held keys and buttons are released after every action, also on failure.
+
+use std::time::Instant;
+
+use desk_contract::desktop::{ActionOutcome, observation};
+use desk_contract::geometry::ScreenPoint;
+use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
+use desk_contract::validate::InputAction;
+use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
+
+use crate::error::X11Error;
+use crate::fault::{WORKER_FAULT_ENV, WorkerFault};
+use crate::input::Injector;
+use crate::session::X11Session;
+use crate::settle::{Settled, millis, wait_for_stable};
+
+impl X11Session {
+    fn check_point(&self, point: ScreenPoint) -> Result<(), WorkerFailure> {
+        let inside = self
+            .display
+            .contains(i64::from(point.x), i64::from(point.y));
+        if inside {
+            return Ok(());
+        }
+        Err(WorkerFailure {
+            kind: WorkerFailureKind::InvalidRequest,
+            message: format!(
+                "point ({}, {}) is outside the {} display",
+                point.x, point.y, self.display
+            ),
+        })
+    }
+
+    fn check_action(&self, action: &InputAction) -> Result<(), WorkerFailure> {
+        match action {
+            InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => {
+                self.check_point(*at)
+            }
+            InputAction::Move { to, .. } => self.check_point(*to),
+            InputAction::Drag { path, .. } => {
+                if path.len() < 2 {
+                    return Err(WorkerFailure {
+                        kind: WorkerFailureKind::InvalidRequest,
+                        message: "a drag needs at least two points".into(),
+                    });
+                }
+                path.iter().try_for_each(|point| self.check_point(*point))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Answers `execute`: inject once, release held inputs, settle, capture.
+    pub fn execute(
+        &mut self,
+        action: &InputAction,
+        policy: &SettlePolicy,
+    ) -> Result<ActionOutcome, WorkerFailure> {
+        self.check_action(action)?;
+        let app_pid = self.app_pid();
+        let before_failed = |error: X11Error| WorkerFailure {
+            kind: WorkerFailureKind::DesktopFailed,
+            message: error.to_string(),
+        };
+        let unknown = |error: X11Error| WorkerFailure {
+            kind: WorkerFailureKind::OutcomeUnknown,
+            message: error.to_string(),
+        };
+        let started = Instant::now();
+        let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
+        let focused = Instant::now();
+        let before = self.capture_raw().map_err(before_failed)?;
+        let input_started = Instant::now();
+        let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
+        let injected = inject(&mut injector, action, focus_before.pointer);
+        let sent_any = injector.sent_any();
+        let events = injector.into_events();
+        let restored = self.keymap.restore(&self.conn);
+        let released = self.release_held();
+        let input_ms = millis(input_started.elapsed());
+        let classify = |error: X11Error| {
+            if sent_any {
+                unknown(error)
+            } else {
+                before_failed(error)
+            }
+        };
+        injected.map_err(classify)?;
+        restored.map_err(classify)?;
+        let released_after = released.map_err(classify)?;
+        // The input was delivered: from here on a failure is an observation failure named in
+        // the outcome, never an error of the action.
+        let fault = self.fault.take();
+        let mut observation_failures = Vec::new();
+        let mut failed = |id: &str, error: &X11Error| {
+            tracing::error!(observation = id, %error, "an observation after delivered input failed");
+            observation_failures.push(id.to_string());
+        };
+        let settled = if matches!(action, InputAction::Done) {
+            self.capture_raw().map(|frame| Settled {
+                outcome: SettleOutcome::Skipped,
+                frame,
+                wait_ms: 0,
+                n_samples: 0,
+                png: None,
+            })
+        } else if fault == WorkerFault::CaptureAfterInput {
+            Err(X11Error::Capture(format!(
+                "{WORKER_FAULT_ENV}: injected capture failure"
+            )))
+        } else {
+            wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
+        };
+        let settled = settled
+            .map_err(|error| failed(observation::CAPTURE, &error))
+            .ok();
+        let settled_at = Instant::now();
+        let focus_after = if fault == WorkerFault::FocusAfterInput {
+            Err(X11Error::InvalidRequest(format!(
+                "{WORKER_FAULT_ENV}: injected focus read failure"
+            )))
+        } else {
+            self.windows().focus(app_pid)
+        };
+        let focus_after = focus_after
+            .map_err(|error| failed(observation::FOCUS, &error))
+            .ok();
+        let refocused = Instant::now();
+        let (settle, frame) = match settled {
+            Some(settled) => {
+                let changed_pixels = settled.frame.changed_pixels(&before);
+                let encoded = if fault == WorkerFault::EncodeAfterInput {
+                    Err(X11Error::InvalidRequest(format!(
+                        "{WORKER_FAULT_ENV}: injected encode failure"
+                    )))
+                } else {
+                    match settled.png {
+                        // Encoded during the quiet wait from identical pixels.
+                        Some(png) => self.frame(
+                            png,
+                            settled.frame.width(),
+                            settled.frame.height(),
+                            settled.frame.captured_at_ms(),
+                        ),
+                        None => self.encode(&settled.frame),
+                    }
+                };
+                self.capturer.recycle(settled.frame);
+                let frame = encoded
+                    .map_err(|error| failed(observation::ENCODE, &error))
+                    .ok();
+                let report = SettleReport {
+                    outcome: settled.outcome,
+                    wait_ms: settled.wait_ms,
+                    changed_pixels,
+                    n_samples: settled.n_samples,
+                    post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
+                };
+                (report, frame)
+            }
+            None => {
+                let report = SettleReport {
+                    outcome: SettleOutcome::Unavailable,
+                    wait_ms: millis(settled_at - input_started).saturating_sub(input_ms),
+                    changed_pixels: 0,
+                    n_samples: 0,
+                    post_action_visual_stable: false,
+                };
+                (report, None)
+            }
+        };
+        self.capturer.recycle(before);
+        tracing::debug!(
+            focus_before_ms = millis(focused - started),
+            capture_before_ms = millis(input_started - focused),
+            input_ms,
+            settle_ms = millis(settled_at - input_started).saturating_sub(input_ms),
+            wait_ms = settle.wait_ms,
+            focus_after_ms = millis(refocused - settled_at),
+            compare_and_encode_ms = millis(refocused.elapsed()),
+            total_ms = millis(started.elapsed()),
+            "executed action"
+        );
+        Ok(ActionOutcome {
+            events,
+            focus_before,
+            focus_after,
+            released_after,
+            settle,
+            frame,
+            input_ms,
+            observation_failures,
+        })
+    }
+}
+
+fn inject(
+    injector: &mut Injector<'_>,
+    action: &InputAction,
+    pointer: ScreenPoint,
+) -> Result<(), X11Error> {
+    match action {
+        InputAction::Click {
+            at,
+            button,
+            modifiers,
+        } => injector.click(*at, *button, modifiers, 1)?,
+        InputAction::DoubleClick {
+            at,
+            button,
+            modifiers,
+        } => injector.click(*at, *button, modifiers, 2)?,
+        InputAction::Drag {
+            path,
+            button,
+            duration_ms,
+            modifiers,
+        } => injector.drag(path, *button, *duration_ms, modifiers)?,
+        InputAction::Move { to, duration_ms } => injector.move_to(pointer, *to, *duration_ms)?,
+        InputAction::Scroll { dx, dy, modifiers } => {
+            injector.scroll(pointer, *dx, *dy, modifiers)?
+        }
+        InputAction::Key { keys } => injector.chord(keys)?,
+        InputAction::Type { text } => injector.type_text(text)?,
+        InputAction::Wait { milliseconds } => {
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(*milliseconds)))
+        }
+        InputAction::Done => {}
+    }
+    if injector.sent_any() {
+        injector.sync()?;
+    }
+    Ok(())
+}
