@@ -163,7 +163,7 @@ mod tests {
             assert_eq!(mode & 0o777, 0o644, "{name} is readable by the sandbox uid");
         }
         // No workspace: nothing to do, no error.
-        set_lease_deadline(&root.path().join("elsewhere"), 1).unwrap();
+        set_lease_deadline(root.path().join("elsewhere"), 1).unwrap();
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl Drop for Spawned {
         let _ = self.child.wait();
         if let Ok(sessions) = std::fs::read_dir(self.state_dir.join("sessions")) {
             for session in sessions.flatten() {
-                desk_desktop::launcher::reap_recorded(&session.path());
+                desk_desktop::launcher::reap_recorded(session.path());
             }
         }
     }

@@ -160,7 +160,7 @@ fn click_at(point: (i64, i64), n: usize) -> serde_json::Value {
 
 /// The pid of the session's X server, from its `processes.json`.
 fn xvfb_pid(broker: &Broker, session: &str) -> u32 {
-    desk_desktop::launcher::recorded_processes(&broker.session_dir(session))
+    desk_desktop::launcher::recorded_processes(broker.session_dir(session))
         .iter()
         .find(|process| process.role == "xvfb")
         .map(|process| process.pid)

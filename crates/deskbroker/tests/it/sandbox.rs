@@ -256,7 +256,7 @@ async fn a_desktop_whose_broker_died_stops_at_lease_expiry_plus_grace() {
         &["--lease-ttl-secs", "3", "--lease-grace-secs", "2"],
     );
     let session = leased_probe(&broker, "orphan").await;
-    let processes = recorded_processes(&broker.session_dir(&session));
+    let processes = recorded_processes(broker.session_dir(&session));
     assert!(
         processes.iter().any(|p| p.role == "sandbox"),
         "{processes:?}"
@@ -308,7 +308,7 @@ async fn an_unsandboxed_broker_stamps_sandbox_off() {
         facts.shared_namespaces.contains(&"net".to_string()),
         "unsandboxed, the app shares the broker's network: {facts:?}"
     );
-    let processes = recorded_processes(&broker.session_dir(&session));
+    let processes = recorded_processes(broker.session_dir(&session));
     assert!(
         processes.iter().all(|p| p.role != "sandbox"),
         "{processes:?}"

@@ -190,7 +190,7 @@ impl Drop for Broker {
         // A test that failed before releasing leaves its desktops behind the killed broker.
         if let Ok(sessions) = std::fs::read_dir(self.state_dir.join("sessions")) {
             for session in sessions.flatten() {
-                desk_desktop::launcher::reap_recorded(&session.path());
+                desk_desktop::launcher::reap_recorded(session.path());
             }
         }
     }
