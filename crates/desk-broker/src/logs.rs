@@ -39,7 +39,6 @@ use crate::error::BrokerError;
 
 pub(crate) use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
 /// Inputs of frameless actions, waiting for the next frame row (in the session directory).
-const PENDING_FILE: &str = "frame_events.pending";
 
 /// The timing context of one logged frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +78,7 @@ impl EventLogs {
         EventLogs {
             events_path: session_dir.events_file(),
             frame_events_path: session_dir.frame_events_file(),
-            pending_path: session_dir.path().join(PENDING_FILE),
+            pending_path: session_dir.pending_frame_events_file(),
         }
     }
 

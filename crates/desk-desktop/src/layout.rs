@@ -12,6 +12,7 @@
 //!                                 under a root broker): host/, home/, attempt/, run/
 //!     events.json                 the raw input log
 //!     frame_events.json           the frame-aligned input log
+//!     frame_events.pending        input of frameless actions, until the next frame
 //!     frames/<sequence>.png       action frames (a replay re-reads them)
 //!     checkpoint/<name>           the last checkpointed artifact
 //!   evidence/                     signing.key, evidence.pub
@@ -113,6 +114,12 @@ impl SessionDir {
         self.0.join(desk_contract::events::FRAME_EVENTS_FILE)
     }
 
+    /// Input rows of actions that produced no frame, waiting for the next frame's
+    /// `frame_events.json` row.
+    pub fn pending_frame_events_file(&self) -> PathBuf {
+        self.0.join("frame_events.pending")
+    }
+
     /// The frame of screenshot `sequence` handed out by an action.
     pub fn frame_file(&self, sequence: u64) -> PathBuf {
         self.0.join("frames").join(format!("{sequence:08}.png"))
@@ -163,6 +170,7 @@ mod tests {
             session.workspace(),
             session.events_file(),
             session.frame_events_file(),
+            session.pending_frame_events_file(),
             session.frame_file(7),
             session.checkpoint_file("attempt.dxf"),
         ] {
