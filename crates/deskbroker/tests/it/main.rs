@@ -4,6 +4,7 @@
 
 mod auth;
 mod bench;
+mod conformance;
 mod containment;
 mod crash;
 mod escape_gui;
