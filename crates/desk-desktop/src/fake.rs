@@ -4,8 +4,8 @@
 //! deterministic PNG; `execute` records every [`InputAction`] it receives in a shared list (see
 //! [`FakeHandle`]) and answers as the real worker does (`fake/input.rs`, held to it by
 //! [`crate::conformance`]): the same input events in the same order, points outside the
-//! display refused before input, a frame whose pixels change with every action that injects
-//! input, and the settle rule of the given `SettlePolicy` on a virtual clock (reported, not
+//! display refused before input, a frame whose pixels change after every action (the fake
+//! app redraws once, a wait included; `done` changes nothing), and the settle rule of the given `SettlePolicy` on a virtual clock (reported, not
 //! slept).
 //!
 //! Scripted behaviour, set through a [`FakeHandle`] even after the backend moved into a broker:
@@ -65,7 +65,8 @@ fn now_ms() -> u64 {
     u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// Lowercase hex SHA-256, as frames carry it.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -158,8 +159,7 @@ impl FakeDesktop {
     }
 
     /// Renders a deterministic frame: a background and a band whose colour and position depend
-    /// on the number of screen changes (actions that injected input, or samples of a screen
-    /// that never settles).
+    /// on the number of screen changes (one per executed action other than `done`).
     fn render(&mut self) -> Result<Frame, BackendError> {
         self.n_frames += 1;
         let (width, height) = (self.display.width, self.display.height);
@@ -311,8 +311,9 @@ impl DesktopBackend for FakeDesktop {
         if is_save_chord(action) {
             self.simulate_save()?;
         }
-        let settles = !matches!(action, InputAction::Done);
-        let changed = action.injects_input() || (never_settles && settles);
+        // The fake app redraws once after every action (a wait included, as broker tests
+        // expect a new frame for each); `done` is not settled and changes nothing.
+        let changed = !matches!(action, InputAction::Done);
         if changed {
             self.n_changes += 1;
         }

@@ -20,3 +20,4 @@ mod probe;
 mod sandbox;
 mod strict;
 mod support;
+mod worker_protocol;
