@@ -24,14 +24,19 @@ use crate::frames;
 use crate::journal::JournalStatus;
 use crate::ledger::{Accepted, Ledger};
 use crate::store::SessionRow;
-use crate::util::{canonical_json, check_identifier, now_ms, sha256_hex};
+use crate::util::{check_identifier, now_ms, sha256_hex};
 
-fn request_digest(request: &ActionRequest) -> Result<String, BrokerError> {
+/// SHA-256 of the RFC 8785 (JCS) bytes of `{expected_action_index, action}`: what a journal
+/// row keeps to recognise a retried request id. Journals written with the earlier sorted-keys
+/// JSON hold the same digests (the two encodings agree on every action: `tests.rs`).
+pub(crate) fn request_digest(request: &ActionRequest) -> Result<String, BrokerError> {
     let content = serde_json::json!({
         "expected_action_index": request.expected_action_index,
         "action": request.action,
     });
-    Ok(sha256_hex(canonical_json(&content).as_bytes()))
+    let bytes = desk_evidence::canonical_bytes(&content)
+        .map_err(|error| BrokerError::Internal(format!("failed to encode a request: {error}")))?;
+    Ok(sha256_hex(&bytes))
 }
 
 impl Inner {

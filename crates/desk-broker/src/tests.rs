@@ -4,7 +4,7 @@ use desk_contract::ErrorCode;
 use serde_json::json;
 
 use crate::error::BrokerError;
-use crate::util::{canonical_json, rfc3339};
+use crate::util::rfc3339;
 
 #[test]
 fn rfc3339_formats_known_instants() {
@@ -13,13 +13,61 @@ fn rfc3339_formats_known_instants() {
     assert_eq!(rfc3339(1_798_761_599_999), "2026-12-31T23:59:59.999Z");
 }
 
+/// The request digest journals held before RFC 8785: sorted keys at every level, serde_json's
+/// scalars. Kept here only as the reference the replay promise is checked against.
+fn sorted_keys_json(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let items: Vec<String> = keys
+                .into_iter()
+                .map(|key| format!("{}:{}", json!(key), sorted_keys_json(&map[key])))
+                .collect();
+            format!("{{{}}}", items.join(","))
+        }
+        serde_json::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(sorted_keys_json).collect();
+            format!("[{}]", items.join(","))
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
+/// A request id journaled with the old sorted-keys digest is still the same request: for
+/// every action type, with intents full of escapes and non-ASCII text, the RFC 8785 digest
+/// equals the old one (and a different action still differs).
 #[test]
-fn canonical_json_sorts_keys_at_every_level() {
-    let value = json!({"b": 1, "a": {"d": [3, {"z": 1, "y": 2}], "c": "x"}});
-    assert_eq!(
-        canonical_json(&value),
-        r#"{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}"#
-    );
+fn request_digests_match_journals_written_with_sorted_keys_json() {
+    let intent = "quote \" \\ tab\t nl\n ctl\u{1f} del\u{7f} é ✓ 🦀 \u{2028}";
+    let actions = [
+        json!({"type": "click", "x": 10, "y": 20, "button": "right", "modifiers": ["shift"], "intent": intent}),
+        json!({"type": "double_click", "x": 0, "y": 0, "intent": intent}),
+        json!({"type": "drag", "path": [{"x": 1, "y": 2}, {"x": 3, "y": 4}], "duration_ms": 120, "modifiers": ["ctrl", "alt"], "intent": intent}),
+        json!({"type": "move", "x": 5, "y": 6, "duration_ms": 0, "intent": intent}),
+        json!({"type": "scroll", "dx": -1, "dy": 3, "intent": intent}),
+        json!({"type": "key", "keys": ["ctrl", "s"], "intent": intent}),
+        json!({"type": "type", "text": "Hello, \"world\" \\ ~", "intent": intent}),
+        json!({"type": "wait", "milliseconds": 250, "intent": intent}),
+        json!({"type": "done", "intent": intent}),
+    ];
+    let mut digests = std::collections::BTreeSet::new();
+    for action in actions {
+        let request = desk_contract::api::ActionRequest {
+            request_id: "r-1".to_string(),
+            expected_action_index: 9_007_199_254_740_991,
+            action: serde_json::from_value(action.clone()).unwrap(),
+        };
+        let old = json!({
+            "expected_action_index": request.expected_action_index,
+            "action": request.action,
+        });
+        let old = crate::util::sha256_hex(sorted_keys_json(&old).as_bytes());
+        let new = crate::actions::request_digest(&request).unwrap();
+        assert_eq!(new, old, "{action}");
+        digests.insert(new);
+    }
+    assert_eq!(digests.len(), 9, "different actions keep different digests");
 }
 
 #[test]

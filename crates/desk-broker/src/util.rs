@@ -1,9 +1,6 @@
-//! Small pure helpers: clock, RFC 3339 formatting, ids, hashing and canonical JSON.
+//! Small pure helpers: clock, RFC 3339 formatting, ids and hashing.
 
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::BrokerError;
 
@@ -46,49 +43,8 @@ pub(crate) fn new_session_id() -> Result<String, BrokerError> {
     Ok(format!("s_{}", hex::encode(bytes)))
 }
 
-/// Lowercase hex SHA-256.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// Canonical JSON text: object keys sorted at every level, no insignificant whitespace.
-pub(crate) fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (key_idx, key) in keys.into_iter().enumerate() {
-                if key_idx > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(item) = map.get(key) {
-                    write_canonical(item, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (item_idx, item) in items.iter().enumerate() {
-                if item_idx > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
+/// Lowercase hex SHA-256: desk-evidence's, the one the evidence chain uses.
+pub(crate) use desk_evidence::sha256_hex;
 
 /// Checks an identifier from a client: 1..=200 printable ASCII characters.
 pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), BrokerError> {

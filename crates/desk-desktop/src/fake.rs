@@ -2,8 +2,11 @@
 //!
 //! It launches nothing. `start_app` hands off a maximized synthetic app window and a
 //! deterministic PNG; `execute` records every [`InputAction`] it receives in a shared list (see
-//! [`FakeHandle`]), answers with synthetic [`InputEvent`]s matching the action and a new frame
-//! whose pixels depend on the number of actions executed so far, and always settles `stable`.
+//! [`FakeHandle`]) and answers as the real worker does (`fake/input.rs`, held to it by
+//! [`crate::conformance`]): the same input events in the same order, points outside the
+//! display refused before input, a frame whose pixels change after every action (the fake
+//! app redraws once, a wait included; `done` changes nothing), and the settle rule of the given `SettlePolicy` on a virtual clock (reported, not
+//! slept).
 //!
 //! Scripted behaviour, set through a [`FakeHandle`] even after the backend moved into a broker:
 //! - fail the nth `execute` before any input ([`FakeFailure::BeforeInput`], nothing recorded) or
@@ -11,6 +14,7 @@
 //! - hand off an app window that is not maximized;
 //! - report keys or buttons found held after an action (and released);
 //! - put a foreign (non-app) window in front, as a save dialog would be;
+//! - make the screen never settle (every action gives up at `max_ms`, `still_changing`);
 //! - simulate the app saving: on a `ctrl+s` chord, append a line to the attempt file (the last
 //!   element of the launch argv) or to an explicit path, or write a fixture DXF drawing over
 //!   the attempt file (`fake_dxf`, used by `deskbroker serve --backend fake`).
@@ -19,113 +23,23 @@
 //! desktop, so "recorded zero inputs" means "nothing was injected".
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use desk_contract::desktop::{
     ActionOutcome, DesktopFacts, FocusFacts, Frame, Handoff, WindowFacts, WindowRect,
 };
-use desk_contract::events::{InputEvent, InputEventKind};
 use desk_contract::{
-    Button, DisplaySize, InputAction, Key, Modifier, ScreenPoint, SettleOutcome, SettlePolicy,
-    SettleReport,
+    DisplaySize, InputAction, Key, Modifier, ScreenPoint, SettleOutcome, SettlePolicy, SettleReport,
 };
 use sha2::{Digest, Sha256};
 
+mod handle;
+mod input;
+
+pub use handle::{FakeFailure, FakeHandle, FakeSave};
+
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
-
-/// How a scripted `execute` failure behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FakeFailure {
-    /// Fails with [`BackendError::DesktopFailed`]; nothing is recorded.
-    BeforeInput,
-    /// Records the input, then fails with [`BackendError::OutcomeUnknown`].
-    OutcomeUnknown,
-}
-
-/// Where a simulated save writes when the fake receives `ctrl+s`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum FakeSave {
-    /// The save chord changes nothing.
-    #[default]
-    Disabled,
-    /// Appends a line to the last element of the launch argv (the attempt file in profiles).
-    AttemptFromArgv,
-    /// Appends a line to this file.
-    Path(PathBuf),
-    /// Writes the fixture DXF ([`crate::fake_dxf::fixture_dxf`]) over the last element of the
-    /// launch argv: what `deskbroker serve --backend fake` does, so a checkpoint yields a
-    /// drawing the scorer parses.
-    FixtureDxf,
-}
-
-#[derive(Debug, Default)]
-struct Script {
-    inputs: Vec<InputAction>,
-    failures: Vec<(u64, FakeFailure)>,
-    save: FakeSave,
-    foreign_window_in_front: bool,
-    unmaximized_handoff: bool,
-    n_saves: u64,
-    held_after_next: Vec<String>,
-}
-
-/// A cloneable view into a [`FakeDesktop`]'s recorded inputs and script.
-#[derive(Debug, Clone, Default)]
-pub struct FakeHandle {
-    script: Arc<Mutex<Script>>,
-}
-
-impl FakeHandle {
-    fn lock(&self) -> MutexGuard<'_, Script> {
-        // A poisoned lock only means a test thread panicked; the data is still usable.
-        self.script
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Every input action executed so far, in order.
-    pub fn inputs(&self) -> Vec<InputAction> {
-        self.lock().inputs.clone()
-    }
-
-    /// How many input actions were executed.
-    pub fn n_inputs(&self) -> usize {
-        self.lock().inputs.len()
-    }
-
-    /// Makes the `nth` call to `execute` (1-based, counting every call) fail.
-    pub fn fail_execute(&self, nth: u64, failure: FakeFailure) {
-        self.lock().failures.push((nth, failure));
-    }
-
-    /// Sets what the save chord does.
-    pub fn set_save(&self, save: FakeSave) {
-        self.lock().save = save;
-    }
-
-    /// Puts a foreign window (e.g. a Save As dialog of another process) in front, or removes it.
-    pub fn set_foreign_window_in_front(&self, in_front: bool) {
-        self.lock().foreign_window_in_front = in_front;
-    }
-
-    /// Makes the next handoffs report an app window that is not maximized.
-    pub fn set_unmaximized_handoff(&self, unmaximized: bool) {
-        self.lock().unmaximized_handoff = unmaximized;
-    }
-
-    /// Makes the next `execute` report `names` (e.g. `ctrl`, `mouse_left`) as found held after
-    /// its input and released, as the worker does when an app grabbed a release.
-    pub fn leave_held_after_next(&self, names: Vec<String>) {
-        self.lock().held_after_next = names;
-    }
-
-    /// How many simulated saves wrote a file.
-    pub fn n_saves(&self) -> u64 {
-        self.lock().n_saves
-    }
-}
 
 /// The in-process fake desktop. See the module documentation.
 #[derive(Debug)]
@@ -133,6 +47,8 @@ pub struct FakeDesktop {
     display: DisplaySize,
     handle: FakeHandle,
     n_executes: u64,
+    /// How often the screen changed; the frame's pixels depend on it.
+    n_changes: u64,
     n_frames: u64,
     launch: Option<AppLaunch>,
     pointer: ScreenPoint,
@@ -149,7 +65,8 @@ fn now_ms() -> u64 {
     u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+/// Lowercase hex SHA-256, as frames carry it.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|byte| format!("{byte:02x}"))
@@ -163,6 +80,7 @@ impl FakeDesktop {
             display,
             handle: FakeHandle::default(),
             n_executes: 0,
+            n_changes: 0,
             n_frames: 0,
             launch: None,
             pointer: ScreenPoint { x: 0, y: 0 },
@@ -241,11 +159,11 @@ impl FakeDesktop {
     }
 
     /// Renders a deterministic frame: a background and a band whose colour and position depend
-    /// on the number of actions executed.
+    /// on the number of screen changes (one per executed action other than `done`).
     fn render(&mut self) -> Result<Frame, BackendError> {
         self.n_frames += 1;
         let (width, height) = (self.display.width, self.display.height);
-        let step = self.n_executes;
+        let step = self.n_changes;
         let shade = |offset: u64| u8::try_from((step * 37 + offset) % 256).unwrap_or(0);
         let band = [shade(0), shade(85), shade(170)];
         let band_top = u32::try_from(step % u64::from(height.max(1))).unwrap_or(0);
@@ -316,135 +234,6 @@ impl FakeDesktop {
             ))
         })
     }
-
-    fn events_for(&mut self, action: &InputAction) -> Vec<InputEvent> {
-        let mut events = Vec::new();
-        let mut push = |kind: InputEventKind| {
-            events.push(InputEvent {
-                timestamp_ms: now_ms(),
-                kind,
-            });
-        };
-        let modifier = |modifier: &Modifier, pressed: bool| InputEventKind::ModifierChange {
-            modifier: modifier.as_str().to_string(),
-            pressed,
-        };
-        let click = |at: ScreenPoint, button: Button, pressed: bool| InputEventKind::Click {
-            x: at.x,
-            y: at.y,
-            button,
-            pressed,
-        };
-        match action {
-            InputAction::Click {
-                at,
-                button,
-                modifiers,
-            }
-            | InputAction::DoubleClick {
-                at,
-                button,
-                modifiers,
-            } => {
-                let n_clicks = if matches!(action, InputAction::Click { .. }) {
-                    1
-                } else {
-                    2
-                };
-                modifiers.iter().for_each(|held| push(modifier(held, true)));
-                push(InputEventKind::MouseMove { x: at.x, y: at.y });
-                for _ in 0..n_clicks {
-                    push(click(*at, *button, true));
-                    push(click(*at, *button, false));
-                }
-                modifiers
-                    .iter()
-                    .rev()
-                    .for_each(|held| push(modifier(held, false)));
-                self.pointer = *at;
-            }
-            InputAction::Drag {
-                path,
-                button,
-                modifiers,
-                ..
-            } => {
-                modifiers.iter().for_each(|held| push(modifier(held, true)));
-                if let (Some(first), Some(last)) = (path.first(), path.last()) {
-                    push(InputEventKind::MouseMove {
-                        x: first.x,
-                        y: first.y,
-                    });
-                    push(click(*first, *button, true));
-                    for point in &path[1..] {
-                        push(InputEventKind::Drag {
-                            x: point.x,
-                            y: point.y,
-                            button: *button,
-                        });
-                    }
-                    push(click(*last, *button, false));
-                    self.pointer = *last;
-                }
-                modifiers
-                    .iter()
-                    .rev()
-                    .for_each(|held| push(modifier(held, false)));
-            }
-            InputAction::Move { to, .. } => {
-                push(InputEventKind::MouseMove { x: to.x, y: to.y });
-                self.pointer = *to;
-            }
-            InputAction::Scroll { dx, dy, modifiers } => {
-                modifiers.iter().for_each(|held| push(modifier(held, true)));
-                push(InputEventKind::Scroll {
-                    x: self.pointer.x,
-                    y: self.pointer.y,
-                    dx: *dx,
-                    dy: *dy,
-                });
-                modifiers
-                    .iter()
-                    .rev()
-                    .for_each(|held| push(modifier(held, false)));
-            }
-            InputAction::Key { keys } => {
-                for key in keys {
-                    push(match key {
-                        Key::Modifier(held) => modifier(held, true),
-                        other => InputEventKind::Key {
-                            key: other.canonical_name(),
-                            pressed: true,
-                        },
-                    });
-                }
-                for key in keys.iter().rev() {
-                    push(match key {
-                        Key::Modifier(held) => modifier(held, false),
-                        other => InputEventKind::Key {
-                            key: other.canonical_name(),
-                            pressed: false,
-                        },
-                    });
-                }
-            }
-            InputAction::Type { text } => {
-                for character in text.chars() {
-                    let key = character.to_string();
-                    push(InputEventKind::Key {
-                        key: key.clone(),
-                        pressed: true,
-                    });
-                    push(InputEventKind::Key {
-                        key,
-                        pressed: false,
-                    });
-                }
-            }
-            InputAction::Wait { .. } | InputAction::Done => {}
-        }
-        events
-    }
 }
 
 fn is_save_chord(action: &InputAction) -> bool {
@@ -490,17 +279,19 @@ impl DesktopBackend for FakeDesktop {
     fn execute(
         &mut self,
         action: &InputAction,
-        _settle: SettlePolicy,
+        settle: SettlePolicy,
     ) -> Result<ActionOutcome, BackendError> {
         self.ensure_running()?;
+        input::check_bounds(self.display, action)?;
         self.n_executes += 1;
-        let failure = {
+        let (failure, never_settles) = {
             let script = self.handle.lock();
-            script
+            let failure = script
                 .failures
                 .iter()
                 .find(|(nth, _)| *nth == self.n_executes)
-                .map(|(_, how)| *how)
+                .map(|(_, how)| *how);
+            (failure, script.never_settles)
         };
         if failure == Some(FakeFailure::BeforeInput) {
             return Err(BackendError::DesktopFailed(format!(
@@ -516,27 +307,28 @@ impl DesktopBackend for FakeDesktop {
                 self.n_executes
             )));
         }
-        let events = self.events_for(action);
+        let events = input::events_for(action, &mut self.pointer, now_ms());
         if is_save_chord(action) {
             self.simulate_save()?;
         }
+        // The fake app redraws once after every action (a wait included, as broker tests
+        // expect a new frame for each); `done` is not settled and changes nothing.
+        let changed = !matches!(action, InputAction::Done);
+        if changed {
+            self.n_changes += 1;
+        }
         let frame = self.render()?;
+        let changed_pixels = if changed {
+            8 * u64::from(frame.width)
+        } else {
+            0
+        };
         Ok(ActionOutcome {
             events,
             focus_before,
             focus_after: Some(self.focus()),
             released_after: std::mem::take(&mut self.handle.lock().held_after_next),
-            settle: SettleReport {
-                outcome: SettleOutcome::Stable,
-                wait_ms: 0,
-                changed_pixels: if action.injects_input() {
-                    8 * u64::from(frame.width)
-                } else {
-                    0
-                },
-                n_samples: 1,
-                post_action_visual_stable: true,
-            },
+            settle: input::settle(action, settle, changed, never_settles, changed_pixels),
             frame: Some(frame),
             input_ms: 0,
             observation_failures: Vec::new(),

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod conformance;
 mod error;
 mod factory;
 pub mod fake;

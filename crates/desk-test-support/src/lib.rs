@@ -9,5 +9,31 @@
 pub mod probe;
 mod xvfb;
 
+/// The one "required tools" gate of real-desktop tests: whether every program in `programs` is
+/// on the PATH. A missing one prints `skipped: <what> not found` and the test should return
+/// (pass), unless `DESK_REQUIRE_XVFB=1` (CI), where it panics instead.
+pub fn tools_available(what: &str, programs: &[&str]) -> bool {
+    let found = programs.iter().all(|program| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    if !found {
+        skip_unless_required(what);
+    }
+    found
+}
+
+/// Prints `skipped: <what> not found`, or panics when `DESK_REQUIRE_XVFB=1`.
+pub fn skip_unless_required(what: &str) {
+    assert!(
+        std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+        "{what} not found but DESK_REQUIRE_XVFB=1"
+    );
+    println!("skipped: {what} not found");
+}
+
 pub use probe::{PROBE_RGB, ProbeEvent, ProbeOptions, read_probe_log, spawn_probe, typed_text};
 pub use xvfb::{Openbox, Xvfb};

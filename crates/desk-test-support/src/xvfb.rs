@@ -44,10 +44,7 @@ impl Xvfb {
         let mut child = match spawned {
             Ok(child) => child,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                if std::env::var("DESK_REQUIRE_XVFB").as_deref() == Ok("1") {
-                    panic!("Xvfb not found and DESK_REQUIRE_XVFB=1");
-                }
-                println!("skipped: Xvfb not found");
+                crate::skip_unless_required("Xvfb");
                 return None;
             }
             Err(error) => panic!("failed to spawn Xvfb: {error}"),

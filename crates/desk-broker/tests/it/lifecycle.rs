@@ -144,7 +144,10 @@ async fn full_lifecycle() {
     // Four actions, the checkpoint's save gesture, and done.
     assert_eq!(rows.len(), 6, "{frames}");
     assert!(rows.windows(2).all(|pair| pair[0].frame < pair[1].frame));
-    assert_eq!(rows[1].events.len(), 2 * "LINE 0,0 10,10".len());
+    // A press and a release per character, Shift around the capitals (as the real worker).
+    let text = "LINE 0,0 10,10";
+    let capitals = text.chars().filter(char::is_ascii_uppercase).count();
+    assert_eq!(rows[1].events.len(), 2 * text.len() + 2 * capitals);
 
     let session_dir = harness.dir.path().join("sessions").join(&id);
     assert!(session_dir.exists());

@@ -9,19 +9,7 @@ use dxf::entities::EntityType;
 use crate::support::{deskbroker, xvfb_available};
 
 pub(crate) fn librecad_available() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v librecad"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !found {
-        assert!(
-            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
-            "librecad not found but DESK_REQUIRE_XVFB=1"
-        );
-        println!("skipped: librecad not found");
-    }
-    found
+    desk_test_support::tools_available("librecad", &["librecad"])
 }
 
 #[test]

@@ -6,23 +6,10 @@ use std::time::{Duration, Instant};
 
 use desk_client::Client;
 
-/// Whether real-desktop tests can run. Without Xvfb they print `skipped: Xvfb not found` and
-/// pass, unless `DESK_REQUIRE_XVFB=1` (CI), where a missing Xvfb fails.
+/// Whether real-desktop tests can run. Without Xvfb they print `skipped: Xvfb/openbox not
+/// found` and pass, unless `DESK_REQUIRE_XVFB=1` (CI), where a missing Xvfb fails.
 pub(crate) fn xvfb_available() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v Xvfb && command -v openbox"])
-        .stdout(Stdio::null())
-        .status()
-        .map(|status| status.success())
-        .unwrap_or(false);
-    if !found {
-        assert!(
-            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
-            "Xvfb/openbox not found but DESK_REQUIRE_XVFB=1"
-        );
-        println!("skipped: Xvfb not found");
-    }
-    found
+    desk_test_support::tools_available("Xvfb/openbox", &["Xvfb", "openbox"])
 }
 
 /// The `deskbroker` binary under test.

@@ -1,0 +1,106 @@
+//! The fake's script and its [`FakeHandle`]: what a test tells a [`super::FakeDesktop`] to do,
+//! and what the fake recorded, shared even after the backend moved into a broker.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use desk_contract::InputAction;
+
+/// How a scripted `execute` failure behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeFailure {
+    /// Fails with [`BackendError::DesktopFailed`]; nothing is recorded.
+    BeforeInput,
+    /// Records the input, then fails with [`BackendError::OutcomeUnknown`].
+    OutcomeUnknown,
+}
+
+/// Where a simulated save writes when the fake receives `ctrl+s`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FakeSave {
+    /// The save chord changes nothing.
+    #[default]
+    Disabled,
+    /// Appends a line to the last element of the launch argv (the attempt file in profiles).
+    AttemptFromArgv,
+    /// Appends a line to this file.
+    Path(PathBuf),
+    /// Writes the fixture DXF ([`crate::fake_dxf::fixture_dxf`]) over the last element of the
+    /// launch argv: what `deskbroker serve --backend fake` does, so a checkpoint yields a
+    /// drawing the scorer parses.
+    FixtureDxf,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Script {
+    pub(super) inputs: Vec<InputAction>,
+    pub(super) failures: Vec<(u64, FakeFailure)>,
+    pub(super) save: FakeSave,
+    pub(super) foreign_window_in_front: bool,
+    pub(super) unmaximized_handoff: bool,
+    pub(super) n_saves: u64,
+    pub(super) held_after_next: Vec<String>,
+    pub(super) never_settles: bool,
+}
+
+/// A cloneable view into a [`super::FakeDesktop`]'s recorded inputs and script.
+#[derive(Debug, Clone, Default)]
+pub struct FakeHandle {
+    script: Arc<Mutex<Script>>,
+}
+
+impl FakeHandle {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Script> {
+        // A poisoned lock only means a test thread panicked; the data is still usable.
+        self.script
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Every input action executed so far, in order.
+    pub fn inputs(&self) -> Vec<InputAction> {
+        self.lock().inputs.clone()
+    }
+
+    /// How many input actions were executed.
+    pub fn n_inputs(&self) -> usize {
+        self.lock().inputs.len()
+    }
+
+    /// Makes the `nth` call to `execute` (1-based, counting every call) fail.
+    pub fn fail_execute(&self, nth: u64, failure: FakeFailure) {
+        self.lock().failures.push((nth, failure));
+    }
+
+    /// Sets what the save chord does.
+    pub fn set_save(&self, save: FakeSave) {
+        self.lock().save = save;
+    }
+
+    /// Puts a foreign window (e.g. a Save As dialog of another process) in front, or removes it.
+    pub fn set_foreign_window_in_front(&self, in_front: bool) {
+        self.lock().foreign_window_in_front = in_front;
+    }
+
+    /// Makes the next handoffs report an app window that is not maximized.
+    pub fn set_unmaximized_handoff(&self, unmaximized: bool) {
+        self.lock().unmaximized_handoff = unmaximized;
+    }
+
+    /// Makes the next `execute` report `names` (e.g. `ctrl`, `mouse_left`) as found held after
+    /// its input and released, as the worker does when an app grabbed a release.
+    pub fn leave_held_after_next(&self, names: Vec<String>) {
+        self.lock().held_after_next = names;
+    }
+
+    /// Makes the screen change at every settle sample from now on (an animation, a blinking
+    /// progress bar): every `execute` gives up at the policy's `max_ms` with `still_changing`.
+    pub fn set_never_settles(&self, never_settles: bool) {
+        self.lock().never_settles = never_settles;
+    }
+
+    /// How many simulated saves wrote a file.
+    pub fn n_saves(&self) -> u64 {
+        self.lock().n_saves
+    }
+}
