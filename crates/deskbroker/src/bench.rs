@@ -43,6 +43,8 @@ pub(crate) enum BenchCommand {
     Corpus(CorpusArgs),
     /// Merge the out directories of shards or runs into one summary.json and report.html.
     Merge(multi::MergeArgs),
+    /// Write a page comparing two runs task by task (status, score change, candidate renders).
+    Compare(multi::CompareArgs),
 }
 
 /// Which tasks to run.
@@ -145,6 +147,7 @@ pub(crate) async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Score(args) => score(&args),
         BenchCommand::Corpus(args) => corpus(&args),
         BenchCommand::Merge(args) => multi::merge(&args),
+        BenchCommand::Compare(args) => multi::compare(&args),
     }
 }
 
