@@ -78,9 +78,9 @@ fn seen_frame(
         );
     };
     let mut svg = format!(
-        "<a href=\"{0}\"><svg class=\"shot\" viewBox=\"0 0 {width} {height}\" \
-         xmlns=\"http://www.w3.org/2000/svg\" role=\"img\"><image href=\"{0}\" \
-         width=\"{width}\" height=\"{height}\"/>",
+        // Inline SVG in HTML needs no namespace (and the page names no URL).
+        "<a href=\"{0}\"><svg class=\"shot\" viewBox=\"0 0 {width} {height}\" role=\"img\">\
+         <image href=\"{0}\" width=\"{width}\" height=\"{height}\"/>",
         link(seen)
     );
     let actions = match &turn.outcome {
