@@ -180,7 +180,13 @@ fn oracle_solves_the_dev_split_in_librecad() {
         assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v1");
         assert_eq!(record["budgets"]["max_actions"], 5000);
         assert_eq!(record["budgets"]["wall_time_s"], 900);
-        for key in ["events", "frame_events", "reference", "candidate_render"] {
+        for key in [
+            "events",
+            "frame_events",
+            "reference",
+            "candidate_render",
+            "overlay",
+        ] {
             let rel = record["paths"][key].as_str().unwrap();
             assert!(dir.join(rel).exists(), "{task}: {key} {rel}");
         }
