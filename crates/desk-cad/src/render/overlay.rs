@@ -108,11 +108,11 @@ pub fn render_overlay_svg(gold: &Model, candidate: &Model) -> String {
     .enumerate()
     {
         let y = 30 + row * 30;
-        let _ = write!(
+        let _ = writeln!(
             svg,
             "<rect x=\"20\" y=\"{}\" width=\"24\" height=\"16\" fill=\"{colour}\"/>\
              <text x=\"52\" y=\"{}\" font-family=\"DejaVu Sans\" font-size=\"20\" \
-             fill=\"#222\">{text}</text>\n",
+             fill=\"#222\">{text}</text>",
             y - 14,
             y
         );
