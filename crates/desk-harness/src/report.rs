@@ -42,7 +42,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #ccc;pa
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;\
 font-size:13px;text-align:left;vertical-align:top}th{background:#eee}\
 .pair{display:flex;gap:16px;flex-wrap:wrap}.pair figure{margin:0;background:#fff;\
-border:1px solid #ccc;padding:6px}.pair img{width:420px;max-width:100%;display:block}\
+border:1px solid #ccc;padding:6px}.pair img{width:400px;max-width:100%;display:block}\
 figcaption{font-size:12px;color:#555}.thumb{width:192px;border:1px solid #999}\
 .good{color:#0a0;font-weight:bold}.bad{color:#c00;font-weight:bold}\
 ol{margin:0;padding-left:20px;font-size:12px}details{margin:8px 0}code{font-size:12px}\
