@@ -31,5 +31,6 @@ pub use corpus::{
 pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, read_dxf_bytes, write_dxf};
 pub use error::CadError;
 pub use model::{DimKind, Entity, Geometry, Model, Point};
+pub use render::overlay::{render_overlay_png, render_overlay_svg};
 pub use render::{render_png, render_svg};
 pub use score::{CategoryScore, ScoreReport, ZeroReason, score, score_model};

@@ -13,6 +13,8 @@ use resvg::{tiny_skia, usvg};
 use crate::error::CadError;
 use crate::model::{DimKind, Geometry, Model, Point};
 
+pub mod overlay;
+
 /// Raster width in pixels.
 pub const WIDTH: u32 = 1600;
 /// Raster height in pixels.

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{HarnessError, read_json, write_json};
-use crate::plan::{MergedSource, RunInfo};
+use crate::plan::{MergedSource, RunInfo, speedup};
 use crate::record::RolloutRecord;
-use crate::suite::{Summary, rollout_dir, speedup, summarize};
+use crate::suite::{Summary, rollout_dir, summarize};
 
 /// Why runs cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -200,6 +200,27 @@ impl Default for RunPlan {
     }
 }
 
+pub(crate) fn run_info(summary: &crate::suite::Summary, plan: &RunPlan) -> RunInfo {
+    let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
+    RunInfo {
+        jobs: plan.jobs,
+        shard: plan.shard,
+        broker: plan.broker.clone(),
+        sum_rollout_ms,
+        speedup: speedup(sum_rollout_ms, summary.total_ms),
+        memory: plan.memory.as_ref().and_then(|read| read()),
+        merged_from: Vec::new(),
+    }
+}
+
+/// Sum of rollout durations over wall time, rounded to two decimals (0 for an empty run).
+pub(crate) fn speedup(sum_rollout_ms: u64, wall_ms: u64) -> f64 {
+    if wall_ms == 0 {
+        return 0.0;
+    }
+    (sum_rollout_ms as f64 / wall_ms as f64 * 100.0).round() / 100.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -169,6 +169,10 @@ pub struct RolloutPaths {
     pub reference: Option<String>,
     /// The candidate render, when the artifact was readable.
     pub candidate_render: Option<String>,
+    /// The candidate drawn over the gold (matched green, gold-only red, candidate-only blue),
+    /// when the artifact was readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<String>,
 }
 
 /// The per-rollout results document.

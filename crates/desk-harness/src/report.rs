@@ -9,8 +9,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::{HarnessError, write_file};
-use crate::record::{RolloutRecord, TraceTurn, TurnRecord};
-use crate::suite::Summary;
+use crate::record::RolloutRecord;
+use crate::suite::{Summary, rollout_dir};
+
+mod compare;
+mod turns;
+
+pub use compare::write_compare;
+pub use turns::FrameFacts;
 
 /// The report's file name inside the out directory.
 pub const REPORT_FILE: &str = "report.html";
@@ -36,10 +42,12 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #ccc;pa
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;\
 font-size:13px;text-align:left;vertical-align:top}th{background:#eee}\
 .pair{display:flex;gap:16px;flex-wrap:wrap}.pair figure{margin:0;background:#fff;\
-border:1px solid #ccc;padding:6px}.pair img{width:560px;max-width:100%;display:block}\
+border:1px solid #ccc;padding:6px}.pair img{width:400px;max-width:100%;display:block}\
 figcaption{font-size:12px;color:#555}.thumb{width:192px;border:1px solid #999}\
 .good{color:#0a0;font-weight:bold}.bad{color:#c00;font-weight:bold}\
-ol{margin:0;padding-left:20px;font-size:12px}details{margin:8px 0}code{font-size:12px}";
+ol{margin:0;padding-left:20px;font-size:12px}details{margin:8px 0}code{font-size:12px}\
+.shot{width:420px;display:block;border:1px solid #999}pre{font-size:11px;max-width:420px;\
+white-space:pre-wrap;margin:0}.items li{margin-bottom:3px}small{color:#555}";
 
 /// Writes `report.html` into `out_dir`.
 pub fn write_report(
@@ -47,14 +55,23 @@ pub fn write_report(
     summary: &Summary,
     records: &[RolloutRecord],
 ) -> Result<(), HarnessError> {
+    let facts: Vec<FrameFacts> = records
+        .iter()
+        .map(|record| FrameFacts::read(&rollout_dir(out_dir, &record.task_id)))
+        .collect();
     write_file(
         &out_dir.join(REPORT_FILE),
-        render(summary, records).as_bytes(),
+        render_with(summary, records, &facts).as_bytes(),
     )
 }
 
-/// The report page as a string.
+/// The report page as a string, without facts read from the rollouts' frames.
 pub fn render(summary: &Summary, records: &[RolloutRecord]) -> String {
+    render_with(summary, records, &[])
+}
+
+/// The report page; `facts[i]` (when present) describes `records[i]`'s frames.
+pub fn render_with(summary: &Summary, records: &[RolloutRecord], facts: &[FrameFacts]) -> String {
     let mut html = String::new();
     let _ = write!(
         html,
@@ -100,14 +117,18 @@ pub fn render(summary: &Summary, records: &[RolloutRecord]) -> String {
         );
     }
     html.push_str("</table>");
-    for record in records {
-        rollout_section(&mut html, record);
+    for (idx, record) in records.iter().enumerate() {
+        rollout_section(
+            &mut html,
+            record,
+            facts.get(idx).cloned().unwrap_or_default(),
+        );
     }
     html.push_str("</body></html>\n");
     html
 }
 
-fn rollout_section(html: &mut String, record: &RolloutRecord) {
+fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts) {
     let base = format!("rollouts/{}/", record.task_id);
     let link = |rel: &str| escape(&format!("{base}{rel}"));
     let _ = write!(
@@ -143,6 +164,10 @@ fn rollout_section(html: &mut String, record: &RolloutRecord) {
     let images = [
         ("reference", record.paths.reference.as_deref()),
         ("candidate render", record.paths.candidate_render.as_deref()),
+        (
+            "candidate over gold: green matched, red gold only, blue candidate only",
+            record.paths.overlay.as_deref(),
+        ),
     ];
     for (caption, path) in images {
         match path {
@@ -191,65 +216,18 @@ fn rollout_section(html: &mut String, record: &RolloutRecord) {
     }
     let _ = write!(
         html,
-        "<details open><summary>trace: {} turns</summary><table><tr><th>turn</th><th>answer</th>\
-         <th>intents (links to each frame)</th><th>delivery</th><th>frame shown next</th></tr>",
+        "<details open><summary>trace: {} turns</summary><table><tr><th>turn</th>\
+         <th>what the model saw (ring: its point, cross: injected point)</th>\
+         <th>what it said</th><th>actions, receipts, settle (links to each frame)</th>\
+         <th>delivery</th><th>frame after</th></tr>",
         record.trace.len()
     );
+    let mut seen = facts.handoff.clone();
     for turn in &record.trace {
-        trace_row(html, turn, &link);
-    }
-    html.push_str("</table></details>");
-}
-
-fn trace_row(html: &mut String, turn: &TraceTurn, link: &dyn Fn(&str) -> String) {
-    let answer = match &turn.outcome {
-        TurnRecord::Actions { actions, .. } if actions.len() == 1 => "1 action".to_owned(),
-        TurnRecord::Actions { actions, .. } => format!("{} actions", actions.len()),
-        TurnRecord::NoToolCall { text } => format!("no tool call: {}", escape(text)),
-        TurnRecord::Malformed { error, .. } => format!("malformed: {}", escape(error)),
-    };
-    let mut intents = String::from("<ol>");
-    for item in &turn.items {
-        let label = format!("{}: {}", item.action_type, escape(&item.intent));
-        match &item.frame {
-            Some(frame) => {
-                let _ = write!(intents, "<li><a href=\"{}\">{label}</a></li>", link(frame));
-            }
-            None => {
-                let _ = write!(
-                    intents,
-                    "<li>{label} <span class=\"bad\">{}</span></li>",
-                    escape(item.error.as_deref().unwrap_or("not run"))
-                );
-            }
+        turns::trace_row(html, turn, seen.as_deref(), facts.size, &link);
+        if turn.final_frame.is_some() {
+            seen = turn.final_frame.clone();
         }
     }
-    intents.push_str("</ol>");
-    let delivery = turn
-        .delivery
-        .as_ref()
-        .map(|d| {
-            format!(
-                "{:?}, {} run, changed: {}",
-                d.status, d.n_executed, d.screen_changed
-            )
-        })
-        .unwrap_or_else(|| "none".to_owned());
-    let thumb = turn
-        .final_frame
-        .as_deref()
-        .map(|frame| {
-            format!(
-                "<a href=\"{0}\"><img class=\"thumb\" loading=\"lazy\" src=\"{0}\" \
-                 alt=\"frame\"></a>",
-                link(frame)
-            )
-        })
-        .unwrap_or_default();
-    let _ = write!(
-        html,
-        "<tr><td>{}</td><td>{answer}</td><td>{intents}</td><td>{}</td><td>{thumb}</td></tr>",
-        turn.turn,
-        escape(&delivery)
-    );
+    html.push_str("</table></details>");
 }

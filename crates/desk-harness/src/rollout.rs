@@ -372,11 +372,15 @@ fn score_artifact(
     };
     let path = dir.join(&artifact.path);
     record.score = desk_cad::score(gold, &path);
-    if let Ok(outcome) = desk_cad::read_dxf(&path)
-        && let Ok(png) = desk_cad::render_png(&outcome.model)
-    {
-        write_file(&dir.join("candidate.png"), &png)?;
-        record.paths.candidate_render = Some("candidate.png".to_owned());
+    if let Ok(outcome) = desk_cad::read_dxf(&path) {
+        if let Ok(png) = desk_cad::render_png(&outcome.model) {
+            write_file(&dir.join("candidate.png"), &png)?;
+            record.paths.candidate_render = Some("candidate.png".to_owned());
+        }
+        if let Ok(png) = desk_cad::render_overlay_png(gold, &outcome.model) {
+            write_file(&dir.join("overlay.png"), &png)?;
+            record.paths.overlay = Some("overlay.png".to_owned());
+        }
     }
     Ok(())
 }

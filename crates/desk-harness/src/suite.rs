@@ -207,7 +207,7 @@ pub async fn run_suite_with(
     progress.finish_and_clear();
     let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut summary = summarize(&records, &config.broker_version, &config.versions, wall_ms);
-    summary.run = run_info(&summary, plan);
+    summary.run = crate::plan::run_info(&summary, plan);
     write_json(&config.out_dir.join("summary.json"), &summary)?;
     crate::report::write_report(&config.out_dir, &summary, &records)?;
     Ok((summary, records))
@@ -259,27 +259,6 @@ async fn drain_finished(
             }
         }
     }
-}
-
-fn run_info(summary: &Summary, plan: &RunPlan) -> RunInfo {
-    let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
-    RunInfo {
-        jobs: plan.jobs,
-        shard: plan.shard,
-        broker: plan.broker.clone(),
-        sum_rollout_ms,
-        speedup: speedup(sum_rollout_ms, summary.total_ms),
-        memory: plan.memory.as_ref().and_then(|read| read()),
-        merged_from: Vec::new(),
-    }
-}
-
-/// Sum of rollout durations over wall time, rounded to two decimals (0 for an empty run).
-pub(crate) fn speedup(sum_rollout_ms: u64, wall_ms: u64) -> f64 {
-    if wall_ms == 0 {
-        return 0.0;
-    }
-    (sum_rollout_ms as f64 / wall_ms as f64 * 100.0).round() / 100.0
 }
 
 async fn run_one(

@@ -18,15 +18,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use desk_cad::{CORPUS_VERSION, Split, Task, load_gold, load_tasks, write_corpus};
+use desk_cad::{Split, Task, load_gold, load_tasks};
 use desk_harness::suite::rollout_dir;
 use desk_harness::{
     Agent, AgentError, AgentFactory, ReplayAgent, SuiteConfig, format_table, oracle_factory,
     run_suite_with,
 };
 
+mod corpus;
 mod memory;
 mod multi;
+
+use corpus::{corpus, corpus_dirs};
 
 use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
@@ -43,6 +46,8 @@ pub(crate) enum BenchCommand {
     Corpus(CorpusArgs),
     /// Merge the out directories of shards or runs into one summary.json and report.html.
     Merge(multi::MergeArgs),
+    /// Write a page comparing two runs task by task (status, score change, candidate renders).
+    Compare(multi::CompareArgs),
 }
 
 /// Which tasks to run.
@@ -145,48 +150,8 @@ pub(crate) async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Score(args) => score(&args),
         BenchCommand::Corpus(args) => corpus(&args),
         BenchCommand::Merge(args) => multi::merge(&args),
+        BenchCommand::Compare(args) => multi::compare(&args),
     }
-}
-
-fn cache_root() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(std::env::temp_dir)
-                .join(".cache")
-        });
-    base.join("deskbroker").join("corpus").join(CORPUS_VERSION)
-}
-
-/// The public and gold directories, generating the cached corpus when it is absent.
-fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf)> {
-    let root = cache_root();
-    let public = location
-        .corpus
-        .clone()
-        .unwrap_or_else(|| root.join("public"));
-    let gold = location
-        .gold
-        .clone()
-        .unwrap_or_else(|| root.join("private"));
-    let uses_cache = location.corpus.is_none() || location.gold.is_none();
-    if uses_cache && !root.join("public/tasks.json").exists() {
-        let staging = root.with_extension(format!("tmp-{}", std::process::id()));
-        write_corpus(&staging.join("public"), &staging.join("private"))
-            .with_context(|| format!("failed to generate the corpus in {}", staging.display()))?;
-        if let Err(error) = std::fs::rename(&staging, &root) {
-            // Another process may have finished first; its corpus is identical.
-            let _ = std::fs::remove_dir_all(&staging);
-            if !root.join("public/tasks.json").exists() {
-                return Err(error)
-                    .context(format!("failed to move the corpus to {}", root.display()));
-            }
-        }
-    }
-    Ok((public, gold))
 }
 
 fn select_tasks(all: Vec<Task>, args: &RunArgs, replay_task: Option<&str>) -> Result<Vec<Task>> {
@@ -370,31 +335,5 @@ fn score(args: &ScoreArgs) -> Result<()> {
     let gold = load_gold(&gold_dir, &task.id)?;
     let report = desk_cad::score(&gold, &args.candidate);
     outln!("{}", serde_json::to_string_pretty(&report)?);
-    Ok(())
-}
-
-fn corpus(args: &CorpusArgs) -> Result<()> {
-    let scratch;
-    let gold_dir = match &args.gold_out {
-        Some(dir) => dir.clone(),
-        None => {
-            scratch = std::env::temp_dir().join(format!("deskbroker-gold-{}", std::process::id()));
-            scratch.clone()
-        }
-    };
-    let written = write_corpus(&args.out, &gold_dir);
-    if args.gold_out.is_none() {
-        let _ = std::fs::remove_dir_all(&gold_dir);
-    }
-    let tasks = written?;
-    outln!(
-        "wrote {} tasks ({CORPUS_VERSION}) to {}{}",
-        tasks.len(),
-        args.out.display(),
-        args.gold_out
-            .as_ref()
-            .map(|dir| format!(", gold to {}", dir.display()))
-            .unwrap_or_default()
-    );
     Ok(())
 }

@@ -76,6 +76,19 @@ async fn the_report_renders_in_headless_chromium() {
     );
     let table = desk_harness::format_table(&summary);
     assert!(table.contains("task-001"), "{table}");
+    // Each turn: the frame the model saw with its clicks drawn (ring at the model's point,
+    // cross at the injected point), the raw tool call, and every receipt's settle result.
+    for (x, y) in [(10, 10), (20, 20), (30, 30)] {
+        assert!(
+            html.contains(&format!("<circle cx=\"{x}\" cy=\"{y}\"")),
+            "ring {x},{y}"
+        );
+    }
+    assert!(html.contains("<path d=\"M"), "an injected-point cross");
+    assert!(html.contains("injected at (30, 30)"));
+    assert!(html.contains("raw tool call") && html.contains("&quot;click&quot;"));
+    assert!(html.contains("settle Stable"));
+    assert!(html.contains("<image href=\"rollouts/task-001/frames/"));
 
     let Some(browser) = chromium() else {
         assert!(

@@ -1,5 +1,5 @@
 //! The flags that spread a `bench run` out (`--jobs`, `--shard`, `--broker-socket`,
-//! `--allow-unsandboxed`) and `bench merge`.
+//! `--allow-unsandboxed`), `bench merge` and `bench compare`.
 
 use std::path::PathBuf;
 
@@ -93,5 +93,27 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<()> {
         args.dirs.len(),
         args.out.display()
     );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompareArgs {
+    /// The first run's out directory (A).
+    pub(crate) a: PathBuf,
+    /// The second run's out directory (B).
+    pub(crate) b: PathBuf,
+    /// The page to write. [default: B/compare.html]
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// `bench compare A B [--out FILE]`.
+pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.b.join("compare.html"));
+    desk_harness::report::write_compare(&args.a, &args.b, &out)?;
+    outln!("comparison: {}", out.display());
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `deskbroker bench` end to end: the corpus and score subcommands, and the oracle on the real
-//! LibreCAD desktop over the dev split (every task must score at least 0.99), then a replay of
-//! one recorded rollout.
+//! LibreCAD desktop over the dev split with `--jobs 2` (two desktops at once; every task must
+//! score at least 0.99, rows in task order), then a replay of one recorded rollout.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -135,6 +135,8 @@ fn oracle_solves_the_dev_split_in_librecad() {
             "dev",
             "--agent",
             "oracle",
+            "--jobs",
+            "2",
             "--out",
             out.to_str().unwrap(),
         ],
@@ -144,8 +146,30 @@ fn oracle_solves_the_dev_split_in_librecad() {
     println!("{stdout}");
     let summary = read_json(&out.join("summary.json"));
     assert_eq!(summary["contract_version"], "deskbroker-bench-contract-v1");
+    let run = &summary["run"];
+    println!("run: {run}");
+    assert_eq!(run["jobs"], 2);
+    assert_eq!(run["broker"]["mode"], "in_process");
+    assert_eq!(run["broker"]["sandbox_required"], true);
+    // Two desktops at once: the rollouts' durations add up to more than the wall time.
+    assert!(run["speedup"].as_f64().unwrap() > 1.0, "{run}");
+    assert_eq!(run["memory"]["desktops"], 4, "every desktop sampled: {run}");
+    let pss = run["memory"]["mean_peak_pss_kib"].as_u64().unwrap();
+    assert!(
+        pss > 20_000,
+        "a desktop with LibreCAD holds more than 20 MB: {run}"
+    );
+    assert!(
+        run["memory"]["max_total_pss_kib"].as_u64().unwrap() > pss,
+        "two desktops were up at once: {run}"
+    );
     let rows = summary["rollouts"].as_array().unwrap();
     assert_eq!(rows.len(), 4, "the dev split has four tasks");
+    let order: Vec<&str> = rows
+        .iter()
+        .map(|row| row["task_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["task-004", "task-011", "task-018", "task-025"]);
     for row in rows {
         let task = row["task_id"].as_str().unwrap();
         assert!(stdout.contains(task), "the table lists {task}");
@@ -156,7 +180,13 @@ fn oracle_solves_the_dev_split_in_librecad() {
         assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v1");
         assert_eq!(record["budgets"]["max_actions"], 5000);
         assert_eq!(record["budgets"]["wall_time_s"], 900);
-        for key in ["events", "frame_events", "reference", "candidate_render"] {
+        for key in [
+            "events",
+            "frame_events",
+            "reference",
+            "candidate_render",
+            "overlay",
+        ] {
             let rel = record["paths"][key].as_str().unwrap();
             assert!(dir.join(rel).exists(), "{task}: {key} {rel}");
         }

@@ -1,0 +1,76 @@
+//! The corpus cache of `bench` and `bench corpus`: generated deterministically once into
+//! `$XDG_CACHE_HOME/deskbroker/corpus/<CORPUS_VERSION>/{public,private}` (else `~/.cache/…`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use desk_cad::{CORPUS_VERSION, write_corpus};
+
+use super::{CorpusArgs, CorpusLocation};
+
+fn cache_root() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir)
+                .join(".cache")
+        });
+    base.join("deskbroker").join("corpus").join(CORPUS_VERSION)
+}
+
+/// The public and gold directories, generating the cached corpus when it is absent.
+pub(crate) fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf)> {
+    let root = cache_root();
+    let public = location
+        .corpus
+        .clone()
+        .unwrap_or_else(|| root.join("public"));
+    let gold = location
+        .gold
+        .clone()
+        .unwrap_or_else(|| root.join("private"));
+    let uses_cache = location.corpus.is_none() || location.gold.is_none();
+    if uses_cache && !root.join("public/tasks.json").exists() {
+        let staging = root.with_extension(format!("tmp-{}", std::process::id()));
+        write_corpus(&staging.join("public"), &staging.join("private"))
+            .with_context(|| format!("failed to generate the corpus in {}", staging.display()))?;
+        if let Err(error) = std::fs::rename(&staging, &root) {
+            // Another process may have finished first; its corpus is identical.
+            let _ = std::fs::remove_dir_all(&staging);
+            if !root.join("public/tasks.json").exists() {
+                return Err(error)
+                    .context(format!("failed to move the corpus to {}", root.display()));
+            }
+        }
+    }
+    Ok((public, gold))
+}
+
+pub(crate) fn corpus(args: &CorpusArgs) -> Result<()> {
+    let scratch;
+    let gold_dir = match &args.gold_out {
+        Some(dir) => dir.clone(),
+        None => {
+            scratch = std::env::temp_dir().join(format!("deskbroker-gold-{}", std::process::id()));
+            scratch.clone()
+        }
+    };
+    let written = write_corpus(&args.out, &gold_dir);
+    if args.gold_out.is_none() {
+        let _ = std::fs::remove_dir_all(&gold_dir);
+    }
+    let tasks = written?;
+    outln!(
+        "wrote {} tasks ({CORPUS_VERSION}) to {}{}",
+        tasks.len(),
+        args.out.display(),
+        args.gold_out
+            .as_ref()
+            .map(|dir| format!(", gold to {}", dir.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
