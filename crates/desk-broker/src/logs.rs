@@ -38,7 +38,6 @@ use desk_desktop::SessionDir;
 use crate::error::BrokerError;
 
 pub(crate) use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
-/// Inputs of frameless actions, waiting for the next frame row (in the session directory).
 
 /// The timing context of one logged frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
