@@ -102,6 +102,49 @@ pub struct TokenUsage {
     pub reasoning_tokens: u64,
 }
 
+/// What a model wrote beside (or instead of) its tool call in one turn, for the report: its
+/// visible text and its reasoning as the API returned it (a summary for OpenAI Responses,
+/// `reasoning_content` for Chat Completions servers, thinking blocks for Anthropic). Never sent
+/// to the desktop.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ModelSaid {
+    /// Visible text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Reasoning text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+}
+
+impl ModelSaid {
+    /// Whether there is nothing to show.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_none() && self.reasoning.is_none()
+    }
+
+    /// Adds `other` after what is here (a turn may take several model calls).
+    pub fn extend(&mut self, other: ModelSaid) {
+        fn join(into: &mut Option<String>, more: Option<String>) {
+            *into = match (into.take(), more) {
+                (Some(first), Some(more)) => Some(format!("{first}\n{more}")),
+                (first, more) => first.or(more),
+            };
+        }
+        join(&mut self.text, other.text);
+        join(&mut self.reasoning, other.reasoning);
+    }
+
+    /// `parts` joined by newlines, or `None` when all are empty.
+    pub fn joined<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<String> {
+        let parts: Vec<&str> = parts
+            .into_iter()
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+}
+
 /// What an agent answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TurnOutcome {
@@ -137,6 +180,8 @@ pub struct Turn {
     /// sent; the adapter acknowledges them in its next request (the desktop is a disposable
     /// sandbox) and the rollout record keeps them.
     pub acknowledged_safety_checks: Vec<serde_json::Value>,
+    /// What the model wrote beside its answer (empty for scripted agents).
+    pub said: ModelSaid,
 }
 
 /// Who the agent is, for results.

@@ -24,7 +24,7 @@ pub mod suite;
 pub mod versions;
 
 pub use agent::{
-    Agent, AgentError, AgentInfo, BatchDelivery, BoxFuture, DeliveryStatus, Observation,
+    Agent, AgentError, AgentInfo, BatchDelivery, BoxFuture, DeliveryStatus, ModelSaid, Observation,
     ObservedImage, TaskBrief, TokenUsage, Turn, TurnOutcome,
 };
 pub use batch::{BatchRejection, check_batch};

@@ -15,7 +15,8 @@ use desk_contract::DisplaySize;
 use serde_json::{Value, json};
 
 use crate::agent::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+    Agent, AgentError, AgentInfo, BoxFuture, ModelSaid, Observation, TaskBrief, TokenUsage, Turn,
+    TurnOutcome,
 };
 
 /// Layer List dock: the "Add layer" button, the filter field and the first row (1920x1080).
@@ -340,6 +341,7 @@ impl Agent for OracleAgent {
                 outcome,
                 usage: TokenUsage::default(),
                 acknowledged_safety_checks: Vec::new(),
+                said: ModelSaid::default(),
             })
         })
     }

@@ -148,6 +148,7 @@ impl Play<'_> {
                 final_frame: None,
                 usage: answer.usage,
                 acknowledged_safety_checks: answer.acknowledged_safety_checks,
+                said: answer.said,
             };
             let delivery = match answer.outcome {
                 TurnOutcome::NoToolCall { text } => {

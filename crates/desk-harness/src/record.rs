@@ -9,7 +9,7 @@ use desk_cad::ScoreReport;
 use desk_contract::api::Receipt;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{AgentInfo, BatchDelivery, TokenUsage};
+use crate::agent::{AgentInfo, BatchDelivery, ModelSaid, TokenUsage};
 
 /// How a rollout ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +128,9 @@ pub struct TraceTurn {
     /// Vendor safety checks this answer raised and the adapter acknowledged (omitted when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acknowledged_safety_checks: Vec<serde_json::Value>,
+    /// What the model wrote beside its answer: text and reasoning (omitted when nothing).
+    #[serde(default, skip_serializing_if = "ModelSaid::is_empty")]
+    pub said: ModelSaid,
 }
 
 /// Effective budgets of a rollout (after clamping) and the declared ones.

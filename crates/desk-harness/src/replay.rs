@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use crate::agent::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+    Agent, AgentError, AgentInfo, BoxFuture, ModelSaid, Observation, TaskBrief, TokenUsage, Turn,
+    TurnOutcome,
 };
 use crate::error::{HarnessError, read_json};
 use crate::record::{RolloutRecord, TurnRecord};
@@ -89,6 +90,7 @@ impl Agent for ReplayAgent {
                 outcome,
                 usage: TokenUsage::default(),
                 acknowledged_safety_checks: Vec::new(),
+                said: ModelSaid::default(),
             })
         })
     }

@@ -19,7 +19,7 @@
 //! the model's image size, and asks the model again within the same turn (at most
 //! `MAX_ZOOMS_PER_TURN` times; later zooms are refused).
 
-use desk_harness::{Observation, TokenUsage, TurnOutcome};
+use desk_harness::{ModelSaid, Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode};
@@ -391,6 +391,24 @@ impl Protocol for AnthropicAgent {
 
     fn tokens(&self, response: &Value) -> TokenUsage {
         usage(response)
+    }
+
+    fn said(&self, response: &Value) -> ModelSaid {
+        let blocks = response
+            .get("content")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let of = |kind: &'static str, field: &'static str| {
+            blocks
+                .iter()
+                .filter(move |block| block.get("type").and_then(Value::as_str) == Some(kind))
+                .filter_map(move |block| block.get(field).and_then(Value::as_str))
+        };
+        ModelSaid {
+            text: ModelSaid::joined(of("text", "text")),
+            reasoning: ModelSaid::joined(of("thinking", "thinking")),
+        }
     }
 
     fn answered_locally(&mut self) -> bool {

@@ -17,7 +17,7 @@
 //!   reasoning back between tool calls. The OpenAI SDK's message type has neither field, so
 //!   nothing is sent to servers that never return one.
 
-use desk_harness::{Observation, TokenUsage, TurnOutcome};
+use desk_harness::{ModelSaid, Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError, is_o_series};
@@ -235,5 +235,44 @@ impl Protocol for ChatAgent {
 
     fn tokens(&self, response: &Value) -> TokenUsage {
         usage(response)
+    }
+
+    fn said(&self, response: &Value) -> ModelSaid {
+        said(response)
+    }
+}
+
+/// The message's content and its reasoning (`reasoning_content`, or `reasoning` as some
+/// servers name it).
+fn said(response: &Value) -> ModelSaid {
+    let message = response.pointer("/choices/0/message");
+    let field = |name: &str| {
+        message
+            .and_then(|message| message.get(name))
+            .and_then(Value::as_str)
+    };
+    ModelSaid {
+        text: ModelSaid::joined(field("content")),
+        reasoning: ModelSaid::joined(field("reasoning_content").or(field("reasoning"))),
+    }
+}
+
+#[cfg(test)]
+mod said_tests {
+    use serde_json::json;
+
+    #[test]
+    fn content_and_reasoning_are_read() {
+        let response = json!({"choices": [{"message": {
+            "role": "assistant", "content": "Clicking the line tool.",
+            "reasoning_content": "The toolbar is on the left."}}]});
+        let said = super::said(&response);
+        assert_eq!(said.text.as_deref(), Some("Clicking the line tool."));
+        assert_eq!(
+            said.reasoning.as_deref(),
+            Some("The toolbar is on the left.")
+        );
+        let bare = json!({"choices": [{"message": {"role": "assistant", "content": null}}]});
+        assert!(super::said(&bare).is_empty());
     }
 }

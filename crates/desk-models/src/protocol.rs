@@ -4,7 +4,8 @@
 //! HTTP call (with its no-effect retries) and error mapping live here once.
 
 use desk_harness::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, TaskBrief, TokenUsage, Turn, TurnOutcome,
+    Agent, AgentError, AgentInfo, BoxFuture, ModelSaid, Observation, TaskBrief, TokenUsage, Turn,
+    TurnOutcome,
 };
 use serde_json::Value;
 
@@ -31,6 +32,8 @@ pub(crate) trait Protocol: Send {
     fn read(&mut self, response: &Value) -> Result<TurnOutcome, ModelError>;
     /// Token usage reported in `response`.
     fn tokens(&self, response: &Value) -> TokenUsage;
+    /// The visible text and the reasoning in `response`, for the report.
+    fn said(&self, response: &Value) -> ModelSaid;
     /// Whether the last `read` answered the model itself (a zoom) and the model must be asked
     /// again within the same turn; resets the flag.
     fn answered_locally(&mut self) -> bool {
@@ -83,6 +86,7 @@ impl<P: Protocol> Agent for ProtocolAgent<P> {
             }
             self.0.observe(observation).map_err(to_agent(name))?;
             let mut usage = TokenUsage::default();
+            let mut said = ModelSaid::default();
             loop {
                 let body = self.0.body();
                 let response = self.0.http().post(&body).await.map_err(to_agent(name))?;
@@ -91,6 +95,7 @@ impl<P: Protocol> Agent for ProtocolAgent<P> {
                 usage.input_tokens += tokens.input_tokens;
                 usage.output_tokens += tokens.output_tokens;
                 usage.reasoning_tokens += tokens.reasoning_tokens;
+                said.extend(self.0.said(&response));
                 // A zoom was answered without input; the adapter bounds how often per turn.
                 if self.0.answered_locally() {
                     continue;
@@ -99,6 +104,7 @@ impl<P: Protocol> Agent for ProtocolAgent<P> {
                     outcome,
                     usage,
                     acknowledged_safety_checks: self.0.safety_checks(),
+                    said,
                 });
             }
         })

@@ -17,7 +17,7 @@
 //! openai-python `src/openai/types/responses/` (`response_create_params.py`,
 //! `response_input_image_param.py`, `response_input_item_param.py`).
 
-use desk_harness::{Observation, TokenUsage, TurnOutcome};
+use desk_harness::{ModelSaid, Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};
 
 use crate::config::{ApiKey, ModelConfig, ModelError, ToolMode, is_openai_reasoning_model};
@@ -299,6 +299,27 @@ impl ResponsesAgent {
     }
 }
 
+/// The visible text of the output's messages and the text of its reasoning summaries.
+fn said(response: &Value) -> ModelSaid {
+    let output = response
+        .get("output")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let parts = |kind: &'static str, field: &'static str| {
+        output
+            .iter()
+            .filter(move |item| item.get("type").and_then(Value::as_str) == Some(kind))
+            .filter_map(move |item| item.get(field).and_then(Value::as_array))
+            .flatten()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+    };
+    ModelSaid {
+        text: ModelSaid::joined(parts("message", "content")),
+        reasoning: ModelSaid::joined(parts("reasoning", "summary")),
+    }
+}
+
 fn usage(response: &Value) -> TokenUsage {
     TokenUsage {
         input_tokens: session::count(response, "/usage/input_tokens"),
@@ -343,7 +364,31 @@ impl Protocol for ResponsesAgent {
         usage(response)
     }
 
+    fn said(&self, response: &Value) -> ModelSaid {
+        said(response)
+    }
+
     fn safety_checks(&self) -> Vec<Value> {
         self.safety_checks.clone()
+    }
+}
+
+#[cfg(test)]
+mod said_tests {
+    use serde_json::json;
+
+    #[test]
+    fn message_text_and_reasoning_summaries_are_read() {
+        let response = json!({"output": [
+            {"type": "reasoning", "id": "rs_1", "summary": [
+                {"type": "summary_text", "text": "Find the line tool."}]},
+            {"type": "message", "id": "msg_1", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Drawing now."}]},
+            {"type": "function_call", "call_id": "c1", "name": "computer_action",
+             "arguments": "{}"}]});
+        let said = super::said(&response);
+        assert_eq!(said.text.as_deref(), Some("Drawing now."));
+        assert_eq!(said.reasoning.as_deref(), Some("Find the line tool."));
+        assert!(super::said(&json!({"output": []})).is_empty());
     }
 }

@@ -134,8 +134,32 @@ fn seen_frame(
     svg
 }
 
-/// What the model said: its text, the malformed call, or the raw tool-call arguments.
+/// What the model said: its reasoning and text, then the malformed call or the raw tool-call
+/// arguments.
 fn said(turn: &TraceTurn) -> String {
+    let mut html = String::new();
+    if let Some(reasoning) = &turn.said.reasoning {
+        let _ = write!(
+            html,
+            "<details open><summary>reasoning</summary><pre class=\"said\">{}</pre></details>",
+            escape(reasoning)
+        );
+    }
+    if let (Some(text), false) = (
+        &turn.said.text,
+        matches!(turn.outcome, TurnRecord::NoToolCall { .. }),
+    ) {
+        let _ = write!(
+            html,
+            "<p><b>said</b></p><pre class=\"said\">{}</pre>",
+            escape(text)
+        );
+    }
+    html + &answer(turn)
+}
+
+/// The answer itself: its text, the malformed call, or the raw tool-call arguments.
+fn answer(turn: &TraceTurn) -> String {
     match &turn.outcome {
         TurnRecord::NoToolCall { text } => {
             format!("<p><b>no tool call</b></p><pre>{}</pre>", escape(text))

@@ -55,10 +55,15 @@ async fn the_report_renders_in_headless_chromium() {
         require_sandbox: false,
     };
     let mut factory = |_: &desk_cad::Task| -> Result<Box<dyn Agent>, AgentError> {
-        Ok(Box::new(Scripted::new(vec![
+        let mut agent = Scripted::new(vec![
             batch("c1", vec![click(10, 10), click(20, 20)]),
             batch("c2", vec![click(30, 30), done()]),
-        ])))
+        ]);
+        agent.said = desk_harness::ModelSaid {
+            text: Some("Drawing the <first> line".into()),
+            reasoning: Some("The reference shows two lines".into()),
+        };
+        Ok(Box::new(agent))
     };
     let (summary, records) = run_suite(&served.client(), &tasks[..2], &config, &mut factory)
         .await
@@ -88,6 +93,9 @@ async fn the_report_renders_in_headless_chromium() {
     assert!(html.contains("injected at (30, 30)"));
     assert!(html.contains("raw tool call") && html.contains("&quot;click&quot;"));
     assert!(html.contains("settle Stable"));
+    // What the model wrote beside its calls, escaped.
+    assert!(html.contains("The reference shows two lines"));
+    assert!(html.contains("Drawing the &lt;first&gt; line"));
     assert!(html.contains("<image href=\"rollouts/task-001/frames/"));
 
     let Some(browser) = chromium() else {

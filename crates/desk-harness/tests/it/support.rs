@@ -12,8 +12,8 @@ use desk_contract::DisplaySize;
 use desk_desktop::fake::{FakeHandle, FakeSave};
 use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, ProfileSet};
 use desk_harness::{
-    Agent, AgentError, AgentInfo, BoxFuture, Observation, RolloutOptions, RolloutRecord, TaskBrief,
-    TokenUsage, Turn, TurnOutcome, run_rollout,
+    Agent, AgentError, AgentInfo, BoxFuture, ModelSaid, Observation, RolloutOptions, RolloutRecord,
+    TaskBrief, TokenUsage, Turn, TurnOutcome, run_rollout,
 };
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -106,6 +106,8 @@ pub(crate) struct Scripted {
     pub(crate) brief: Option<TaskBrief>,
     /// How long each turn "thinks" before answering.
     pub(crate) delay: Duration,
+    /// What each turn "writes" beside its answer.
+    pub(crate) said: ModelSaid,
 }
 
 impl Scripted {
@@ -115,6 +117,7 @@ impl Scripted {
             observations: Vec::new(),
             brief: None,
             delay: Duration::ZERO,
+            said: ModelSaid::default(),
         }
     }
 }
@@ -144,6 +147,7 @@ impl Agent for Scripted {
                 text: "script finished".into(),
             });
         let delay = self.delay;
+        let said = self.said.clone();
         Box::pin(async move {
             tokio::time::sleep(delay).await;
             Ok(Turn {
@@ -154,6 +158,7 @@ impl Agent for Scripted {
                     reasoning_tokens: 0,
                 },
                 acknowledged_safety_checks: Vec::new(),
+                said,
             })
         })
     }

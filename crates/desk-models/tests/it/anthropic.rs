@@ -67,6 +67,9 @@ async fn function_tool_batch_malformed_done() {
         .turn(&observation(1, DisplaySize::FULL_HD, None))
         .await
         .unwrap();
+    // The thinking and the text beside the call are kept for the report.
+    assert_eq!(turn.said.reasoning.as_deref(), Some("plan"));
+    assert_eq!(turn.said.text.as_deref(), Some("Next step."));
     assert_eq!(
         turn.usage,
         TokenUsage {

@@ -3,52 +3,12 @@
 //! timings, and every refusal names its conflict. The real-desktop `--jobs 2` run is in
 //! `bench.rs`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::support::deskbroker;
-
-struct Fake {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Fake {
-    fn start(root: &Path) -> Fake {
-        let socket = root.join("fake.sock");
-        let child = Command::new(deskbroker())
-            .args(["--log", "warn", "serve", "--backend", "fake"])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--state-dir")
-            .arg(root.join("state"))
-            .env_remove("DESKBROKER_FAULT")
-            .env_remove("DISPLAY")
-            .stdin(Stdio::null())
-            .stderr(std::fs::File::create(root.join("broker.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "fake broker socket did not appear"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Fake { child, socket }
-    }
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{FakeServer, deskbroker};
 
 fn bench(args: &[&str], cache: &Path) -> Output {
     Command::new(deskbroker())
@@ -102,7 +62,7 @@ fn rows(summary: &Value) -> Vec<Value> {
 fn shards_merged_equal_one_parallel_run() {
     let root = tempfile::tempdir().unwrap();
     let cache = root.path().join("cache");
-    let fake = Fake::start(root.path());
+    let fake = FakeServer::start(root.path(), &[]);
     let socket = fake.socket.to_str().unwrap().to_owned();
     let dir = |name: &str| root.path().join(name);
     let run = |out: &Path, attempt: &str, extra: &[&str]| {

@@ -1,9 +1,7 @@
 //! `deskbroker serve --backend fake`: the real binary serving the whole HTTP API over fake
 //! desktops (no Xvfb), driven over its Unix socket as a harness in any language would.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
@@ -11,47 +9,7 @@ use desk_contract::api::{LeaseRequest, ResetRequest, SaveMethod, SessionState};
 use serde_json::{Value, json};
 
 use crate::probe::act;
-use crate::support::deskbroker;
-
-/// A `serve --backend fake` process, killed on drop.
-struct FakeServer {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl FakeServer {
-    fn start(root: &Path) -> FakeServer {
-        let socket = root.join("fake.sock");
-        let child = Command::new(deskbroker())
-            .args(["serve", "--backend", "fake", "--display", "640x480"])
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--state-dir")
-            .arg(root.join("state"))
-            .env_remove("DESKBROKER_FAULT")
-            .env_remove("DISPLAY")
-            .stdin(Stdio::null())
-            .stderr(std::fs::File::create(root.join("broker.log")).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "fake broker socket did not appear"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        FakeServer { child, socket }
-    }
-}
-
-impl Drop for FakeServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{FakeServer, deskbroker};
 
 fn code(error: ClientError) -> ErrorCode {
     error.api_body().expect("an API error").code
@@ -78,7 +36,7 @@ fn serve_help_teaches_the_fake_backend() {
 #[tokio::test]
 async fn fake_backend_serves_the_whole_lifecycle() {
     let root = tempfile::tempdir().unwrap();
-    let server = FakeServer::start(root.path());
+    let server = FakeServer::start(root.path(), &["--display", "640x480"]);
     let client = Client::new(server.socket.clone());
 
     let lease = client

@@ -328,3 +328,47 @@ pub(crate) fn assert_desktop_gone(
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A `serve --backend fake` process, killed on drop.
+pub struct FakeServer {
+    child: Child,
+    /// Where it listens.
+    pub socket: PathBuf,
+}
+
+impl FakeServer {
+    /// Starts one in `root` (socket, state and `broker.log` there), logging warnings only;
+    /// `serve_args` follow `serve --backend fake`.
+    pub fn start(root: &Path, serve_args: &[&str]) -> FakeServer {
+        let socket = root.join("fake.sock");
+        let child = Command::new(deskbroker())
+            .args(["--log", "warn", "serve", "--backend", "fake"])
+            .args(serve_args)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--state-dir")
+            .arg(root.join("state"))
+            .env_remove("DESKBROKER_FAULT")
+            .env_remove("DISPLAY")
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(root.join("broker.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "fake broker socket did not appear"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        FakeServer { child, socket }
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
