@@ -12,10 +12,10 @@
 //! Every durable record of an accepted action (journal, evidence, frame, event logs) is written
 //! by the [`Ledger`](crate::ledger), in one fixed order with one fail-closed path.
 
-use desk_contract::api::{ActionRequest, ActionResponse, Receipt, SettleReceipt};
+use desk_contract::api::{ActionRequest, ActionResponse, Delivery, Receipt, SettleReceipt};
 use desk_contract::desktop::{ActionOutcome, SandboxMode};
 use desk_contract::settle::SettleReport;
-use desk_contract::{InputAction, SettleOutcome, validate_action};
+use desk_contract::{ActionType, InputAction, SettleOutcome, validate_action};
 
 use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
@@ -71,7 +71,7 @@ impl Inner {
         tracing::info!(
             session_id,
             action_index,
-            action_type,
+            action_type = action_type.as_str(),
             intent,
             "action accepted"
         );
@@ -212,7 +212,7 @@ fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
 /// The answer to a delivered action.
 fn action_response(
     action_index: u64,
-    action_type: &str,
+    action_type: ActionType,
     intent: String,
     input: &InputAction,
     outcome: &ActionOutcome,
@@ -227,18 +227,18 @@ fn action_response(
         _ => None,
     };
     let delivery = match input {
-        InputAction::Done => "done",
-        InputAction::Wait { .. } => "waited",
-        _ => "input_injected",
+        InputAction::Done => Delivery::Done,
+        InputAction::Wait { .. } => Delivery::Waited,
+        _ => Delivery::InputInjected,
     };
     ActionResponse {
         action_index,
         idempotent_replay: false,
         receipt: Receipt {
             action_index,
-            action_type: action_type.to_string(),
+            action_type,
             intent,
-            delivery: delivery.to_string(),
+            delivery,
             sandbox: SandboxMode::On,
             n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
             focus_before: (!done).then(|| outcome.focus_before.clone()),

@@ -22,7 +22,7 @@ use std::time::Instant;
 use desk_contract::api::{ActionRequest, ActionResponse};
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
-use desk_contract::{ErrorCode, SettleOutcome};
+use desk_contract::{ActionType, ErrorCode, SettleOutcome};
 use desk_desktop::BackendError;
 
 use crate::broker::Inner;
@@ -52,7 +52,7 @@ fn micros(since: Instant) -> u64 {
 pub(crate) struct Accepted<'a> {
     pub(crate) request: &'a ActionRequest,
     pub(crate) request_digest: String,
-    pub(crate) action_type: &'static str,
+    pub(crate) action_type: ActionType,
     pub(crate) intent: &'a str,
 }
 
@@ -102,7 +102,7 @@ impl<'a> Ledger<'a> {
             &ledger.session,
             action_index,
             accepted.request,
-            accepted.action_type,
+            accepted.action_type.as_str(),
             accepted.intent,
         ) {
             ledger.session.lifecycle = ledger.session.lifecycle.withdraw()?;

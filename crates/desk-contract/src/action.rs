@@ -6,50 +6,30 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A mouse button.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Button {
-    /// The primary button.
-    #[default]
-    Left,
-    /// The secondary button.
-    Right,
-    /// The middle button (wheel press).
-    Middle,
-}
-
-impl Button {
-    /// The stable wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Button::Left => "left",
-            Button::Right => "right",
-            Button::Middle => "middle",
-        }
+crate::wire_enum! {
+    /// A mouse button.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum Button {
+        /// The primary button.
+        #[default]
+        Left = "left",
+        /// The secondary button.
+        Right = "right",
+        /// The middle button (wheel press).
+        Middle = "middle",
     }
 }
 
-/// A modifier that may be held during a pointer gesture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Modifier {
-    /// Either Shift key.
-    Shift,
-    /// Either Control key.
-    Ctrl,
-    /// Either Alt key.
-    Alt,
-}
-
-impl Modifier {
-    /// The stable wire name, also the canonical key name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Modifier::Shift => "shift",
-            Modifier::Ctrl => "ctrl",
-            Modifier::Alt => "alt",
-        }
+crate::wire_enum! {
+    /// A modifier that may be held during a pointer gesture.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Modifier {
+        /// Either Shift key.
+        Shift = "shift",
+        /// Either Control key.
+        Ctrl = "ctrl",
+        /// Either Alt key.
+        Alt = "alt",
     }
 }
 
@@ -168,20 +148,50 @@ pub enum Action {
     },
 }
 
+crate::wire_enum! {
+    /// The variant of an [`Action`], by its wire name (its `type`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ActionType {
+        /// [`Action::Click`].
+        Click = "click",
+        /// [`Action::DoubleClick`].
+        DoubleClick = "double_click",
+        /// [`Action::Drag`].
+        Drag = "drag",
+        /// [`Action::Move`].
+        Move = "move",
+        /// [`Action::Scroll`].
+        Scroll = "scroll",
+        /// [`Action::Key`].
+        Key = "key",
+        /// [`Action::Type`].
+        Type = "type",
+        /// [`Action::Wait`].
+        Wait = "wait",
+        /// [`Action::Done`].
+        Done = "done",
+    }
+}
+
 impl Action {
+    /// The variant.
+    pub fn action_type(&self) -> ActionType {
+        match self {
+            Action::Click { .. } => ActionType::Click,
+            Action::DoubleClick { .. } => ActionType::DoubleClick,
+            Action::Drag { .. } => ActionType::Drag,
+            Action::Move { .. } => ActionType::Move,
+            Action::Scroll { .. } => ActionType::Scroll,
+            Action::Key { .. } => ActionType::Key,
+            Action::Type { .. } => ActionType::Type,
+            Action::Wait { .. } => ActionType::Wait,
+            Action::Done { .. } => ActionType::Done,
+        }
+    }
+
     /// The wire name of the variant.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Action::Click { .. } => "click",
-            Action::DoubleClick { .. } => "double_click",
-            Action::Drag { .. } => "drag",
-            Action::Move { .. } => "move",
-            Action::Scroll { .. } => "scroll",
-            Action::Key { .. } => "key",
-            Action::Type { .. } => "type",
-            Action::Wait { .. } => "wait",
-            Action::Done { .. } => "done",
-        }
+        self.action_type().as_str()
     }
 
     /// The intent text as received.

@@ -2,52 +2,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Action;
+use crate::action::{Action, ActionType};
 use crate::desktop::{FocusFacts, WindowFacts};
 use crate::geometry::ScreenPoint;
 use crate::settle::SettleOutcome;
 
-/// Session states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionState {
-    /// Reserved; no app yet.
-    Leased,
-    /// Reset finished; the agent may act.
-    Ready,
-    /// An action is executing.
-    Running,
-    /// The agent sent `done`; checkpoint and retrieval remain.
-    Done,
-    /// Released; everything was deleted.
-    Released,
-    /// A failure; only status, retrieval of what exists, and release remain.
-    Error,
-}
-
-impl SessionState {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionState::Leased => "leased",
-            SessionState::Ready => "ready",
-            SessionState::Running => "running",
-            SessionState::Done => "done",
-            SessionState::Released => "released",
-            SessionState::Error => "error",
-        }
-    }
-    /// Parses a wire name.
-    pub fn parse(text: &str) -> Option<SessionState> {
-        Some(match text {
-            "leased" => SessionState::Leased,
-            "ready" => SessionState::Ready,
-            "running" => SessionState::Running,
-            "done" => SessionState::Done,
-            "released" => SessionState::Released,
-            "error" => SessionState::Error,
-            _ => return None,
-        })
+crate::wire_enum! {
+    /// Session states.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum SessionState {
+        /// Reserved; no app yet.
+        Leased = "leased",
+        /// Reset finished; the agent may act.
+        Ready = "ready",
+        /// An action is executing.
+        Running = "running",
+        /// The agent sent `done`; checkpoint and retrieval remain.
+        Done = "done",
+        /// Released; everything was deleted.
+        Released = "released",
+        /// A failure; only status, retrieval of what exists, and release remain.
+        Error = "error",
     }
 }
 
@@ -189,17 +164,30 @@ pub struct SettleReceipt {
     pub changed_pixels: u64,
 }
 
+crate::wire_enum! {
+    /// How an action reached the desktop.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Delivery {
+        /// Its input was injected.
+        InputInjected = "input_injected",
+        /// A `wait`: nothing was injected, the screen was observed.
+        Waited = "waited",
+        /// `done`: nothing was injected, the final frame was captured.
+        Done = "done",
+    }
+}
+
 /// Delivery evidence for one action. Focus fields are diagnostic only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
     /// The action's index.
     pub action_index: u64,
     /// The action variant.
-    pub action_type: String,
+    pub action_type: ActionType,
     /// The intent, as logged.
     pub intent: String,
-    /// `input_injected`, `waited` or `done`.
-    pub delivery: String,
+    /// How it reached the desktop.
+    pub delivery: Delivery,
     /// Low-level input events sent.
     pub n_input_events: u64,
     /// Focus before input.

@@ -5,89 +5,56 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A stable, machine-readable error code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// The action failed validation; nothing reached the desktop.
-    InvalidAction,
-    /// The request body or parameters are malformed; nothing changed.
-    InvalidRequest,
-    /// A request id was reused for different content, or the expected action index is not next.
-    ActionSequenceConflict,
-    /// The operation is not allowed in the session's current state.
-    InvalidState,
-    /// No such session, profile or resource.
-    NotFound,
-    /// The artifact was requested before a successful checkpoint.
-    CheckpointRequired,
-    /// The checkpoint could not prove that post-reset changes reached the saved file.
-    CheckpointFailed,
-    /// The saved artifact failed its format's validator (a truncated or unparsable DXF); no
-    /// checkpoint was recorded.
-    ArtifactInvalid,
-    /// The lease expired; the session was or will be released.
-    LeaseExpired,
-    /// Input may have reached the desktop but its outcome is unknown; it is never replayed.
-    InputOutcomeUnknown,
-    /// The desktop (display, window manager, app or worker) failed.
-    DesktopFailed,
-    /// The app was not observed maximized at handoff.
-    AppNotMaximized,
-    /// The request lacks a valid credential for this session.
-    Unauthorized,
-    /// The same lease identity is held with different parameters, or capacity is exhausted.
-    LeaseConflict,
-    /// The action journal cannot be written (disk full, file size limit, read-only or failing
-    /// storage); the action was refused and nothing reached the desktop.
-    JournalUnavailable,
-    /// The session already has as many requests waiting as the broker queues per session; this
-    /// one was refused and changed nothing. Retry later (with the same request id).
-    SessionBusy,
-    /// The session sandbox could not be built (the kernel or bubblewrap refused namespaces);
-    /// nothing ran. An operator may start `serve --unsafe-no-sandbox` instead.
-    SandboxUnavailable,
-    /// The workspace measured at handoff failed the sandbox's rules; the handoff was refused.
-    WorkspaceUnverified,
-    /// The handoff's first frame kept changing through every settle wait reset allows; the
-    /// handoff was refused (a reset with a new request id may try again).
-    ResetUnstable,
-    /// An unexpected failure inside the broker; details are in its log, not here.
-    Internal,
-}
-
-impl ErrorCode {
-    /// The snake_case wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidAction => "invalid_action",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::ActionSequenceConflict => "action_sequence_conflict",
-            ErrorCode::InvalidState => "invalid_state",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::CheckpointRequired => "checkpoint_required",
-            ErrorCode::CheckpointFailed => "checkpoint_failed",
-            ErrorCode::ArtifactInvalid => "artifact_invalid",
-            ErrorCode::LeaseExpired => "lease_expired",
-            ErrorCode::InputOutcomeUnknown => "input_outcome_unknown",
-            ErrorCode::DesktopFailed => "desktop_failed",
-            ErrorCode::AppNotMaximized => "app_not_maximized",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::LeaseConflict => "lease_conflict",
-            ErrorCode::JournalUnavailable => "journal_unavailable",
-            ErrorCode::SessionBusy => "session_busy",
-            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
-            ErrorCode::WorkspaceUnverified => "workspace_unverified",
-            ErrorCode::ResetUnstable => "reset_unstable",
-            ErrorCode::Internal => "internal",
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+crate::wire_enum! {
+    /// A stable, machine-readable error code.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
+    pub enum ErrorCode {
+        /// The action failed validation; nothing reached the desktop.
+        InvalidAction = "invalid_action",
+        /// The request body or parameters are malformed; nothing changed.
+        InvalidRequest = "invalid_request",
+        /// A request id was reused for different content, or the expected action index is not next.
+        ActionSequenceConflict = "action_sequence_conflict",
+        /// The operation is not allowed in the session's current state.
+        InvalidState = "invalid_state",
+        /// No such session, profile or resource.
+        NotFound = "not_found",
+        /// The artifact was requested before a successful checkpoint.
+        CheckpointRequired = "checkpoint_required",
+        /// The checkpoint could not prove that post-reset changes reached the saved file.
+        CheckpointFailed = "checkpoint_failed",
+        /// The saved artifact failed its format's validator (a truncated or unparsable DXF); no
+        /// checkpoint was recorded.
+        ArtifactInvalid = "artifact_invalid",
+        /// The lease expired; the session was or will be released.
+        LeaseExpired = "lease_expired",
+        /// Input may have reached the desktop but its outcome is unknown; it is never replayed.
+        InputOutcomeUnknown = "input_outcome_unknown",
+        /// The desktop (display, window manager, app or worker) failed.
+        DesktopFailed = "desktop_failed",
+        /// The app was not observed maximized at handoff.
+        AppNotMaximized = "app_not_maximized",
+        /// The request lacks a valid credential for this session.
+        Unauthorized = "unauthorized",
+        /// The same lease identity is held with different parameters, or capacity is exhausted.
+        LeaseConflict = "lease_conflict",
+        /// The action journal cannot be written (disk full, file size limit, read-only or failing
+        /// storage); the action was refused and nothing reached the desktop.
+        JournalUnavailable = "journal_unavailable",
+        /// The session already has as many requests waiting as the broker queues per session; this
+        /// one was refused and changed nothing. Retry later (with the same request id).
+        SessionBusy = "session_busy",
+        /// The session sandbox could not be built (the kernel or bubblewrap refused namespaces);
+        /// nothing ran. An operator may start `serve --unsafe-no-sandbox` instead.
+        SandboxUnavailable = "sandbox_unavailable",
+        /// The workspace measured at handoff failed the sandbox's rules; the handoff was refused.
+        WorkspaceUnverified = "workspace_unverified",
+        /// The handoff's first frame kept changing through every settle wait reset allows; the
+        /// handoff was refused (a reset with a new request id may try again).
+        ResetUnstable = "reset_unstable",
+        /// An unexpected failure inside the broker; details are in its log, not here.
+        Internal = "internal",
     }
 }
 

@@ -28,9 +28,10 @@ pub mod request;
 pub mod settle;
 pub mod strict;
 pub mod validate;
+pub mod wire;
 pub mod worker;
 
-pub use action::{Action, Button, Modifier, WirePoint};
+pub use action::{Action, ActionType, Button, Modifier, WirePoint};
 pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};
 pub use geometry::{DisplaySize, ScreenPoint};
 pub use keys::{Key, NamedKey};

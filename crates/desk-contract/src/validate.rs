@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::{Action, Button, Modifier, WirePoint};
+use crate::action::{Action, ActionType, Button, Modifier, WirePoint};
 use crate::error::ActionError;
 use crate::geometry::{DisplaySize, ScreenPoint};
 use crate::keys::{Key, KeyProblem, parse_chord};
@@ -136,7 +136,7 @@ pub struct ValidatedAction {
     // against.
     input: InputAction,
     intent: String,
-    action_type: &'static str,
+    action_type: ActionType,
 }
 
 impl ValidatedAction {
@@ -149,7 +149,7 @@ impl ValidatedAction {
         &self.intent
     }
     /// The wire name of the action variant.
-    pub fn action_type(&self) -> &'static str {
+    pub fn action_type(&self) -> ActionType {
         self.action_type
     }
     /// Splits into its parts.
@@ -394,6 +394,6 @@ pub fn validate_action(
     Ok(ValidatedAction {
         input,
         intent,
-        action_type: action.type_name(),
+        action_type: action.action_type(),
     })
 }

@@ -24,38 +24,24 @@ pub const ZERO_SHA256: &str = "0000000000000000000000000000000000000000000000000
 /// by the next action. Only the last accepted action can be withdrawn.
 pub const NOT_INJECTED: &str = "not_injected";
 
-/// The kind of a record; its `kind` string in the payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordKind {
-    /// The session's desktop was handed over (after lease and reset).
-    SessionStarted,
-    /// An action passed validation and is about to be injected.
-    ActionAccepted,
-    /// An accepted action finished (or failed) and its effects were logged.
-    ActionReceipt,
-    /// A screenshot was captured and stored.
-    Screenshot,
-    /// A checkpoint captured the attempt file.
-    Checkpoint,
-    /// An artifact was handed out or exported.
-    Artifact,
-    /// The session was released; no record may follow.
-    SessionReleased,
-}
-
-impl RecordKind {
-    /// The `kind` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SessionStarted => "session_started",
-            Self::ActionAccepted => "action_accepted",
-            Self::ActionReceipt => "action_receipt",
-            Self::Screenshot => "screenshot",
-            Self::Checkpoint => "checkpoint",
-            Self::Artifact => "artifact",
-            Self::SessionReleased => "session_released",
-        }
+desk_contract::wire_enum! {
+    /// The kind of a record; its `kind` string in the payload.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum RecordKind {
+        /// The session's desktop was handed over (after lease and reset).
+        SessionStarted = "session_started",
+        /// An action passed validation and is about to be injected.
+        ActionAccepted = "action_accepted",
+        /// An accepted action finished (or failed) and its effects were logged.
+        ActionReceipt = "action_receipt",
+        /// A screenshot was captured and stored.
+        Screenshot = "screenshot",
+        /// A checkpoint captured the attempt file.
+        Checkpoint = "checkpoint",
+        /// An artifact was handed out or exported.
+        Artifact = "artifact",
+        /// The session was released; no record may follow.
+        SessionReleased = "session_released",
     }
 }
 

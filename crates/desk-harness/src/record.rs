@@ -11,24 +11,25 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentInfo, BatchDelivery, ModelSaid, TokenUsage};
 
-/// How a rollout ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RolloutStatus {
-    /// The agent sent `done` as the last item of a delivered batch.
-    Done,
-    /// The agent answered without a tool call.
-    NoToolCall,
-    /// Every action of the budget was used.
-    ActionBudgetExhausted,
-    /// The wall-time budget ran out.
-    WallTimeExhausted,
-    /// A broker failure during a batch (or a non-increasing frame); the batch was not re-sent.
-    FailedClosed,
-    /// The agent itself failed (model API unreachable, replay file exhausted, …).
-    AgentFailed,
-    /// Lease or reset failed before the handoff; the agent never played.
-    SetupFailed,
+desk_contract::wire_enum! {
+    /// How a rollout ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RolloutStatus {
+        /// The agent sent `done` as the last item of a delivered batch.
+        Done = "done",
+        /// The agent answered without a tool call.
+        NoToolCall = "no_tool_call",
+        /// Every action of the budget was used.
+        ActionBudgetExhausted = "action_budget_exhausted",
+        /// The wall-time budget ran out.
+        WallTimeExhausted = "wall_time_exhausted",
+        /// A broker failure during a batch (or a non-increasing frame); the batch was not re-sent.
+        FailedClosed = "failed_closed",
+        /// The agent itself failed (model API unreachable, replay file exhausted, …).
+        AgentFailed = "agent_failed",
+        /// Lease or reset failed before the handoff; the agent never played.
+        SetupFailed = "setup_failed",
+    }
 }
 
 impl RolloutStatus {
@@ -40,21 +41,6 @@ impl RolloutStatus {
             self,
             RolloutStatus::SetupFailed | RolloutStatus::FailedClosed
         )
-    }
-}
-
-impl RolloutStatus {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RolloutStatus::Done => "done",
-            RolloutStatus::NoToolCall => "no_tool_call",
-            RolloutStatus::ActionBudgetExhausted => "action_budget_exhausted",
-            RolloutStatus::WallTimeExhausted => "wall_time_exhausted",
-            RolloutStatus::FailedClosed => "failed_closed",
-            RolloutStatus::AgentFailed => "agent_failed",
-            RolloutStatus::SetupFailed => "setup_failed",
-        }
     }
 }
 

@@ -207,7 +207,7 @@ fn item_line(item: &TraceItem, link: &dyn Fn(&str) -> String) -> String {
     let mut facts = format!(
         "#{} {} · {} events · settle {:?} {} ms{}",
         receipt.action_index,
-        escape(&receipt.delivery),
+        escape(receipt.delivery.as_str()),
         receipt.n_input_events,
         receipt.settle.outcome,
         receipt.settle.wait_ms,

@@ -55,7 +55,7 @@ async fn a_failed_settle_capture_after_input_counts_the_action_without_a_frame()
     assert_eq!(first.action_index, 0);
     assert_eq!(first.receipt.observation_failures, vec!["capture"]);
     assert!(first.screenshot.is_none(), "no frame was captured");
-    assert_eq!(first.receipt.delivery, "input_injected");
+    assert_eq!(first.receipt.delivery.as_str(), "input_injected");
     assert!(!first.receipt.post_action_visual_stable);
     assert!(first.receipt.n_input_events >= 1);
     // "No frame" is explicit on the wire.

@@ -104,7 +104,7 @@ async fn fake_backend_serves_the_whole_lifecycle() {
         .await
         .unwrap();
     assert!(!first.idempotent_replay);
-    assert_eq!(first.receipt.delivery, "input_injected");
+    assert_eq!(first.receipt.delivery.as_str(), "input_injected");
     assert!(first.screenshot.as_ref().unwrap().sequence > reset.screenshot.sequence);
     assert_ne!(
         first.screenshot.as_ref().unwrap().sha256,

@@ -310,7 +310,7 @@ async fn a_lease_expiring_during_an_action_lets_it_finish_then_releases() {
     .await
     .unwrap();
     assert!(started.elapsed() >= Duration::from_millis(3000));
-    assert_eq!(waited.receipt.delivery, "waited");
+    assert_eq!(waited.receipt.delivery.as_str(), "waited");
 
     let late = act(&client, &session, "late", 1, click(300, 300)).await;
     assert_eq!(api_code(&late), Some(ErrorCode::LeaseExpired), "{late:?}");

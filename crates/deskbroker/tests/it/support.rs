@@ -330,16 +330,16 @@ pub(crate) fn assert_desktop_gone(
 }
 
 /// A `serve --backend fake` process, killed on drop.
-pub struct FakeServer {
+pub(crate) struct FakeServer {
     child: Child,
     /// Where it listens.
-    pub socket: PathBuf,
+    pub(crate) socket: PathBuf,
 }
 
 impl FakeServer {
     /// Starts one in `root` (socket, state and `broker.log` there), logging warnings only;
     /// `serve_args` follow `serve --backend fake`.
-    pub fn start(root: &Path, serve_args: &[&str]) -> FakeServer {
+    pub(crate) fn start(root: &Path, serve_args: &[&str]) -> FakeServer {
         let socket = root.join("fake.sock");
         let child = Command::new(deskbroker())
             .args(["--log", "warn", "serve", "--backend", "fake"])
