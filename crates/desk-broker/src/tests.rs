@@ -1,4 +1,6 @@
 //! Unit tests of the pure helpers, the store's recovery, the error mapping and authorization.
+//! Over 400 lines: most of it is `auth`, table-like checks of crate-private functions (route
+//! classification, bearer parsing, scopes, token hashes) that only a unit test can reach.
 
 use desk_contract::ErrorCode;
 use serde_json::json;

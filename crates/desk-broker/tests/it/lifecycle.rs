@@ -1,4 +1,5 @@
-//! The full lifecycle, checkpoints, logs, release and expiry.
+//! The full lifecycle, checkpoints, logs, release and expiry. Over 400 lines: one scenario per
+//! lifecycle stage, each read top to bottom as the contract describes it.
 
 use axum::http::StatusCode;
 use desk_broker::{OPENAPI_JSON, ROUTES};

@@ -1,6 +1,7 @@
 //! Strict request parsing through the router, by table: one row per rejection kind, each
 //! checked for its status, error code and the JSON path its message names, and for changing
 //! nothing (action index, events log, the fake desktop's recorded input, sessions on disk).
+//! Over 400 lines: the table is the test; one row per rejection kind keeps it reviewable.
 //!
 //! Requests are built here from raw bytes (invalid UTF-8 and odd content types included) and
 //! carry the lease token read from the lease answer, when it has one.
