@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from deskbroker._guard import reap_desktops
 
 REPO = Path(__file__).resolve().parents[2]
 # Resolved: the sandbox shows the binaries' directory itself, not the path (`python/..`) to it.
@@ -102,14 +103,6 @@ def start_broker(root: Path, default_profile: str = "probe",
     return Broker(socket, root, probe_log, process)
 
 
-def _start_ticks(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
 def stop_broker(broker: Broker) -> None:
     """Stops the broker, then kills the desktops a failed test left behind (desktops outlive
     the broker by design): every recorded process group that is still the same process."""
@@ -119,13 +112,7 @@ def stop_broker(broker: Broker) -> None:
     except subprocess.TimeoutExpired:
         broker.process.kill()
         broker.process.wait()
-    for record in (broker.root / "state" / "sessions").glob("*/processes.json"):
-        for process in json.loads(record.read_text()):
-            if _start_ticks(process["pid"]) == process["start_ticks"]:
-                try:
-                    os.killpg(process["pid"], signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+    reap_desktops(broker.root)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
