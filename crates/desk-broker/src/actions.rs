@@ -103,8 +103,8 @@ impl Inner {
             &outcome,
             sequence,
             accepted_at_ms,
+            self.config.sandbox,
         );
-        response.receipt.sandbox = self.config.sandbox;
         ledger.delivered(&outcome, &mut response, input == InputAction::Done)?;
         Ok(response)
     }
@@ -209,7 +209,8 @@ fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
     }
 }
 
-/// The answer to a delivered action.
+/// The answer to a delivered action, stamped with the broker's sandbox mode.
+#[allow(clippy::too_many_arguments)]
 fn action_response(
     action_index: u64,
     action_type: ActionType,
@@ -218,6 +219,7 @@ fn action_response(
     outcome: &ActionOutcome,
     sequence: u64,
     accepted_at_ms: u64,
+    sandbox: SandboxMode,
 ) -> ActionResponse {
     let done = *input == InputAction::Done;
     let pointer_target = match input {
@@ -239,7 +241,7 @@ fn action_response(
             action_type,
             intent,
             delivery,
-            sandbox: SandboxMode::On,
+            sandbox,
             n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
             focus_before: (!done).then(|| outcome.focus_before.clone()),
             focus_after: outcome.focus_after.clone().filter(|_| !done),

@@ -12,8 +12,9 @@ use crate::settle::SettleReport;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Frame {
-    /// PNG bytes (base64 on the wire).
-    #[serde(with = "crate::b64")]
+    /// PNG bytes. Not part of the JSON: on the worker wire they follow the response line as a
+    /// binary attachment ([`crate::worker::WorkerResponse::attachment_len`]).
+    #[serde(skip)]
     pub png: Vec<u8>,
     /// Width in pixels.
     pub width: u32,

@@ -138,3 +138,54 @@ fn intents_need_a_visible_character() {
         );
     }
 }
+
+fn frame_response(png: &[u8]) -> worker::WorkerResponse {
+    worker::WorkerResponse::new(
+        7,
+        worker::WorkerReply::Ok(worker::WorkerValue::Frame(desktop::Frame {
+            png: png.to_vec(),
+            width: 2,
+            height: 1,
+            captured_at_ms: 5,
+            sha256: "00".into(),
+            app_maximized: true,
+        })),
+    )
+}
+
+#[test]
+fn a_frame_crosses_the_worker_wire_as_an_attachment_not_base64() {
+    let mut response = frame_response(b"\x89PNG-bytes");
+    let png = response.detach_png();
+    let line = serde_json::to_string(&response).unwrap();
+    assert_eq!(png, b"\x89PNG-bytes");
+    assert!(line.contains(r#""attachment_len":10"#), "{line}");
+    assert!(!line.contains("png"), "{line}");
+    let mut read: worker::WorkerResponse = serde_json::from_str(&line).unwrap();
+    read.attach_png(png).unwrap();
+    assert_eq!(read.reply, frame_response(b"\x89PNG-bytes").reply);
+    // Without a frame there is no attachment, and the field is absent.
+    let mut bye = worker::WorkerResponse::new(1, worker::WorkerReply::Ok(worker::WorkerValue::Bye));
+    assert!(bye.detach_png().is_empty());
+    assert!(!serde_json::to_string(&bye).unwrap().contains("attachment"));
+}
+
+#[test]
+fn a_mismatched_attachment_is_a_protocol_error() {
+    let line = |response: &worker::WorkerResponse| -> worker::WorkerResponse {
+        serde_json::from_str(&serde_json::to_string(response).unwrap()).unwrap()
+    };
+    let mut sent = frame_response(b"abc");
+    sent.detach_png();
+    // Shorter or longer than announced.
+    assert!(line(&sent).attach_png(b"ab".to_vec()).is_err());
+    assert!(line(&sent).attach_png(b"abcd".to_vec()).is_err());
+    // A frame announced without bytes.
+    let mut empty = frame_response(b"");
+    empty.detach_png();
+    assert!(line(&empty).attach_png(Vec::new()).is_err());
+    // Bytes announced for a value without a frame.
+    let mut bye = worker::WorkerResponse::new(1, worker::WorkerReply::Ok(worker::WorkerValue::Bye));
+    bye.attachment_len = 3;
+    assert!(line(&bye).attach_png(b"abc".to_vec()).is_err());
+}

@@ -5,6 +5,11 @@
 //! other request is answered with `{"id", "ok": value}` or `{"id", "error": failure}`. A request
 //! the worker cannot parse is answered with id 0 and `invalid_request`. Documented in
 //! `docs/worker-protocol.md`.
+//!
+//! Frames travel as binary attachments, not base64 in the JSON: a response whose value carries a
+//! frame (`capture`, `await_app`'s handoff, `execute`'s outcome) has `attachment_len: N`, and
+//! exactly `N` raw PNG bytes follow its newline. [`WorkerResponse::detach_png`] and
+//! [`WorkerResponse::attach_png`] are the two halves; the I/O stays with the caller.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +19,10 @@ use crate::settle::SettlePolicy;
 use crate::validate::InputAction;
 
 /// The protocol version; bumped on any incompatible change.
-pub const WORKER_PROTOCOL_VERSION: u32 = 1;
+pub const WORKER_PROTOCOL_VERSION: u32 = 2;
+
+/// The largest attachment a reader accepts (a 4K RGBA frame stored uncompressed is ~33 MB).
+pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The environment variable that selects socket mode: the path the worker listens on.
 pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
@@ -151,7 +159,68 @@ pub enum WorkerReply {
 pub struct WorkerResponse {
     /// The request's id.
     pub id: u64,
+    /// How many raw bytes (the PNG of the value's frame) follow this line; absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attachment_len: u64,
     /// The answer.
     #[serde(flatten)]
     pub reply: WorkerReply,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+impl WorkerResponse {
+    /// A response without an attachment yet; [`WorkerResponse::detach_png`] adds one.
+    pub fn new(id: u64, reply: WorkerReply) -> WorkerResponse {
+        WorkerResponse {
+            id,
+            attachment_len: 0,
+            reply,
+        }
+    }
+
+    fn frame_mut(&mut self) -> Option<&mut Frame> {
+        match &mut self.reply {
+            WorkerReply::Ok(WorkerValue::Frame(frame)) => Some(frame),
+            WorkerReply::Ok(WorkerValue::Handoff(handoff)) => Some(&mut handoff.frame),
+            WorkerReply::Ok(WorkerValue::Outcome(outcome)) => outcome.frame.as_mut(),
+            _ => None,
+        }
+    }
+
+    /// The sender's half: moves the frame's PNG out of the value and records its length in
+    /// `attachment_len`; the caller writes the line, then these bytes. Empty when the value
+    /// carries no frame.
+    pub fn detach_png(&mut self) -> Vec<u8> {
+        let png = self
+            .frame_mut()
+            .map(|frame| std::mem::take(&mut frame.png))
+            .unwrap_or_default();
+        self.attachment_len = png.len() as u64;
+        png
+    }
+
+    /// The receiver's half: puts the `attachment_len` bytes read after the line back into the
+    /// value's frame. A frame without an attachment, an attachment without a frame, or a length
+    /// that differs from the line's is a protocol error.
+    pub fn attach_png(&mut self, png: Vec<u8>) -> Result<(), String> {
+        if png.len() as u64 != self.attachment_len {
+            return Err(format!(
+                "attachment of {} bytes where the line announced {}",
+                png.len(),
+                self.attachment_len
+            ));
+        }
+        match self.frame_mut() {
+            Some(_) if png.is_empty() => Err("a frame arrived without its PNG attachment".into()),
+            Some(frame) => {
+                frame.png = png;
+                Ok(())
+            }
+            None if png.is_empty() => Ok(()),
+            None => Err("an attachment arrived with a value that carries no frame".into()),
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! The broker side of the desktop worker's JSONL socket: one request line, one response line.
+//! The broker side of the desktop worker's JSONL socket: one request line, one response line
+//! (and the frame's PNG after it, as the binary attachment the line announces).
 //!
 //! Invariant: requests are answered strictly in order; a response whose id differs from the
 //! request's, a closed connection, or a timeout poisons the client, and every later call fails
@@ -11,14 +12,16 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
-use desk_contract::worker::{WorkerOp, WorkerReply, WorkerRequest, WorkerResponse, WorkerValue};
+use desk_contract::worker::{
+    MAX_ATTACHMENT_BYTES, WorkerOp, WorkerReply, WorkerRequest, WorkerResponse, WorkerValue,
+};
 
 use crate::error::BackendError;
 
 /// A connected worker socket.
 pub(crate) struct WorkerClient {
     stream: UnixStream,
-    lines: Receiver<std::io::Result<String>>,
+    responses: Receiver<Result<WorkerResponse, ReadFailure>>,
     next_id: u64,
     // Invariant: once true, nothing more is written to the worker.
     poisoned: bool,
@@ -30,22 +33,21 @@ impl WorkerClient {
         let stdout = stream.try_clone().map_err(|error| {
             BackendError::Worker(format!("failed to clone the worker socket: {error}"))
         })?;
-        let (sender, lines) = channel();
+        let (sender, responses) = channel();
         std::thread::Builder::new()
             .name("desk-worker-reader".to_string())
             .spawn(move || {
                 let mut reader = BufReader::new(stdout);
                 loop {
-                    let mut line = String::new();
-                    match reader.read_line(&mut line) {
-                        Ok(0) => break,
-                        Ok(_) => {
-                            if sender.send(Ok(line)).is_err() {
+                    match read_response(&mut reader) {
+                        Ok(None) => break,
+                        Ok(Some(response)) => {
+                            if sender.send(Ok(response)).is_err() {
                                 break;
                             }
                         }
-                        Err(error) => {
-                            let _ = sender.send(Err(error));
+                        Err(failure) => {
+                            let _ = sender.send(Err(failure));
                             break;
                         }
                     }
@@ -55,7 +57,7 @@ impl WorkerClient {
             .unwrap_or_else(|error| tracing::error!(%error, "failed to start worker reader"));
         Ok(WorkerClient {
             stream,
-            lines,
+            responses,
             next_id: 1,
             poisoned: false,
         })
@@ -89,12 +91,18 @@ impl WorkerClient {
                 "failed to write to worker: {error}"
             )));
         }
-        let response = match self.lines.recv_timeout(timeout) {
-            Ok(Ok(text)) => text,
-            Ok(Err(error)) => {
+        let response = match self.responses.recv_timeout(timeout) {
+            Ok(Ok(response)) => response,
+            Ok(Err(ReadFailure::Io(error))) => {
                 self.poisoned = true;
                 return Err(BackendError::Worker(format!(
                     "failed to read from worker: {error}"
+                )));
+            }
+            Ok(Err(ReadFailure::Protocol(message))) => {
+                self.poisoned = true;
+                return Err(BackendError::Worker(format!(
+                    "worker sent an unreadable response: {message}"
                 )));
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -109,10 +117,6 @@ impl WorkerClient {
                 return Err(BackendError::Worker("worker exited".into()));
             }
         };
-        let response: WorkerResponse = serde_json::from_str(&response).map_err(|error| {
-            self.poisoned = true;
-            BackendError::Worker(format!("worker sent an unreadable response: {error}"))
-        })?;
         if response.id != id {
             self.poisoned = true;
             return Err(BackendError::Worker(format!(
@@ -125,6 +129,34 @@ impl WorkerClient {
             WorkerReply::Error(failure) => Err(BackendError::from(failure)),
         }
     }
+}
+
+/// Why the reader stopped.
+enum ReadFailure {
+    /// The socket failed.
+    Io(std::io::Error),
+    /// A line or attachment broke the protocol.
+    Protocol(String),
+}
+
+/// Reads one response line and its attachment; `None` at a clean end of stream.
+fn read_response(reader: &mut impl BufRead) -> Result<Option<WorkerResponse>, ReadFailure> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).map_err(ReadFailure::Io)? == 0 {
+        return Ok(None);
+    }
+    let mut response: WorkerResponse =
+        serde_json::from_str(&line).map_err(|error| ReadFailure::Protocol(error.to_string()))?;
+    if response.attachment_len > MAX_ATTACHMENT_BYTES {
+        return Err(ReadFailure::Protocol(format!(
+            "an attachment of {} bytes is over the {MAX_ATTACHMENT_BYTES}-byte limit",
+            response.attachment_len
+        )));
+    }
+    let mut png = vec![0u8; response.attachment_len as usize];
+    reader.read_exact(&mut png).map_err(ReadFailure::Io)?;
+    response.attach_png(png).map_err(ReadFailure::Protocol)?;
+    Ok(Some(response))
 }
 
 impl Drop for WorkerClient {

@@ -1,5 +1,6 @@
 //! The worker's JSONL loop: one [`WorkerRequest`] per input line, exactly one
-//! [`WorkerResponse`] line per request, flushed each time.
+//! [`WorkerResponse`] line per request (followed by its frame's PNG as a binary attachment when
+//! it carries one), flushed each time.
 //!
 //! Two transports: stdin/stdout ([`run_stdio`], one client for the worker's life) and a private
 //! Unix socket ([`run_socket`], the broker's transport), where the worker serves one client at a
@@ -136,10 +137,7 @@ fn serve_connection(
             Ok(request) => {
                 let stop = matches!(request.op, WorkerOp::Shutdown);
                 (
-                    WorkerResponse {
-                        id: request.id,
-                        reply: handle(session, request.op),
-                    },
+                    WorkerResponse::new(request.id, handle(session, request.op)),
                     stop,
                 )
             }
@@ -149,16 +147,10 @@ fn serve_connection(
                     kind: WorkerFailureKind::InvalidRequest,
                     message: format!("failed to parse worker request: {error}"),
                 };
-                (
-                    WorkerResponse {
-                        id: 0,
-                        reply: WorkerReply::Error(failure),
-                    },
-                    false,
-                )
+                (WorkerResponse::new(0, WorkerReply::Error(failure)), false)
             }
         };
-        write_line(&mut writer, &response)?;
+        write_response(&mut writer, response)?;
         if stop {
             return Ok(Ended::Shutdown);
         }
@@ -166,10 +158,13 @@ fn serve_connection(
     Ok(Ended::Disconnected)
 }
 
-fn write_line(writer: &mut impl Write, response: &WorkerResponse) -> Result<(), X11Error> {
-    let text = serde_json::to_string(response).map_err(std::io::Error::other)?;
-    writer.write_all(text.as_bytes())?;
-    writer.write_all(b"\n")?;
+/// Writes the response line, then its frame's PNG as the binary attachment the line announces.
+fn write_response(writer: &mut impl Write, mut response: WorkerResponse) -> Result<(), X11Error> {
+    let png = response.detach_png();
+    let mut text = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    writer.write_all(&text)?;
+    writer.write_all(&png)?;
     writer.flush()?;
     Ok(())
 }

@@ -22,11 +22,19 @@ fn serve_answers_each_line_once_and_stops_on_shutdown() {
     .join("\n");
     let mut output = Vec::new();
     serve(input.as_bytes(), &mut output, &mut session).unwrap();
-    let responses: Vec<WorkerResponse> = String::from_utf8(output)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    // Each line may be followed by its frame's PNG, as many bytes as `attachment_len` says.
+    let mut responses: Vec<WorkerResponse> = Vec::new();
+    let mut rest = output.as_slice();
+    while let Some(end) = rest.iter().position(|&byte| byte == b'\n') {
+        let mut response: WorkerResponse = serde_json::from_slice(&rest[..end]).unwrap();
+        let attachment_end = end + 1 + response.attachment_len as usize;
+        response
+            .attach_png(rest[end + 1..attachment_end].to_vec())
+            .unwrap();
+        responses.push(response);
+        rest = &rest[attachment_end..];
+    }
+    assert!(rest.is_empty());
     let ids: Vec<u64> = responses.iter().map(|response| response.id).collect();
     assert_eq!(ids, [1, 0, 2, 3, 4, 5, 6]);
     match &responses[0].reply {
@@ -43,7 +51,7 @@ fn serve_answers_each_line_once_and_stops_on_shutdown() {
         matches!(&responses[1].reply, WorkerReply::Error(failure) if failure.kind == WorkerFailureKind::InvalidRequest)
     );
     assert!(
-        matches!(&responses[2].reply, WorkerReply::Ok(WorkerValue::Frame(frame)) if frame.width == 640)
+        matches!(&responses[2].reply, WorkerReply::Ok(WorkerValue::Frame(frame)) if frame.width == 640 && frame.png.starts_with(b"\x89PNG"))
     );
     assert!(
         matches!(&responses[3].reply, WorkerReply::Error(failure) if failure.kind == WorkerFailureKind::InvalidRequest)

@@ -3,7 +3,7 @@
 //! must be. Nothing here uses the launcher or desk-contract's types, so the same table holds a
 //! worker written in another language to the protocol.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,15 +15,15 @@ use crate::support::deskbroker;
 const SETTLE: &str = r#"{"quiet_after_change_ms":40,"quiet_without_change_ms":60,"max_ms":500}"#;
 
 /// What one answer must be: its id and either `ok.kind` or `error.kind`, plus a check on the
-/// whole answer.
+/// whole answer and the binary attachment that followed its line (empty when none).
 struct Expect {
     id: u64,
     ok: Option<&'static str>,
     error: Option<&'static str>,
-    check: fn(&Value) -> bool,
+    check: fn(&Value, &[u8]) -> bool,
 }
 
-fn any(_: &Value) -> bool {
+fn any(_: &Value, _: &[u8]) -> bool {
     true
 }
 
@@ -46,24 +46,33 @@ fn table() -> Vec<(String, Expect)> {
     vec![
         (
             r#"{"id":1,"op":{"type":"hello"}}"#.to_string(),
-            ok(1, "hello", |v| {
-                v["ok"]["protocol_version"] == 1
+            ok(1, "hello", |v, _| {
+                v["ok"]["protocol_version"] == 2
                     && v["ok"]["display"] == serde_json::json!({"width": 320, "height": 240})
             }),
         ),
         (
             r#"{"id":2,"op":{"type":"capture"}}"#.to_string(),
-            ok(2, "frame", |v| {
-                v["ok"]["width"] == 320 && v["ok"]["png"].as_str().is_some_and(|p| !p.is_empty())
+            // The frame's PNG is not in the JSON: it follows the line, as many bytes as
+            // `attachment_len` says.
+            ok(2, "frame", |v, png| {
+                v["ok"]["width"] == 320
+                    && v["ok"].get("png").is_none()
+                    && v["attachment_len"] == png.len()
+                    && png.starts_with(b"\x89PNG\r\n\x1a\n")
             }),
         ),
         (
             r#"{"id":3,"op":{"type":"facts"}}"#.to_string(),
-            ok(3, "facts", |v| v["ok"]["held"] == serde_json::json!([])),
+            ok(3, "facts", |v, png| {
+                v["ok"]["held"] == serde_json::json!([])
+                    && v.get("attachment_len").is_none()
+                    && png.is_empty()
+            }),
         ),
         (
             execute(4, r#"{"type":"move","to":{"x":10,"y":20},"duration_ms":0}"#),
-            ok(4, "outcome", |v| {
+            ok(4, "outcome", |v, png| {
                 v["ok"]["events"].as_array().is_some_and(|events| {
                     events.len() == 1
                         && events[0]["type"] == "mouse_move"
@@ -71,11 +80,13 @@ fn table() -> Vec<(String, Expect)> {
                         && events[0]["y"] == 20
                 }) && v["ok"]["settle"]["outcome"] == "stable"
                     && v["ok"]["focus_after"]["pointer"] == serde_json::json!({"x": 10, "y": 20})
+                    && v["attachment_len"] == png.len()
+                    && png.starts_with(b"\x89PNG")
             }),
         ),
         (
             execute(5, r#"{"type":"done"}"#),
-            ok(5, "outcome", |v| {
+            ok(5, "outcome", |v, _| {
                 v["ok"]["events"] == serde_json::json!([])
                     && v["ok"]["settle"]["outcome"] == "skipped"
             }),
@@ -105,7 +116,7 @@ fn table() -> Vec<(String, Expect)> {
         // The worker is still in order after the refusals.
         (
             r#"{"id":11,"op":{"type":"release_held"}}"#.to_string(),
-            ok(11, "released", |v| {
+            ok(11, "released", |v, _| {
                 v["ok"]["released"] == serde_json::json!([])
             }),
         ),
@@ -139,6 +150,8 @@ fn the_worker_answers_the_protocol_table() {
         stdout.read_line(&mut line).unwrap();
         let answer: Value = serde_json::from_str(&line)
             .unwrap_or_else(|error| panic!("{request}: answer {line:?} is not JSON: {error}"));
+        let mut attachment = vec![0u8; answer["attachment_len"].as_u64().unwrap_or(0) as usize];
+        stdout.read_exact(&mut attachment).unwrap();
         assert_eq!(answer["id"], expect.id, "{request}: {line}");
         match (expect.ok, expect.error) {
             (Some(kind), _) => assert_eq!(answer["ok"]["kind"], kind, "{request}: {line}"),
@@ -148,7 +161,7 @@ fn the_worker_answers_the_protocol_table() {
             }
             (None, None) => unreachable!("every expectation names a kind"),
         }
-        assert!((expect.check)(&answer), "{request}: {line}");
+        assert!((expect.check)(&answer, &attachment), "{request}: {line}");
     }
     // After `bye` the worker closes its output and exits cleanly.
     let mut rest = String::new();
