@@ -22,7 +22,7 @@ use std::time::Instant;
 use desk_contract::api::{ActionRequest, ActionResponse};
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
-use desk_contract::{ActionType, ErrorCode, SettleOutcome};
+use desk_contract::{ActionType, ErrorCode};
 use desk_desktop::BackendError;
 
 use crate::broker::Inner;
@@ -33,16 +33,6 @@ use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::session::{Failure, Lifecycle};
 use crate::store::SessionRow;
-
-fn settle_outcome_name(outcome: SettleOutcome) -> &'static str {
-    match outcome {
-        SettleOutcome::Stable => "stable",
-        SettleOutcome::StillChanging => "still_changing",
-        SettleOutcome::Unavailable => "unavailable",
-        SettleOutcome::Skipped => "skipped",
-        SettleOutcome::Interrupted => "interrupted",
-    }
-}
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
@@ -234,7 +224,7 @@ impl<'a> Ledger<'a> {
             &self.session,
             self.action_index,
             ActionEnd::Delivered {
-                settle_outcome: settle_outcome_name(outcome.settle.outcome),
+                settle_outcome: outcome.settle.outcome.as_str(),
                 screenshot_sha256: response
                     .screenshot
                     .as_ref()

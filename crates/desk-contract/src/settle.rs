@@ -28,20 +28,21 @@ impl Default for SettlePolicy {
     }
 }
 
-/// What a settle wait concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SettleOutcome {
-    /// The screen was quiet for the required time.
-    Stable,
-    /// The screen still changed when the wait gave up.
-    StillChanging,
-    /// No frames could be compared.
-    Unavailable,
-    /// Settling was not attempted (e.g. `done`).
-    Skipped,
-    /// Cancellation or release interrupted the wait.
-    Interrupted,
+crate::wire_enum! {
+    /// What a settle wait concluded.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum SettleOutcome {
+        /// The screen was quiet for the required time.
+        Stable = "stable",
+        /// The screen still changed when the wait gave up.
+        StillChanging = "still_changing",
+        /// No frames could be compared.
+        Unavailable = "unavailable",
+        /// Settling was not attempted (e.g. `done`).
+        Skipped = "skipped",
+        /// Cancellation or release interrupted the wait.
+        Interrupted = "interrupted",
+    }
 }
 
 /// The decision at one sample.

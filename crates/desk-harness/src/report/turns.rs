@@ -205,11 +205,11 @@ fn item_line(item: &TraceItem, link: &dyn Fn(&str) -> String) -> String {
         );
     };
     let mut facts = format!(
-        "#{} {} · {} events · settle {:?} {} ms{}",
+        "#{} {} · {} events · settle {} {} ms{}",
         receipt.action_index,
         escape(receipt.delivery.as_str()),
         receipt.n_input_events,
-        receipt.settle.outcome,
+        receipt.settle.outcome.as_str(),
         receipt.settle.wait_ms,
         if receipt.post_action_visual_stable {
             ""

@@ -92,7 +92,7 @@ async fn the_report_renders_in_headless_chromium() {
     assert!(html.contains("<path d=\"M"), "an injected-point cross");
     assert!(html.contains("injected at (30, 30)"));
     assert!(html.contains("raw tool call") && html.contains("&quot;click&quot;"));
-    assert!(html.contains("settle Stable"));
+    assert!(html.contains("settle stable"));
     // What the model wrote beside its calls, escaped.
     assert!(html.contains("The reference shows two lines"));
     assert!(html.contains("Drawing the &lt;first&gt; line"));
