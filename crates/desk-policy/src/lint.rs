@@ -3,6 +3,9 @@
 //! violation instead of stopping at the first.
 //!
 //! Invariant: a value with no violation deserializes exactly as [`crate::Policy`].
+//!
+//! Over 400 lines on purpose: every rule's check sits here side by side, in the order of the
+//! rule table, so the table and its checks read as one.
 
 use std::collections::BTreeSet;
 

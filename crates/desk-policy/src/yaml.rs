@@ -109,7 +109,7 @@ pub(crate) fn parse(text: &str) -> Parsed {
             Event::Alias(_) => {
                 violations.push(Violation::new(
                     Rule::YamlAnchorOrAlias,
-                    &here,
+                    &child_path(&stack, &here),
                     format!("alias at {}", at(&span)),
                 ));
                 // A placeholder keeps the structure; the alias is already a violation.
@@ -129,17 +129,23 @@ pub(crate) fn parse(text: &str) -> Parsed {
                         ..
                     })
                 );
-                check_node(anchor, tag.is_some(), &here, &span, &mut violations);
+                let node_path = if key_position {
+                    join(&here, &text)
+                } else {
+                    child_path(&stack, &here)
+                };
+                check_node(anchor, tag.is_some(), &node_path, &span, &mut violations);
                 let value = if key_position {
                     Value::String(text.to_string())
                 } else {
-                    resolve_scalar(&text, style, &here, &span, &mut violations)
+                    resolve_scalar(&text, style, &node_path, &span, &mut violations)
                 };
                 push_value(&mut stack, &mut root, value, &span, &mut violations);
             }
             Event::MappingStart(anchor, ref tag) | Event::SequenceStart(anchor, ref tag) => {
                 let is_mapping = matches!(event, Event::MappingStart(..));
-                check_node(anchor, tag.is_some(), &here, &span, &mut violations);
+                let path = child_path(&stack, &here);
+                check_node(anchor, tag.is_some(), &path, &span, &mut violations);
                 if stack.len() >= MAX_DEPTH {
                     return Parsed {
                         value: None,
@@ -150,7 +156,6 @@ pub(crate) fn parse(text: &str) -> Parsed {
                         )],
                     };
                 }
-                let path = child_path(&stack, &here);
                 if let Some(Frame::Mapping {
                     pending_key: None, ..
                 }) = stack.last()
