@@ -210,7 +210,7 @@ fn the_evidence_key_cannot_be_the_policy_key() {
         );
         Ok::<_, desk_desktop::BackendError>(desktop)
     });
-    let error = opened.err().expect("the broker refuses to open");
+    let error = opened.expect_err("the broker refuses to open");
     assert!(
         error.to_string().contains("evidence signing key"),
         "{error}"
