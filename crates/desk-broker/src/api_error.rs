@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 400 | `invalid_action`, `invalid_request` |
 //! | 401 | `unauthorized` (missing or invalid credential) |
-//! | 403 | `unauthorized` (peer not admitted) |
+//! | 403 | `unauthorized` (peer not admitted), `policy_invalid`, `profile_not_allowed` (the workspace policy refuses the lease) |
 //! | 404 | `not_found` |
 //! | 405 | `invalid_request` (method not allowed) |
 //! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required` |
@@ -52,6 +52,10 @@ impl BrokerError {
             }
             BrokerError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             BrokerError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Unauthorized),
+            BrokerError::PolicyInvalid(_) => (StatusCode::FORBIDDEN, ErrorCode::PolicyInvalid),
+            BrokerError::ProfileNotAllowed(_) => {
+                (StatusCode::FORBIDDEN, ErrorCode::ProfileNotAllowed)
+            }
             BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
             BrokerError::SessionBusy(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::SessionBusy),
             BrokerError::CheckpointFailed(_) => (

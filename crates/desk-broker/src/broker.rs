@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     pub(crate) admission: Arc<crate::admission::Admission>,
     /// The signing key and the open evidence journals.
     journals: Journals,
+    /// The workspace policy every lease is checked against.
+    pub(crate) policy: crate::policy::PolicyInForce,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -116,6 +118,7 @@ impl Broker {
             journals: &journals,
         };
         crate::evidence::load_key(evidence)?;
+        let policy = crate::policy::load(&config)?;
         let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
@@ -187,6 +190,7 @@ impl Broker {
             observability: crate::metrics::Observability::new(),
             admission: Arc::default(),
             journals,
+            policy,
         };
         Ok(Broker {
             inner: Arc::new(inner),

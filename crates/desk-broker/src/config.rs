@@ -49,6 +49,9 @@ pub struct BrokerConfig {
     /// Whether the factory's desktops run sandboxed; `Off` stamps every receipt and evidence
     /// record `"sandbox": "off"` (`serve --unsafe-no-sandbox`, the fake backend).
     pub sandbox: SandboxMode,
+    /// The signed workspace policy every lease is checked against; `None`: the built-in
+    /// default policy, signed at start with `<state_dir>/policy/policy.key` (see `policy.rs`).
+    pub policy: Option<PolicyConfig>,
 }
 
 impl BrokerConfig {
@@ -76,6 +79,7 @@ impl BrokerConfig {
             auth: AuthConfig::default(),
             evidence: EvidenceConfig::default(),
             sandbox: SandboxMode::On,
+            policy: None,
         }
     }
 }
@@ -105,4 +109,15 @@ pub struct EvidenceConfig {
     /// The Ed25519 signing key (PKCS#8 PEM, or a base64 32-byte seed). `None`: use
     /// `<state_dir>/evidence/signing.key`, created with mode 0600 on first start.
     pub signing_key: Option<PathBuf>,
+}
+
+/// A signed workspace policy and the key it must verify with (`serve --policy --policy-pub`).
+/// Part of [`BrokerConfig`]: the bytes as read; the broker verifies them at start and checks
+/// the validity window at every lease.
+#[derive(Debug, Clone)]
+pub struct PolicyConfig {
+    /// The signed policy file's bytes (`deskbroker policy sign` writes it).
+    pub signed: Vec<u8>,
+    /// The policy key's public half; must not be the evidence key.
+    pub public_key: VerifyingKey,
 }

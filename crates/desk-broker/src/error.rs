@@ -139,6 +139,13 @@ pub enum BrokerError {
         #[source]
         source: Box<desk_evidence::EvidenceError>,
     },
+    /// The workspace policy in force cannot be used (unsigned, altered, expired, not yet valid,
+    /// failing lint, or stating what this broker cannot enforce); nothing was leased.
+    #[error("workspace policy refused: {0}")]
+    PolicyInvalid(String),
+    /// The workspace policy does not allow the profile asked for; nothing was leased.
+    #[error("{0}")]
+    ProfileNotAllowed(String),
     /// An invariant broke or a task panicked; details are logged.
     #[error("internal error: {0}")]
     Internal(String),

@@ -127,12 +127,14 @@ pub(crate) fn load_key(evidence: Evidence<'_>) -> Result<(), BrokerError> {
         })
 }
 
-/// A lease was granted: the session's evidence journal starts with `session_started`.
+/// A lease was granted: the session's evidence journal starts with `session_started`, which
+/// names the workspace policy the session was leased under.
 pub(crate) fn session_started(
     evidence: Evidence<'_>,
     session: &SessionRow,
+    policy_sha256: &str,
 ) -> Result<(), BrokerError> {
-    with_journal(evidence, session, "lease_session", |_| Ok(()))
+    journal::start_journal(evidence, session, policy_sha256)
 }
 
 /// `action_accepted`, before any input of the action is sent. An accepted action left open by a

@@ -25,6 +25,7 @@ fn lease_response(
     session: &SessionRow,
     idempotent_replay: bool,
     lease_token: LeaseToken,
+    policy_sha256: Option<String>,
 ) -> LeaseResponse {
     LeaseResponse {
         session_id: session.id.clone(),
@@ -35,6 +36,7 @@ fn lease_response(
         profile: session.profile.clone(),
         idempotent_replay,
         lease_token,
+        policy_sha256,
     }
 }
 
@@ -48,6 +50,12 @@ impl Inner {
         if self.config.profiles.get(&profile).is_err() {
             return Err(BrokerError::NotFound(format!("profile {profile:?}")));
         }
+        // The workspace policy decides first: under a policy that fails, nothing is leased.
+        let policy_sha256 = self
+            .policy
+            .for_lease(&profile, crate::policy::now_unix())?
+            .sha256()
+            .to_string();
         let _leasing = self
             .lease_lock
             .lock()
@@ -72,7 +80,8 @@ impl Inner {
             // The broker keeps only token hashes, so a replay mints a fresh token; the earlier
             // ones stay valid until release.
             let token = self.mint_lease_token(&existing.id)?;
-            return Ok(lease_response(&existing, true, token));
+            let leased_under = self.store.session_policy(&existing.id)?;
+            return Ok(lease_response(&existing, true, token, leased_under));
         }
         let n_active = self.store.unreleased_sessions()?.len();
         if n_active >= self.config.max_sessions {
@@ -108,15 +117,17 @@ impl Inner {
             session_dir: session_dir.path().display().to_string(),
         };
         self.renew(&mut session);
+        self.store
+            .record_session_policy(&session.id, &policy_sha256)?;
         self.store.insert_session(&session)?;
         let token = self.mint_lease_token(&session.id)?;
-        crate::evidence::session_started(self.evidence(), &session)?;
+        crate::evidence::session_started(self.evidence(), &session, &policy_sha256)?;
         tracing::info!(
             session_id = session.id,
             task_id = session.task_id,
             "lease granted"
         );
-        Ok(lease_response(&session, false, token))
+        Ok(lease_response(&session, false, token, Some(policy_sha256)))
     }
 
     fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
@@ -151,6 +162,7 @@ impl Inner {
                 }
                 serde_json::from_str::<Cached>(text).ok()?.workspace
             }),
+            policy_sha256: self.store.session_policy(&session.id)?,
         })
     }
 

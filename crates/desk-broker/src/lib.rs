@@ -36,6 +36,7 @@ mod ledger;
 mod logs;
 mod metrics;
 mod openapi;
+mod policy;
 mod private;
 mod reset;
 mod routes;
@@ -49,7 +50,7 @@ mod watch;
 
 pub use auth::Peer;
 pub use broker::Broker;
-pub use config::{AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig};
+pub use config::{AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig, PolicyConfig};
 pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
@@ -59,6 +60,7 @@ pub use evidence::{
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
+pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};
 pub use private::restrict_umask;
 pub use routes::{ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;

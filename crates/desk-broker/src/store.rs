@@ -69,6 +69,14 @@ CREATE TABLE lease_tokens (
     PRIMARY KEY (session_id, token_sha256)
 );
 "#,
+    // Migration 3: the workspace policy each session was leased under (`policy.rs`). Sessions
+    // of earlier versions have no row.
+    r#"
+CREATE TABLE session_policies (
+    session_id TEXT PRIMARY KEY,
+    policy_sha256 TEXT NOT NULL
+);
+"#,
 ];
 
 /// One session row.

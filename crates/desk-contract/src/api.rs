@@ -60,6 +60,11 @@ pub struct LeaseResponse {
     /// `/v1/sessions/{id}…` request. The broker stores only its SHA-256; a replayed lease gets a
     /// fresh token and earlier ones stay valid until release.
     pub lease_token: LeaseToken,
+    /// The workspace policy the session was leased under: lowercase hex SHA-256 of the signed
+    /// policy's RFC 8785 bytes (`docs/security.md`, "Workspace policy"). `None` only for a
+    /// session leased by a broker older than workspace policies.
+    #[serde(default)]
+    pub policy_sha256: Option<String>,
 }
 
 /// A lease-scoped bearer credential. Serialized as a plain string; `Debug` never prints it.
@@ -317,6 +322,9 @@ pub struct StatusResponse {
     /// The workspace as measured at the last handoff; absent before the first reset.
     #[serde(default)]
     pub workspace: Option<crate::desktop::WorkspaceFacts>,
+    /// The workspace policy the session was leased under (see [`LeaseResponse::policy_sha256`]).
+    #[serde(default)]
+    pub policy_sha256: Option<String>,
 }
 
 /// The response of `DELETE /v1/sessions/{id}`.

@@ -53,6 +53,13 @@ crate::wire_enum! {
         /// The handoff's first frame kept changing through every settle wait reset allows; the
         /// handoff was refused (a reset with a new request id may try again).
         ResetUnstable = "reset_unstable",
+        /// The broker's signed workspace policy is unsigned, altered, expired or not yet valid,
+        /// fails lint, or states what this broker cannot enforce (a network allowlist); nothing
+        /// was leased. The message says which.
+        PolicyInvalid = "policy_invalid",
+        /// The app profile asked for is not among the workspace policy's allowed profiles;
+        /// nothing was leased.
+        ProfileNotAllowed = "profile_not_allowed",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

@@ -16,6 +16,7 @@
 //!     frames/<sequence>.png       action frames (a replay re-reads them)
 //!     checkpoint/<name>           the last checkpointed artifact
 //!   evidence/                     signing.key, evidence.pub
+//!   policy/                       policy.key, policy.pub, default.signed.json (no --policy)
 //!     <id>/                       the signed journal, frames and artifact; survives release
 //! ```
 
@@ -54,6 +55,11 @@ impl StateDir {
     /// The evidence key pair and every session's evidence.
     pub fn evidence(&self) -> PathBuf {
         self.0.join("evidence")
+    }
+
+    /// The broker's own workspace policy key pair and the signed default policy (0700).
+    pub fn policy(&self) -> PathBuf {
+        self.0.join("policy")
     }
 
     /// The evidence of session `id` (kept after release).

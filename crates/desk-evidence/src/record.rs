@@ -79,6 +79,11 @@ pub struct SessionStarted {
     pub screen_height: u32,
     /// Fingerprint of the key that signs this journal ([`crate::VerifyingKey::fingerprint`]).
     pub signer_fingerprint: String,
+    /// The workspace policy the session was leased under: hex SHA-256 of the signed policy's
+    /// RFC 8785 bytes. Absent (not `null`) in journals written before workspace policies, so
+    /// they still verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_sha256: Option<String>,
 }
 
 /// Body of `action_accepted`.
@@ -239,7 +244,12 @@ impl RecordBody {
     /// Checks digests are 64 lowercase hex characters and file names are single components.
     pub fn validate(&self) -> Result<(), String> {
         match self {
-            Self::SessionStarted(body) => check_text("lease_id", &body.lease_id),
+            Self::SessionStarted(body) => {
+                if let Some(digest) = &body.policy_sha256 {
+                    check_digest("policy_sha256", digest)?;
+                }
+                check_text("lease_id", &body.lease_id)
+            }
             Self::ActionAccepted(body) => {
                 check_text("request_id", &body.request_id)?;
                 check_text("action_type", &body.action_type)?;

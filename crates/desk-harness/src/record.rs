@@ -218,6 +218,10 @@ pub struct RolloutRecord {
     /// `on` or `off` (`serve --unsafe-no-sandbox`); `None` for a fake broker.
     #[serde(default)]
     pub workspace: Option<desk_contract::desktop::WorkspaceFacts>,
+    /// The signed workspace policy the rollout's session was leased under (its digest, from the
+    /// lease answer); `None` when no lease was granted or the broker predates policies.
+    #[serde(default)]
+    pub policy_sha256: Option<String>,
     /// The scorer's report on the saved artifact.
     pub score: ScoreReport,
     /// The artifact, when retrieved.

@@ -136,6 +136,7 @@ pub async fn run_rollout(
         infra_error: true,
         status_detail: None,
         workspace: None,
+        policy_sha256: None,
         score: desk_cad::score(gold, &dir.join("attempt.dxf.missing")),
         artifact: None,
         paths: RolloutPaths {
@@ -156,6 +157,7 @@ pub async fn run_rollout(
         Err(error) => record.status_detail = Some(format!("lease failed: {}", chain(&error))),
         Ok(lease) => {
             record.session_id = Some(lease.session_id.clone());
+            record.policy_sha256 = lease.policy_sha256.clone();
             let mut notes = Vec::new();
             let brief = Brief {
                 task,

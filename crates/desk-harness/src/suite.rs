@@ -81,6 +81,9 @@ pub struct SummaryRow {
     pub total_ms: u64,
     /// The rollout's record, relative to the out directory.
     pub record: String,
+    /// The workspace policy the rollout ran under (see `RolloutRecord::policy_sha256`).
+    #[serde(default)]
+    pub policy_sha256: Option<String>,
 }
 
 /// `summary.json`.
@@ -315,6 +318,7 @@ pub(crate) fn summarize(
             wall_time_ms: record.wall_time_ms,
             total_ms: record.total_ms,
             record: format!("rollouts/{}/{ROLLOUT_FILE}", record.task_id),
+            policy_sha256: record.policy_sha256.clone(),
         })
         .collect();
     let scored: Vec<f64> = rows

@@ -49,6 +49,9 @@ pub(crate) enum Command {
     Evidence(crate::evidence::EvidenceCommand),
     /// Load benchmark: many concurrent sessions through the real API.
     Load(crate::load::LoadArgs),
+    /// Workspace policy: lint, sign and verify the signed policy `serve --policy` enforces.
+    #[command(subcommand)]
+    Policy(crate::policy_cmd::PolicyCommand),
     /// Internal: the desktop worker. Speaks JSON lines on the Unix socket named by
     /// DESKBROKER_WORKER_SOCKET (or stdin/stdout without it); started by the broker.
     #[command(hide = true)]
@@ -126,6 +129,14 @@ pub(crate) struct ServeArgs {
     /// status says `"sandbox": "off"`.
     #[arg(long)]
     pub(crate) unsafe_no_sandbox: bool,
+    /// The signed workspace policy every lease is checked against (`deskbroker policy sign`);
+    /// needs --policy-pub. Without it: a built-in default signed with
+    /// <state_dir>/policy/policy.key. A policy that fails refuses every lease (policy_invalid).
+    #[arg(long, requires = "policy_pub", value_name = "SIGNED")]
+    pub(crate) policy: Option<PathBuf>,
+    /// The public key --policy must verify with; never the evidence key.
+    #[arg(long, requires = "policy", value_name = "PUB")]
+    pub(crate) policy_pub: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

@@ -27,6 +27,7 @@ fn build_broker_with(
     auth: AuthConfig,
     backend: Backend,
     sandboxed: bool,
+    policy: Option<desk_broker::PolicyConfig>,
 ) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
@@ -43,6 +44,7 @@ fn build_broker_with(
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
+    config.policy = policy;
     config.sandbox = match backend {
         Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
         // The fake backend has no desktop to contain: its results say so too.
@@ -101,6 +103,19 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
     Ok((auth, tls))
 }
 
+/// The signed policy `serve --policy --policy-pub` names (files that cannot be read stop
+/// `serve`; a policy that does not verify refuses every lease with `policy_invalid`).
+fn serve_policy(args: &ServeArgs) -> Result<Option<desk_broker::PolicyConfig>> {
+    let (Some(signed), Some(public)) = (&args.policy, &args.policy_pub) else {
+        return Ok(None);
+    };
+    let signed = desk_policy::read_file(signed, desk_policy::MAX_SIGNED_BYTES)
+        .with_context(|| format!("failed to read the policy {}", signed.display()))?;
+    let public_key = desk_evidence::VerifyingKey::read(public)
+        .with_context(|| format!("failed to read the policy key {}", public.display()))?;
+    Ok(Some(desk_broker::PolicyConfig { signed, public_key }))
+}
+
 /// `deskbroker serve`: runs until SIGINT or SIGTERM.
 pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     // Private state: everything the broker, SQLite and the log writers create is 0600/0700.
@@ -115,6 +130,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     };
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
+    let policy = serve_policy(&args)?;
     let broker_args = args.broker.clone();
     let backend = args.backend;
     let sandboxed = !args.unsafe_no_sandbox;
@@ -133,7 +149,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let broker = tokio::task::spawn_blocking(move || {
-        build_broker_with(&broker_args, auth, backend, sandboxed)
+        build_broker_with(&broker_args, auth, backend, sandboxed, policy)
     })
     .await??;
     let reaper = broker.spawn_reaper();
@@ -206,6 +222,7 @@ impl LocalBroker {
                 AuthConfig::default(),
                 Backend::Local,
                 sandboxed,
+                None,
             )
         })
         .await??;

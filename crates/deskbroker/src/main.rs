@@ -19,6 +19,7 @@ mod local;
 mod models;
 mod paths;
 mod perf;
+mod policy_cmd;
 mod session;
 
 use std::process::ExitCode;
@@ -51,6 +52,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of our output went away (`… | head`): nothing left to say, not a failure.
         Err(error) if error.downcast_ref::<out::StdoutClosed>().is_some() => ExitCode::SUCCESS,
+        // A refused policy: its reasons are printed already.
+        Err(error) if error.downcast_ref::<policy_cmd::PolicyRefused>().is_some() => {
+            ExitCode::from(2)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
@@ -72,6 +77,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Certs(command) => certs::run(command).await,
             cli::Command::Evidence(command) => evidence::run(command).await,
             cli::Command::Load(args) => load::run(args).await,
+            cli::Command::Policy(command) => policy_cmd::run(command).await,
             cli::Command::Worker => Ok(()),
         }
     })

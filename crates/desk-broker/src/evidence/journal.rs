@@ -149,6 +149,7 @@ pub(super) fn started_body(
     config: &BrokerConfig,
     session: &SessionRow,
     key: &SigningKey,
+    policy_sha256: Option<&str>,
 ) -> RecordBody {
     RecordBody::SessionStarted(SessionStarted {
         lease_id: session.id.clone(),
@@ -156,13 +157,16 @@ pub(super) fn started_body(
         screen_width: config.display.width,
         screen_height: config.display.height,
         signer_fingerprint: key.verifying_key().fingerprint(),
+        policy_sha256: policy_sha256.map(str::to_string),
     })
 }
 
-/// Opens the session's journal from disk, or creates it with its `session_started` record.
+/// Opens the session's journal from disk, or creates it with its `session_started` record
+/// (naming `policy_sha256`, known at lease).
 pub(super) fn open_journal(
     evidence: Evidence<'_>,
     session: &SessionRow,
+    policy_sha256: Option<&str>,
 ) -> Result<SessionJournal, EvidenceError> {
     let config = evidence.config;
     let key = signing_key(evidence)?;
@@ -194,7 +198,7 @@ pub(super) fn open_journal(
         let mut writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
         writer.set_sandbox(config.sandbox);
         let mut journal = make(writer);
-        journal.append(started_body(config, session, &key))?;
+        journal.append(started_body(config, session, &key, policy_sha256))?;
         return Ok(journal);
     }
     let (writer, records) = EvidenceWriter::open(&path, key)?;
@@ -203,6 +207,23 @@ pub(super) fn open_journal(
         journal.observe(&record.record().body);
     }
     Ok(journal)
+}
+
+/// Creates the session's journal at lease (its `session_started` names the policy) and caches
+/// its writer; an existing journal is opened as it is.
+pub(super) fn start_journal(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    policy_sha256: &str,
+) -> Result<(), BrokerError> {
+    let opened = open_journal(evidence, session, Some(policy_sha256)).map_err(|source| {
+        BrokerError::Evidence {
+            operation: "lease_session",
+            source: Box::new(source),
+        }
+    })?;
+    lock(&evidence.journals.open).insert(session.id.clone(), Arc::new(Mutex::new(opened)));
+    Ok(())
 }
 
 /// Runs `write` on the session's journal under its lock. A failure evicts the cached writer.
@@ -218,11 +239,12 @@ pub(super) fn with_journal<R>(
         match cached {
             Some(entry) => entry,
             None => {
-                let opened =
-                    open_journal(evidence, session).map_err(|source| BrokerError::Evidence {
+                let opened = open_journal(evidence, session, None).map_err(|source| {
+                    BrokerError::Evidence {
                         operation,
                         source: Box::new(source),
-                    })?;
+                    }
+                })?;
                 let entry = Arc::new(Mutex::new(opened));
                 lock(journals).insert(session.id.clone(), Arc::clone(&entry));
                 entry

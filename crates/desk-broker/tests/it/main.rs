@@ -7,6 +7,7 @@ mod fair;
 mod invalid;
 mod lifecycle;
 mod observe;
+mod policy;
 mod recovery;
 mod replay;
 mod strict;

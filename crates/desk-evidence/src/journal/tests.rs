@@ -10,6 +10,7 @@ fn started(key: &SigningKey) -> RecordBody {
         screen_width: 1280,
         screen_height: 800,
         signer_fingerprint: key.verifying_key().fingerprint(),
+        policy_sha256: None,
     })
 }
 

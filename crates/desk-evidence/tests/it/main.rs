@@ -54,6 +54,7 @@ fn session(session_dir: &Path, key: &SigningKey) {
         screen_width: 1280,
         screen_height: 800,
         signer_fingerprint: key.verifying_key().fingerprint(),
+        policy_sha256: Some("ab".repeat(32)),
     }));
     for index in 0..2_u64 {
         append(RecordBody::ActionAccepted(ActionAccepted {

@@ -1,5 +1,6 @@
 //! Honest results: a rollout the infrastructure ended is `infra_error`, excluded from the mean
-//! and counted separately; every result carries the run's software versions.
+//! and counted separately; every result carries the run's software versions and the digest of
+//! the workspace policy its session was leased under.
 
 use desk_harness::{Agent, AgentError, RolloutStatus, SoftwareVersions, SuiteConfig, run_suite};
 
@@ -56,6 +57,16 @@ async fn infra_errors_are_counted_apart_from_the_mean() {
     assert_eq!(written["n_infra_error"], 1);
     assert_eq!(written["rollouts"][1]["infra_error"], true);
     assert_eq!(written["versions"]["deskbroker_commit"], "0123abc");
+    // Every result names the workspace policy its session was leased under.
+    let policy = records[0].policy_sha256.clone().expect("a policy digest");
+    assert_eq!(policy.len(), 64);
+    assert_eq!(records[1].policy_sha256.as_deref(), Some(policy.as_str()));
+    assert_eq!(written["rollouts"][0]["policy_sha256"], policy.as_str());
+    let rollout: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join(written["rollouts"][0]["record"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rollout["policy_sha256"], policy.as_str());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("1 infra_error"), "the report shows the count");
     assert!(html.contains("fake-app 1"), "the report shows the versions");

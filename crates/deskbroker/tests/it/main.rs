@@ -18,6 +18,7 @@ mod freecad;
 mod librecad;
 mod load;
 mod perf;
+mod policy_cli;
 mod probe;
 mod reset_handoff;
 mod sandbox;

@@ -1,0 +1,267 @@
+//! The policy document: its typed form ([`Policy`]), what it states (limits, clipboard,
+//! network, allowed profiles, validity) and the strict UTC timestamps of its validity window.
+//!
+//! Invariant: a [`Policy`] exists only after its document passed every lint rule (it is built
+//! by [`Policy::from_yaml`] or [`Policy::from_value`]), so its fields hold the ranges the rules
+//! state and its JSON form is exactly the value that was linted and, once signed, digested.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::PolicyError;
+use crate::rules::{Rule, Violation};
+
+/// `schema_version` of every policy document.
+pub const SCHEMA_VERSION: &str = "deskbroker.workspace-policy.v1";
+
+/// A linted workspace policy. Fields are private: read them through the accessors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    schema_version: String,
+    policy_version: String,
+    workspace: Workspace,
+    apps: Apps,
+    writable_directories: Vec<String>,
+    network: NetworkSection,
+    clipboard: ClipboardMode,
+    limits: Limits,
+    validity: Validity,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Workspace {
+    disposable: bool,
+    logged_out: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Apps {
+    allowed_profiles: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkSection {
+    mode: NetworkMode,
+    allowed_domains: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum NetworkMode {
+    None,
+    Allowlist,
+}
+
+/// What the workspace may do with a clipboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClipboardMode {
+    /// No clipboard access (`none`; YAML 1.1 reads a plain `off` as a boolean, so the mode is
+    /// spelled `none`).
+    None,
+    /// The agent may read the workspace's clipboard.
+    Read,
+    /// The agent may read and write the workspace's clipboard.
+    ReadWrite,
+}
+
+/// What the workspace may reach on the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// Nothing (loopback only).
+    None,
+    /// Exactly these DNS names.
+    Allowlist(Vec<String>),
+}
+
+/// The limits a watchdog enforces for every session under the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Longest task, counted from the handoff, in minutes (1..=1440).
+    pub max_task_minutes: u32,
+    /// Most refused actions before the session is stopped (1..=10000).
+    pub max_refused_actions: u32,
+    /// Longest time without an action, in seconds (1..=86400, at most the task time).
+    pub idle_seconds: u32,
+}
+
+impl Limits {
+    /// [`Limits::max_task_minutes`] as a duration.
+    pub fn max_task(&self) -> Duration {
+        Duration::from_secs(u64::from(self.max_task_minutes) * 60)
+    }
+
+    /// [`Limits::idle_seconds`] as a duration.
+    pub fn idle(&self) -> Duration {
+        Duration::from_secs(u64::from(self.idle_seconds))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Validity {
+    not_before: String,
+    not_after: String,
+}
+
+impl Policy {
+    /// Reads a YAML policy strictly and lints it; every violation is returned at once.
+    pub fn from_yaml(text: &str) -> Result<Policy, PolicyError> {
+        let parsed = crate::yaml::parse(text);
+        let mut violations = parsed.violations;
+        let Some(value) = parsed.value else {
+            return Err(PolicyError::Lint(violations));
+        };
+        violations.extend(crate::lint::lint_value(&value));
+        if !violations.is_empty() {
+            return Err(PolicyError::Lint(violations));
+        }
+        Policy::typed(value)
+    }
+
+    /// Lints a policy already read as JSON (a signed envelope's payload).
+    pub fn from_value(value: Value) -> Result<Policy, PolicyError> {
+        let violations = crate::lint::lint_value(&value);
+        if !violations.is_empty() {
+            return Err(PolicyError::Lint(violations));
+        }
+        Policy::typed(value)
+    }
+
+    fn typed(value: Value) -> Result<Policy, PolicyError> {
+        // The lint checked every key and type, so this only fails if the two disagree.
+        desk_contract::strict::from_value_exact(value, "$").map_err(|error| {
+            PolicyError::Lint(vec![Violation::new(
+                Rule::WrongType,
+                &error.path,
+                error.problem.to_string(),
+            )])
+        })
+    }
+
+    /// The document as JSON: what is signed and digested.
+    pub fn to_value(&self) -> Result<Value, PolicyError> {
+        serde_json::to_value(self).map_err(|error| PolicyError::Encode(error.to_string()))
+    }
+
+    /// The author's version label.
+    pub fn policy_version(&self) -> &str {
+        &self.policy_version
+    }
+
+    /// The app profiles a lease may name.
+    pub fn allowed_profiles(&self) -> &[String] {
+        &self.apps.allowed_profiles
+    }
+
+    /// Whether a lease may use `profile`.
+    pub fn allows_profile(&self, profile: &str) -> bool {
+        self.apps
+            .allowed_profiles
+            .iter()
+            .any(|name| name == profile)
+    }
+
+    /// Writable directories, relative to the session's workspace (`attempt`, `attempt/...`).
+    pub fn writable_directories(&self) -> &[String] {
+        &self.writable_directories
+    }
+
+    /// Task time, refused-action and idle limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The clipboard mode.
+    pub fn clipboard_mode(&self) -> ClipboardMode {
+        self.clipboard
+    }
+
+    /// The network the workspace may reach.
+    pub fn network(&self) -> Network {
+        match self.network.mode {
+            NetworkMode::None => Network::None,
+            NetworkMode::Allowlist => Network::Allowlist(self.network.allowed_domains.clone()),
+        }
+    }
+
+    /// The validity window in seconds since the Unix epoch: `(not_before, not_after)`.
+    pub fn validity_unix(&self) -> (i64, i64) {
+        // The lint parsed both bounds; an unparsable one would make the window empty.
+        (
+            parse_utc(&self.validity.not_before).unwrap_or(i64::MAX),
+            parse_utc(&self.validity.not_after).unwrap_or(i64::MIN),
+        )
+    }
+
+    /// Whether `now_unix` lies inside the validity window (both bounds inclusive).
+    pub fn check_validity(&self, now_unix: i64) -> Result<(), PolicyError> {
+        let (not_before, not_after) = self.validity_unix();
+        if now_unix < not_before {
+            return Err(PolicyError::NotYetValid {
+                not_before: self.validity.not_before.clone(),
+            });
+        }
+        if now_unix > not_after {
+            return Err(PolicyError::Expired {
+                not_after: self.validity.not_after.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Parses exactly `YYYY-MM-DDTHH:MM:SSZ` (UTC, no fraction, no offset) into seconds since the
+/// Unix epoch; `None` for anything else, including impossible dates.
+pub fn parse_utc(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    let shape_ok = bytes.len() == 20
+        && bytes.iter().enumerate().all(|(idx, byte)| match idx {
+            4 | 7 => *byte == b'-',
+            10 => *byte == b'T',
+            13 | 16 => *byte == b':',
+            19 => *byte == b'Z',
+            _ => byte.is_ascii_digit(),
+        });
+    if !shape_ok {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let max_day = *month_days.get(usize::try_from(month - 1).ok()?)?;
+    if year < 1970 || !(1..=max_day).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // Howard Hinnant's days_from_civil.
+    let shifted_year = if month <= 2 { year - 1 } else { year };
+    let era = shifted_year.div_euclid(400);
+    let year_of_era = shifted_year - era * 400;
+    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+}

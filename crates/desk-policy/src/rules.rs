@@ -1,0 +1,161 @@
+//! The lint rules: one stable id and name per rule, and [`Violation`], one broken rule at one
+//! place in the document.
+//!
+//! Ids are API: a rule keeps its id forever; a retired rule's id is not reused. The rules
+//! follow the containment specification's workspace policy lint (G002): a disposable,
+//! logged-out workspace, explicit apps, writable directories only under the attempt directory,
+//! no network or an exact allowlist, an explicit clipboard mode, bounded limits, a validity
+//! window; read from YAML that no two readers could read differently.
+
+use std::fmt;
+
+use serde::Serialize;
+
+macro_rules! rules {
+    ($($(#[$doc:meta])* $variant:ident = ($id:literal, $name:literal),)*) => {
+        /// A lint rule.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Rule {
+            /// Every rule, in id order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
+
+            /// The stable id, e.g. `POL-020`.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)*
+                }
+            }
+
+            /// The stable name, e.g. `disposable_required`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
+    /// The text is not well-formed YAML, is empty, too large or too deeply nested, or a
+    /// mapping key is not a string.
+    YamlSyntax = ("POL-001", "yaml_syntax"),
+    /// A mapping holds the same key twice.
+    YamlDuplicateKey = ("POL-002", "yaml_duplicate_key"),
+    /// An anchor (`&a`) or alias (`*a`).
+    YamlAnchorOrAlias = ("POL-003", "yaml_anchor_or_alias"),
+    /// A tag (`!!str`, `!custom`).
+    YamlTag = ("POL-004", "yaml_tag"),
+    /// A plain `yes`/`no`/`on`/`off`/`y`/`n` or a boolean in another case than `true`/`false`.
+    YamlNonLiteralBoolean = ("POL-005", "yaml_non_literal_boolean"),
+    /// A null, or a number form other than a plain decimal integer.
+    YamlAmbiguousScalar = ("POL-006", "yaml_ambiguous_scalar"),
+    /// More than one YAML document.
+    YamlMultipleDocuments = ("POL-007", "yaml_multiple_documents"),
+    /// A merge key (`<<`).
+    YamlMergeKey = ("POL-008", "yaml_merge_key"),
+    /// `schema_version` is not `deskbroker.workspace-policy.v1`.
+    SchemaVersion = ("POL-010", "schema_version"),
+    /// A key the schema does not know.
+    UnknownKey = ("POL-011", "unknown_key"),
+    /// A key the schema requires is absent.
+    MissingKey = ("POL-012", "missing_key"),
+    /// A value of the wrong type (a number or string where a boolean belongs, ...).
+    WrongType = ("POL-013", "wrong_type"),
+    /// `policy_version` is not 1 to 64 characters of `[A-Za-z0-9._:-]`.
+    PolicyVersion = ("POL-014", "policy_version"),
+    /// `workspace.disposable` is not `true`.
+    DisposableRequired = ("POL-020", "disposable_required"),
+    /// `workspace.logged_out` is not `true`.
+    LoggedOutRequired = ("POL-021", "logged_out_required"),
+    /// `apps.allowed_profiles` is empty.
+    AppsEmpty = ("POL-030", "apps_empty"),
+    /// A profile name is not `[a-z0-9][a-z0-9._-]{0,63}`.
+    AppNameInvalid = ("POL-031", "app_name_invalid"),
+    /// A profile is listed twice.
+    AppDuplicate = ("POL-032", "app_duplicate"),
+    /// `writable_directories` is empty.
+    WritableEmpty = ("POL-040", "writable_empty"),
+    /// A writable path has an empty, `.`, `..` or `~` component, a backslash or a control
+    /// character.
+    PathUnsafe = ("POL-041", "path_unsafe"),
+    /// A writable path is not the attempt directory (`attempt`) or below it (`attempt/...`).
+    WritableOutsideAttempt = ("POL-042", "writable_outside_attempt"),
+    /// A writable path is listed twice.
+    WritableDuplicate = ("POL-043", "writable_duplicate"),
+    /// `network.mode` is not `none` or `allowlist`.
+    NetworkModeInvalid = ("POL-050", "network_mode_invalid"),
+    /// `network.mode` is `none` but domains are listed.
+    NetworkDomainsWithoutAllowlist = ("POL-051", "network_domains_without_allowlist"),
+    /// `network.mode` is `allowlist` with no domain.
+    NetworkAllowlistEmpty = ("POL-052", "network_allowlist_empty"),
+    /// A domain is not an exact DNS name (wildcard, scheme, path, port, IP literal, ...).
+    NetworkDomainInvalid = ("POL-053", "network_domain_invalid"),
+    /// A domain is listed twice.
+    NetworkDomainDuplicate = ("POL-054", "network_domain_duplicate"),
+    /// `clipboard` is not `none`, `read` or `read_write`.
+    ClipboardModeInvalid = ("POL-060", "clipboard_mode_invalid"),
+    /// `limits.max_task_minutes` is outside 1..=1440.
+    MaxTaskMinutesRange = ("POL-070", "max_task_minutes_range"),
+    /// `limits.max_refused_actions` is outside 1..=10000.
+    MaxRefusedActionsRange = ("POL-071", "max_refused_actions_range"),
+    /// `limits.idle_seconds` is outside 1..=86400.
+    IdleSecondsRange = ("POL-072", "idle_seconds_range"),
+    /// `limits.idle_seconds` exceeds the task time: the idle limit could never apply.
+    IdleExceedsTask = ("POL-073", "idle_exceeds_task"),
+    /// A validity bound is not an RFC 3339 UTC time `YYYY-MM-DDTHH:MM:SSZ`.
+    ValidityTimestamp = ("POL-080", "validity_timestamp"),
+    /// `validity.not_before` is not before `validity.not_after`.
+    ValidityWindowEmpty = ("POL-081", "validity_window_empty"),
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{} {}", self.id(), self.name())
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+/// One broken rule: which, where (a dotted path into the document, `$` for the whole) and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// Where: `limits.max_task_minutes`, `apps.allowed_profiles[2]`, `$`.
+    pub path: String,
+    /// Why, for a person.
+    pub message: String,
+}
+
+impl Violation {
+    pub(crate) fn new(rule: Rule, path: &str, message: String) -> Violation {
+        Violation {
+            rule,
+            path: path.to_string(),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} {} at {}: {}",
+            self.rule.id(),
+            self.rule.name(),
+            self.path,
+            self.message
+        )
+    }
+}
