@@ -5,7 +5,7 @@
 //! `actions` array, so [`crate::ReplayAgent`] can re-run it) plus, per executed item, its request
 //! id, action index, receipt and saved frame.
 
-use desk_cad::ScoreReport;
+use desk_cad::TaskScore;
 use desk_contract::api::Receipt;
 use serde::{Deserialize, Serialize};
 
@@ -218,8 +218,8 @@ pub struct RolloutRecord {
     /// `on` or `off` (`serve --unsafe-no-sandbox`); `None` for a fake broker.
     #[serde(default)]
     pub workspace: Option<desk_contract::desktop::WorkspaceFacts>,
-    /// The scorer's report on the saved artifact.
-    pub score: ScoreReport,
+    /// The judge's report on the saved artifact: the 2D or the 3D judge's, by task kind.
+    pub score: TaskScore,
     /// The artifact, when retrieved.
     pub artifact: Option<ArtifactInfo>,
     /// Files of the rollout.
