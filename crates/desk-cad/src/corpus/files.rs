@@ -2,6 +2,7 @@
 //! and the private gold files (`<id>.dxf` drawings, `<id>.FCStd` parts).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
     ArtifactKind, BUDGETS_2D, BUDGETS_3D, CONTRACT_VERSION, CorpusVersion, DrawingType, Level,
@@ -20,6 +21,8 @@ use crate::render::render_png;
 const V2_DRAWINGS_PER_LEVEL: [usize; 4] = [5, 5, 5, 6];
 /// Corpus v2's 3D tasks.
 const V2_PARTS: u64 = 29;
+/// Gold parts built at once when writing a corpus.
+const BUILD_JOBS: usize = 2;
 
 /// A generated 2D task with its gold drawing (in memory only).
 #[derive(Clone, Debug, PartialEq)]
@@ -180,18 +183,8 @@ pub fn write_corpus_version(
         write_dxf(&item.gold, &gold_file(gold_dir, &item.task))?;
         tasks.push(item.task);
     }
-    for item in parts {
-        let gold = gold_file(gold_dir, &item.task);
-        let built = build_part(
-            &item.part.spec,
-            Some(&item.part.sheet),
-            &item.part.views,
-            &gold,
-        )?;
-        let png = render_views_png(&built.views, &item.part.sheet.notes)?;
-        write_file(&public_dir.join(&item.task.reference_image), &png)?;
-        tasks.push(item.task);
-    }
+    write_parts(&parts, public_dir, gold_dir)?;
+    tasks.extend(parts.into_iter().map(|item| item.task));
     let list = TaskList {
         corpus_version: version.as_str().to_owned(),
         contract_version: CONTRACT_VERSION.to_owned(),
@@ -206,6 +199,47 @@ pub fn write_corpus_version(
     json.push(b'\n');
     write_file(&tasks_path, &json)?;
     Ok(list.tasks)
+}
+
+/// Builds every part's gold and reference, [`BUILD_JOBS`] at a time (each build is its own
+/// sandboxed freecadcmd; every file depends only on its task, so the order does not matter).
+fn write_parts(
+    parts: &[GeneratedPart],
+    public_dir: &Path,
+    gold_dir: &Path,
+) -> Result<(), CadError> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..BUILD_JOBS)
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let Some(item) = parts.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            return Ok(());
+                        };
+                        write_part(item, public_dir, gold_dir)?;
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|worker| {
+            worker
+                .join()
+                .unwrap_or_else(|_| Err(CadError::Judge("a gold build thread panicked".into())))
+        })
+    })
+}
+
+fn write_part(item: &GeneratedPart, public_dir: &Path, gold_dir: &Path) -> Result<(), CadError> {
+    let gold = gold_file(gold_dir, &item.task);
+    let built = build_part(
+        &item.part.spec,
+        Some(&item.part.sheet),
+        &item.part.views,
+        &gold,
+    )?;
+    let png = render_views_png(&built.views, &item.part.sheet.notes)?;
+    write_file(&public_dir.join(&item.task.reference_image), &png)
 }
 
 /// Loads the whole `public_dir/tasks.json` (versions and tasks).
