@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use desk_cad::{CorpusVersion, write_corpus_version};
+use desk_cad::{CorpusVersion, load_task_list, write_corpus_version};
 
 use super::{CorpusArgs, CorpusLocation};
 
@@ -26,7 +26,15 @@ fn cache_root(version: CorpusVersion) -> PathBuf {
 
 /// The public and gold directories, generating the cached corpus when it is absent.
 pub(crate) fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf)> {
-    let root = cache_root(location.corpus_version);
+    // A given public corpus names its version; its gold, when not given, is that version's.
+    let version = match (&location.corpus, &location.gold) {
+        (Some(public), None) => {
+            let list = load_task_list(public).context("failed to read the corpus's tasks.json")?;
+            CorpusVersion::parse(&list.corpus_version)?
+        }
+        _ => location.corpus_version,
+    };
+    let root = cache_root(version);
     let public = location
         .corpus
         .clone()
@@ -39,7 +47,7 @@ pub(crate) fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf
     if uses_cache && !root.join("public/tasks.json").exists() {
         let staging = root.with_extension(format!("tmp-{}", std::process::id()));
         let (public, private) = (staging.join("public"), staging.join("private"));
-        write_corpus_version(location.corpus_version, &public, &private)
+        write_corpus_version(version, &public, &private)
             .with_context(|| format!("failed to generate the corpus in {}", staging.display()))?;
         if let Err(error) = std::fs::rename(&staging, &root) {
             // Another process may have finished first; its corpus is identical.
