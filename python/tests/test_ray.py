@@ -169,8 +169,9 @@ def test_benchmark_reruns_a_dead_nodes_rollout_elsewhere(
     out = Path(tempfile.mkdtemp(prefix="dbk-bench-"))
     deskbroker = str(binary("deskbroker"))
     # The corpus on "every node" (one host here); the brokers hide its gold from the desktops.
-    subprocess.run([deskbroker, "bench", "corpus", "--out", str(out / "public"), "--gold-out",
-                    str(out / "gold")], check=True, capture_output=True)
+    subprocess.run([deskbroker, "bench", "corpus", "--corpus-version", "v1", "--out",
+                    str(out / "public"), "--gold-out", str(out / "gold")],
+                   check=True, capture_output=True)
     brokers = start_brokers(BrokerConfig(deskbroker_bin=deskbroker, corpus=str(out / "public"),
                                          gold=str(out / "gold")))
     try:

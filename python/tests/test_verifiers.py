@@ -130,8 +130,9 @@ async def test_rollout_draws_task_004_and_is_scored(cad_broker: Broker) -> None:
         f"{desk['rollout_id']}-t2-i0", f"{desk['rollout_id']}-t2-i1"]
     # The reward is the broker-side scorer's verdict on the retrieved drawing.
     (saved,) = kept.glob("*.dxf")
-    score = subprocess.run([deskbroker, "bench", "score", "--log", "warn", "--task", "task-004",
-                            "--candidate", str(saved)], check=True, capture_output=True, text=True)
+    score = subprocess.run([deskbroker, "bench", "score", "--log", "warn", "--corpus-version",
+                            "v1", "--task", "task-004", "--candidate", str(saved)],
+                           check=True, capture_output=True, text=True)
     assert json.loads(score.stdout)["score"] == reward == desk["score"]["score"]
     assert desk["released"] is True
     await env.broker.aclose()

@@ -1,22 +1,24 @@
-//! The public task corpus: task types, `tasks.json`, reference PNGs and private gold DXFs.
+//! The public task corpus: task types, `tasks.json`, reference PNGs and private gold files.
 //!
 //! Invariant: public data (`tasks.json`, `references/<id>.png`) never names or embeds a gold
-//! path; gold DXFs live only under the separate gold directory as `<id>.dxf`. Generation is a
-//! pure function of [`CORPUS_VERSION`]'s seed, so writing the corpus twice gives identical bytes.
-
-use std::fmt;
-use std::path::{Path, PathBuf};
+//! path; gold files live only under the separate gold directory: `<id>.dxf` for a 2D task,
+//! `<id>.FCStd` for a 3D one. Generation is a pure function of the [`CorpusVersion`], so
+//! writing the corpus twice gives identical public bytes (and identical 2D gold; a 3D gold is
+//! a FreeCAD document, which FreeCAD stamps).
+//!
+//! Versions ([`CorpusVersion`]): `v1`, 28 2D tasks (dev 4), and `v2` (the default, the
+//! benchmark contract's shape): 50 tasks, `task-001`..`task-021` 2D (the first five variants
+//! of levels L1-L3 and six of L4 from v1's generator) and `task-022`..`task-050` 3D (the
+//! seeded parts of [`crate::generate3d`], in FreeCAD, budget 1,800 s); dev 7 (3 2D + 4 3D),
+//! eval 43 (18 + 25).
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
-use crate::dxf_io::{read_dxf, write_dxf};
 use crate::error::CadError;
-use crate::generate::generate_all;
-use crate::model::Model;
-use crate::render::render_png;
 
-/// Version of the generated corpus; bump when generation changes.
-pub const CORPUS_VERSION: &str = "deskbroker-cad-corpus-v1";
+/// Version of the default generated corpus; bump when generation changes.
+pub const CORPUS_VERSION: &str = CorpusVersion::V2.as_str();
 /// Version of the benchmark contract these tasks follow.
 pub const CONTRACT_VERSION: &str = "deskbroker-bench-contract-v1";
 /// File name of the public task list inside the public directory.
@@ -67,19 +69,60 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// Whether the task is a 2D drawing or (later) a 3D model.
+/// A corpus version, reproducible by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CorpusVersion {
+    /// 28 2D tasks, dev 4 (`deskbroker-cad-corpus-v1`).
+    V1,
+    /// 50 tasks, 21 2D + 29 3D, dev 7 (`deskbroker-cad-corpus-v2`).
+    #[default]
+    V2,
+}
+
+impl CorpusVersion {
+    /// Every version, oldest first.
+    pub const ALL: [CorpusVersion; 2] = [CorpusVersion::V1, CorpusVersion::V2];
+
+    /// The version's full name, as written in `tasks.json` and every result.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CorpusVersion::V1 => "deskbroker-cad-corpus-v1",
+            CorpusVersion::V2 => "deskbroker-cad-corpus-v2",
+        }
+    }
+
+    /// Parses a full name or its short form (`v1`, `v2`).
+    pub fn parse(name: &str) -> Result<Self, CadError> {
+        Self::ALL
+            .into_iter()
+            .find(|version| {
+                version.as_str() == name || version.as_str().ends_with(&format!("-{name}"))
+            })
+            .ok_or_else(|| CadError::UnknownCorpusVersion(name.to_owned()))
+    }
+}
+
+impl fmt::Display for CorpusVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether the task is a 2D drawing or a 3D model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DrawingType {
     /// A 2D drawing.
     #[serde(rename = "2d")]
     TwoD,
-    /// A 3D model; no tasks of this type exist yet.
+    /// A 3D model: a true solid and its `Layout1` sheet, in FreeCAD.
     #[serde(rename = "3d")]
     ThreeD,
 }
 
-/// Difficulty level.
+/// Difficulty level. 2D tasks: as each variant says. 3D tasks (corpus v2): L2 a plate
+/// (holes, pocket, finished corners), L3 an L-bracket (holes in two directions, a rounded
+/// bend), L4 a revolved flange (bore, bolt circle, often a section view).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
@@ -118,6 +161,31 @@ pub const BUDGETS_2D: Budgets = Budgets {
     wall_time_s: 900,
 };
 
+/// Budgets of every 3D task: the contract's 1,800 s from handoff.
+pub const BUDGETS_3D: Budgets = Budgets {
+    max_actions: 5000,
+    wall_time_s: 1800,
+};
+
+/// The file kind a task's artifact (and its gold) is, by drawing type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArtifactKind {
+    /// A DXF drawing, scored by [`crate::score`].
+    Dxf,
+    /// A FreeCAD document, scored by [`crate::score3d::score_fcstd`].
+    Fcstd,
+}
+
+impl ArtifactKind {
+    /// The file extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ArtifactKind::Dxf => "dxf",
+            ArtifactKind::Fcstd => "FCStd",
+        }
+    }
+}
+
 /// One public task. Holds no gold path or gold content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,6 +206,25 @@ pub struct Task {
     pub budgets: Budgets,
     /// Corpus split.
     pub split: Split,
+    /// The app profile the task is played in (`librecad`, `freecad`); absent in corpus v1,
+    /// whose tasks all run in the broker's default profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+impl Task {
+    /// What the task's artifact and gold are.
+    pub fn artifact_kind(&self) -> ArtifactKind {
+        match self.drawing_type {
+            DrawingType::TwoD => ArtifactKind::Dxf,
+            DrawingType::ThreeD => ArtifactKind::Fcstd,
+        }
+    }
+
+    /// The file name a rollout keeps the retrieved artifact under: `attempt.<ext>`.
+    pub fn attempt_file_name(&self) -> String {
+        format!("attempt.{}", self.artifact_kind().extension())
+    }
 }
 
 /// The `tasks.json` document.
@@ -152,117 +239,10 @@ pub struct TaskList {
     pub tasks: Vec<Task>,
 }
 
-/// A generated task with its gold model (in memory only).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GeneratedTask {
-    /// The public task.
-    pub task: Task,
-    /// The gold drawing.
-    pub gold: Model,
-}
+mod files;
 
-/// Generates the whole corpus in memory, deterministically.
-pub fn generate_corpus() -> Vec<GeneratedTask> {
-    generate_all()
-        .into_iter()
-        .enumerate()
-        .map(|(task_idx, generated)| {
-            let id = TaskId::from_number(task_idx + 1);
-            // Every seventh task, starting with the fourth, is a dev task.
-            let split = if task_idx % 7 == 3 {
-                Split::Dev
-            } else {
-                Split::Eval
-            };
-            let prompt = generated
-                .prompt
-                .replace("{reference}", &reference_path(&id));
-            GeneratedTask {
-                task: Task {
-                    reference_image: reference_path(&id),
-                    id,
-                    prompt,
-                    drawing_type: DrawingType::TwoD,
-                    level: generated.level,
-                    units: "mm".to_owned(),
-                    budgets: BUDGETS_2D,
-                    split,
-                },
-                gold: generated.gold,
-            }
-        })
-        .collect()
-}
-
-fn reference_path(id: &TaskId) -> String {
-    format!("references/{id}.png")
-}
-
-fn create_dir(path: &Path) -> Result<(), CadError> {
-    std::fs::create_dir_all(path).map_err(|source| CadError::Io {
-        op: "create directory",
-        path: path.to_owned(),
-        source,
-    })
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CadError> {
-    std::fs::write(path, bytes).map_err(|source| CadError::Io {
-        op: "write",
-        path: path.to_owned(),
-        source,
-    })
-}
-
-/// Writes `tasks.json` and `references/<id>.png` under `public_dir` and `<id>.dxf` under
-/// `gold_dir`. Returns the public tasks.
-pub fn write_corpus(public_dir: &Path, gold_dir: &Path) -> Result<Vec<Task>, CadError> {
-    let generated = generate_corpus();
-    create_dir(&public_dir.join("references"))?;
-    create_dir(gold_dir)?;
-    for item in &generated {
-        let png = render_png(&item.gold)?;
-        write_file(&public_dir.join(&item.task.reference_image), &png)?;
-        write_dxf(&item.gold, &gold_path(gold_dir, &item.task.id))?;
-    }
-    let list = TaskList {
-        corpus_version: CORPUS_VERSION.to_owned(),
-        contract_version: CONTRACT_VERSION.to_owned(),
-        tasks: generated.into_iter().map(|item| item.task).collect(),
-    };
-    let tasks_path = public_dir.join(TASKS_FILE);
-    let mut json = serde_json::to_vec_pretty(&list).map_err(|source| CadError::Json {
-        op: "encode",
-        path: tasks_path.clone(),
-        source,
-    })?;
-    json.push(b'\n');
-    write_file(&tasks_path, &json)?;
-    Ok(list.tasks)
-}
-
-/// Loads the public task list from `public_dir/tasks.json`.
-pub fn load_tasks(public_dir: &Path) -> Result<Vec<Task>, CadError> {
-    let path = public_dir.join(TASKS_FILE);
-    let bytes = std::fs::read(&path).map_err(|source| CadError::Io {
-        op: "read",
-        path: path.clone(),
-        source,
-    })?;
-    let list: TaskList = serde_json::from_slice(&bytes).map_err(|source| CadError::Json {
-        op: "decode",
-        path,
-        source,
-    })?;
-    Ok(list.tasks)
-}
-
-/// The gold DXF path of task `id` inside `gold_dir`.
-pub fn gold_path(gold_dir: &Path, id: &TaskId) -> PathBuf {
-    gold_dir.join(format!("{id}.dxf"))
-}
-
-/// Loads the gold model of task `id` from `gold_dir/<id>.dxf`.
-pub fn load_gold(gold_dir: &Path, id: &TaskId) -> Result<Model, CadError> {
-    Ok(read_dxf(&gold_path(gold_dir, id))?.model)
-}
+pub use files::{
+    GeneratedPart, GeneratedTask, Gold, generate_corpus, generate_corpus_version, gold_file,
+    gold_path, load_gold, load_task_gold, load_task_list, load_tasks, write_corpus,
+    write_corpus_version,
+};

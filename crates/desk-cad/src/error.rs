@@ -49,4 +49,7 @@ pub enum CadError {
     /// A task id is not of the form `task-NNN`.
     #[error("invalid task id {0:?}")]
     InvalidTaskId(String),
+    /// A corpus version name that is not one of [`crate::CorpusVersion::ALL`].
+    #[error("unknown corpus version {0:?} (known: v1, v2)")]
+    UnknownCorpusVersion(String),
 }

@@ -12,7 +12,7 @@ use crate::model::{DimKind, Entity, Geometry, Model, Point, format_value};
 /// Base seed of corpus v1.
 const SEED: u64 = 0x00de_5cb0_cad0_0001;
 /// Tasks per level.
-const TASKS_PER_LEVEL: usize = 7;
+pub(crate) const TASKS_PER_LEVEL: usize = 7;
 
 /// A generated task before ids and splits are assigned.
 pub(crate) struct Generated {

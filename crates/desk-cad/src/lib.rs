@@ -23,10 +23,12 @@ pub mod render;
 pub mod score;
 pub mod score3d;
 pub mod solid;
+pub mod task_score;
 
 pub use corpus::{
-    Budgets, CONTRACT_VERSION, CORPUS_VERSION, DrawingType, Level, Split, Task, TaskId,
-    generate_corpus, load_gold, load_tasks, write_corpus,
+    ArtifactKind, Budgets, CONTRACT_VERSION, CORPUS_VERSION, CorpusVersion, DrawingType, Gold,
+    Level, Split, Task, TaskId, generate_corpus, generate_corpus_version, gold_file, load_gold,
+    load_task_gold, load_task_list, load_tasks, write_corpus, write_corpus_version,
 };
 pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, read_dxf_bytes, write_dxf};
 pub use error::CadError;
@@ -34,3 +36,4 @@ pub use model::{DimKind, Entity, Geometry, Model, Point};
 pub use render::overlay::{render_overlay_png, render_overlay_svg};
 pub use render::{render_png, render_svg};
 pub use score::{CategoryScore, ScoreReport, ZeroReason, score, score_model};
+pub use task_score::{CategoryLine, TaskScore, score_task};

@@ -128,7 +128,7 @@ pub struct ScoreReport {
 }
 
 impl ScoreReport {
-    fn zero(reason: ZeroReason, message: String, notes: Vec<String>) -> Self {
+    pub(crate) fn zero(reason: ZeroReason, message: String, notes: Vec<String>) -> Self {
         Self {
             scorer_version: SCORER_VERSION.to_owned(),
             score: 0.0,
@@ -227,6 +227,51 @@ fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
     2.0 * matched as f64 / (n_gold + n_candidate) as f64
 }
 
+/// The categories whose items are matched 1:1 (layers are judged on their matched pairs).
+pub(crate) const MATCHED_CATEGORIES: [Category; 3] = [
+    Category::Geometry,
+    Category::Dimensions,
+    Category::Annotations,
+];
+
+/// One category's matching: the gold's and the candidate's items of the category, in their
+/// order, and the matched pairs as indices into those two lists.
+pub(crate) struct CategoryMatch<'a, T> {
+    /// The gold's items of the category.
+    pub(crate) gold: Vec<&'a T>,
+    /// The candidate's items of the category.
+    pub(crate) candidate: Vec<&'a T>,
+    /// Matched `(gold, candidate)` indices.
+    pub(crate) pairs: Vec<(usize, usize)>,
+}
+
+/// Matches the items of `category` in `gold` and `candidate` (each element carrying an item,
+/// reached through `item`) with the scorer's greedy matcher: the one matching the score, the
+/// overlay and anything else that shows what was matched use.
+pub(crate) fn match_by_category<'a, T>(
+    category: Category,
+    gold: &'a [T],
+    candidate: &'a [T],
+    item: impl Fn(&T) -> &Item,
+) -> CategoryMatch<'a, T> {
+    let gold: Vec<&T> = gold
+        .iter()
+        .filter(|element| item(element).category() == category)
+        .collect();
+    let candidate: Vec<&T> = candidate
+        .iter()
+        .filter(|element| item(element).category() == category)
+        .collect();
+    let pairs = greedy_match(gold.len(), candidate.len(), |g, c| {
+        item_cost(item(gold[g]), item(candidate[c]))
+    });
+    CategoryMatch {
+        gold,
+        candidate,
+        pairs,
+    }
+}
+
 /// Scores an already-read candidate model against `gold`.
 pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {
     let gold_items = items(gold);
@@ -234,22 +279,12 @@ pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {
     let mut categories = Vec::new();
     let mut flags = Vec::new();
     let mut n_layer_correct = 0;
-    for category in [
-        Category::Geometry,
-        Category::Dimensions,
-        Category::Annotations,
-    ] {
-        let gold_of: Vec<&(Item, String)> = gold_items
-            .iter()
-            .filter(|(i, _)| i.category() == category)
-            .collect();
-        let candidate_of: Vec<&(Item, String)> = candidate_items
-            .iter()
-            .filter(|(i, _)| i.category() == category)
-            .collect();
-        let pairs = greedy_match(gold_of.len(), candidate_of.len(), |g, c| {
-            item_cost(&gold_of[g].0, &candidate_of[c].0)
-        });
+    for category in MATCHED_CATEGORIES {
+        let CategoryMatch {
+            gold: gold_of,
+            candidate: candidate_of,
+            pairs,
+        } = match_by_category(category, &gold_items, &candidate_items, |(item, _)| item);
         n_layer_correct += pairs
             .iter()
             .filter(|(g, c)| gold_of[*g].1 == candidate_of[*c].1)

@@ -139,7 +139,7 @@ pub struct SolidScoreReport {
 }
 
 impl SolidScoreReport {
-    fn zero(reason: SolidZeroReason, message: impl Into<String>) -> Self {
+    pub(crate) fn zero(reason: SolidZeroReason, message: impl Into<String>) -> Self {
         Self {
             scorer_version: SOLID_SCORER_VERSION.to_owned(),
             score: 0.0,

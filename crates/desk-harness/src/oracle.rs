@@ -288,6 +288,8 @@ fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<V
 /// Plays [`oracle_batches`] of a gold drawing, one batch per turn.
 pub struct OracleAgent {
     batches: VecDeque<Vec<Value>>,
+    /// Why this oracle cannot play its task (it fails at start, before any input).
+    unsolved: Option<String>,
 }
 
 impl OracleAgent {
@@ -295,6 +297,17 @@ impl OracleAgent {
     pub fn new(gold: &Model) -> Self {
         Self {
             batches: oracle_batches(gold).into(),
+            unsolved: None,
+        }
+    }
+
+    /// An oracle for a task it has no recipe for: it fails at start with `reason` and sends
+    /// nothing, so the rollout ends `agent_failed` and the untouched attempt is judged as it is
+    /// (never a made-up score).
+    pub fn unsolved(reason: &str) -> Self {
+        Self {
+            batches: VecDeque::new(),
+            unsolved: Some(reason.to_owned()),
         }
     }
 }
@@ -309,7 +322,12 @@ impl Agent for OracleAgent {
 
     fn start<'a>(&'a mut self, brief: &'a TaskBrief) -> BoxFuture<'a, Result<(), AgentError>> {
         // The dock positions and the view transform were measured at 1920x1080 only.
-        let result = if brief.display == DisplaySize::FULL_HD {
+        let result = if let Some(reason) = &self.unsolved {
+            Err(AgentError {
+                agent: "oracle".to_owned(),
+                message: reason.clone(),
+            })
+        } else if brief.display == DisplaySize::FULL_HD {
             Ok(())
         } else {
             Err(AgentError {

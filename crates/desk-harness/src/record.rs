@@ -5,7 +5,7 @@
 //! `actions` array, so [`crate::ReplayAgent`] can re-run it) plus, per executed item, its request
 //! id, action index, receipt and saved frame.
 
-use desk_cad::ScoreReport;
+use desk_cad::TaskScore;
 use desk_contract::api::Receipt;
 use serde::{Deserialize, Serialize};
 
@@ -222,8 +222,8 @@ pub struct RolloutRecord {
     /// lease answer); `None` when no lease was granted or the broker predates policies.
     #[serde(default)]
     pub policy_sha256: Option<String>,
-    /// The scorer's report on the saved artifact.
-    pub score: ScoreReport,
+    /// The judge's report on the saved artifact: the 2D or the 3D judge's, by task kind.
+    pub score: TaskScore,
     /// The artifact, when retrieved.
     pub artifact: Option<ArtifactInfo>,
     /// Files of the rollout.

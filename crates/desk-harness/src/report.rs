@@ -96,15 +96,23 @@ pub fn render_with(summary: &Summary, records: &[RolloutRecord], facts: &[FrameF
         escape(&summary.versions.deskbroker),
         escape(&summary.versions.deskbroker_commit)
     );
+    for kind in crate::suite::kind_means(summary) {
+        let _ = write!(
+            html,
+            "<p>{} tasks: {} scored, mean score <b>{:.4}</b></p>",
+            kind.kind, kind.n_scored, kind.mean_score
+        );
+    }
     html.push_str(
-        "<table><tr><th>task</th><th>level</th><th>agent</th><th>status</th><th>score</th>\
+        "<table><tr><th>task</th><th>kind</th><th>level</th><th>agent</th><th>status</th><th>score</th>\
          <th>actions</th><th>turns</th><th>wall s</th></tr>",
     );
     for row in &summary.rollouts {
         let _ = write!(
             html,
-            "<tr><td><a href=\"#{id}\">{id}</a></td><td>{:?}</td><td>{}</td><td>{}</td>\
-             <td class=\"{}\">{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
+            "<tr><td><a href=\"#{id}\">{id}</a></td><td>{}</td><td>{:?}</td><td>{}</td>\
+             <td>{}</td><td class=\"{}\">{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
+            crate::suite::kind_name(row.drawing_type),
             row.level,
             escape(&row.agent.agent),
             row.status.as_str(),
@@ -133,9 +141,10 @@ fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts)
     let link = |rel: &str| escape(&format!("{base}{rel}"));
     let _ = write!(
         html,
-        "<h2 id=\"{id}\">{id} · {:?} · {}{} · score {:.4}</h2><p>status <b>{}</b>{} · {} \
+        "<h2 id=\"{id}\">{id} · {} {:?} · {}{} · score {:.4}</h2><p>status <b>{}</b>{} · {} \
          actions in {} turns ({} refused) · {:.1} s from handoff · tokens {}/{} · \
          <a href=\"{}\">rollout.json</a></p>",
+        crate::suite::kind_name(record.drawing_type),
         record.level,
         escape(&record.agent.agent),
         record
@@ -144,7 +153,7 @@ fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts)
             .as_deref()
             .map(|m| format!(" ({})", escape(m)))
             .unwrap_or_default(),
-        record.score.score,
+        record.score.score(),
         record.status.as_str(),
         record
             .status_detail
@@ -187,31 +196,29 @@ fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts)
             }
         }
     }
-    html.push_str(
-        "</div><table><tr><th>category</th><th>included</th><th>weight</th>\
-                   <th>gold</th><th>candidate</th><th>matched</th><th>F1</th></tr>",
+    let _ = write!(
+        html,
+        "</div><p>judge {}</p><table><tr><th>category</th><th>weight</th><th>score</th>\
+         <th>gold vs candidate</th></tr>",
+        escape(record.score.scorer_version())
     );
-    for category in &record.score.categories {
+    for category in record.score.categories() {
         let _ = write!(
             html,
-            "<tr><td>{:?}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{:.4}</td></tr>",
-            category.category,
-            category.included,
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.4}</td><td>{}</td></tr>",
+            escape(&category.name),
             category.weight,
-            category.gold,
-            category.candidate,
-            category.matched,
-            category.f1
+            category.score,
+            escape(&category.detail)
         );
     }
     html.push_str("</table>");
-    if let Some(reason) = record.score.zero_reason {
+    if let Some(reason) = record.score.zero_reason() {
         let _ = write!(
             html,
-            "<p class=\"bad\">zero: {:?} {}</p>",
-            reason,
-            escape(record.score.message.as_deref().unwrap_or(""))
+            "<p class=\"bad\">zero: {} {}</p>",
+            escape(&reason),
+            escape(record.score.message().unwrap_or(""))
         );
     }
     let _ = write!(

@@ -1,13 +1,14 @@
 //! One rollout end to end: lease, reset (the verified handoff), play, checkpoint, retrieval,
 //! release, scoring, and the `rollout.json` record.
 //!
-//! Invariants: the session is always released once leased; the gold model is used only by the
-//! scorer here and never reaches the broker; budgets are clamped to the contract's ceilings.
+//! Invariants: the session is always released once leased; the gold (a drawing, or a 3D
+//! task's `.FCStd` path) is used only by the scorer here and never reaches the broker; budgets
+//! are clamped to the contract's ceilings. A task that names its app profile is leased in it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use desk_cad::{DrawingType, Model, Task};
+use desk_cad::{DrawingType, Gold, Task, TaskScore};
 use desk_client::Client;
 use desk_contract::DisplaySize;
 use desk_contract::api::{LeaseRequest, ResetRequest, SaveMethod};
@@ -40,8 +41,10 @@ pub struct RolloutOptions {
     pub broker_version: String,
     /// App, X server, window manager, OS and deskbroker versions, recorded in results.
     pub versions: crate::versions::SoftwareVersions,
-    /// App profile; the broker's default when `None`.
+    /// App profile when the task names none; the broker's default when `None` too.
     pub profile: Option<String>,
+    /// The corpus version the task comes from, recorded in results.
+    pub corpus_version: String,
     /// A lower action budget (tests); never raises the ceiling.
     pub max_actions: Option<u64>,
     /// A lower wall-time budget (tests); never raises the ceiling.
@@ -92,14 +95,15 @@ fn png_size(png: &[u8]) -> (u32, u32) {
     (read(16), read(20))
 }
 
-/// Runs one rollout of `task` with `agent` and scores the artifact against `gold`.
+/// Runs one rollout of `task` with `agent` and scores the artifact against `gold` with the
+/// judge of the task's kind.
 ///
 /// Broker and agent failures become the record's status; only local file errors are `Err`.
 pub async fn run_rollout(
     client: &Client,
     task: &Task,
     reference_png: &[u8],
-    gold: &Model,
+    gold: &Gold,
     agent: &mut dyn Agent,
     options: &RolloutOptions,
 ) -> Result<RolloutRecord, HarnessError> {
@@ -114,7 +118,7 @@ pub async fn run_rollout(
     write_file(&dir.join("reference.png"), reference_png)?;
     let mut record = RolloutRecord {
         contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
-        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
+        corpus_version: options.corpus_version.clone(),
         broker_version: options.broker_version.clone(),
         versions: options.versions.clone(),
         rollout_id: options.rollout_id.clone(),
@@ -137,7 +141,7 @@ pub async fn run_rollout(
         status_detail: None,
         workspace: None,
         policy_sha256: None,
-        score: desk_cad::score(gold, &dir.join("attempt.dxf.missing")),
+        score: TaskScore::missing(task.artifact_kind()),
         artifact: None,
         paths: RolloutPaths {
             frames_dir: "frames".to_owned(),
@@ -150,7 +154,7 @@ pub async fn run_rollout(
         .lease(&LeaseRequest {
             task_id: task.id.to_string(),
             attempt_id: options.attempt_id.clone(),
-            profile: options.profile.clone(),
+            profile: task.profile.clone().or_else(|| options.profile.clone()),
         })
         .await;
     match lease {
@@ -177,7 +181,9 @@ pub async fn run_rollout(
                 record.status = end.status;
                 record.status_detail = end.detail;
                 record.wall_time_ms = end.wall_time_ms;
-                finish(client, &lease.session_id, dir, &mut record, &mut notes).await;
+                let name = task.attempt_file_name();
+                let session = &lease.session_id;
+                finish(client, session, dir, &name, &mut record, &mut notes).await;
             }
             if let Err(error) = client.release(&lease.session_id).await {
                 notes.push(format!("release failed: {}", chain(&error)));
@@ -194,7 +200,7 @@ pub async fn run_rollout(
             }
         }
     }
-    score_artifact(gold, dir, &mut record)?;
+    artifact::score_artifact(gold, dir, &mut record)?;
     record.total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     record.infra_error = record.status.is_infra_error();
     write_json(&dir.join(ROLLOUT_FILE), &record)?;
@@ -317,6 +323,7 @@ async fn finish(
     client: &Client,
     session_id: &str,
     dir: &Path,
+    name: &str,
     record: &mut RolloutRecord,
     notes: &mut Vec<String>,
 ) {
@@ -326,24 +333,21 @@ async fn finish(
             Err(error) => notes.push(format!("artifact retrieval failed: {}", chain(&error))),
             Ok(artifact) => match desk_contract::b64::decode(&artifact.bytes_base64) {
                 None => notes.push("artifact is not base64".to_owned()),
-                Some(bytes) => {
-                    let name = "attempt.dxf";
-                    match write_file(&dir.join(name), &bytes) {
-                        Err(error) => notes.push(chain(&error)),
-                        Ok(()) => {
-                            record.artifact = Some(ArtifactInfo {
-                                path: name.to_owned(),
-                                sha256: sha256_hex(&bytes),
-                                size: bytes.len() as u64,
-                                save_method: match checkpoint.method {
-                                    SaveMethod::AlreadySaved => "already_saved",
-                                    SaveMethod::ControllerSave => "controller_save",
-                                }
-                                .to_owned(),
-                            });
-                        }
+                Some(bytes) => match write_file(&dir.join(name), &bytes) {
+                    Err(error) => notes.push(chain(&error)),
+                    Ok(()) => {
+                        record.artifact = Some(ArtifactInfo {
+                            path: name.to_owned(),
+                            sha256: sha256_hex(&bytes),
+                            size: bytes.len() as u64,
+                            save_method: match checkpoint.method {
+                                SaveMethod::AlreadySaved => "already_saved",
+                                SaveMethod::ControllerSave => "controller_save",
+                            }
+                            .to_owned(),
+                        });
                     }
-                }
+                },
             },
         },
     }
@@ -363,29 +367,7 @@ async fn finish(
     }
 }
 
-/// Scores the retrieved artifact (a zero when there is none) and renders the candidate.
-fn score_artifact(
-    gold: &Model,
-    dir: &Path,
-    record: &mut RolloutRecord,
-) -> Result<(), HarnessError> {
-    let Some(artifact) = &record.artifact else {
-        return Ok(());
-    };
-    let path = dir.join(&artifact.path);
-    record.score = desk_cad::score(gold, &path);
-    if let Ok(outcome) = desk_cad::read_dxf(&path) {
-        if let Ok(png) = desk_cad::render_png(&outcome.model) {
-            write_file(&dir.join("candidate.png"), &png)?;
-            record.paths.candidate_render = Some("candidate.png".to_owned());
-        }
-        if let Ok(png) = desk_cad::render_overlay_png(gold, &outcome.model) {
-            write_file(&dir.join("overlay.png"), &png)?;
-            record.paths.overlay = Some("overlay.png".to_owned());
-        }
-    }
-    Ok(())
-}
+mod artifact;
 
 #[cfg(test)]
 mod tests;

@@ -3,15 +3,16 @@
 //!
 //! Layout of the out directory: `rollouts/<task-id>/{rollout.json, frames/, events.json,
 //! frame_events.json, attempt.dxf, reference.png, candidate.png}`, `summary.json`,
-//! `report.html`. Gold drawings are read from the private gold directory for the scorer only;
-//! agents that need gold (the oracle) get it through their factory.
+//! `report.html`. Gold files are read from the private gold directory for the scorer only;
+//! agents that need gold (the oracle) get it through their factory. Each task is played in
+//! the app profile it names and judged by its kind's judge (`desk_cad::score_task`).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use desk_cad::{Task, load_gold};
+use desk_cad::{Gold, Task, load_task_gold, load_task_list};
 use desk_client::Client;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,9 @@ pub struct SuiteConfig {
 pub struct SummaryRow {
     /// Task id.
     pub task_id: String,
+    /// `2d` or `3d` (results written before 3D tasks existed are `2d`).
+    #[serde(default = "two_d")]
+    pub drawing_type: desk_cad::DrawingType,
     /// Level.
     pub level: desk_cad::Level,
     /// Split.
@@ -118,16 +122,22 @@ pub struct Summary {
     pub run: RunInfo,
 }
 
-/// The oracle factory: reads each task's gold from `gold_dir`.
+/// The oracle factory: reads each task's gold from `gold_dir`. A 3D task gets the oracle
+/// without a script ([`OracleAgent::unsolved`]): no FreeCAD GUI recipe is scripted yet.
 pub fn oracle_factory(
     gold_dir: PathBuf,
 ) -> impl FnMut(&Task) -> Result<Box<dyn Agent>, AgentError> {
     move |task: &Task| {
-        let gold = load_gold(&gold_dir, &task.id).map_err(|error| AgentError {
+        let gold = load_task_gold(&gold_dir, task).map_err(|error| AgentError {
             agent: "oracle".to_owned(),
-            message: format!("failed to read the gold drawing of {}: {error}", task.id),
+            message: format!("failed to read the gold of {}: {error}", task.id),
         })?;
-        Ok(Box::new(OracleAgent::new(&gold)) as Box<dyn Agent>)
+        Ok(match gold {
+            Gold::Drawing(model) => Box::new(OracleAgent::new(&model)) as Box<dyn Agent>,
+            Gold::Part(_) => Box::new(OracleAgent::unsolved(
+                "the oracle has no FreeCAD GUI recipe for 3D tasks yet",
+            )),
+        })
     }
 }
 
@@ -155,6 +165,7 @@ pub async fn run_suite_with(
     factory: &mut AgentFactory<'_>,
 ) -> Result<(Summary, Vec<RolloutRecord>), HarnessError> {
     let started = Instant::now();
+    let corpus_version = load_task_list(&config.public_dir)?.corpus_version;
     let progress = ProgressBar::new(tasks.len() as u64);
     progress.set_style(
         ProgressStyle::with_template(
@@ -163,7 +174,7 @@ pub async fn run_suite_with(
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     progress.enable_steady_tick(Duration::from_millis(200));
-    let shared = Arc::new(config.clone());
+    let shared = Arc::new((config.clone(), corpus_version.clone()));
     let slots = Arc::new(Semaphore::new(plan.jobs.max(1) as usize));
     let mut running: VecDeque<(String, JoinHandle<Result<RolloutRecord, HarnessError>>)> =
         VecDeque::new();
@@ -196,7 +207,8 @@ pub async fn run_suite_with(
         progress.set_message(format!("{} ({:?})", task.id, task.level));
         let (client, task_owned, config) = (client.clone(), task.clone(), Arc::clone(&shared));
         let handle = tokio::spawn(async move {
-            let result = run_one(&client, &task_owned, &config, agent).await;
+            let (config, corpus_version) = (&config.0, &config.1);
+            let result = run_one(&client, &task_owned, config, corpus_version, agent).await;
             drop(permit);
             result
         });
@@ -210,6 +222,7 @@ pub async fn run_suite_with(
     progress.finish_and_clear();
     let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut summary = summarize(&records, &config.broker_version, &config.versions, wall_ms);
+    summary.corpus_version = corpus_version;
     summary.run = crate::plan::run_info(&summary, plan);
     write_json(&config.out_dir.join("summary.json"), &summary)?;
     crate::report::write_report(&config.out_dir, &summary, &records)?;
@@ -244,7 +257,7 @@ async fn drain_finished(
                     "{}: {} score {:.4} in {} actions, {:.1} s",
                     record.task_id,
                     record.status.as_str(),
-                    record.score.score,
+                    record.score.score(),
                     record.actions_used,
                     record.wall_time_ms as f64 / 1000.0
                 );
@@ -268,6 +281,7 @@ async fn run_one(
     client: &Client,
     task: &Task,
     config: &SuiteConfig,
+    corpus_version: &str,
     mut agent: Box<dyn Agent>,
 ) -> Result<RolloutRecord, HarnessError> {
     let reference_path = config.public_dir.join(&task.reference_image);
@@ -276,14 +290,20 @@ async fn run_one(
         path: reference_path.clone(),
         source,
     })?;
-    let gold = load_gold(&config.gold_dir, &task.id)?;
+    let gold = load_task_gold(&config.gold_dir, task)?;
     let options = RolloutOptions {
         rollout_id: format!("{}-{}", task.id, config.attempt_id),
         attempt_id: config.attempt_id.clone(),
         dir: rollout_dir(&config.out_dir, task.id.as_str()),
         broker_version: config.broker_version.clone(),
-        versions: config.versions.clone(),
+        versions: match &task.profile {
+            Some(profile) if config.profile.as_ref() != Some(profile) => {
+                config.versions.for_app(profile)
+            }
+            _ => config.versions.clone(),
+        },
         profile: config.profile.clone(),
+        corpus_version: corpus_version.to_owned(),
         max_actions: config.max_actions,
         wall_time: config.wall_time,
         require_sandbox: config.require_sandbox,
@@ -307,12 +327,13 @@ pub(crate) fn summarize(
         .iter()
         .map(|record| SummaryRow {
             task_id: record.task_id.clone(),
+            drawing_type: record.drawing_type,
             level: record.level,
             split: record.split,
             agent: record.agent.clone(),
             status: record.status,
             infra_error: record.infra_error,
-            score: record.score.score,
+            score: record.score.score(),
             actions_used: record.actions_used,
             n_turns: record.n_turns,
             wall_time_ms: record.wall_time_ms,
@@ -350,36 +371,10 @@ pub(crate) fn summarize(
     }
 }
 
-/// The summary as a fixed-width terminal table.
-pub fn format_table(summary: &Summary) -> String {
-    let mut out = format!(
-        "{:<9} {:<3} {:<5} {:<10} {:<24} {:>7} {:>7} {:>5} {:>8}\n",
-        "task", "lvl", "split", "agent", "status", "score", "actions", "turns", "wall s"
-    );
-    for row in &summary.rollouts {
-        out.push_str(&format!(
-            "{:<9} {:<3} {:<5} {:<10} {:<24} {:>7.4} {:>7} {:>5} {:>8.1}\n",
-            row.task_id,
-            format!("{:?}", row.level),
-            format!("{:?}", row.split).to_ascii_lowercase(),
-            row.agent.agent,
-            row.status.as_str(),
-            row.score,
-            row.actions_used,
-            row.n_turns,
-            row.wall_time_ms as f64 / 1000.0
-        ));
-    }
-    out.push_str(&format!(
-        "{} rollouts, {} done, {} infra_error (not scored), mean score {:.4}, total {:.1} s \
-         ({}, {})\n",
-        summary.n_rollouts,
-        summary.n_done,
-        summary.n_infra_error,
-        summary.mean_score,
-        summary.total_ms as f64 / 1000.0,
-        summary.contract_version,
-        summary.corpus_version
-    ));
-    out
+fn two_d() -> desk_cad::DrawingType {
+    desk_cad::DrawingType::TwoD
 }
+
+mod table;
+
+pub use table::{KindMean, format_table, kind_means, kind_name};

@@ -53,6 +53,15 @@ impl SoftwareVersions {
             deskbroker_commit: deskbroker_commit.to_owned(),
         }
     }
+
+    /// The same versions with the app probed as `app_package` (a task played in another
+    /// profile than the run's default; the built-in profiles are named by their package).
+    pub fn for_app(&self, app_package: &str) -> SoftwareVersions {
+        SoftwareVersions {
+            app: package_version(app_package),
+            ..self.clone()
+        }
+    }
 }
 
 /// `PACKAGE VERSION` from dpkg, or `unknown`.

@@ -1,8 +1,10 @@
 //! `deskbroker bench …`: the CAD benchmark. `run` starts an in-process broker and plays tasks
-//! with an agent, `score` scores any DXF against a task's gold, `corpus` writes the corpus.
+//! with an agent (each task in the app profile it names: LibreCAD for 2D, FreeCAD for 3D),
+//! `score` scores any file against a task's gold with the judge of the task's kind (DXF: the
+//! 2D judge; FCStd: the sandboxed 3D judge), `corpus` writes the corpus.
 //!
-//! The corpus is generated deterministically into a cache
-//! (`$XDG_CACHE_HOME/deskbroker/corpus/<CORPUS_VERSION>/{public,private}`, else `~/.cache/…`)
+//! The corpus (`--corpus-version v1|v2`, default v2) is generated deterministically into a
+//! cache (`$XDG_CACHE_HOME/deskbroker/corpus/<version>/{public,private}`, else `~/.cache/…`)
 //! when absent. Gold (`private/`) is read only here for the scorer and the oracle; it is never
 //! handed to the broker or the desktop.
 //!
@@ -18,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use desk_cad::{Split, Task, load_gold, load_tasks};
+use desk_cad::{CorpusVersion, Split, Task, load_task_gold, load_tasks, score_task};
 use desk_harness::suite::rollout_dir;
 use desk_harness::{
     Agent, AgentError, AgentFactory, ReplayAgent, SuiteConfig, format_table, oracle_factory,
@@ -40,7 +42,8 @@ use crate::models::{ModelArgs, model_factory};
 pub(crate) enum BenchCommand {
     /// Run an agent on tasks: in-process broker, one rollout per task, results in --out.
     Run(Box<RunArgs>),
-    /// Score a DXF against a task's gold drawing; prints the ScoreReport as JSON.
+    /// Score a file against a task's gold (DXF: 2D judge, FCStd: 3D judge); prints the report
+    /// as JSON.
     Score(ScoreArgs),
     /// Write the public corpus (tasks.json, reference PNGs) and, with --gold-out, the gold DXFs.
     Corpus(CorpusArgs),
@@ -90,6 +93,13 @@ pub(crate) struct CorpusLocation {
     /// Scorer-private gold directory. [default: the cache's private/]
     #[arg(long)]
     pub(crate) gold: Option<PathBuf>,
+    /// The corpus version the cache holds: v1 (28 2D tasks) or v2 (50 tasks, 21 2D + 29 3D).
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v2")]
+    pub(crate) corpus_version: CorpusVersion,
+}
+
+fn parse_corpus_version(name: &str) -> Result<CorpusVersion, String> {
+    CorpusVersion::parse(name).map_err(|error| error.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -127,7 +137,7 @@ pub(crate) struct ScoreArgs {
     /// The task id, e.g. task-004.
     #[arg(long)]
     pub(crate) task: String,
-    /// The candidate file (any file; non-DXF content scores 0).
+    /// The candidate file (any file; one that is not the task's kind, DXF or FCStd, scores 0).
     #[arg(long)]
     pub(crate) candidate: PathBuf,
     #[command(flatten)]
@@ -139,9 +149,12 @@ pub(crate) struct CorpusArgs {
     /// Where to write the public corpus.
     #[arg(long)]
     pub(crate) out: PathBuf,
-    /// Where to write the gold DXFs (keep this private).
+    /// Where to write the gold files, DXF and FCStd (keep this private).
     #[arg(long)]
     pub(crate) gold_out: Option<PathBuf>,
+    /// The corpus version to write: v1 or v2.
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v2")]
+    pub(crate) corpus_version: CorpusVersion,
 }
 
 pub(crate) async fn run(command: BenchCommand) -> Result<()> {
@@ -332,8 +345,8 @@ fn score(args: &ScoreArgs) -> Result<()> {
         .iter()
         .find(|task| task.id.as_str() == args.task)
         .with_context(|| format!("unknown task {}", args.task))?;
-    let gold = load_gold(&gold_dir, &task.id)?;
-    let report = desk_cad::score(&gold, &args.candidate);
+    let gold = load_task_gold(&gold_dir, task)?;
+    let report = score_task(&gold, &args.candidate)?;
     outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

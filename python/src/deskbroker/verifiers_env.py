@@ -310,8 +310,10 @@ def _corpus(deskbroker_bin: str, corpus: str | None) -> Path:
     if corpus is not None:
         return Path(corpus)
     root = Path(tempfile.mkdtemp(prefix="deskbroker-corpus-"))
-    subprocess.run([deskbroker_bin, "bench", "corpus", "--log", "warn", "--out",
-                    str(root / "public")], check=True, capture_output=True)
+    # Corpus v1: this environment plays 2D tasks in LibreCAD and saves DXF; corpus v2's 3D
+    # tasks (FreeCAD, FCStd) are not wired into it yet.
+    subprocess.run([deskbroker_bin, "bench", "corpus", "--log", "warn", "--corpus-version", "v1",
+                    "--out", str(root / "public")], check=True, capture_output=True)
     return root / "public"
 
 

@@ -6,10 +6,9 @@ use std::fmt::Write as _;
 
 use super::{HEIGHT, View, WIDTH, draw, svg_to_png};
 use crate::error::CadError;
-use crate::matching::greedy_match;
 use crate::model::{Entity, Geometry, Model};
-use crate::normalize::{Item, item_cost, items};
-use crate::score::Category;
+use crate::normalize::{Item, items};
+use crate::score::{CategoryMatch, MATCHED_CATEGORIES, match_by_category};
 
 /// Matched items (the candidate's), in green.
 pub const MATCHED: &str = "#1a9e1a";
@@ -53,22 +52,12 @@ pub fn render_overlay_svg(gold: &Model, candidate: &Model) -> String {
     let view = View::fit(&union);
     let (gold_parts, candidate_parts) = (parts(gold), parts(candidate));
     let mut layers = [String::new(), String::new(), String::new()];
-    for category in [
-        Category::Geometry,
-        Category::Dimensions,
-        Category::Annotations,
-    ] {
-        let gold_of: Vec<&(Item, Geometry)> = gold_parts
-            .iter()
-            .filter(|(item, _)| item.category() == category)
-            .collect();
-        let candidate_of: Vec<&(Item, Geometry)> = candidate_parts
-            .iter()
-            .filter(|(item, _)| item.category() == category)
-            .collect();
-        let pairs = greedy_match(gold_of.len(), candidate_of.len(), |g, c| {
-            item_cost(&gold_of[g].0, &candidate_of[c].0)
-        });
+    for category in MATCHED_CATEGORIES {
+        let CategoryMatch {
+            gold: gold_of,
+            candidate: candidate_of,
+            pairs,
+        } = match_by_category(category, &gold_parts, &candidate_parts, |(item, _)| item);
         for (idx, (_, geometry)) in gold_of.iter().enumerate() {
             if !pairs.iter().any(|(g, _)| *g == idx) {
                 draw(&mut layers[0], &view, geometry);

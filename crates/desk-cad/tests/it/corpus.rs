@@ -2,7 +2,15 @@
 
 use std::path::Path;
 
-use desk_cad::{Level, Split, generate_corpus, load_gold, load_tasks, score_model, write_corpus};
+use desk_cad::{
+    CorpusVersion, DrawingType, Level, Split, generate_corpus, generate_corpus_version, load_gold,
+    load_task_list, load_tasks, score_model, write_corpus_version,
+};
+
+/// Corpus v1 (2D only, no FreeCAD needed) into `public` and `gold`.
+fn write_v1(public: &Path, gold: &Path) -> Vec<desk_cad::Task> {
+    write_corpus_version(CorpusVersion::V1, public, gold).unwrap()
+}
 
 fn read_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
@@ -26,8 +34,8 @@ fn read_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
 fn corpus_is_deterministic_and_separates_gold() {
     let first = tempfile::tempdir().unwrap();
     let second = tempfile::tempdir().unwrap();
-    let tasks = write_corpus(&first.path().join("public"), &first.path().join("gold")).unwrap();
-    write_corpus(&second.path().join("public"), &second.path().join("gold")).unwrap();
+    let tasks = write_v1(&first.path().join("public"), &first.path().join("gold"));
+    write_v1(&second.path().join("public"), &second.path().join("gold"));
     let tree_first = read_tree(first.path());
     let tree_second = read_tree(second.path());
     assert_eq!(tree_first.len(), tree_second.len());
@@ -44,14 +52,14 @@ fn corpus_is_deterministic_and_separates_gold() {
     }));
     if let Ok(out) = std::env::var("DESK_CAD_CORPUS_OUT") {
         let out = Path::new(&out);
-        write_corpus(&out.join("public"), &out.join("gold")).unwrap();
+        desk_cad::write_corpus(&out.join("public"), &out.join("gold")).unwrap();
     }
 }
 
 #[test]
 fn tasks_have_levels_splits_and_prompts() {
     let dir = tempfile::tempdir().unwrap();
-    let written = write_corpus(&dir.path().join("public"), &dir.path().join("gold")).unwrap();
+    let written = write_v1(&dir.path().join("public"), &dir.path().join("gold"));
     let tasks = load_tasks(&dir.path().join("public")).unwrap();
     assert_eq!(tasks, written);
     assert_eq!(tasks[0].id.as_str(), "task-001");
@@ -111,8 +119,8 @@ fn coordinates_stay_on_grid_and_in_bounds() {
 #[test]
 fn gold_scores_one_against_itself_for_every_task() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = write_corpus(&dir.path().join("public"), &dir.path().join("gold")).unwrap();
-    let generated = generate_corpus();
+    let tasks = write_v1(&dir.path().join("public"), &dir.path().join("gold"));
+    let (generated, _) = generate_corpus_version(CorpusVersion::V1);
     for (task, item) in tasks.iter().zip(&generated) {
         let gold_path = dir.path().join("gold").join(format!("{}.dxf", task.id));
         let report = desk_cad::score(&item.gold, &gold_path);
@@ -120,4 +128,67 @@ fn gold_scores_one_against_itself_for_every_task() {
         let reread = load_gold(&dir.path().join("gold"), &task.id).unwrap();
         assert_eq!(score_model(&reread, &item.gold).score, 1.0);
     }
+}
+
+#[test]
+fn v1_keeps_its_bytes_and_v2_has_the_contract_shape() {
+    // v1 is reproducible by name: its tasks carry no profile, so tasks.json reads as before.
+    let dir = tempfile::tempdir().unwrap();
+    write_v1(&dir.path().join("public"), &dir.path().join("gold"));
+    let list = load_task_list(&dir.path().join("public")).unwrap();
+    assert_eq!(list.corpus_version, "deskbroker-cad-corpus-v1");
+    let json = std::fs::read_to_string(dir.path().join("public/tasks.json")).unwrap();
+    assert!(!json.contains("\"profile\""));
+    assert_eq!(CorpusVersion::parse("v1").unwrap(), CorpusVersion::V1);
+    assert_eq!(
+        CorpusVersion::parse("deskbroker-cad-corpus-v2").unwrap(),
+        CorpusVersion::V2
+    );
+    assert!(CorpusVersion::parse("v3").is_err());
+    assert_eq!(desk_cad::CORPUS_VERSION, "deskbroker-cad-corpus-v2");
+
+    let (drawings, parts) = generate_corpus_version(CorpusVersion::V2);
+    assert_eq!((drawings.len(), parts.len()), (21, 29));
+    assert_eq!(generate_corpus(), drawings, "the default is v2");
+    let tasks: Vec<&desk_cad::Task> = drawings
+        .iter()
+        .map(|item| &item.task)
+        .chain(parts.iter().map(|item| &item.task))
+        .collect();
+    for (idx, task) in tasks.iter().enumerate() {
+        assert_eq!(task.id.as_str(), format!("task-{:03}", idx + 1));
+    }
+    let count = |kind: DrawingType, split: Split| {
+        tasks
+            .iter()
+            .filter(|task| task.drawing_type == kind && task.split == split)
+            .count()
+    };
+    assert_eq!(count(DrawingType::TwoD, Split::Dev), 3);
+    assert_eq!(count(DrawingType::ThreeD, Split::Dev), 4);
+    assert_eq!(count(DrawingType::TwoD, Split::Eval), 18);
+    assert_eq!(count(DrawingType::ThreeD, Split::Eval), 25);
+    for item in &drawings {
+        assert_eq!(item.task.profile.as_deref(), Some("librecad"));
+        assert_eq!(item.task.budgets.wall_time_s, 900);
+        assert_eq!(item.task.attempt_file_name(), "attempt.dxf");
+    }
+    // Every level of the 2D generator is kept; every part family reaches the dev split.
+    for level in [Level::L1, Level::L2, Level::L3, Level::L4] {
+        assert!(drawings.iter().any(|item| item.task.level == level));
+    }
+    let mut dev_levels = Vec::new();
+    for item in &parts {
+        let task = &item.task;
+        assert_eq!(task.profile.as_deref(), Some("freecad"));
+        assert_eq!(task.budgets.wall_time_s, 1800);
+        assert_eq!(task.attempt_file_name(), "attempt.FCStd");
+        assert!(task.prompt.contains(&task.reference_image));
+        assert!(task.prompt.contains("Layout1") && task.prompt.contains("Ctrl+S"));
+        assert!(!task.prompt.contains("{reference}") && !task.prompt.contains("gold"));
+        if task.split == Split::Dev {
+            dev_levels.push(task.level);
+        }
+    }
+    assert_eq!(dev_levels, [Level::L2, Level::L3, Level::L4, Level::L2]);
 }

@@ -13,6 +13,7 @@ fn task(drawing_type: DrawingType, budgets: Budgets) -> Task {
         units: "mm".to_owned(),
         budgets,
         split: Split::Dev,
+        profile: None,
     }
 }
 
@@ -24,6 +25,7 @@ fn options() -> RolloutOptions {
         broker_version: String::new(),
         versions: crate::versions::SoftwareVersions::default(),
         profile: None,
+        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
         max_actions: None,
         wall_time: None,
         require_sandbox: false,

@@ -40,7 +40,12 @@ fn distinct_colors(path: &Path) -> (u32, u32, usize) {
 async fn the_report_renders_in_headless_chromium() {
     let served = Served::start().await;
     let corpus = served.dir.path().join("corpus");
-    let tasks = desk_cad::write_corpus(&corpus.join("public"), &corpus.join("private")).unwrap();
+    let tasks = desk_cad::write_corpus_version(
+        desk_cad::CorpusVersion::V1,
+        &corpus.join("public"),
+        &corpus.join("private"),
+    )
+    .unwrap();
     let out = served.dir.path().join("out");
     let config = SuiteConfig {
         public_dir: corpus.join("public"),

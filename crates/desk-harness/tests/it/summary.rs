@@ -10,7 +10,12 @@ use crate::support::{Scripted, Served, batch, click, done};
 async fn infra_errors_are_counted_apart_from_the_mean() {
     let served = Served::start().await;
     let corpus = served.dir.path().join("corpus");
-    let tasks = desk_cad::write_corpus(&corpus.join("public"), &corpus.join("private")).unwrap();
+    let tasks = desk_cad::write_corpus_version(
+        desk_cad::CorpusVersion::V1,
+        &corpus.join("public"),
+        &corpus.join("private"),
+    )
+    .unwrap();
     let out = served.dir.path().join("out");
     let versions = SoftwareVersions {
         app: "fake-app 1".into(),
@@ -47,7 +52,8 @@ async fn infra_errors_are_counted_apart_from_the_mean() {
     assert_eq!(summary.n_rollouts, 2);
     assert_eq!(summary.n_infra_error, 1);
     assert_eq!(
-        summary.mean_score, records[0].score.score,
+        summary.mean_score,
+        records[0].score.score(),
         "task-002 is not averaged"
     );
     assert_eq!(records[0].versions, versions);

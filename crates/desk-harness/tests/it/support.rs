@@ -190,6 +190,7 @@ pub(crate) fn task() -> Task {
         units: "mm".into(),
         budgets: BUDGETS_2D,
         split: Split::Dev,
+        profile: None,
     }
 }
 
@@ -201,6 +202,7 @@ pub(crate) fn options(served: &Served, rollout_id: &str) -> RolloutOptions {
         broker_version: "0.0.0-test".into(),
         versions: desk_harness::SoftwareVersions::default(),
         profile: None,
+        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
         max_actions: None,
         wall_time: Some(Duration::from_secs(60)),
         require_sandbox: false,
@@ -218,7 +220,7 @@ pub(crate) async fn rollout(
         &served.client(),
         &task(),
         &reference,
-        &Model::default(),
+        &desk_cad::Gold::Drawing(Model::default()),
         agent,
         options,
     )

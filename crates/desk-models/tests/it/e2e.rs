@@ -113,7 +113,8 @@ fn raw_call(provider: Provider, call_id: &str, arguments: &str) -> Value {
 }
 
 fn task() -> (desk_cad::Task, desk_cad::Model) {
-    let generated = desk_cad::generate_corpus().into_iter().next().unwrap();
+    let (drawings, _) = desk_cad::generate_corpus_version(desk_cad::CorpusVersion::V1);
+    let generated = drawings.into_iter().next().unwrap();
     (generated.task, generated.gold)
 }
 
@@ -139,11 +140,13 @@ async fn rollout(
         broker_version: "test".to_string(),
         versions: desk_harness::SoftwareVersions::default(),
         profile: None,
+        corpus_version: desk_cad::CORPUS_VERSION.to_string(),
         max_actions,
         wall_time: Some(Duration::from_secs(60)),
         require_sandbox: false,
     };
     let reference = png(400, 300, 255);
+    let gold = desk_cad::Gold::Drawing(gold);
     let record = run_rollout(&client, &task, &reference, &gold, agent.as_mut(), &options)
         .await
         .unwrap();

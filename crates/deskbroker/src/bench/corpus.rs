@@ -1,14 +1,15 @@
 //! The corpus cache of `bench` and `bench corpus`: generated deterministically once into
-//! `$XDG_CACHE_HOME/deskbroker/corpus/<CORPUS_VERSION>/{public,private}` (else `~/.cache/…`).
+//! `$XDG_CACHE_HOME/deskbroker/corpus/<version>/{public,private}` (else `~/.cache/…`), one
+//! directory per corpus version.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use desk_cad::{CORPUS_VERSION, write_corpus};
+use desk_cad::{CorpusVersion, load_task_list, write_corpus_version};
 
 use super::{CorpusArgs, CorpusLocation};
 
-fn cache_root() -> PathBuf {
+fn cache_root(version: CorpusVersion) -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
@@ -18,12 +19,22 @@ fn cache_root() -> PathBuf {
                 .unwrap_or_else(std::env::temp_dir)
                 .join(".cache")
         });
-    base.join("deskbroker").join("corpus").join(CORPUS_VERSION)
+    base.join("deskbroker")
+        .join("corpus")
+        .join(version.as_str())
 }
 
 /// The public and gold directories, generating the cached corpus when it is absent.
 pub(crate) fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf)> {
-    let root = cache_root();
+    // A given public corpus names its version; its gold, when not given, is that version's.
+    let version = match (&location.corpus, &location.gold) {
+        (Some(public), None) => {
+            let list = load_task_list(public).context("failed to read the corpus's tasks.json")?;
+            CorpusVersion::parse(&list.corpus_version)?
+        }
+        _ => location.corpus_version,
+    };
+    let root = cache_root(version);
     let public = location
         .corpus
         .clone()
@@ -35,7 +46,8 @@ pub(crate) fn corpus_dirs(location: &CorpusLocation) -> Result<(PathBuf, PathBuf
     let uses_cache = location.corpus.is_none() || location.gold.is_none();
     if uses_cache && !root.join("public/tasks.json").exists() {
         let staging = root.with_extension(format!("tmp-{}", std::process::id()));
-        write_corpus(&staging.join("public"), &staging.join("private"))
+        let (public, private) = (staging.join("public"), staging.join("private"));
+        write_corpus_version(version, &public, &private)
             .with_context(|| format!("failed to generate the corpus in {}", staging.display()))?;
         if let Err(error) = std::fs::rename(&staging, &root) {
             // Another process may have finished first; its corpus is identical.
@@ -58,14 +70,15 @@ pub(crate) fn corpus(args: &CorpusArgs) -> Result<()> {
             scratch.clone()
         }
     };
-    let written = write_corpus(&args.out, &gold_dir);
+    let written = write_corpus_version(args.corpus_version, &args.out, &gold_dir);
     if args.gold_out.is_none() {
         let _ = std::fs::remove_dir_all(&gold_dir);
     }
     let tasks = written?;
     outln!(
-        "wrote {} tasks ({CORPUS_VERSION}) to {}{}",
+        "wrote {} tasks ({}) to {}{}",
         tasks.len(),
+        args.corpus_version,
         args.out.display(),
         args.gold_out
             .as_ref()

@@ -1,6 +1,8 @@
-//! `deskbroker bench` end to end: the corpus and score subcommands, and the oracle on the real
-//! LibreCAD desktop over the dev split with `--jobs 2` (two desktops at once; every task must
-//! score at least 0.99, rows in task order), then a replay of one recorded rollout.
+//! `deskbroker bench` end to end: the corpus and score subcommands (corpus v1), and the oracle
+//! over corpus v2's dev split with `--jobs 2` on real desktops: the three 2D tasks in LibreCAD
+//! (each at least 0.99, rows in task order) and the four 3D tasks in FreeCAD (no recipe yet:
+//! the oracle fails at start and the untouched attempt is judged 0 by the 3D judge), then the
+//! 3D gold scored through `bench score` and a replay of one recorded rollout.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -54,6 +56,8 @@ fn corpus_and_score_subcommands() {
     bench(
         &[
             "corpus",
+            "--corpus-version",
+            "v1",
             "--out",
             public.to_str().unwrap(),
             "--gold-out",
@@ -70,6 +74,8 @@ fn corpus_and_score_subcommands() {
     let output = bench(
         &[
             "score",
+            "--corpus-version",
+            "v1",
             "--task",
             "task-001",
             "--candidate",
@@ -84,6 +90,8 @@ fn corpus_and_score_subcommands() {
     let output = bench(
         &[
             "score",
+            "--corpus-version",
+            "v1",
             "--task",
             "task-001",
             "--candidate",
@@ -121,7 +129,7 @@ fn corpus_and_score_subcommands() {
 }
 
 #[test]
-fn oracle_solves_the_dev_split_in_librecad() {
+fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
     if !xvfb_available() || !librecad_available() {
         return;
     }
@@ -153,7 +161,7 @@ fn oracle_solves_the_dev_split_in_librecad() {
     assert_eq!(run["broker"]["sandbox_required"], true);
     // Two desktops at once: the rollouts' durations add up to more than the wall time.
     assert!(run["speedup"].as_f64().unwrap() > 1.0, "{run}");
-    assert_eq!(run["memory"]["desktops"], 4, "every desktop sampled: {run}");
+    assert_eq!(run["memory"]["desktops"], 7, "every desktop sampled: {run}");
     let pss = run["memory"]["mean_peak_pss_kib"].as_u64().unwrap();
     assert!(
         pss > 20_000,
@@ -164,20 +172,87 @@ fn oracle_solves_the_dev_split_in_librecad() {
         "two desktops were up at once: {run}"
     );
     let rows = summary["rollouts"].as_array().unwrap();
-    assert_eq!(rows.len(), 4, "the dev split has four tasks");
+    assert_eq!(rows.len(), 7, "the dev split has seven tasks");
     let order: Vec<&str> = rows
         .iter()
         .map(|row| row["task_id"].as_str().unwrap())
         .collect();
-    assert_eq!(order, ["task-004", "task-011", "task-018", "task-025"]);
-    for row in rows {
+    assert_eq!(
+        order,
+        [
+            "task-004", "task-011", "task-018", "task-025", "task-032", "task-039", "task-046"
+        ]
+    );
+    assert!(stdout.contains("3d: 4 scored"), "per-kind means: {stdout}");
+    for row in &rows[3..] {
+        let task = row["task_id"].as_str().unwrap();
+        assert_eq!(row["drawing_type"], "3d", "{row}");
+        assert_eq!(row["status"], "agent_failed", "{row}");
+        assert_eq!(row["infra_error"], false, "{row}");
+        let dir = out.join("rollouts").join(task);
+        let record = read_json(&dir.join("rollout.json"));
+        assert!(
+            record["status_detail"]
+                .as_str()
+                .unwrap()
+                .contains("no FreeCAD GUI recipe"),
+            "{record}"
+        );
+        assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v2");
+        assert_eq!(record["budgets"]["wall_time_s"], 1800);
+        assert_eq!(record["workspace"]["sandbox"], "on", "{task}");
+        assert!(
+            record["versions"]["app"]
+                .as_str()
+                .unwrap()
+                .starts_with("freecad"),
+            "{task}: {}",
+            record["versions"]
+        );
+        // FreeCAD was leased, handed off and checkpointed; the 3D judge read the document.
+        assert_eq!(record["artifact"]["path"], "attempt.FCStd", "{task}");
+        assert!(dir.join("attempt.FCStd").is_file());
+        assert_eq!(
+            record["score"]["scorer_version"],
+            "deskbroker-cad-solid-scorer-v1"
+        );
+        assert_eq!(record["score"]["score"], 0.0);
+        assert_eq!(record["score"]["zero_reason"], "empty", "{task}");
+    }
+    // The 3D gold stays private, and scores the maximum through `bench score`.
+    let corpus = cache.join("deskbroker/corpus/deskbroker-cad-corpus-v2");
+    assert!(corpus.join("private/task-025.FCStd").is_file());
+    assert!(corpus.join("public/references/task-025.png").is_file());
+    assert!(!corpus.join("public/task-025.FCStd").exists());
+    let output = bench(
+        &[
+            "score",
+            "--task",
+            "task-025",
+            "--candidate",
+            corpus.join("private/task-025.FCStd").to_str().unwrap(),
+        ],
+        &cache,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["scorer_version"], "deskbroker-cad-solid-scorer-v1");
+    assert!(report["score"].as_f64().unwrap() >= 0.999, "{report}");
+    for row in &rows[..3] {
         let task = row["task_id"].as_str().unwrap();
         assert!(stdout.contains(task), "the table lists {task}");
         assert_eq!(row["status"], "done", "{row}");
         assert!(row["score"].as_f64().unwrap() >= 0.99, "{row}");
         let dir = out.join("rollouts").join(task);
         let record = read_json(&dir.join("rollout.json"));
-        assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v1");
+        assert_eq!(record["corpus_version"], "deskbroker-cad-corpus-v2");
+        assert_eq!(
+            record["versions"]["app"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .next(),
+            Some("librecad")
+        );
         assert_eq!(record["budgets"]["max_actions"], 5000);
         assert_eq!(record["budgets"]["wall_time_s"], 900);
         for key in [
