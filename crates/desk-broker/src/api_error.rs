@@ -53,6 +53,7 @@ impl BrokerError {
             BrokerError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             BrokerError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Unauthorized),
             BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
+            BrokerError::SessionKilled { .. } => (StatusCode::GONE, ErrorCode::SessionKilled),
             BrokerError::SessionBusy(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::SessionBusy),
             BrokerError::CheckpointFailed(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,

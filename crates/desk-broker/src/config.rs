@@ -49,6 +49,21 @@ pub struct BrokerConfig {
     /// Whether the factory's desktops run sandboxed; `Off` stamps every receipt and evidence
     /// record `"sandbox": "off"` (`serve --unsafe-no-sandbox`, the fake backend).
     pub sandbox: SandboxMode,
+    /// What the watchdog enforces on every session (`watchdog.rs`).
+    pub limits: SessionLimits,
+}
+
+/// Limits the watchdog process enforces on every session besides its lease expiry; `None` is
+/// unlimited. A session that reaches one is killed (`kill.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SessionLimits {
+    /// Task time, counted from the handoff (the reset's first frame).
+    pub max_task: Option<Duration>,
+    /// Most actions refused before input (validation, forbidden chords) per session; the
+    /// session is killed when its count reaches this.
+    pub max_refused_actions: Option<u64>,
+    /// Longest time since the handoff or the last action's end with no action in flight.
+    pub idle_limit: Option<Duration>,
 }
 
 impl BrokerConfig {
@@ -76,6 +91,7 @@ impl BrokerConfig {
             auth: AuthConfig::default(),
             evidence: EvidenceConfig::default(),
             sandbox: SandboxMode::On,
+            limits: SessionLimits::default(),
         }
     }
 }

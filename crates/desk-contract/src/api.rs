@@ -23,6 +23,8 @@ crate::wire_enum! {
         Released = "released",
         /// A failure; only status, retrieval of what exists, and release remain.
         Error = "error",
+        /// Killed by the watchdog or the kill switch: workspace destroyed, lease revoked.
+        Killed = "killed",
     }
 }
 
@@ -328,4 +330,30 @@ pub struct ReleaseResponse {
     pub state: SessionState,
     /// False when the session was already released.
     pub released_now: bool,
+}
+
+/// `POST /v1/sessions/{id}/kill` (an operator route: a Unix peer, or over TLS an orchestration
+/// credential with the `kill` scope; never the lease token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    /// Why, in words (1 to 256 bytes, no control characters); signed into the terminal receipt.
+    pub reason: String,
+}
+
+/// The response of `POST /v1/sessions/{id}/kill`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillResponse {
+    /// Session id.
+    pub session_id: String,
+    /// Always `killed`.
+    pub state: SessionState,
+    /// False when the session had been killed before (nothing was done again).
+    pub killed_now: bool,
+    /// The reason the session was killed with (the first kill's).
+    pub reason: String,
+    /// The terminal receipt's id (`record_id` of its `session_killed` evidence record).
+    pub record_id: String,
+    /// `contained` (removal proven) or `removal_unproven`; `None` when killed before.
+    pub outcome: Option<String>,
 }

@@ -53,6 +53,10 @@ crate::wire_enum! {
         /// The handoff's first frame kept changing through every settle wait reset allows; the
         /// handoff was refused (a reset with a new request id may try again).
         ResetUnstable = "reset_unstable",
+        /// The session was killed (by the watchdog at a limit, or by an operator's kill
+        /// switch): its workspace is destroyed and its lease revoked; the message names the
+        /// reason.
+        SessionKilled = "session_killed",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

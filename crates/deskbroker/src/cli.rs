@@ -49,6 +49,11 @@ pub(crate) enum Command {
     Evidence(crate::evidence::EvidenceCommand),
     /// Load benchmark: many concurrent sessions through the real API.
     Load(crate::load::LoadArgs),
+    /// The watchdog: kills sessions at their limits, without the broker (`serve` starts it).
+    Watchdog(crate::watchdog::WatchdogArgs),
+    /// The kill switch: destroy a session's workspace now, revoke its lease, write its signed
+    /// terminal receipt. Acts on the state directory; works with the broker up or down.
+    Kill(crate::watchdog::KillArgs),
     /// Internal: the desktop worker. Speaks JSON lines on the Unix socket named by
     /// DESKBROKER_WORKER_SOCKET (or stdin/stdout without it); started by the broker.
     #[command(hide = true)]
@@ -126,6 +131,9 @@ pub(crate) struct ServeArgs {
     /// status says `"sandbox": "off"`.
     #[arg(long)]
     pub(crate) unsafe_no_sandbox: bool,
+    /// Limits the watchdog process enforces on every session.
+    #[command(flatten)]
+    pub(crate) limits: crate::watchdog::LimitArgs,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

@@ -27,6 +27,7 @@ fn build_broker_with(
     auth: AuthConfig,
     backend: Backend,
     sandboxed: bool,
+    session_limits: desk_broker::SessionLimits,
 ) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
@@ -43,6 +44,7 @@ fn build_broker_with(
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
+    config.limits = session_limits;
     config.sandbox = match backend {
         Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
         // The fake backend has no desktop to contain: its results say so too.
@@ -116,6 +118,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
     let broker_args = args.broker.clone();
+    let session_limits = args.limits.limits();
     let backend = args.backend;
     let sandboxed = !args.unsafe_no_sandbox;
     if !sandboxed {
@@ -133,9 +136,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let broker = tokio::task::spawn_blocking(move || {
-        build_broker_with(&broker_args, auth, backend, sandboxed)
+        build_broker_with(&broker_args, auth, backend, sandboxed, session_limits)
     })
     .await??;
+    crate::watchdog::spawn_watchdog(broker.config())?;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -206,6 +210,7 @@ impl LocalBroker {
                 AuthConfig::default(),
                 Backend::Local,
                 sandboxed,
+                desk_broker::SessionLimits::default(),
             )
         })
         .await??;
