@@ -302,3 +302,38 @@ async fn an_operator_kill_during_a_long_action_leaves_no_input_after_its_answer(
         "{bodies:?}"
     );
 }
+
+/// Kill-to-gone latency over 20 kills through `POST /v1/sessions/{id}/kill` (the answer comes
+/// after every process is gone, the directory removed and the receipt spooled): prints p50 and
+/// p95. A measurement, not a timed assertion; run with `--ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "measurement: 20 real desktops, about a minute"]
+async fn kill_to_gone_latency() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let broker = Broker::start(root.path(), None, &log);
+    let client = broker.client();
+    let mut latencies = Vec::new();
+    for n in 0..20 {
+        let session = leased_probe(&broker, &format!("latency-{n}")).await;
+        let processes = recorded_processes(broker.session_dir(&session));
+        let asked = Instant::now();
+        let killed = client.kill(&session, "latency measurement").await.unwrap();
+        let elapsed = asked.elapsed();
+        assert_eq!(killed.outcome.as_deref(), Some("contained"));
+        assert!(processes.iter().all(|process| !process.is_alive()));
+        latencies.push(elapsed);
+    }
+    latencies.sort();
+    let at = |quantile: f64| latencies[((latencies.len() - 1) as f64 * quantile).round() as usize];
+    eprintln!(
+        "kill-to-gone over {} kills: p50 {:?}, p95 {:?}, max {:?}",
+        latencies.len(),
+        at(0.5),
+        at(0.95),
+        latencies[latencies.len() - 1]
+    );
+}
