@@ -337,3 +337,60 @@ async fn kill_to_gone_latency() {
         latencies[latencies.len() - 1]
     );
 }
+
+fn workspace_state(state_dir: &Path, session: &str) -> String {
+    let path = state_dir.join("workspaces").join(format!("{session}.json"));
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["state"].as_str().unwrap().to_string()
+}
+
+/// Broker SIGKILLed; one session's X server killed by hand; another killed with
+/// `deskbroker kill` while no broker runs; then a restart: the hand-damaged session fails
+/// closed and its release proves removal, the killed one is `killed` with its receipt replayed,
+/// every workspace ends `destroyed` and no process is left.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reconciler_proves_removal_after_a_crash_and_hand_killed_processes() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("probe.ndjson");
+    let mut broker = Broker::start(root.path(), None, &log);
+    let damaged = leased_probe(&broker, "damaged").await;
+    let killed = leased_probe(&broker, "killed").await;
+    assert_eq!(workspace_state(&broker.state_dir, &damaged), "running");
+    broker.kill();
+    let xvfb = recorded_processes(broker.session_dir(&damaged))
+        .into_iter()
+        .find(|process| process.role == "xvfb" || process.role == "sandbox")
+        .unwrap();
+    signal(xvfb.pid, "KILL");
+    let output = std::process::Command::new(crate::support::deskbroker())
+        .args(["kill", &killed, "--reason", "operator: broker down"])
+        .arg("--state-dir")
+        .arg(&broker.state_dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["killed_now"], true);
+    assert_eq!(answer["receipt"]["outcome"], "contained");
+    assert_eq!(workspace_state(&broker.state_dir, &killed), "destroyed");
+
+    broker.respawn();
+    let client = broker.client();
+    assert_killed(&broker, &killed).await;
+    wait_replayed(
+        &broker.state_dir,
+        &killed,
+        &spooled(&broker.state_dir, &killed),
+    );
+    let status = client.status(&damaged).await.unwrap();
+    assert_eq!(status.state, desk_contract::api::SessionState::Error);
+    client.release(&damaged).await.unwrap();
+    for session in [&damaged, &killed] {
+        assert_eq!(workspace_state(&broker.state_dir, session), "destroyed");
+    }
+    let leftovers = crate::support::processes_mentioning(&log.display().to_string());
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
