@@ -151,6 +151,8 @@ impl Inner {
                 }
                 serde_json::from_str::<Cached>(text).ok()?.workspace
             }),
+            workspace_state: crate::workspace::read(&self.config.layout(), &session.id)
+                .map(|record| record.state),
         })
     }
 

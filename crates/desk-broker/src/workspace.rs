@@ -15,20 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::BrokerError;
 use crate::util::now_ms;
 
-desk_contract::wire_enum! {
-    /// A workspace's durable state.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    pub enum WorkspaceState {
-        /// Reset is starting the desktop.
-        Launching = "launching",
-        /// The desktop was handed off.
-        Running = "running",
-        /// Its removal began and is not proven yet.
-        RemovalPending = "removal_pending",
-        /// Its removal is proven.
-        Destroyed = "destroyed",
-    }
-}
+pub use desk_contract::api::WorkspaceState;
 
 /// The record on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

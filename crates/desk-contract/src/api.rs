@@ -143,6 +143,21 @@ pub struct ResetResponse {
     pub workspace: Option<crate::desktop::WorkspaceFacts>,
 }
 
+crate::wire_enum! {
+    /// A workspace's durable state, as the broker's reconciler keeps it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum WorkspaceState {
+        /// Reset is starting the desktop.
+        Launching = "launching",
+        /// The desktop was handed off.
+        Running = "running",
+        /// Its removal began and is not proven yet.
+        RemovalPending = "removal_pending",
+        /// Its removal is proven: no process, no directory, no X socket, no sandbox.
+        Destroyed = "destroyed",
+    }
+}
+
 /// `POST /v1/sessions/{id}/actions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -319,6 +334,10 @@ pub struct StatusResponse {
     /// The workspace as measured at the last handoff; absent before the first reset.
     #[serde(default)]
     pub workspace: Option<crate::desktop::WorkspaceFacts>,
+    /// The workspace's durable state (`launching`, `running`, `removal_pending`, `destroyed`);
+    /// absent before the first reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_state: Option<WorkspaceState>,
 }
 
 /// The response of `DELETE /v1/sessions/{id}`.

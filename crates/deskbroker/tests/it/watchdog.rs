@@ -359,6 +359,13 @@ async fn the_reconciler_proves_removal_after_a_crash_and_hand_killed_processes()
     let damaged = leased_probe(&broker, "damaged").await;
     let killed = leased_probe(&broker, "killed").await;
     assert_eq!(workspace_state(&broker.state_dir, &damaged), "running");
+    let shown = broker
+        .client()
+        .status(&damaged)
+        .await
+        .unwrap()
+        .workspace_state;
+    assert_eq!(shown, Some(desk_contract::api::WorkspaceState::Running));
     broker.kill();
     let xvfb = recorded_processes(broker.session_dir(&damaged))
         .into_iter()
