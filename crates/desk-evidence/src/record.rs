@@ -1,5 +1,7 @@
 //! The journal's record schema: the signed payload of every evidence line and the typed body of
 //! each record kind.
+//! Over 400 lines because it is the whole schema: one struct per record kind, documented field
+//! by field, and the one `validate` over all of them; split, a kind's fields and rules part.
 //!
 //! A payload is `{"schema_version", "seq", "prev_sha256", "session_id", "at_ms", "kind",
 //! "body"}` with exactly those keys; `body` has exactly the keys of its kind's struct (an
