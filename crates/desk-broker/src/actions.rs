@@ -138,7 +138,10 @@ impl Inner {
                 "request_id {request_id:?} was already used for action {} with different content",
                 entry.action_index
             )),
-            Ok(None) => refusal,
+            Ok(None) => {
+                self.count_refused(session_id);
+                refusal
+            }
             Err(error) => error,
         }
     }

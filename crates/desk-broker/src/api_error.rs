@@ -57,6 +57,7 @@ impl BrokerError {
                 (StatusCode::FORBIDDEN, ErrorCode::ProfileNotAllowed)
             }
             BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
+            BrokerError::SessionKilled { .. } => (StatusCode::GONE, ErrorCode::SessionKilled),
             BrokerError::SessionBusy(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::SessionBusy),
             BrokerError::CheckpointFailed(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,

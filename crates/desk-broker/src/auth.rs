@@ -99,7 +99,17 @@ fn plain_segment(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c))
 }
 
+/// The kill switch's route template: an operator route under `/v1/sessions/`, never authorized
+/// by a lease token.
+pub(crate) const KILL_ROUTE: &str = "/v1/sessions/{id}/kill";
+
 pub(crate) fn classify(method: &Method, path: &str) -> Target {
+    if let Some(rest) = path.strip_prefix("/v1/sessions/")
+        && let Some(id) = rest.strip_suffix("/kill")
+        && (plain_segment(id) || id == "{id}")
+    {
+        return Target::Scoped(Scope::Kill);
+    }
     if let Some(rest) = path.strip_prefix("/v1/sessions/") {
         let (id, has_suffix) = match rest.split_once('/') {
             Some((id, _)) => (id, true),
@@ -128,6 +138,10 @@ pub(crate) fn classify(method: &Method, path: &str) -> Target {
 pub(crate) fn target_of(method: &Method, raw_path: &str, matched: Option<&str>) -> Target {
     let by_path = classify(method, raw_path);
     match matched {
+        Some(KILL_ROUTE) => match by_path {
+            Target::Scoped(Scope::Kill) => by_path,
+            _ => Target::BadSession,
+        },
         Some(template) if template.starts_with("/v1/sessions/") => match by_path {
             Target::Session { .. } | Target::BadSession => by_path,
             Target::Scoped(_) | Target::Open => Target::BadSession,
@@ -186,13 +200,12 @@ pub(crate) fn check_scope(
     now_ms: u64,
 ) -> Result<(), BrokerError> {
     match peer {
-        Peer::Unix { .. }
-        | Peer::Tls {
-            client_cert_sha256: Some(_),
-        } => Ok(()),
+        Peer::Unix { .. } => Ok(()),
+        // A client certificate admits a harness, not an operator: a kill needs the scope.
         Peer::Tls {
-            client_cert_sha256: None,
-        } => {
+            client_cert_sha256: Some(_),
+        } if scope != Scope::Kill => Ok(()),
+        Peer::Tls { .. } => {
             let key = config.orchestrator_key.as_ref().ok_or_else(|| {
                 BrokerError::Unauthorized(format!("{} needs a client certificate", scope.as_str()))
             })?;
@@ -279,7 +292,23 @@ impl Inner {
         if !token_matches(token, &stored) {
             return Err(wrong_token());
         }
+        // A killed session's token authorizes nothing: its tombstone is read first, so the
+        // refusal holds from the moment a kill begins, whatever the broker's own state.
+        if let Some(tombstone) = crate::kill::read_tombstone(&self.config.layout(), session_id) {
+            return Err(BrokerError::SessionKilled {
+                session_id: session_id.to_string(),
+                reason: tombstone.reason,
+            });
+        }
         let session = self.store.session(session_id)?.ok_or_else(wrong_token)?;
+        if let Some(failure) = session.lifecycle.last_error()
+            && session.state() == SessionState::Killed
+        {
+            return Err(BrokerError::SessionKilled {
+                session_id: session_id.to_string(),
+                reason: failure.message.clone(),
+            });
+        }
         check_session_state(&session, keeps_after_end, now_ms())
     }
 }

@@ -119,6 +119,11 @@ impl Broker {
         };
         crate::evidence::load_key(evidence)?;
         let policy = crate::policy::load(&config)?;
+        // The watchdog enforces the policy's limits (or the operator's stricter flags).
+        let limits = match policy.limits() {
+            Some(limits) => config.limits.tightened_by(&limits),
+            None => config.limits,
+        };
         let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
@@ -182,7 +187,7 @@ impl Broker {
             }
         }
         let inner = Inner {
-            config,
+            config: BrokerConfig { limits, ..config },
             factory: Arc::new(factory),
             store,
             slots: Mutex::new(slots),

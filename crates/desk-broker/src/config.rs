@@ -52,6 +52,42 @@ pub struct BrokerConfig {
     /// The signed workspace policy every lease is checked against; `None`: the built-in
     /// default policy, signed at start with `<state_dir>/policy/policy.key` (see `policy.rs`).
     pub policy: Option<PolicyConfig>,
+    /// What the watchdog enforces on every session (`watchdog.rs`).
+    pub limits: SessionLimits,
+}
+
+/// Limits the watchdog process enforces on every session besides its lease expiry; `None` is
+/// unlimited. A session that reaches one is killed (`kill.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SessionLimits {
+    /// Task time, counted from the handoff (the reset's first frame).
+    pub max_task: Option<Duration>,
+    /// Most actions refused before input (validation, forbidden chords) per session; the
+    /// session is killed when its count reaches this.
+    pub max_refused_actions: Option<u64>,
+    /// Longest time since the handoff or the last action's end with no action in flight.
+    pub idle_limit: Option<Duration>,
+}
+
+impl SessionLimits {
+    /// These limits, each tightened to the signed workspace policy's where that is stricter:
+    /// an operator's flags can only make a policy stricter, never looser.
+    pub fn tightened_by(self, policy: &desk_policy::Limits) -> SessionLimits {
+        fn min<T: Ord>(flag: Option<T>, policy: T) -> Option<T> {
+            Some(match flag {
+                Some(flag) => flag.min(policy),
+                None => policy,
+            })
+        }
+        SessionLimits {
+            max_task: min(self.max_task, policy.max_task()),
+            max_refused_actions: min(
+                self.max_refused_actions,
+                u64::from(policy.max_refused_actions),
+            ),
+            idle_limit: min(self.idle_limit, policy.idle()),
+        }
+    }
 }
 
 impl BrokerConfig {
@@ -80,6 +116,7 @@ impl BrokerConfig {
             evidence: EvidenceConfig::default(),
             sandbox: SandboxMode::On,
             policy: None,
+            limits: SessionLimits::default(),
         }
     }
 }

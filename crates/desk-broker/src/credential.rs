@@ -31,6 +31,8 @@ pub enum Scope {
     Lease,
     /// `GET /v1/metrics`.
     Metrics,
+    /// `POST /v1/sessions/{id}/kill`: the operator's kill switch.
+    Kill,
 }
 
 impl Scope {
@@ -39,6 +41,7 @@ impl Scope {
         match self {
             Scope::Lease => "lease",
             Scope::Metrics => "metrics",
+            Scope::Kill => "kill",
         }
     }
 
@@ -47,6 +50,7 @@ impl Scope {
         match text {
             "lease" => Some(Scope::Lease),
             "metrics" => Some(Scope::Metrics),
+            "kill" => Some(Scope::Kill),
             _ => None,
         }
     }

@@ -54,6 +54,14 @@ pub enum BrokerError {
     /// The session's request queue is full (429 `session_busy`); nothing was done.
     #[error("{0}")]
     SessionBusy(String),
+    /// The session was killed (watchdog or kill switch); `reason` says why.
+    #[error("session {session_id} was killed: {reason}")]
+    SessionKilled {
+        /// The session.
+        session_id: String,
+        /// Why (the limit reached, or the operator's reason).
+        reason: String,
+    },
     /// The session's lease expired.
     #[error("the lease of session {0} expired")]
     LeaseExpired(String),

@@ -127,6 +127,34 @@ pub(crate) fn load_key(evidence: Evidence<'_>) -> Result<(), BrokerError> {
         })
 }
 
+/// The evidence signing key of the broker state at `state_dir` (`configured`, or
+/// `<state_dir>/evidence/signing.key`, created on first use): what the watchdog and the kill
+/// switch sign terminal receipts with.
+pub fn load_signing_key(
+    state_dir: &Path,
+    configured: Option<&Path>,
+) -> Result<SigningKey, BrokerError> {
+    keys::load_or_create_key(state_dir, configured).map_err(|source| BrokerError::Evidence {
+        operation: "load the signing key",
+        source: Box::new(source),
+    })
+}
+
+/// A killed session's terminal receipt, replayed from the spool with its original id: appended
+/// unless the journal already ended (replaying twice changes nothing).
+pub(crate) fn session_killed(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    receipt: &desk_evidence::record::SessionKilled,
+) -> Result<(), BrokerError> {
+    with_journal(evidence, session, "kill_session", |journal| {
+        if journal.released {
+            return Ok(());
+        }
+        journal.append(RecordBody::SessionKilled(receipt.clone()))
+    })
+}
+
 /// A lease was granted: the session's evidence journal starts with `session_started`, which
 /// names the workspace policy the session was leased under.
 pub(crate) fn session_started(

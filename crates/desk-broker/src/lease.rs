@@ -163,6 +163,8 @@ impl Inner {
                 serde_json::from_str::<Cached>(text).ok()?.workspace
             }),
             policy_sha256: self.store.session_policy(&session.id)?,
+            workspace_state: crate::workspace::read(&self.config.layout(), &session.id)
+                .map(|record| record.state),
         })
     }
 
@@ -182,6 +184,18 @@ impl Inner {
                 released_now: false,
             });
         };
+        let layout = self.config.layout();
+        let remains = desk_desktop::destroy::remains(&session.dir());
+        // Release goes on if the record cannot be written: the reconciler then finds the
+        // workspace `running` with its session released, and proves its removal.
+        if let Err(error) = crate::workspace::record(
+            &layout,
+            session_id,
+            crate::workspace::WorkspaceState::RemovalPending,
+            &remains,
+        ) {
+            tracing::warn!(session_id, error = %error, "failed to record removal_pending");
+        }
         match runtime.backend.take() {
             Some(mut backend) => {
                 if let Err(error) = backend.shutdown() {
@@ -201,6 +215,16 @@ impl Inner {
         }
         crate::evidence::session_released(self.evidence(), &session)?;
         remove_dir(Path::new(&session.session_dir))?;
+        if desk_desktop::destroy::check(&remains).proven()
+            && let Err(error) = crate::workspace::record(
+                &layout,
+                session_id,
+                crate::workspace::WorkspaceState::Destroyed,
+                &remains,
+            )
+        {
+            tracing::warn!(session_id, error = %error, "failed to record destroyed");
+        }
         session.lifecycle = released;
         self.store.save_session(&session)?;
         drop(runtime);
@@ -285,6 +309,12 @@ impl Broker {
                     Ok(0) => {}
                     Ok(n_released) => tracing::info!(n_released, "reaper released expired leases"),
                     Err(error) => tracing::error!(error = %error, "reaper failed"),
+                }
+                // The first tick is at once: the reconciler runs at start, then on every tick.
+                match broker.reconcile().await {
+                    Ok(done) if done == crate::Reconciled::default() => {}
+                    Ok(done) => tracing::info!(?done, "reconciler"),
+                    Err(error) => tracing::error!(error = %error, "reconciler failed"),
                 }
             }
         })

@@ -31,6 +31,7 @@ mod extract;
 mod fault;
 mod frames;
 mod journal;
+pub mod kill;
 mod lease;
 mod ledger;
 mod logs;
@@ -38,6 +39,7 @@ mod metrics;
 mod openapi;
 mod policy;
 mod private;
+mod reconcile;
 mod reset;
 mod routes;
 mod serve;
@@ -47,25 +49,32 @@ mod store;
 mod tls;
 mod util;
 mod watch;
+pub mod watchdog;
+mod workspace;
 
 pub use auth::Peer;
 pub use broker::Broker;
-pub use config::{AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig, PolicyConfig};
+pub use config::{
+    AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig, PolicyConfig, SessionLimits,
+};
 pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
-    PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, public_key_path, verify_evidence,
+    PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, load_signing_key, public_key_path,
+    verify_evidence,
 };
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use openapi::OPENAPI_JSON;
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};
 pub use private::restrict_umask;
+pub use reconcile::Reconciled;
 pub use routes::{ROUTES, router};
 pub use rustls::ServerConfig as TlsServerConfig;
 pub use serve::{serve_tls, serve_tls_with, serve_unix, serve_unix_with};
 pub use tls::{TlsFiles, install_crypto_provider, server_config};
+pub use workspace::WorkspaceState;
 
 #[cfg(test)]
 mod tests;

@@ -25,13 +25,14 @@ const BUCKETS_SECONDS: [f64; 14] = [
 ];
 
 /// Every state a gauge reports, in a fixed order.
-const STATES: [SessionState; 6] = [
+const STATES: [SessionState; 7] = [
     SessionState::Leased,
     SessionState::Ready,
     SessionState::Running,
     SessionState::Done,
     SessionState::Error,
     SessionState::Released,
+    SessionState::Killed,
 ];
 
 /// The broker's operational state shared by the router layers and the long-poll: request
@@ -137,6 +138,7 @@ pub(crate) fn operation<'a>(
                 ("GET", []) if long_poll => "status_wait",
                 ("GET", []) => "status",
                 ("DELETE", []) => "release",
+                ("POST", ["kill"]) => "kill",
                 _ => "unknown",
             };
             return (op, (op != "unknown").then_some(*id));

@@ -51,6 +51,16 @@ fn policy_error(error: desk_policy::PolicyError) -> BrokerError {
     BrokerError::PolicyInvalid(error.to_string())
 }
 
+impl PolicyInForce {
+    /// The verified policy's limits; `None` when it was refused (every lease is then refused).
+    pub(crate) fn limits(&self) -> Option<desk_policy::Limits> {
+        self.verified
+            .as_ref()
+            .ok()
+            .map(|policy| policy.policy().limits())
+    }
+}
+
 /// Loads the policy in force. Blocking; called by `Broker::open` after the evidence key.
 pub(crate) fn load(config: &BrokerConfig) -> Result<PolicyInForce, BrokerError> {
     let evidence_public = VerifyingKey::read(&crate::evidence::public_key_path(&config.state_dir))

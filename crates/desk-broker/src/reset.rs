@@ -65,6 +65,12 @@ impl Inner {
             .map_err(BrokerError::Profile)?;
 
         if runtime.backend.is_none() {
+            crate::workspace::record(
+                &self.config.layout(),
+                session_id,
+                crate::workspace::WorkspaceState::Launching,
+                &desk_desktop::destroy::Remains::default(),
+            )?;
             let backend = self
                 .factory
                 .create(&BackendRequest {
@@ -145,6 +151,12 @@ impl Inner {
         session.last_frame_ms = Some(handoff.frame.captured_at_ms);
         self.renew(&mut session);
         self.store.save_session(&session)?;
+        crate::workspace::record(
+            &self.config.layout(),
+            session_id,
+            crate::workspace::WorkspaceState::Running,
+            &desk_desktop::destroy::Remains::default(),
+        )?;
         tracing::info!(session_id, elapsed_ms = handoff.elapsed_ms, "session reset");
         Ok(response)
     }

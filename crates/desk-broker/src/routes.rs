@@ -40,6 +40,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/frame-events"),
     ("GET", "/v1/sessions/{id}"),
     ("DELETE", "/v1/sessions/{id}"),
+    ("POST", "/v1/sessions/{id}/kill"),
     ("GET", "/v1/metrics"),
     ("GET", "/v1/openapi.json"),
 ];
@@ -135,6 +136,14 @@ async fn release(
     SessionId(id): SessionId,
 ) -> ApiResult<desk_contract::api::ReleaseResponse> {
     broker.release(&id).await.map(Json)
+}
+
+async fn kill(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ApiJson(request): ApiJson<desk_contract::api::KillRequest>,
+) -> ApiResult<desk_contract::api::KillResponse> {
+    broker.kill(&id, &request.reason).await.map(Json)
 }
 
 async fn metrics(State(broker): State<Broker>) -> Result<Response, BrokerError> {
@@ -254,6 +263,7 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/events", get(events))
         .route("/v1/sessions/{id}/frame-events", get(frame_events))
         .route("/v1/sessions/{id}", get(status).delete(release))
+        .route(crate::auth::KILL_ROUTE, post(kill))
         .route("/v1/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .fallback(no_route)

@@ -1,7 +1,8 @@
 //! The session state machine: the one place that decides a session's phase.
 //!
 //! A session moves `leased → ready ⇄ running → ready | done`, may fail into `error` from any
-//! live phase, and ends `released`. Each [`Phase`] carries only its own data (the action in
+//! live phase, and ends `released`, or `killed` (the watchdog or the kill switch destroyed its
+//! workspace; `kill.rs`). Each [`Phase`] carries only its own data (the action in
 //! flight, the failure, whether the lease expired). [`Lifecycle`] pairs the phase with the next
 //! action index; its fields are private, so every state write in the broker is one of the pure
 //! transitions below (no I/O, no SQLite; `session/tests.rs` checks them with random operation
@@ -11,7 +12,8 @@
 //! - exactly-once: an action index is handed out by [`Lifecycle::accept`] once; only
 //!   [`Lifecycle::withdraw`] (nothing was sent) gives it back;
 //! - no input after error: `error` leaves only through release, and only `ready` accepts;
-//! - no resurrection: `released` is final; every transition from it refuses or is a no-op.
+//! - no resurrection: `released` and `killed` are final; every transition from them refuses or
+//!   is a no-op.
 
 use desk_contract::ErrorCode;
 use desk_contract::api::SessionState;
@@ -52,6 +54,9 @@ pub(crate) enum Phase {
         expired: bool,
         failure: Option<Failure>,
     },
+    /// Killed (watchdog limit or kill switch); the failure's code is `session_killed` and its
+    /// message the reason.
+    Killed(Failure),
 }
 
 /// The phase and the next action index. Construct with [`Lifecycle::leased`] or
@@ -113,6 +118,10 @@ impl Lifecycle {
                 expired: stored.expired,
                 failure,
             },
+            SessionState::Killed => Phase::Killed(Failure::new(
+                ErrorCode::SessionKilled,
+                stored.error_message.unwrap_or_default(),
+            )),
         };
         Lifecycle {
             phase,
@@ -145,6 +154,7 @@ impl Lifecycle {
             Phase::Done => SessionState::Done,
             Phase::Error(_) => SessionState::Error,
             Phase::Released { .. } => SessionState::Released,
+            Phase::Killed(_) => SessionState::Killed,
         }
     }
 
@@ -161,7 +171,7 @@ impl Lifecycle {
     /// released session ended with.
     pub(crate) fn last_error(&self) -> Option<&Failure> {
         match &self.phase {
-            Phase::Error(failure) => Some(failure),
+            Phase::Error(failure) | Phase::Killed(failure) => Some(failure),
             Phase::Leased { failed_reset } => failed_reset.as_ref(),
             Phase::Released { failure, .. } => failure.as_ref(),
             Phase::Ready | Phase::Running { .. } | Phase::Done => None,
@@ -191,6 +201,12 @@ impl Lifecycle {
         now_ms: u64,
         operation: &'static str,
     ) -> Result<(), BrokerError> {
+        if let Phase::Killed(failure) = &self.phase {
+            return Err(BrokerError::SessionKilled {
+                session_id: session_id.to_string(),
+                reason: failure.message.clone(),
+            });
+        }
         let released = matches!(self.phase, Phase::Released { .. });
         if self.expired() || (!released && expires_at_ms < now_ms) {
             return Err(BrokerError::LeaseExpired(session_id.to_string()));
@@ -281,10 +297,10 @@ impl Lifecycle {
         Ok(self.with(if done { Phase::Done } else { Phase::Ready }))
     }
 
-    /// A failure: every live phase goes to `error`; a released session stays released.
+    /// A failure: every live phase goes to `error`; a released or killed session stays so.
     pub(crate) fn fail(&self, failure: Failure) -> Lifecycle {
         match self.phase {
-            Phase::Released { .. } => self.clone(),
+            Phase::Released { .. } | Phase::Killed(_) => self.clone(),
             _ => self.with(Phase::Error(failure)),
         }
     }
@@ -302,11 +318,23 @@ impl Lifecycle {
     /// the session was already released (release is idempotent).
     pub(crate) fn release(&self, expired: bool) -> Option<Lifecycle> {
         match &self.phase {
-            Phase::Released { .. } => None,
+            Phase::Released { .. } | Phase::Killed(_) => None,
             _ => Some(self.with(Phase::Released {
                 expired,
                 failure: self.last_error().cloned(),
             })),
+        }
+    }
+
+    /// Kill: any phase but `released` → `killed` with `reason`. Returns `None` when the session
+    /// already ended (killed again: idempotent; released: nothing is left to kill).
+    pub(crate) fn kill(&self, reason: &str) -> Option<Lifecycle> {
+        match &self.phase {
+            Phase::Released { .. } | Phase::Killed(_) => None,
+            _ => Some(self.with(Phase::Killed(Failure::new(
+                ErrorCode::SessionKilled,
+                reason,
+            )))),
         }
     }
 

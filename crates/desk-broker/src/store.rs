@@ -327,7 +327,7 @@ impl Store {
         let connection = self.lock();
         let mut statement = connection
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM sessions WHERE state != 'released'"
+                "SELECT {COLUMNS} FROM sessions WHERE state NOT IN ('released', 'killed')"
             ))
             .map_err(BrokerError::store("list sessions"))?;
         let rows = statement

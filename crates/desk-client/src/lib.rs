@@ -507,6 +507,24 @@ impl Client {
             .await
     }
 
+    /// `POST /v1/sessions/{id}/kill`: the operator's kill switch (a Unix peer, or over TLS an
+    /// orchestration credential with the `kill` scope). Idempotent.
+    pub async fn kill(
+        &self,
+        session_id: &str,
+        reason: &str,
+    ) -> Result<desk_contract::api::KillResponse, ClientError> {
+        let path = session_path("kill_session", session_id, "/kill")?;
+        let body = Self::json(
+            "kill_session",
+            &desk_contract::api::KillRequest {
+                reason: reason.to_string(),
+            },
+        )?;
+        self.call("kill_session", Method::POST, &path, Some(body))
+            .await
+    }
+
     /// `GET /v1/openapi.json`.
     pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
         self.call("openapi", Method::GET, "/v1/openapi.json", None)

@@ -23,6 +23,8 @@ crate::wire_enum! {
         Released = "released",
         /// A failure; only status, retrieval of what exists, and release remain.
         Error = "error",
+        /// Killed by the watchdog or the kill switch: workspace destroyed, lease revoked.
+        Killed = "killed",
     }
 }
 
@@ -144,6 +146,21 @@ pub struct ResetResponse {
     /// desktop without processes of its own (the fake).
     #[serde(default)]
     pub workspace: Option<crate::desktop::WorkspaceFacts>,
+}
+
+crate::wire_enum! {
+    /// A workspace's durable state, as the broker's reconciler keeps it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum WorkspaceState {
+        /// Reset is starting the desktop.
+        Launching = "launching",
+        /// The desktop was handed off.
+        Running = "running",
+        /// Its removal began and is not proven yet.
+        RemovalPending = "removal_pending",
+        /// Its removal is proven: no process, no directory, no X socket, no sandbox.
+        Destroyed = "destroyed",
+    }
 }
 
 /// `POST /v1/sessions/{id}/actions`.
@@ -325,6 +342,10 @@ pub struct StatusResponse {
     /// The workspace policy the session was leased under (see [`LeaseResponse::policy_sha256`]).
     #[serde(default)]
     pub policy_sha256: Option<String>,
+    /// The workspace's durable state (`launching`, `running`, `removal_pending`, `destroyed`);
+    /// absent before the first reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_state: Option<WorkspaceState>,
 }
 
 /// The response of `DELETE /v1/sessions/{id}`.
@@ -336,4 +357,30 @@ pub struct ReleaseResponse {
     pub state: SessionState,
     /// False when the session was already released.
     pub released_now: bool,
+}
+
+/// `POST /v1/sessions/{id}/kill` (an operator route: a Unix peer, or over TLS an orchestration
+/// credential with the `kill` scope; never the lease token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillRequest {
+    /// Why, in words (1 to 256 bytes, no control characters); signed into the terminal receipt.
+    pub reason: String,
+}
+
+/// The response of `POST /v1/sessions/{id}/kill`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillResponse {
+    /// Session id.
+    pub session_id: String,
+    /// Always `killed`.
+    pub state: SessionState,
+    /// False when the session had been killed before (nothing was done again).
+    pub killed_now: bool,
+    /// The reason the session was killed with (the first kill's).
+    pub reason: String,
+    /// The terminal receipt's id (`record_id` of its `session_killed` evidence record).
+    pub record_id: String,
+    /// `contained` (removal proven) or `removal_unproven`; `None` when killed before.
+    pub outcome: Option<String>,
 }

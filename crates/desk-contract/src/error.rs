@@ -60,6 +60,10 @@ crate::wire_enum! {
         /// The app profile asked for is not among the workspace policy's allowed profiles;
         /// nothing was leased.
         ProfileNotAllowed = "profile_not_allowed",
+        /// The session was killed (by the watchdog at a limit, or by an operator's kill
+        /// switch): its workspace is destroyed and its lease revoked; the message names the
+        /// reason.
+        SessionKilled = "session_killed",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

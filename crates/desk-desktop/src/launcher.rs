@@ -104,16 +104,16 @@ pub struct RecordedProcess {
 
 /// The display facts a restarted broker needs, recorded in `<session_dir>/desktop.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct DesktopRecord {
+pub(crate) struct DesktopRecord {
     /// The X display name, e.g. `:3`.
-    display_name: String,
+    pub(crate) display_name: String,
     /// The display size requested at launch.
     width: u32,
     /// The display size requested at launch.
     height: u32,
     /// The sandbox the desktop runs in, when on.
     #[serde(default)]
-    sandbox: Option<Sandbox>,
+    pub(crate) sandbox: Option<Sandbox>,
     /// The host directory holding `worker.sock` and the X authority file.
     #[serde(default)]
     run_dir: Option<PathBuf>,
@@ -261,7 +261,7 @@ fn log_file(path: &Path) -> Result<File, BackendError> {
 }
 
 /// The start time of a live (not zombie) process, in clock ticks since boot.
-fn start_ticks(pid: u32) -> Option<u64> {
+pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses; fields resume after the last ')'.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
@@ -349,7 +349,7 @@ pub fn recorded_display(session_dir: impl AsRef<Path>) -> Option<String> {
     read_desktop_record(&SessionDir::at(session_dir.as_ref())).map(|record| record.display_name)
 }
 
-fn read_desktop_record(session_dir: &SessionDir) -> Option<DesktopRecord> {
+pub(crate) fn read_desktop_record(session_dir: &SessionDir) -> Option<DesktopRecord> {
     let text = std::fs::read_to_string(session_dir.desktop_file()).ok()?;
     serde_json::from_str(&text).ok()
 }
@@ -369,7 +369,7 @@ fn wait_gone(pid: u32, ticks: u64, timeout: Duration) -> bool {
 /// Removes what a killed X server `xvfb_pid` (now gone) left of display `display_name`: its lock
 /// file when it still names that pid, and its socket when nothing accepts connections on it any
 /// more (a live server that reused the display number keeps its socket).
-fn remove_display_files(display_name: &str, xvfb_pid: u32) {
+pub(crate) fn remove_display_files(display_name: &str, xvfb_pid: u32) {
     let Some(number) = display_name
         .strip_prefix(':')
         .and_then(|rest| rest.parse::<u32>().ok())

@@ -15,9 +15,14 @@
 //!     frame_events.pending        input of frameless actions, until the next frame
 //!     frames/<sequence>.png       action frames (a replay re-reads them)
 //!     checkpoint/<name>           the last checkpointed artifact
+//!     refused_actions             how many of the session's actions were refused (watchdog)
 //!   evidence/                     signing.key, evidence.pub
 //!   policy/                       policy.key, policy.pub, default.signed.json (no --policy)
 //!     <id>/                       the signed journal, frames and artifact; survives release
+//!   kills/<id>.json               a killed session's tombstone: its lease stays revoked
+//!   spool/terminal.ndjson         signed terminal receipts, replayed into the evidence
+//!   workspaces/<id>.json          a workspace's durable state (launching ... destroyed)
+//!   watchdog.lock, watchdog.log   held by the running watchdog process (its pid inside); its log
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -65,6 +70,41 @@ impl StateDir {
     /// The evidence of session `id` (kept after release).
     pub fn session_evidence(&self, id: &str) -> PathBuf {
         self.evidence().join(id)
+    }
+
+    /// The tombstones of killed sessions.
+    pub fn kills(&self) -> PathBuf {
+        self.0.join("kills")
+    }
+
+    /// The tombstone of session `id`, written before its workspace is destroyed.
+    pub fn kill_record(&self, id: &str) -> PathBuf {
+        self.kills().join(format!("{id}.json"))
+    }
+
+    /// The append-only spool of signed terminal receipts.
+    pub fn spool(&self) -> PathBuf {
+        self.0.join("spool").join("terminal.ndjson")
+    }
+
+    /// The durable workspace states.
+    pub fn workspaces(&self) -> PathBuf {
+        self.0.join("workspaces")
+    }
+
+    /// The durable state of session `id`'s workspace.
+    pub fn workspace_state(&self, id: &str) -> PathBuf {
+        self.workspaces().join(format!("{id}.json"))
+    }
+
+    /// The watchdog process's log.
+    pub fn watchdog_log(&self) -> PathBuf {
+        self.0.join("watchdog.log")
+    }
+
+    /// The lock the running watchdog holds.
+    pub fn watchdog_lock(&self) -> PathBuf {
+        self.0.join("watchdog.lock")
     }
 }
 
@@ -131,6 +171,11 @@ impl SessionDir {
         self.0.join("frames").join(format!("{sequence:08}.png"))
     }
 
+    /// How many of the session's actions were refused before input (a decimal count).
+    pub fn refused_actions_file(&self) -> PathBuf {
+        self.0.join("refused_actions")
+    }
+
     /// The last checkpointed artifact named `name`.
     pub fn checkpoint_file(&self, name: &str) -> PathBuf {
         self.0.join("checkpoint").join(name)
@@ -179,6 +224,7 @@ mod tests {
             session.pending_frame_events_file(),
             session.frame_file(7),
             session.checkpoint_file("attempt.dxf"),
+            session.refused_actions_file(),
         ] {
             assert!(path.starts_with(session.path()), "{}", path.display());
         }

@@ -9,6 +9,7 @@
 
 mod backend;
 pub mod conformance;
+pub mod destroy;
 mod error;
 mod factory;
 pub mod fake;

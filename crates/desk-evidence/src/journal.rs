@@ -114,7 +114,7 @@ impl ChainState {
         record.body.validate().map_err(RecordProblem::Malformed)?;
         let out_of_place = |message: String| Err(RecordProblem::OutOfPlace(message));
         if self.released {
-            return out_of_place("a record follows session_released".to_string());
+            return out_of_place("a record follows session_released or session_killed".to_string());
         }
         match &record.body {
             RecordBody::SessionStarted(started) => {
@@ -181,7 +181,7 @@ impl ChainState {
                     self.n_accepted -= 1;
                 }
             }
-            RecordBody::SessionReleased(_) => self.released = true,
+            RecordBody::SessionReleased(_) | RecordBody::SessionKilled(_) => self.released = true,
             _ => {}
         }
     }

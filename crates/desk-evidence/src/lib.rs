@@ -19,6 +19,7 @@ mod files;
 pub mod journal;
 pub mod record;
 pub mod sign;
+pub mod spool;
 pub mod strict;
 
 pub use bundle::{ExportInputs, Manifest, VerifyReport, export, verify};

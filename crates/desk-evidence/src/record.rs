@@ -1,5 +1,7 @@
 //! The journal's record schema: the signed payload of every evidence line and the typed body of
 //! each record kind.
+//! Over 400 lines because it is the whole schema: one struct per record kind, documented field
+//! by field, and the one `validate` over all of them; split, a kind's fields and rules part.
 //!
 //! A payload is `{"schema_version", "seq", "prev_sha256", "session_id", "at_ms", "kind",
 //! "body"}` with exactly those keys; `body` has exactly the keys of its kind's struct (an
@@ -42,6 +44,9 @@ desk_contract::wire_enum! {
         Artifact = "artifact",
         /// The session was released; no record may follow.
         SessionReleased = "session_released",
+        /// The session was killed (watchdog or kill switch): its terminal receipt, replayed
+        /// from the spool; no record may follow.
+        SessionKilled = "session_killed",
     }
 }
 
@@ -173,6 +178,43 @@ pub struct SessionReleased {
     pub frame_events: LogDigest,
 }
 
+/// `control_id` of terminal receipts: the containment control they evidence.
+pub const KILL_CONTROL_ID: &str = "AID-I-008.004-G005";
+
+/// Body of `session_killed`: a terminal receipt in the containment spec's record shape
+/// (control id, stage, outcome, recorded time). Written first to the spool (`spool.rs`) by
+/// whoever killed the session; the broker replays it into the journal with its original
+/// `record_id` and `recorded_at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionKilled {
+    /// The receipt's own id, kept when replayed: `kill-<32 hex>`.
+    pub record_id: String,
+    /// [`KILL_CONTROL_ID`].
+    pub control_id: String,
+    /// `terminal`.
+    pub stage: String,
+    /// `contained` (removal proven) or `removal_unproven` (the reconciler goes on).
+    pub outcome: String,
+    /// When the kill finished, milliseconds since the Unix epoch.
+    pub recorded_at_ms: u64,
+    /// Who killed: `watchdog` or `operator`.
+    pub source: String,
+    /// Why, in words.
+    pub reason: String,
+    /// The limit reached (`max_task_minutes`, `max_refused_actions`, `idle_limit`,
+    /// `lease_expiry`), `null` for an operator's kill.
+    pub limit: Option<String>,
+    /// The index of the last action accepted, `null` when none was.
+    pub last_action_index: Option<u64>,
+    /// Every process of the workspace is gone.
+    pub state_destroyed: bool,
+    /// The lease token authorizes nothing any more.
+    pub lease_revoked: bool,
+    /// The session directory and workspace are gone.
+    pub storage_destroyed: bool,
+}
+
 /// The typed body of a record, one variant per [`RecordKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -191,6 +233,8 @@ pub enum RecordBody {
     Artifact(Artifact),
     /// `session_released`.
     SessionReleased(SessionReleased),
+    /// `session_killed`.
+    SessionKilled(SessionKilled),
 }
 
 impl RecordBody {
@@ -204,6 +248,7 @@ impl RecordBody {
             Self::Checkpoint(_) => RecordKind::Checkpoint,
             Self::Artifact(_) => RecordKind::Artifact,
             Self::SessionReleased(_) => RecordKind::SessionReleased,
+            Self::SessionKilled(_) => RecordKind::SessionKilled,
         }
     }
 
@@ -216,6 +261,7 @@ impl RecordBody {
             Self::Checkpoint(body) => serde_json::to_value(body),
             Self::Artifact(body) => serde_json::to_value(body),
             Self::SessionReleased(body) => serde_json::to_value(body),
+            Self::SessionKilled(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -237,6 +283,9 @@ impl RecordBody {
             RecordKind::Artifact => Self::Artifact(strict::from_value_exact(value, path)?),
             RecordKind::SessionReleased => {
                 Self::SessionReleased(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::SessionKilled => {
+                Self::SessionKilled(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -274,6 +323,14 @@ impl RecordBody {
             Self::SessionReleased(body) => {
                 check_digest("events.sha256", &body.events.sha256)?;
                 check_digest("frame_events.sha256", &body.frame_events.sha256)
+            }
+            Self::SessionKilled(body) => {
+                check_text("record_id", &body.record_id)?;
+                check_text("control_id", &body.control_id)?;
+                check_text("stage", &body.stage)?;
+                check_text("outcome", &body.outcome)?;
+                check_text("source", &body.source)?;
+                check_text("reason", &body.reason)
             }
         }
     }

@@ -52,6 +52,11 @@ pub(crate) enum Command {
     /// Workspace policy: lint, sign and verify the signed policy `serve --policy` enforces.
     #[command(subcommand)]
     Policy(crate::policy_cmd::PolicyCommand),
+    /// The watchdog: kills sessions at their limits, without the broker (`serve` starts it).
+    Watchdog(crate::watchdog::WatchdogArgs),
+    /// The kill switch: destroy a session's workspace now, revoke its lease, write its signed
+    /// terminal receipt. Acts on the state directory; works with the broker up or down.
+    Kill(crate::watchdog::KillArgs),
     /// Internal: the desktop worker. Speaks JSON lines on the Unix socket named by
     /// DESKBROKER_WORKER_SOCKET (or stdin/stdout without it); started by the broker.
     #[command(hide = true)]
@@ -137,6 +142,9 @@ pub(crate) struct ServeArgs {
     /// The public key --policy must verify with; never the evidence key.
     #[arg(long, requires = "policy", value_name = "PUB")]
     pub(crate) policy_pub: Option<PathBuf>,
+    /// Limits the watchdog process enforces on every session.
+    #[command(flatten)]
+    pub(crate) limits: crate::watchdog::LimitArgs,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

@@ -28,6 +28,7 @@ fn build_broker_with(
     backend: Backend,
     sandboxed: bool,
     policy: Option<desk_broker::PolicyConfig>,
+    session_limits: desk_broker::SessionLimits,
 ) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
@@ -45,6 +46,7 @@ fn build_broker_with(
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
     config.policy = policy;
+    config.limits = session_limits;
     config.sandbox = match backend {
         Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
         // The fake backend has no desktop to contain: its results say so too.
@@ -132,6 +134,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let (auth, tls) = serve_auth(&args)?;
     let policy = serve_policy(&args)?;
     let broker_args = args.broker.clone();
+    let session_limits = args.limits.limits();
     let backend = args.backend;
     let sandboxed = !args.unsafe_no_sandbox;
     if !sandboxed {
@@ -149,9 +152,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let broker = tokio::task::spawn_blocking(move || {
-        build_broker_with(&broker_args, auth, backend, sandboxed, policy)
+        build_broker_with(&broker_args, auth, backend, sandboxed, policy, session_limits)
     })
     .await??;
+    crate::watchdog::spawn_watchdog(broker.config())?;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -223,6 +227,7 @@ impl LocalBroker {
                 Backend::Local,
                 sandboxed,
                 None,
+                desk_broker::SessionLimits::default(),
             )
         })
         .await??;

@@ -21,6 +21,7 @@ mod paths;
 mod perf;
 mod policy_cmd;
 mod session;
+mod watchdog;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,9 @@ fn main() -> ExitCode {
         // The worker is synchronous; it serves the socket named by DESKBROKER_WORKER_SOCKET
         // (surviving broker restarts), or stdin/stdout without it.
         cli::Command::Worker => desk_x11::run_from_env().map_err(anyhow::Error::from),
+        // Neither needs a runtime: the watchdog polls, the kill switch acts on files.
+        cli::Command::Watchdog(args) => watchdog::watchdog(args),
+        cli::Command::Kill(args) => watchdog::kill(args),
         command => run_async(command),
     };
     match result {
@@ -79,6 +83,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Load(args) => load::run(args).await,
             cli::Command::Policy(command) => policy_cmd::run(command).await,
             cli::Command::Worker => Ok(()),
+            cli::Command::Worker | cli::Command::Watchdog(_) | cli::Command::Kill(_) => Ok(()),
         }
     })
 }

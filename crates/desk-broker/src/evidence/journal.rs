@@ -74,7 +74,7 @@ impl SessionJournal {
                     self.n_actions = self.n_actions.saturating_sub(1);
                 }
             }
-            RecordBody::SessionReleased(_) => self.released = true,
+            RecordBody::SessionReleased(_) | RecordBody::SessionKilled(_) => self.released = true,
             _ => {}
         }
     }

@@ -182,6 +182,8 @@ enum Op {
     Release(bool),
     /// A broker restart with the journal's pending action turned `unknown`.
     RecoverPending,
+    /// The watchdog or the kill switch.
+    Kill,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -198,6 +200,7 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::DesktopLost),
         any::<bool>().prop_map(Op::Release),
         Just(Op::RecoverPending),
+        Just(Op::Kill),
     ]
 }
 
@@ -208,6 +211,7 @@ struct Model {
     in_flight: Option<u64>,
     failed: bool,
     released: bool,
+    killed: bool,
 }
 
 fn step(lifecycle: &Lifecycle, op: &Op, model: &mut Model) -> Lifecycle {
@@ -220,7 +224,10 @@ fn step(lifecycle: &Lifecycle, op: &Op, model: &mut Model) -> Lifecycle {
         Op::Accept(expected) => match lifecycle.accept(*expected) {
             Ok((next, index)) => {
                 assert_eq!(index, *expected);
-                assert!(!model.failed && !model.released, "accepted after the end");
+                assert!(
+                    !model.failed && !model.released && !model.killed,
+                    "accepted after the end"
+                );
                 assert!(
                     !model.sent.contains(&index),
                     "index {index} handed out twice"
@@ -238,6 +245,7 @@ fn step(lifecycle: &Lifecycle, op: &Op, model: &mut Model) -> Lifecycle {
         Op::Fail => Some(lifecycle.fail(failure(ErrorCode::Internal))),
         Op::DesktopLost => Some(lifecycle.desktop_lost(failure(ErrorCode::DesktopFailed))),
         Op::Release(expired) => lifecycle.release(*expired),
+        Op::Kill => lifecycle.kill("limit reached"),
         Op::RecoverPending => match lifecycle.phase() {
             Phase::Running { .. } => Some(lifecycle.fail(failure(ErrorCode::InputOutcomeUnknown))),
             _ => None,
@@ -246,8 +254,8 @@ fn step(lifecycle: &Lifecycle, op: &Op, model: &mut Model) -> Lifecycle {
     let Some(next) = next else {
         return before;
     };
-    if model.released {
-        assert_eq!(next, before, "{op:?} changed a released session");
+    if model.released || model.killed {
+        assert_eq!(next, before, "{op:?} changed an ended session");
     }
     // Leaving `running` other than by withdrawal: the input may have reached the desktop.
     if !matches!(next.phase(), Phase::Running { .. }) {
@@ -256,6 +264,7 @@ fn step(lifecycle: &Lifecycle, op: &Op, model: &mut Model) -> Lifecycle {
     match next.phase() {
         Phase::Error(_) => model.failed = true,
         Phase::Released { .. } => model.released = true,
+        Phase::Killed(_) => model.killed = true,
         _ => {}
     }
     next
@@ -280,7 +289,9 @@ proptest! {
             let counted = u64::try_from(model.sent.len()).unwrap()
                 + u64::from(model.in_flight.is_some());
             prop_assert_eq!(lifecycle.next_action_index(), counted);
-            if model.released {
+            if model.killed {
+                prop_assert_eq!(lifecycle.state(), SessionState::Killed);
+            } else if model.released {
                 prop_assert_eq!(lifecycle.state(), SessionState::Released);
             } else if model.failed {
                 prop_assert_eq!(lifecycle.state(), SessionState::Error);
@@ -292,4 +303,34 @@ proptest! {
             prop_assert_eq!(&Lifecycle::from_stored(lifecycle.to_stored()), &lifecycle);
         }
     }
+}
+
+#[test]
+fn kill_ends_every_live_phase_for_good() {
+    let (running, _) = ready().accept(0).unwrap();
+    for live in [
+        Lifecycle::leased(),
+        ready(),
+        running.clone(),
+        running.complete(true).unwrap(),
+        running.fail(failure(ErrorCode::Internal)),
+    ] {
+        let killed = live.kill("operator: runaway").unwrap();
+        assert_eq!(killed.state(), SessionState::Killed);
+        assert_eq!(killed.next_action_index(), live.next_action_index());
+        assert_eq!(
+            killed.last_error().map(|failure| failure.code),
+            Some(ErrorCode::SessionKilled)
+        );
+        assert!(matches!(
+            killed.check_live("s", u64::MAX, 0, "reset"),
+            Err(BrokerError::SessionKilled { ref reason, .. }) if reason == "operator: runaway"
+        ));
+        assert_eq!(killed.kill("again"), None, "a second kill changes nothing");
+        assert_eq!(killed.release(false), None);
+        assert_eq!(killed.fail(failure(ErrorCode::Internal)), killed);
+        assert!(killed.accept(killed.next_action_index()).is_err());
+        assert_eq!(Lifecycle::from_stored(killed.to_stored()), killed);
+    }
+    assert_eq!(ready().release(false).unwrap().kill("late"), None);
 }

@@ -24,4 +24,5 @@ mod reset_handoff;
 mod sandbox;
 mod strict;
 mod support;
+mod watchdog;
 mod worker_protocol;

@@ -1,0 +1,90 @@
+//! Each workspace's durable state, `<state_dir>/workspaces/<id>.json`: `launching` (reset is
+//! starting its desktop), `running` (handed off), `removal_pending` (release or a kill began
+//! destroying it; what must go is recorded beside it), `destroyed` (removal proven: no process,
+//! no directory, no X socket, no sandbox). Written atomically (temporary file, fsync, rename)
+//! by the broker and by the kill path; the reconciler (`reconcile.rs`) moves every
+//! `removal_pending` workspace to `destroyed` once it proves the removal.
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+
+use desk_desktop::StateDir;
+use desk_desktop::destroy::Remains;
+use serde::{Deserialize, Serialize};
+
+use crate::error::BrokerError;
+use crate::util::now_ms;
+
+pub use desk_contract::api::WorkspaceState;
+
+/// The record on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkspaceRecord {
+    pub(crate) state: WorkspaceState,
+    pub(crate) at_ms: u64,
+    /// What must be gone before `destroyed` (from `removal_pending` on).
+    pub(crate) remains: Remains,
+}
+
+/// Writes `state` for session `id`'s workspace.
+pub(crate) fn record(
+    state_dir: &StateDir,
+    id: &str,
+    state: WorkspaceState,
+    remains: &Remains,
+) -> Result<(), BrokerError> {
+    let directory = state_dir.workspaces();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&directory)
+        .map_err(BrokerError::io("create", &directory))?;
+    let path = state_dir.workspace_state(id);
+    let temporary = path.with_extension("json.tmp");
+    let text = serde_json::to_vec(&WorkspaceRecord {
+        state,
+        at_ms: now_ms(),
+        remains: remains.clone(),
+    })
+    .map_err(|source| BrokerError::Json {
+        operation: "encode a workspace state",
+        source,
+    })?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(BrokerError::io("create", &temporary))?;
+    file.write_all(&text)
+        .and_then(|()| file.sync_all())
+        .map_err(BrokerError::io("write", &temporary))?;
+    std::fs::rename(&temporary, &path).map_err(BrokerError::io("rename", &path))?;
+    std::fs::File::open(&directory)
+        .and_then(|handle| handle.sync_all())
+        .map_err(BrokerError::io("fsync", &directory))
+}
+
+/// The recorded state of session `id`'s workspace, if any.
+pub(crate) fn read(state_dir: &StateDir, id: &str) -> Option<WorkspaceRecord> {
+    let bytes = std::fs::read(state_dir.workspace_state(id)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Every recorded workspace, by session id.
+pub(crate) fn all(state_dir: &StateDir) -> Vec<(String, WorkspaceRecord)> {
+    let Ok(entries) = std::fs::read_dir(state_dir.workspaces()) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let id = name.strip_suffix(".json")?.to_string();
+            let record = read(state_dir, &id)?;
+            Some((id, record))
+        })
+        .collect()
+}
