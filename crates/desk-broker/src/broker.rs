@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     pub(crate) admission: Arc<crate::admission::Admission>,
     /// The signing key and the open evidence journals.
     journals: Journals,
+    /// Every session's control state (owner, generation, Stop) and screenshot geometry.
+    pub(crate) controls: crate::control::Controls,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -187,6 +189,7 @@ impl Broker {
             observability: crate::metrics::Observability::new(),
             admission: Arc::default(),
             journals,
+            controls: crate::control::Controls::default(),
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -277,6 +280,7 @@ impl Inner {
     }
 
     pub(crate) fn forget_slot(&self, session_id: &str) {
+        self.controls.forget(session_id);
         self.lock_slots().remove(session_id);
     }
 
@@ -375,6 +379,10 @@ pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
         timestamp_ms: frame.captured_at_ms,
         app_maximized: frame.app_maximized,
         sha256: frame.sha256.clone(),
+        // Given by `Controls::identify` where the screenshot is handed out.
+        screenshot_id: None,
+        image_content_rect: None,
+        image_global_bounds: None,
     }
 }
 

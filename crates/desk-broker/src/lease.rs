@@ -151,6 +151,10 @@ impl Inner {
                 }
                 serde_json::from_str::<Cached>(text).ok()?.workspace
             }),
+            control: match session.state() {
+                SessionState::Released => None,
+                _ => self.controls.status(&session.id, &session.dir()).ok(),
+            },
         })
     }
 

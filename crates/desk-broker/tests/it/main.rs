@@ -3,6 +3,7 @@
 
 mod after_input;
 mod checkpoint;
+mod control;
 mod fair;
 mod invalid;
 mod lifecycle;
