@@ -20,8 +20,6 @@
 //! lock or queue (a program holds both while it runs and rechecks this state before each step).
 
 use std::collections::HashMap;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::sync::{Mutex, MutexGuard};
 
 use desk_contract::ErrorCode;
@@ -33,6 +31,7 @@ use crate::error::BrokerError;
 use crate::util::check_identifier;
 
 mod ops;
+mod persist;
 pub(crate) mod shots;
 
 pub(crate) use ops::{capabilities, feature};
@@ -40,7 +39,7 @@ pub(crate) use ops::{capabilities, feature};
 /// What `control.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Persisted {
+pub(crate) struct Persisted {
     owner: Option<String>,
     mode: ControlMode,
     generation: u64,
@@ -86,37 +85,6 @@ fn refusal(code: ErrorCode, message: impl Into<String>) -> BrokerError {
         code,
         message: message.into(),
     }
-}
-
-fn load(dir: &SessionDir) -> Result<Persisted, BrokerError> {
-    let path = dir.control_file();
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            serde_json::from_slice(&bytes).map_err(BrokerError::json("read the control state"))
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Persisted::default()),
-        Err(error) => Err(BrokerError::io("read the control state", &path)(error)),
-    }
-}
-
-/// Writes `control.json` 0600 through a temporary file and a rename, fsynced.
-fn save(dir: &SessionDir, persisted: &Persisted) -> Result<(), BrokerError> {
-    let path = dir.control_file();
-    let temporary = path.with_extension("json.tmp");
-    let bytes =
-        serde_json::to_vec(persisted).map_err(BrokerError::json("encode the control state"))?;
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, &path)
-    };
-    write().map_err(BrokerError::io("write the control state", &path))
 }
 
 impl State {
@@ -242,7 +210,7 @@ impl Controls {
     ) -> Result<T, BrokerError> {
         let mut states = self.lock();
         if !states.contains_key(session_id) {
-            let persisted = load(dir)?;
+            let persisted = persist::load(dir)?;
             states.insert(
                 session_id.to_string(),
                 State {
@@ -257,7 +225,7 @@ impl Controls {
         let before = state.persisted.clone();
         let answer = operation(state)?;
         if state.persisted != before
-            && let Err(error) = save(dir, &state.persisted)
+            && let Err(error) = persist::save(dir, &state.persisted)
         {
             state.persisted = before;
             return Err(error);

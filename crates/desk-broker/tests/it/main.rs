@@ -4,6 +4,7 @@
 mod after_input;
 mod checkpoint;
 mod control;
+mod control_stop;
 mod fair;
 mod invalid;
 mod lifecycle;
