@@ -15,14 +15,14 @@
 use desk_contract::api::{ActionRequest, ActionResponse, Delivery, Receipt, SettleReceipt};
 use desk_contract::desktop::{ActionOutcome, SandboxMode};
 use desk_contract::settle::SettleReport;
-use desk_contract::{ActionType, InputAction, SettleOutcome, validate_action};
+use desk_contract::{InputAction, SettleOutcome, validate_action};
 
 use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
-use crate::fault::FaultHook;
 use crate::frames;
 use crate::journal::JournalStatus;
-use crate::ledger::{Accepted, Ledger};
+use crate::ledger::Answer;
+use crate::program::{Plan, Ran, Submitted};
 use crate::store::SessionRow;
 use crate::util::{check_identifier, now_ms, sha256_hex};
 
@@ -40,6 +40,8 @@ pub(crate) fn request_digest(request: &ActionRequest) -> Result<String, BrokerEr
 }
 
 impl Inner {
+    /// A single action: a program of one step, through the same path ([`Inner::run_plan`]).
+    /// Without a control token it acts only while nobody claimed the session's control.
     fn execute(
         &self,
         session_id: &str,
@@ -54,65 +56,80 @@ impl Inner {
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
         let digest = request_digest(&request)?;
-        if let Some(replayed) = self.replay(&session, &request, &digest)? {
+        if let Some(replayed) = self.replay::<ActionResponse>(
+            &session,
+            &request.request_id,
+            request.expected_action_index,
+            &digest,
+        )? {
             return Ok(replayed);
         }
-        let (running, action_index) = session.lifecycle.accept(request.expected_action_index)?;
+        let dir = session.dir();
+        let scope = self.controls.admit(session_id, &dir, None)?;
         let Some(backend) = runtime.backend.as_mut() else {
+            return Err(session
+                .lifecycle
+                .accept(request.expected_action_index)
+                .err()
+                .unwrap_or_else(|| {
+                    BrokerError::Internal("ready session without a desktop".to_string())
+                }));
+        };
+        let plan = Plan {
+            request_id: request.request_id.clone(),
+            expected_action_index: request.expected_action_index,
+            digest,
+            evidence_request: serde_json::to_value(&request)
+                .map_err(BrokerError::json("encode an action for evidence"))?,
+            journal_type: validated.action_type().as_str(),
+            intent: validated.intent().to_string(),
+            steps: vec![validated],
+            scope,
+        };
+        let ran = self.run_plan(backend.as_mut(), session, &plan)?;
+        let Ran {
+            ledger,
+            action_index,
+            accepted_at_ms,
+            mut submitted,
+            revoked,
+            ..
+        } = ran;
+        let Some(step) = submitted.pop() else {
             return Err(BrokerError::Internal(
-                "ready session without a desktop".to_string(),
+                "an action ran without its step".to_string(),
             ));
         };
-
-        self.check_session_dir(&session)?;
-        let accepted_at_ms = now_ms();
-        let (input, intent) = validated.clone().into_parts();
-        let action_type = validated.action_type();
-        tracing::info!(
-            session_id,
-            action_index,
-            action_type = action_type.as_str(),
-            intent,
-            "action accepted"
-        );
-        let accepted = Accepted {
-            request: &request,
-            request_digest: digest,
-            action_type,
-            intent: &intent,
-        };
-        let ledger = Ledger::open(self, session, running, action_index, accepted)?;
-        self.config.fault.fire(FaultHook::KillBeforeInput);
-        let result = match input {
-            InputAction::Done => backend.capture().map(done_outcome),
-            _ => backend.execute(&input, self.config.settle),
-        };
-        self.config.fault.fire(FaultHook::KillAfterInput);
-        let outcome = match result {
-            Ok(outcome) => outcome,
-            Err(error) if error.input_may_have_been_sent() => return Err(ledger.in_doubt(error)),
-            Err(error) => return Err(ledger.not_injected(error)),
-        };
         // An outcome without a frame takes no sequence number: sequences name frames.
-        let sequence = ledger.session().last_sequence + u64::from(outcome.frame.is_some());
-        let mut response = action_response(
+        let sequence = ledger.session().last_sequence + 1;
+        let mut screenshot = match (&revoked, step.outcome.frame.as_ref()) {
+            (None, Some(frame)) => Some(screenshot(frame, sequence)),
+            _ => None,
+        };
+        if let Some(screenshot) = screenshot.as_mut() {
+            self.controls
+                .identify(session_id, &dir, screenshot, runtime.display)?;
+        }
+        let mut receipt = step_receipt(&step, action_index, accepted_at_ms, self.config.sandbox);
+        if revoked.is_some() {
+            // Stopped while the step ran: its observation belongs to a dead generation.
+            receipt.observation_failures.push("stopped".to_string());
+        }
+        let mut response = ActionResponse {
             action_index,
-            action_type,
-            intent,
-            &input,
-            &outcome,
-            sequence,
-            accepted_at_ms,
-            self.config.sandbox,
-        );
-        ledger.delivered(&outcome, &mut response, input == InputAction::Done)?;
+            idempotent_replay: false,
+            receipt,
+            screenshot,
+        };
+        let done = step.input == InputAction::Done;
+        ledger.delivered(&step.outcome, &mut response, done, None)?;
         Ok(response)
     }
 
     /// The session's directory must exist before any input: without it the action's frame and
     /// logs could not be written after the input reached the desktop. A missing one puts the
     /// session in `error` (its files are gone) and refuses the action with nothing sent.
-    fn check_session_dir(&self, session: &SessionRow) -> Result<(), BrokerError> {
+    pub(crate) fn check_session_dir(&self, session: &SessionRow) -> Result<(), BrokerError> {
         let session_dir = session.dir();
         let dir = session_dir.path();
         match std::fs::metadata(dir) {
@@ -132,7 +149,12 @@ impl Inner {
 
     /// A refused action under a request id the session already used is
     /// `action_sequence_conflict` (the content differs, whatever it is); otherwise `refusal`.
-    fn conflict_or(&self, session_id: &str, request_id: &str, refusal: BrokerError) -> BrokerError {
+    pub(crate) fn conflict_or(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        refusal: BrokerError,
+    ) -> BrokerError {
         match self.store.action_by_request(session_id, request_id) {
             Ok(Some(entry)) => BrokerError::SequenceConflict(format!(
                 "request_id {request_id:?} was already used for action {} with different content",
@@ -146,37 +168,36 @@ impl Inner {
         }
     }
 
-    /// The journaled answer to a reused `request_id`: the cached response of an identical
-    /// complete action, `input_outcome_unknown` for one in doubt, `action_sequence_conflict` for
-    /// different content; `None` for a new request id.
-    fn replay(
+    /// The journaled answer to a reused `request_id`: the cached answer of an identical
+    /// complete request, `input_outcome_unknown` for one in doubt, `action_sequence_conflict`
+    /// for different content (also an action's request id reused for a program, and back);
+    /// `None` for a new request id.
+    pub(crate) fn replay<A: Answer + serde::de::DeserializeOwned>(
         &self,
         session: &SessionRow,
-        request: &ActionRequest,
+        request_id: &str,
+        expected_action_index: u64,
         digest: &str,
-    ) -> Result<Option<ActionResponse>, BrokerError> {
-        let Some(entry) = self
-            .store
-            .action_by_request(&session.id, &request.request_id)?
-        else {
+    ) -> Result<Option<A>, BrokerError> {
+        let Some(entry) = self.store.action_by_request(&session.id, request_id)? else {
             return Ok(None);
         };
-        if entry.request_digest != digest || entry.action_index != request.expected_action_index {
+        if entry.request_digest != digest || entry.action_index != expected_action_index {
             return Err(BrokerError::SequenceConflict(format!(
-                "request_id {:?} was already used for action {} with different content",
-                request.request_id, entry.action_index
+                "request_id {request_id:?} was already used for action {} with different content",
+                entry.action_index
             )));
         }
         match (entry.status, entry.response) {
             (JournalStatus::Complete, Some(cached)) => {
-                let mut response: ActionResponse = serde_json::from_str(&cached)
+                let mut response: A = serde_json::from_str(&cached)
                     .map_err(BrokerError::json("read a cached action response"))?;
-                if let Some(screenshot) = response.screenshot.as_mut()
+                if let Some(screenshot) = response.screenshot_mut()
                     && screenshot.png_base64.is_empty()
                 {
                     frames::load(&session.dir(), screenshot)?;
                 }
-                response.idempotent_replay = true;
+                response.set_replayed();
                 Ok(Some(response))
             }
             _ => Err(BrokerError::OutcomeUnknown {
@@ -188,7 +209,7 @@ impl Inner {
 }
 
 /// The outcome of `done`: a capture, no input.
-fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
+pub(crate) fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
     let nowhere = desk_contract::desktop::FocusFacts {
         active: None,
         focused: None,
@@ -212,18 +233,15 @@ fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcome {
     }
 }
 
-/// The answer to a delivered action, stamped with the broker's sandbox mode.
-#[allow(clippy::too_many_arguments)]
-fn action_response(
+/// The receipt of one delivered step (a single action is a program's only step).
+pub(crate) fn step_receipt(
+    step: &Submitted,
     action_index: u64,
-    action_type: ActionType,
-    intent: String,
-    input: &InputAction,
-    outcome: &ActionOutcome,
-    sequence: u64,
     accepted_at_ms: u64,
     sandbox: SandboxMode,
-) -> ActionResponse {
+) -> Receipt {
+    let input = &step.input;
+    let outcome = &step.outcome;
     let done = *input == InputAction::Done;
     let pointer_target = match input {
         InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => Some(*at),
@@ -236,40 +254,32 @@ fn action_response(
         InputAction::Wait { .. } => Delivery::Waited,
         _ => Delivery::InputInjected,
     };
-    ActionResponse {
+    Receipt {
         action_index,
-        idempotent_replay: false,
-        receipt: Receipt {
-            action_index,
-            action_type,
-            intent,
-            delivery,
-            sandbox,
-            n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
-            focus_before: (!done).then(|| outcome.focus_before.clone()),
-            focus_after: outcome.focus_after.clone().filter(|_| !done),
-            released_after: outcome.released_after.clone(),
-            // The worker's failed observations first; the ledger adds its own after them.
-            observation_failures: outcome.observation_failures.clone(),
-            pointer_target,
-            pointer_on_target: pointer_target.and_then(|target| {
-                let focus_after = outcome.focus_after.as_ref()?;
-                Some(focus_after.pointer == target)
-            }),
-            settle: SettleReceipt {
-                outcome: outcome.settle.outcome,
-                wait_ms: outcome.settle.wait_ms,
-                changed_pixels: outcome.settle.changed_pixels,
-            },
-            post_action_visual_stable: outcome.settle.post_action_visual_stable,
-            accepted_at_ms,
-            input_ms: outcome.input_ms,
-            total_ms: now_ms().saturating_sub(accepted_at_ms),
+        action_type: step.action_type,
+        intent: step.intent.clone(),
+        delivery,
+        sandbox,
+        n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
+        focus_before: (!done).then(|| outcome.focus_before.clone()),
+        focus_after: outcome.focus_after.clone().filter(|_| !done),
+        released_after: outcome.released_after.clone(),
+        // The worker's failed observations first; the ledger adds its own after them.
+        observation_failures: outcome.observation_failures.clone(),
+        pointer_target,
+        pointer_on_target: pointer_target.and_then(|target| {
+            let focus_after = outcome.focus_after.as_ref()?;
+            Some(focus_after.pointer == target)
+        }),
+        settle: SettleReceipt {
+            outcome: outcome.settle.outcome,
+            wait_ms: outcome.settle.wait_ms,
+            changed_pixels: outcome.settle.changed_pixels,
         },
-        screenshot: outcome
-            .frame
-            .as_ref()
-            .map(|frame| screenshot(frame, sequence)),
+        post_action_visual_stable: outcome.settle.post_action_visual_stable,
+        accepted_at_ms,
+        input_ms: outcome.input_ms,
+        total_ms: now_ms().saturating_sub(accepted_at_ms),
     }
 }
 

@@ -7,7 +7,10 @@
 //! | 403 | `unauthorized` (peer not admitted), `policy_invalid`, `profile_not_allowed` (the workspace policy refuses the lease) |
 //! | 404 | `not_found` |
 //! | 405 | `invalid_request` (method not allowed) |
-//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required` |
+//! | 400 | `invalid_params` (a program's step, named by index and field) |
+//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only` |
+//! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image` |
+//! | 501 | `unsupported` (a feature `GET /v1/capabilities` lists as not offered) |
 //! | 410 | `lease_expired` |
 //! | 413 | `invalid_request` (body too large) |
 //! | 422 | `checkpoint_failed`, `app_not_maximized`, `reset_unstable` |
@@ -97,6 +100,7 @@ impl BrokerError {
                 StatusCode::SERVICE_UNAVAILABLE,
                 ErrorCode::JournalUnavailable,
             ),
+            BrokerError::Control { code, .. } => (control_status(*code), *code),
             BrokerError::Store { .. }
             | BrokerError::Io { .. }
             | BrokerError::Profile(_)
@@ -135,6 +139,19 @@ impl BrokerError {
             }
         };
         ErrorBody::new(code, message)
+    }
+}
+
+/// The status of a control refusal: a malformed program is 400, a refused point 422, an
+/// unsupported feature 501, and a control-state refusal 409.
+fn control_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidParams => StatusCode::BAD_REQUEST,
+        ErrorCode::ScreenshotUnknown
+        | ErrorCode::ScreenshotStale
+        | ErrorCode::PointOutsideImage => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
+        _ => StatusCode::CONFLICT,
     }
 }
 

@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     journals: Journals,
     /// The workspace policy every lease is checked against.
     pub(crate) policy: crate::policy::PolicyInForce,
+    /// Every session's control state (owner, generation, Stop) and screenshot geometry.
+    pub(crate) controls: crate::control::Controls,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -196,6 +198,7 @@ impl Broker {
             admission: Arc::default(),
             journals,
             policy,
+            controls: crate::control::Controls::default(),
         };
         Ok(Broker {
             inner: Arc::new(inner),
@@ -286,6 +289,7 @@ impl Inner {
     }
 
     pub(crate) fn forget_slot(&self, session_id: &str) {
+        self.controls.forget(session_id);
         self.lock_slots().remove(session_id);
     }
 
@@ -384,6 +388,10 @@ pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
         timestamp_ms: frame.captured_at_ms,
         app_maximized: frame.app_maximized,
         sha256: frame.sha256.clone(),
+        // Given by `Controls::identify` where the screenshot is handed out.
+        screenshot_id: None,
+        image_content_rect: None,
+        image_global_bounds: None,
     }
 }
 

@@ -154,6 +154,15 @@ pub enum BrokerError {
     /// The workspace policy does not allow the profile asked for; nothing was leased.
     #[error("{0}")]
     ProfileNotAllowed(String),
+    /// A control-session, program or screenshot-geometry refusal (`invalid_params`,
+    /// `control_*`, `screenshot_*`, `point_outside_image`, `unsupported`); nothing was sent.
+    #[error("{message}")]
+    Control {
+        /// The stable code.
+        code: desk_contract::ErrorCode,
+        /// Why, for the client.
+        message: String,
+    },
     /// An invariant broke or a task panicked; details are logged.
     #[error("internal error: {0}")]
     Internal(String),

@@ -25,7 +25,6 @@ use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use desk_contract::api::ActionRequest;
 use desk_desktop::{SessionDir, StateDir};
 use desk_evidence::record::{
     ActionAccepted, ActionReceipt, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot,
@@ -171,7 +170,8 @@ pub(crate) fn action_accepted(
     evidence: Evidence<'_>,
     session: &SessionRow,
     index: u64,
-    request: &ActionRequest,
+    request_id: &str,
+    request: &serde_json::Value,
     action_type: &str,
     intent: &str,
 ) -> Result<(), BrokerError> {
@@ -187,7 +187,7 @@ pub(crate) fn action_accepted(
         }
         journal.append(RecordBody::ActionAccepted(ActionAccepted {
             index,
-            request_id: request.request_id.clone(),
+            request_id: request_id.to_string(),
             action_type: action_type.to_string(),
             intent: (!intent.is_empty()).then(|| intent.to_string()),
             request_sha256,

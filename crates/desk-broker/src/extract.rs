@@ -132,6 +132,49 @@ impl<S: Send + Sync> FromRequest<S> for ActionBody {
     }
 }
 
+/// A program request: envelope problems are `invalid_request`; a step that does not parse is
+/// `invalid_params` naming its index and field (`steps[3].x: ...`). Nothing is sent either way.
+#[derive(Debug)]
+pub(crate) struct ProgramBody(pub(crate) desk_contract::control::ProgramRequest);
+
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramEnvelope {
+    request_id: String,
+    expected_action_index: u64,
+    #[serde(default)]
+    control: Option<desk_contract::control::ControlToken>,
+    #[serde(default)]
+    screenshot_id: Option<String>,
+    steps: Vec<serde_json::Value>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for ProgramBody {
+    type Rejection = BrokerError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(request, state).await?;
+        let envelope: ProgramEnvelope = request::parse_request(&bytes).map_err(refused)?;
+        let mut steps = Vec::with_capacity(envelope.steps.len());
+        for (index, value) in envelope.steps.iter().enumerate() {
+            let path = format!("$.steps[{index}]");
+            let step =
+                request::action_from_value(value, &path).map_err(|error| BrokerError::Control {
+                    code: desk_contract::ErrorCode::InvalidParams,
+                    message: format!("steps[{index}]: {error}"),
+                })?;
+            steps.push(step);
+        }
+        Ok(ProgramBody(desk_contract::control::ProgramRequest {
+            request_id: envelope.request_id,
+            expected_action_index: envelope.expected_action_index,
+            control: envelope.control,
+            screenshot_id: envelope.screenshot_id,
+            steps,
+        }))
+    }
+}
+
 /// Whether `id` can be a session id at all: 1 to [`MAX_SESSION_ID_BYTES`] ASCII letters, digits,
 /// `_` or `-`. Anything else is refused before any lookup.
 pub(crate) fn is_plain_id(id: &str) -> bool {

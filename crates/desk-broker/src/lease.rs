@@ -165,6 +165,10 @@ impl Inner {
             policy_sha256: self.store.session_policy(&session.id)?,
             workspace_state: crate::workspace::read(&self.config.layout(), &session.id)
                 .map(|record| record.state),
+            control: match session.state() {
+                SessionState::Released => None,
+                _ => self.controls.status(&session.id, &session.dir()).ok(),
+            },
         })
     }
 

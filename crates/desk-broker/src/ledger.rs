@@ -19,10 +19,11 @@
 
 use std::time::Instant;
 
-use desk_contract::api::{ActionRequest, ActionResponse};
+use desk_contract::api::{ActionResponse, Screenshot};
+use desk_contract::control::ProgramResponse;
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
-use desk_contract::{ActionType, ErrorCode};
+use desk_contract::ErrorCode;
 use desk_desktop::BackendError;
 
 use crate::broker::Inner;
@@ -38,11 +39,57 @@ fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
+/// The answer to an accepted request (a single action's or a program's), as the ledger
+/// stores and caches it.
+pub(crate) trait Answer: serde::Serialize + Clone {
+    /// The screenshot it hands out.
+    fn screenshot(&self) -> Option<&Screenshot>;
+    /// The same, to drop its bytes from the cached copy.
+    fn screenshot_mut(&mut self) -> Option<&mut Screenshot>;
+    /// Where failed observations are named.
+    fn observation_failures(&mut self) -> &mut Vec<String>;
+    /// Marks a replayed answer.
+    fn set_replayed(&mut self);
+}
+
+impl Answer for ActionResponse {
+    fn screenshot(&self) -> Option<&Screenshot> {
+        self.screenshot.as_ref()
+    }
+    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
+        self.screenshot.as_mut()
+    }
+    fn observation_failures(&mut self) -> &mut Vec<String> {
+        &mut self.receipt.observation_failures
+    }
+    fn set_replayed(&mut self) {
+        self.idempotent_replay = true;
+    }
+}
+
+impl Answer for ProgramResponse {
+    fn screenshot(&self) -> Option<&Screenshot> {
+        self.screenshot.as_ref()
+    }
+    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
+        self.screenshot.as_mut()
+    }
+    fn observation_failures(&mut self) -> &mut Vec<String> {
+        &mut self.receipt.observation_failures
+    }
+    fn set_replayed(&mut self) {
+        self.idempotent_replay = true;
+    }
+}
+
 /// What an accepted action is journaled as.
 pub(crate) struct Accepted<'a> {
-    pub(crate) request: &'a ActionRequest,
+    pub(crate) request_id: &'a str,
+    /// The request as received, for its digest in the signed evidence.
+    pub(crate) request: serde_json::Value,
     pub(crate) request_digest: String,
-    pub(crate) action_type: ActionType,
+    /// `click`, ... for a single action, `program` for a program.
+    pub(crate) action_type: &'a str,
     pub(crate) intent: &'a str,
 }
 
@@ -72,7 +119,7 @@ impl<'a> Ledger<'a> {
             &JournalEntry {
                 session_id: session.id.clone(),
                 action_index,
-                request_id: accepted.request.request_id.clone(),
+                request_id: accepted.request_id.to_string(),
                 request_digest: accepted.request_digest,
                 action_type: accepted.action_type.to_string(),
                 intent: accepted.intent.to_string(),
@@ -91,8 +138,9 @@ impl<'a> Ledger<'a> {
             inner.evidence(),
             &ledger.session,
             action_index,
-            accepted.request,
-            accepted.action_type.as_str(),
+            accepted.request_id,
+            &accepted.request,
+            accepted.action_type,
             accepted.intent,
         ) {
             ledger.session.lifecycle = ledger.session.lifecycle.withdraw()?;
@@ -140,6 +188,60 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// A control recheck refused the first step after acceptance (a Stop or a new generation
+    /// landed in between): nothing was sent; handled like [`Ledger::not_injected`], answering
+    /// `refusal`.
+    pub(crate) fn withdrawn(mut self, refusal: BrokerError) -> BrokerError {
+        let code = refusal.status_and_code().1;
+        let _ = evidence::action_receipt(
+            self.inner.evidence(),
+            &self.session,
+            self.action_index,
+            ActionEnd::NotInjected {
+                error_code: code.as_str(),
+            },
+        );
+        let discarded = self.session.lifecycle.withdraw().and_then(|ready| {
+            self.session.lifecycle = ready;
+            self.inner
+                .store
+                .discard_action(&self.session, self.action_index)
+        });
+        match discarded {
+            Ok(()) => refusal,
+            Err(failure) => failure,
+        }
+    }
+
+    /// Logs the input of step `step_index` of a program that is not its last submitted step
+    /// (its frame is not handed out: its inputs wait for the final frame's row). A failed
+    /// write is named in `failures`; the step counts.
+    pub(crate) fn log_step(
+        &self,
+        outcome: &ActionOutcome,
+        step_index: u64,
+        failures: &mut Vec<String>,
+    ) {
+        if let Err(error) = EventLogs::new(&self.session.dir()).append_step(
+            outcome,
+            Origin::Action,
+            Some(self.action_index),
+            Some(step_index),
+            None,
+        ) {
+            tracing::error!(
+                session_id = self.session.id,
+                action_index = self.action_index,
+                step_index,
+                %error,
+                "a program step's input log failed; the step counts"
+            );
+            if !failures.iter().any(|name| name == "event_log") {
+                failures.push("event_log".to_string());
+            }
+        }
+    }
+
     /// Input may have been sent without a known outcome: an `in doubt` receipt (best effort),
     /// the row `unknown`, the session `error` with `input_outcome_unknown`.
     pub(crate) fn in_doubt(mut self, error: BackendError) -> BrokerError {
@@ -168,7 +270,7 @@ impl<'a> Ledger<'a> {
     }
 
     /// Names a failed observation of a delivered action in its receipt; the action counts.
-    fn observation_failed(&self, response: &mut ActionResponse, id: &str, error: &BrokerError) {
+    fn observation_failed(&self, response: &mut impl Answer, id: &str, error: &BrokerError) {
         tracing::error!(
             session_id = self.session.id,
             action_index = self.action_index,
@@ -176,7 +278,7 @@ impl<'a> Ledger<'a> {
             %error,
             "an observation of a delivered action failed; the action counts"
         );
-        response.receipt.observation_failures.push(id.to_string());
+        response.observation_failures().push(id.to_string());
     }
 
     /// Steps 4–7 for a delivered action whose answer is `response` (its screenshot carries the
@@ -184,16 +286,19 @@ impl<'a> Ledger<'a> {
     /// frame file, event-log write or evidence receipt is named in the receipt's
     /// `observation_failures` (`frame_store`, `event_log`, `evidence`) and the session
     /// continues. Only a failed journal commit (step 7) is returned.
+    /// `step_index` names the step of a program whose outcome this is (its input records carry
+    /// it); `None` for a single action.
     pub(crate) fn delivered(
         mut self,
         outcome: &ActionOutcome,
-        response: &mut ActionResponse,
+        response: &mut impl Answer,
         done: bool,
+        step_index: Option<u64>,
     ) -> Result<(), BrokerError> {
         let started = Instant::now();
         let session_dir = self.session.dir();
         // Without a frame (the worker named `capture` or `encode`) there is nothing to store.
-        let shot = response.screenshot.clone().zip(outcome.frame.as_ref());
+        let shot = response.screenshot().cloned().zip(outcome.frame.as_ref());
         let frame_stored = match &shot {
             Some((screenshot, frame)) => frames::store(&session_dir, screenshot, &frame.png),
             None => Ok(()),
@@ -210,10 +315,11 @@ impl<'a> Ledger<'a> {
                 previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
             }
         });
-        if let Err(error) = EventLogs::new(&session_dir).append(
+        if let Err(error) = EventLogs::new(&session_dir).append_step(
             outcome,
             Origin::Action,
             Some(self.action_index),
+            step_index,
             timing,
         ) {
             self.observation_failed(response, "event_log", &error);
@@ -226,8 +332,7 @@ impl<'a> Ledger<'a> {
             ActionEnd::Delivered {
                 settle_outcome: outcome.settle.outcome.as_str(),
                 screenshot_sha256: response
-                    .screenshot
-                    .as_ref()
+                    .screenshot()
                     .map(|screenshot| screenshot.sha256.as_str()),
             },
         ) {
@@ -237,7 +342,7 @@ impl<'a> Ledger<'a> {
         }
         let evidence_receipt_us = micros(receipt_started);
         let mut stored = response.clone();
-        if let (Ok(()), Some(screenshot)) = (&frame_stored, stored.screenshot.as_mut()) {
+        if let (Ok(()), Some(screenshot)) = (&frame_stored, stored.screenshot_mut()) {
             // A replay reads the frame file; without one the PNG stays in the cached row.
             screenshot.png_base64 = String::new();
         }

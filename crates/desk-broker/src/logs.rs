@@ -115,6 +115,19 @@ impl EventLogs {
         action_index: Option<u64>,
         timing: Option<FrameTiming>,
     ) -> Result<(), BrokerError> {
+        self.append_step(outcome, origin, action_index, None, timing)
+    }
+
+    /// [`EventLogs::append`] for step `step_index` of the input program `action_index`: every
+    /// record carries the step's index.
+    pub(crate) fn append_step(
+        &self,
+        outcome: &ActionOutcome,
+        origin: Origin,
+        action_index: Option<u64>,
+        step_index: Option<u64>,
+        timing: Option<FrameTiming>,
+    ) -> Result<(), BrokerError> {
         let serialize = BrokerError::json("serialize an event record");
         let released_at_ms = match (outcome.events.last(), &outcome.frame) {
             (Some(event), _) => event.timestamp_ms,
@@ -134,6 +147,7 @@ impl EventLogs {
                 action_index,
                 provenance: Provenance::BrokerAction,
                 origin,
+                step_index,
             }
         };
         let records: Vec<EventRecord> = outcome

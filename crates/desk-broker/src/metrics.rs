@@ -126,6 +126,8 @@ pub(crate) fn operation<'a>(
         ("POST", ["leases"]) => "lease",
         ("GET", ["metrics"]) => "metrics",
         ("GET", ["openapi.json"]) => "openapi",
+        ("GET", ["capabilities"]) => "capabilities",
+        ("GET", ["capabilities", _]) => "capability",
         (_, ["sessions", id, rest @ ..]) if !id.is_empty() => {
             let op = match (method, rest) {
                 ("POST", ["reset"]) => "reset",
@@ -139,6 +141,12 @@ pub(crate) fn operation<'a>(
                 ("GET", []) => "status",
                 ("DELETE", []) => "release",
                 ("POST", ["kill"]) => "kill",
+                ("POST", ["programs"]) => "execute_program",
+                ("GET", ["control"]) => "control_status",
+                ("POST", ["control"]) => "claim_control",
+                ("POST", ["control", "restart"]) => "restart_control",
+                ("POST", ["stop"]) => "stop",
+                ("GET", ["capabilities"]) => "session_capabilities",
                 _ => "unknown",
             };
             return (op, (op != "unknown").then_some(*id));

@@ -123,7 +123,8 @@ impl Inner {
         let (reset_sha, _, _) = file_digest(&prepared.attempt_path)?;
         EventLogs::new(&session_dir).init()?;
         let sequence = session.last_sequence + 1;
-        let response = ResetResponse {
+        let display = backend.display_size();
+        let mut response = ResetResponse {
             session_id: session.id.clone(),
             state: SessionState::Ready,
             window: handoff.window.clone(),
@@ -134,6 +135,10 @@ impl Inner {
             idempotent_replay: false,
             workspace: backend.workspace_facts(),
         };
+        // A new bind of the app window: earlier screenshot ids go stale.
+        self.controls.rebind(session_id, &session_dir)?;
+        self.controls
+            .identify(session_id, &session_dir, &mut response.screenshot, display)?;
         session.lifecycle = session.lifecycle.reset_done()?;
         session.last_sequence = sequence;
         session.reset_request_id = Some(request.request_id);
@@ -180,7 +185,10 @@ impl Inner {
         self.renew(&mut session);
         evidence::screenshot(self.evidence(), &session, session.last_sequence, &frame.png)?;
         self.store.save_session(&session)?;
-        Ok(screenshot(&frame, session.last_sequence))
+        let mut shot = screenshot(&frame, session.last_sequence);
+        self.controls
+            .identify(session_id, &session.dir(), &mut shot, runtime.display)?;
+        Ok(shot)
     }
 }
 

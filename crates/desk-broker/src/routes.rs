@@ -23,7 +23,7 @@ use tracing::Instrument;
 use crate::auth::authorize;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, SessionId};
+use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody, SessionId};
 use crate::metrics::operation;
 use crate::openapi::OPENAPI_JSON;
 use crate::watch::StatusWait;
@@ -43,6 +43,14 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/kill"),
     ("GET", "/v1/metrics"),
     ("GET", "/v1/openapi.json"),
+    ("POST", "/v1/sessions/{id}/programs"),
+    ("GET", "/v1/sessions/{id}/control"),
+    ("POST", "/v1/sessions/{id}/control"),
+    ("POST", "/v1/sessions/{id}/control/restart"),
+    ("POST", "/v1/sessions/{id}/stop"),
+    ("GET", "/v1/sessions/{id}/capabilities"),
+    ("GET", "/v1/capabilities"),
+    ("GET", "/v1/capabilities/{feature}"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -165,6 +173,62 @@ async fn openapi() -> Response {
     response
 }
 
+async fn program(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ProgramBody(request): ProgramBody,
+) -> ApiResult<desk_contract::control::ProgramResponse> {
+    broker.execute_program(&id, request).await.map(Json)
+}
+
+async fn control_status(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+) -> ApiResult<desk_contract::control::ControlStatus> {
+    broker.control_status(&id).await.map(Json)
+}
+
+async fn claim_control(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ApiJson(claim): ApiJson<desk_contract::control::ControlClaim>,
+) -> ApiResult<desk_contract::control::ControlStatus> {
+    broker.claim_control(&id, claim).await.map(Json)
+}
+
+async fn restart_control(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ApiJson(claim): ApiJson<desk_contract::control::ControlClaim>,
+) -> ApiResult<desk_contract::control::ControlStatus> {
+    broker.restart_control(&id, claim).await.map(Json)
+}
+
+async fn stop(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ApiJson(request): ApiJson<desk_contract::control::StopRequest>,
+) -> ApiResult<desk_contract::control::StopResponse> {
+    broker.stop(&id, request).await.map(Json)
+}
+
+async fn session_capabilities(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+) -> ApiResult<desk_contract::control::Capabilities> {
+    broker.session_capabilities(&id).await.map(Json)
+}
+
+async fn capabilities() -> Json<desk_contract::control::Capabilities> {
+    Json(crate::control::capabilities())
+}
+
+async fn capability(
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> ApiResult<desk_contract::control::FeatureSupport> {
+    crate::control::feature(&name).map(Json)
+}
+
 async fn no_route() -> BrokerError {
     BrokerError::NotFound("route".to_string())
 }
@@ -266,6 +330,16 @@ pub fn router(broker: Broker) -> Router {
         .route(crate::auth::KILL_ROUTE, post(kill))
         .route("/v1/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
+        .route("/v1/sessions/{id}/programs", post(program))
+        .route(
+            "/v1/sessions/{id}/control",
+            get(control_status).post(claim_control),
+        )
+        .route("/v1/sessions/{id}/control/restart", post(restart_control))
+        .route("/v1/sessions/{id}/stop", post(stop))
+        .route("/v1/sessions/{id}/capabilities", get(session_capabilities))
+        .route("/v1/capabilities", get(capabilities))
+        .route("/v1/capabilities/{feature}", get(capability))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))

@@ -18,9 +18,20 @@ impl Broker {
         let inner = Arc::clone(&self.inner);
         let session_id = session_id.to_string();
         tokio::task::spawn_blocking(move || {
-            inner.load(&session_id).map(|session| View {
+            let session = inner.load(&session_id)?;
+            let generation = match session.state() {
+                desk_contract::api::SessionState::Released => 0,
+                _ => {
+                    inner
+                        .controls
+                        .status(&session_id, &session.dir())?
+                        .generation
+                }
+            };
+            Ok(View {
                 state: session.state(),
                 next_action_index: session.next_action_index(),
+                generation,
             })
         })
         .await
@@ -46,6 +57,7 @@ impl Broker {
         let baseline = View {
             state: wait.state.unwrap_or(current.state),
             next_action_index: wait.next_action_index.unwrap_or(current.next_action_index),
+            generation: wait.generation.unwrap_or(current.generation),
         };
         let deadline = tokio::time::Instant::now() + wait.wait;
         let mut latest = current;

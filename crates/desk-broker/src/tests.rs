@@ -104,6 +104,7 @@ fn event_log_records_round_trip() {
         action_index: Some(3),
         provenance: Provenance::BrokerAction,
         origin: Origin::Release,
+        step_index: None,
     };
     let text = serde_json::to_string(&record).unwrap();
     assert!(

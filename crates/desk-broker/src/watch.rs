@@ -58,6 +58,8 @@ pub(crate) struct StatusWait {
     pub(crate) state: Option<SessionState>,
     /// The next action index the client last saw; the current one when absent.
     pub(crate) next_action_index: Option<u64>,
+    /// The control generation the client last saw; the current one when absent.
+    pub(crate) generation: Option<u64>,
 }
 
 fn invalid(message: String) -> BrokerError {
@@ -80,6 +82,7 @@ impl StatusWait {
     pub(crate) fn parse(query: Option<&str>) -> Result<StatusWait, BrokerError> {
         let mut parsed = StatusWait::default();
         let (mut seen_wait, mut seen_state, mut seen_index) = (false, false, false);
+        let mut seen_generation = false;
         let Some(query) = query.filter(|query| !query.is_empty()) else {
             return Ok(parsed);
         };
@@ -91,10 +94,11 @@ impl StatusWait {
                 "wait_ms" => &mut seen_wait,
                 "state" => &mut seen_state,
                 "next_action_index" => &mut seen_index,
+                "generation" => &mut seen_generation,
                 _ => {
                     return Err(invalid(format!(
-                        "unknown query parameter {name:?}; expected wait_ms, state or \
-                         next_action_index"
+                        "unknown query parameter {name:?}; expected wait_ms, state, \
+                         next_action_index or generation"
                     )));
                 }
             };
@@ -116,12 +120,14 @@ impl StatusWait {
                         invalid(format!("query parameter state: unknown state {value:?}"))
                     })?);
                 }
+                "generation" => parsed.generation = Some(parse_decimal(name, value)?),
                 _ => parsed.next_action_index = Some(parse_decimal(name, value)?),
             }
         }
-        if !seen_wait && (seen_state || seen_index) {
+        if !seen_wait && (seen_state || seen_index || seen_generation) {
             return Err(invalid(
-                "state and next_action_index need wait_ms (they describe what to wait past)"
+                "state, next_action_index and generation need wait_ms (they describe what to \
+                 wait past)"
                     .to_string(),
             ));
         }
@@ -137,11 +143,12 @@ pub(crate) fn answers(baseline: View, latest: View) -> bool {
         && (latest.state != SessionState::Running || baseline.state == SessionState::Running)
 }
 
-/// What a waiter compares: the state and the next action index.
+/// What a waiter compares: the state, the next action index and the control generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct View {
     pub(crate) state: SessionState,
     pub(crate) next_action_index: u64,
+    pub(crate) generation: u64,
 }
 
 #[cfg(test)]

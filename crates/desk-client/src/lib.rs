@@ -438,6 +438,69 @@ impl Client {
             .await
     }
 
+    /// `POST /v1/sessions/{id}/programs`: a typed input program, run exactly once per
+    /// request id.
+    pub async fn program(
+        &self,
+        session_id: &str,
+        request: &desk_contract::control::ProgramRequest,
+    ) -> Result<desk_contract::control::ProgramResponse, ClientError> {
+        let path = session_path("execute_program", session_id, "/programs")?;
+        let body = Self::json("execute_program", request)?;
+        self.call("execute_program", Method::POST, &path, Some(body))
+            .await
+    }
+
+    /// `GET /v1/sessions/{id}/control`.
+    pub async fn control(
+        &self,
+        session_id: &str,
+    ) -> Result<desk_contract::control::ControlStatus, ClientError> {
+        let path = session_path("control_status", session_id, "/control")?;
+        self.call("control_status", Method::GET, &path, None).await
+    }
+
+    /// `POST /v1/sessions/{id}/control`: claims the session's control (or changes the mode).
+    pub async fn claim_control(
+        &self,
+        session_id: &str,
+        claim: &desk_contract::control::ControlClaim,
+    ) -> Result<desk_contract::control::ControlStatus, ClientError> {
+        let path = session_path("claim_control", session_id, "/control")?;
+        let body = Self::json("claim_control", claim)?;
+        self.call("claim_control", Method::POST, &path, Some(body))
+            .await
+    }
+
+    /// `POST /v1/sessions/{id}/control/restart`: a new generation after Stop.
+    pub async fn restart_control(
+        &self,
+        session_id: &str,
+        claim: &desk_contract::control::ControlClaim,
+    ) -> Result<desk_contract::control::ControlStatus, ClientError> {
+        let path = session_path("restart_control", session_id, "/control/restart")?;
+        let body = Self::json("restart_control", claim)?;
+        self.call("restart_control", Method::POST, &path, Some(body))
+            .await
+    }
+
+    /// `POST /v1/sessions/{id}/stop`.
+    pub async fn stop(
+        &self,
+        session_id: &str,
+        request: &desk_contract::control::StopRequest,
+    ) -> Result<desk_contract::control::StopResponse, ClientError> {
+        let path = session_path("stop", session_id, "/stop")?;
+        let body = Self::json("stop", request)?;
+        self.call("stop", Method::POST, &path, Some(body)).await
+    }
+
+    /// `GET /v1/capabilities`.
+    pub async fn capabilities(&self) -> Result<desk_contract::control::Capabilities, ClientError> {
+        self.call("capabilities", Method::GET, "/v1/capabilities", None)
+            .await
+    }
+
     /// `POST /v1/sessions/{id}/checkpoint`.
     pub async fn checkpoint(&self, session_id: &str) -> Result<CheckpointResponse, ClientError> {
         let path = session_path("checkpoint", session_id, "/checkpoint")?;

@@ -117,6 +117,16 @@ pub struct Screenshot {
     pub app_maximized: bool,
     /// Lowercase hex SHA-256 of the PNG bytes.
     pub sha256: String,
+    /// The image's identity: name it in a program's `screenshot_id` to use its pixels as
+    /// coordinates. Absent in answers cached before screenshot ids existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_id: Option<String>,
+    /// The part of the image that shows the screen (image pixels); outside it is padding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_content_rect: Option<crate::control::PixelRect>,
+    /// The screen region (screen pixels) the content rectangle shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_global_bounds: Option<crate::control::PixelRect>,
 }
 
 /// The response of a reset.
@@ -346,6 +356,9 @@ pub struct StatusResponse {
     /// absent before the first reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_state: Option<WorkspaceState>,
+    /// The control session: owner, mode, generation, target revision, stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::control::ControlStatus>,
 }
 
 /// The response of `DELETE /v1/sessions/{id}`.

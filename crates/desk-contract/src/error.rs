@@ -64,6 +64,28 @@ crate::wire_enum! {
         /// switch): its workspace is destroyed and its lease revoked; the message names the
         /// reason.
         SessionKilled = "session_killed",
+        /// A program's steps failed parsing or validation; the message names the step index and
+        /// field. Nothing reached the desktop.
+        InvalidParams = "invalid_params",
+        /// Another owner holds the session's control, or the request carries no control token
+        /// while an owner does; nothing was sent.
+        ControlBusy = "control_busy",
+        /// The control generation was stopped; only an explicit restart gives a new one.
+        ControlStopped = "control_stopped",
+        /// The request's control generation is not the current one; nothing was sent.
+        ControlStaleGeneration = "control_stale_generation",
+        /// The control session is in `observe` mode; no input is sent.
+        ControlObserveOnly = "control_observe_only",
+        /// The named screenshot is not in the session's geometry history (never issued, or
+        /// evicted); nothing was sent.
+        ScreenshotUnknown = "screenshot_unknown",
+        /// The named screenshot belongs to an earlier control generation or target revision.
+        ScreenshotStale = "screenshot_stale",
+        /// A point lies outside the named screenshot's content (in its padding or beyond its
+        /// edge); it is never clamped.
+        PointOutsideImage = "point_outside_image",
+        /// The feature asked for is not offered by this broker (see `GET /v1/capabilities`).
+        Unsupported = "unsupported",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

@@ -171,6 +171,10 @@ pub struct EventRecord {
     pub provenance: Provenance,
     /// Why the broker sent it.
     pub origin: Origin,
+    /// The step of the input program `actionIndex` that produced it; absent for a single
+    /// action and a checkpoint.
+    #[serde(rename = "stepIndex", default, skip_serializing_if = "Option::is_none")]
+    pub step_index: Option<u64>,
 }
 
 /// An event embedded in a `frame_events.json` row.

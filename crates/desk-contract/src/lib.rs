@@ -19,6 +19,7 @@
 pub mod action;
 pub mod api;
 pub mod b64;
+pub mod control;
 pub mod desktop;
 pub mod error;
 pub mod events;

@@ -176,6 +176,12 @@ impl SessionDir {
         self.0.join("refused_actions")
     }
 
+    /// The control session's durable state (owner, mode, generation, target revision,
+    /// stopped), so that a restarted broker never resurrects a stopped generation.
+    pub fn control_file(&self) -> PathBuf {
+        self.0.join("control.json")
+    }
+
     /// The last checkpointed artifact named `name`.
     pub fn checkpoint_file(&self, name: &str) -> PathBuf {
         self.0.join("checkpoint").join(name)

@@ -152,7 +152,14 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         }
     }
     let broker = tokio::task::spawn_blocking(move || {
-        build_broker_with(&broker_args, auth, backend, sandboxed, policy, session_limits)
+        build_broker_with(
+            &broker_args,
+            auth,
+            backend,
+            sandboxed,
+            policy,
+            session_limits,
+        )
     })
     .await??;
     crate::watchdog::spawn_watchdog(broker.config())?;

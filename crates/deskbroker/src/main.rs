@@ -82,7 +82,6 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Evidence(command) => evidence::run(command).await,
             cli::Command::Load(args) => load::run(args).await,
             cli::Command::Policy(command) => policy_cmd::run(command).await,
-            cli::Command::Worker => Ok(()),
             cli::Command::Worker | cli::Command::Watchdog(_) | cli::Command::Kill(_) => Ok(()),
         }
     })

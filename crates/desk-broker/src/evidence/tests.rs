@@ -324,7 +324,8 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
         setup.broker.inner.evidence(),
         &session,
         0,
-        &request,
+        &request.request_id,
+        &serde_json::to_value(&request).unwrap(),
         "click",
         "probe",
     )

@@ -15,6 +15,7 @@ fn accepts_the_documented_shapes() {
             wait: Duration::from_millis(MAX_WAIT_MS),
             state: Some(SessionState::Ready),
             next_action_index: Some(7),
+            generation: None,
         }
     );
     let parsed = StatusWait::parse(Some("next_action_index=0&wait_ms=0")).unwrap();
@@ -64,6 +65,7 @@ fn an_action_in_flight_is_not_an_answer() {
     let view = |state, next_action_index| View {
         state,
         next_action_index,
+        generation: 1,
     };
     let ready = view(SessionState::Ready, 3);
     assert!(!answers(ready, ready));

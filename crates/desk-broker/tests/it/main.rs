@@ -3,6 +3,8 @@
 
 mod after_input;
 mod checkpoint;
+mod control;
+mod control_stop;
 mod fair;
 mod invalid;
 mod lifecycle;

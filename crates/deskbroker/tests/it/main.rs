@@ -8,6 +8,7 @@ mod bench;
 mod bench_spread;
 mod conformance;
 mod containment;
+mod control;
 mod crash;
 mod escape_gui;
 mod escape_probe;

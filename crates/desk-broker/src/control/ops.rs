@@ -1,0 +1,260 @@
+//! The control session's operations on [`Broker`] (claim, restart, Stop, status) and the
+//! capabilities document.
+//!
+//! Claim, restart, Stop and status never wait in the session's queue: they touch only the
+//! control state (its own lock, never held across input). Stop then waits its turn to release
+//! held input, so the release always follows the generation's advance.
+
+use desk_contract::control::{
+    Capabilities, ControlClaim, ControlStatus, FeatureSupport, MAX_PROGRAM_STEPS, StopRequest,
+    StopResponse,
+};
+use desk_contract::{ActionType, ErrorCode};
+
+use crate::broker::{Broker, Inner};
+use crate::error::BrokerError;
+use crate::routes::ROUTES;
+
+/// Features a client may ask for: `(name, supported, note)`.
+const FEATURES: &[(&str, bool, &str)] = &[
+    (
+        "control_session",
+        true,
+        "owner, observe/act mode, generation tokens, Stop and restart",
+    ),
+    (
+        "input_programs",
+        true,
+        "POST .../programs: steps of the action schema, validated whole before any input",
+    ),
+    (
+        "screenshot_geometry",
+        true,
+        "screenshot_id, image_content_rect and image_global_bounds on every screenshot",
+    ),
+    (
+        "status_wait_generation",
+        true,
+        "the status long-poll reports and waits on the control generation",
+    ),
+    (
+        "foreground_input",
+        true,
+        "XTEST seat input on the session's own private display",
+    ),
+    (
+        "background_input",
+        false,
+        "X11 has no verifiable directed background input; every input is XTEST",
+    ),
+    (
+        "wayland_portals",
+        false,
+        "desktops are Xvfb (X11); no Wayland portal path exists",
+    ),
+    ("browser_automation", false, "no browser or CDP control"),
+    ("virtual_cursor", false, "no virtual cursor overlay"),
+    (
+        "region_capture",
+        false,
+        "screenshots are the whole display; no region capture or zoom",
+    ),
+    ("zoom", false, "no zoomed capture"),
+    (
+        "accessibility",
+        false,
+        "no accessibility tree or semantic steps in this build",
+    ),
+    ("clipboard", false, "no clipboard access in this build"),
+];
+
+/// The broker-wide capabilities document.
+pub(crate) fn capabilities() -> Capabilities {
+    let types: Vec<String> = ActionType::ALL
+        .iter()
+        .map(|kind| kind.as_str().to_string())
+        .collect();
+    Capabilities {
+        api: "/v1".to_string(),
+        routes: ROUTES
+            .iter()
+            .map(|(method, path)| format!("{method} {path}"))
+            .collect(),
+        action_types: types.clone(),
+        step_types: types,
+        max_program_steps: MAX_PROGRAM_STEPS as u64,
+        screenshot_history: super::shots::HISTORY as u64,
+        modes: desk_contract::control::ControlMode::ALL
+            .iter()
+            .map(|mode| mode.as_str().to_string())
+            .collect(),
+        features: FEATURES
+            .iter()
+            .map(|(feature, supported, note)| FeatureSupport {
+                feature: (*feature).to_string(),
+                supported: *supported,
+                refusal: (!supported).then_some(ErrorCode::Unsupported),
+                note: (*note).to_string(),
+            })
+            .collect(),
+        session_id: None,
+        control: None,
+    }
+}
+
+/// `GET /v1/capabilities/{feature}`: the feature's entry when offered; `unsupported` when
+/// known and not offered; `not_found` when unknown.
+pub(crate) fn feature(name: &str) -> Result<FeatureSupport, BrokerError> {
+    let Some(found) = capabilities()
+        .features
+        .into_iter()
+        .find(|entry| entry.feature == name)
+    else {
+        return Err(BrokerError::NotFound(format!(
+            "feature {:?}",
+            desk_contract::strict::clip(name)
+        )));
+    };
+    if found.supported {
+        Ok(found)
+    } else {
+        Err(BrokerError::Control {
+            code: ErrorCode::Unsupported,
+            message: format!("{} is not supported: {}", found.feature, found.note),
+        })
+    }
+}
+
+impl Inner {
+    /// Runs a control operation on a live session.
+    fn with_control<T>(
+        &self,
+        session_id: &str,
+        operation: &'static str,
+        apply: impl FnOnce(&Inner, &desk_desktop::SessionDir) -> Result<T, BrokerError>,
+    ) -> Result<T, BrokerError> {
+        let session = self.load(session_id)?;
+        self.check_live(&session, operation)?;
+        apply(self, &session.dir())
+    }
+}
+
+impl Broker {
+    /// `GET /v1/sessions/{id}/control`.
+    pub(crate) async fn control_status(
+        &self,
+        session_id: &str,
+    ) -> Result<ControlStatus, BrokerError> {
+        let id = session_id.to_string();
+        self.run(None, move |inner| {
+            inner.with_control(&id, "control_status", |inner, dir| {
+                inner.controls.status(&id, dir)
+            })
+        })
+        .await
+    }
+
+    /// `POST /v1/sessions/{id}/control`.
+    pub(crate) async fn claim_control(
+        &self,
+        session_id: &str,
+        claim: ControlClaim,
+    ) -> Result<ControlStatus, BrokerError> {
+        let id = session_id.to_string();
+        self.run(None, move |inner| {
+            inner.with_control(&id, "claim_control", |inner, dir| {
+                let status = inner.controls.claim(&id, dir, &claim)?;
+                tracing::info!(
+                    session_id = id,
+                    generation = status.generation,
+                    mode = status.mode.as_str(),
+                    "control claimed"
+                );
+                Ok(status)
+            })
+        })
+        .await
+    }
+
+    /// `POST /v1/sessions/{id}/control/restart`.
+    pub(crate) async fn restart_control(
+        &self,
+        session_id: &str,
+        claim: ControlClaim,
+    ) -> Result<ControlStatus, BrokerError> {
+        let id = session_id.to_string();
+        self.run(None, move |inner| {
+            inner.with_control(&id, "restart_control", |inner, dir| {
+                let status = inner.controls.restart(&id, dir, &claim)?;
+                tracing::info!(
+                    session_id = id,
+                    generation = status.generation,
+                    "control restarted"
+                );
+                Ok(status)
+            })
+        })
+        .await
+    }
+
+    /// `POST /v1/sessions/{id}/stop`: advances the generation and marks the session stopped
+    /// first (durably; a running program halts before its next step and its observation is
+    /// discarded), then waits its turn to release held keys and buttons.
+    pub(crate) async fn stop(
+        &self,
+        session_id: &str,
+        request: StopRequest,
+    ) -> Result<StopResponse, BrokerError> {
+        let id = session_id.to_string();
+        let control = self
+            .run(None, move |inner| {
+                inner.with_control(&id, "stop", |inner, dir| {
+                    let status = inner.controls.stop(&id, dir, request.reason)?;
+                    tracing::info!(
+                        session_id = id,
+                        generation = status.generation,
+                        reason = request.reason.as_str(),
+                        "control stopped"
+                    );
+                    Ok(status)
+                })
+            })
+            .await?;
+        let id = session_id.to_string();
+        let released = self
+            .run(Some(id.clone()), move |inner| {
+                let slot = inner.slot(&id);
+                let mut runtime = slot.lock();
+                match runtime.backend.as_mut() {
+                    Some(backend) => backend
+                        .release_held()
+                        .map(Some)
+                        .map_err(BrokerError::desktop("release held input after stop")),
+                    None => Ok(None),
+                }
+            })
+            .await;
+        let released_held = match released {
+            Ok(released) => released,
+            Err(error) => {
+                tracing::warn!(session_id, %error, "stop could not release held input; every step releases its own");
+                None
+            }
+        };
+        Ok(StopResponse {
+            control,
+            released_held,
+        })
+    }
+
+    /// `GET /v1/sessions/{id}/capabilities`: the broker's document with the session's control.
+    pub(crate) async fn session_capabilities(
+        &self,
+        session_id: &str,
+    ) -> Result<Capabilities, BrokerError> {
+        let mut document = capabilities();
+        document.control = Some(self.control_status(session_id).await?);
+        document.session_id = Some(session_id.to_string());
+        Ok(document)
+    }
+}

@@ -1,0 +1,41 @@
+//! `<session>/control.json`: the durable part of a session's control state, written 0600
+//! through a temporary file and a rename, fsynced, before the answer that changed it.
+
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+
+use desk_desktop::SessionDir;
+
+use super::Persisted;
+use crate::error::BrokerError;
+
+pub(super) fn load(dir: &SessionDir) -> Result<Persisted, BrokerError> {
+    let path = dir.control_file();
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).map_err(BrokerError::json("read the control state"))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Persisted::default()),
+        Err(error) => Err(BrokerError::io("read the control state", &path)(error)),
+    }
+}
+
+/// Writes `control.json` 0600 through a temporary file and a rename, fsynced.
+pub(super) fn save(dir: &SessionDir, persisted: &Persisted) -> Result<(), BrokerError> {
+    let path = dir.control_file();
+    let temporary = path.with_extension("json.tmp");
+    let bytes =
+        serde_json::to_vec(persisted).map_err(BrokerError::json("encode the control state"))?;
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &path)
+    };
+    write().map_err(BrokerError::io("write the control state", &path))
+}

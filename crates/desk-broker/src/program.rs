@@ -1,0 +1,332 @@
+//! Typed input programs (`POST /v1/sessions/{id}/programs`) and the one execution path every
+//! input takes: a single action is a program of one step ([`Inner::run_plan`]).
+//!
+//! Order: the body is parsed and every step validated (after mapping its coordinates through
+//! the named screenshot's geometry) before anything else: a bad step is `invalid_params`
+//! naming the step index and field, and nothing is sent. Then, as for actions: lease
+//! liveness, the journal by request id (an identical retry replays the cached answer), the
+//! control admission (owner, generation, mode), the session state and the expected index. The
+//! whole program is one journal row and takes one action index. Before every step and before
+//! the final observation the control scope is rechecked: after a Stop or a new generation the
+//! remaining steps never run, and an observation taken under the old generation is discarded.
+
+use desk_contract::api::Screenshot;
+use desk_contract::control::{ProgramReceipt, ProgramRequest, ProgramResponse, StepFailure};
+use desk_contract::desktop::ActionOutcome;
+use desk_contract::{Action, ActionType, InputAction, ValidatedAction};
+use desk_desktop::DesktopBackend;
+
+use crate::broker::{Broker, Inner};
+use crate::control::Scope;
+use crate::error::BrokerError;
+use crate::fault::FaultHook;
+use crate::ledger::{Accepted, Ledger};
+use crate::store::SessionRow;
+use crate::util::{check_identifier, now_ms};
+
+/// What an accepted request runs: its validated steps and how it is journaled.
+pub(crate) struct Plan {
+    pub(crate) request_id: String,
+    pub(crate) expected_action_index: u64,
+    pub(crate) digest: String,
+    /// The request as received, for the signed evidence.
+    pub(crate) evidence_request: serde_json::Value,
+    /// `click`, ... for a single action; `program` for a program.
+    pub(crate) journal_type: &'static str,
+    pub(crate) intent: String,
+    pub(crate) steps: Vec<ValidatedAction>,
+    pub(crate) scope: Scope,
+}
+
+/// A step whose input was delivered.
+pub(crate) struct Submitted {
+    pub(crate) step_index: u64,
+    pub(crate) input: InputAction,
+    pub(crate) action_type: ActionType,
+    pub(crate) intent: String,
+    pub(crate) outcome: ActionOutcome,
+}
+
+/// An accepted request after its steps ran, before its records are closed.
+pub(crate) struct Ran<'a> {
+    pub(crate) ledger: Ledger<'a>,
+    pub(crate) action_index: u64,
+    pub(crate) accepted_at_ms: u64,
+    /// At least one.
+    pub(crate) submitted: Vec<Submitted>,
+    pub(crate) attempted: u64,
+    pub(crate) failing: Option<StepFailure>,
+    /// Set when the control scope was lost after the last submitted step: its observation
+    /// belongs to a generation that no longer exists and is discarded.
+    pub(crate) revoked: Option<BrokerError>,
+}
+
+fn step_failure(step_index: u64, error: &BrokerError) -> StepFailure {
+    StepFailure {
+        step_index,
+        code: error.status_and_code().1,
+        message: error.to_body().message,
+    }
+}
+
+impl Inner {
+    /// Accepts `plan` as the session's next action (journal `pending`, evidence), then runs
+    /// its steps in order, each only while `plan.scope` is current. An error before the first
+    /// step's input withdraws the acceptance; input in doubt fails the session
+    /// (`input_outcome_unknown`); a later step's failure ends the run with the submitted steps.
+    pub(crate) fn run_plan<'a>(
+        &'a self,
+        backend: &mut dyn DesktopBackend,
+        session: SessionRow,
+        plan: &Plan,
+    ) -> Result<Ran<'a>, BrokerError> {
+        let session_id = session.id.clone();
+        let dir = session.dir();
+        let (running, action_index) = session.lifecycle.accept(plan.expected_action_index)?;
+        self.check_session_dir(&session)?;
+        let accepted_at_ms = now_ms();
+        tracing::info!(
+            session_id,
+            action_index,
+            action_type = plan.journal_type,
+            n_steps = plan.steps.len(),
+            generation = plan.scope.generation,
+            intent = plan.intent,
+            "action accepted"
+        );
+        let accepted = Accepted {
+            request_id: &plan.request_id,
+            request: plan.evidence_request.clone(),
+            request_digest: plan.digest.clone(),
+            action_type: plan.journal_type,
+            intent: &plan.intent,
+        };
+        let ledger = Ledger::open(self, session, running, action_index, accepted)?;
+        let mut submitted: Vec<Submitted> = Vec::new();
+        let mut attempted = 0;
+        let mut failing = None;
+        for (index, step) in plan.steps.iter().enumerate() {
+            let step_index = index as u64;
+            if let Err(refusal) = self.controls.recheck(&session_id, &dir, plan.scope) {
+                if submitted.is_empty() {
+                    return Err(ledger.withdrawn(refusal));
+                }
+                tracing::info!(session_id, action_index, step_index, %refusal, "program halted");
+                failing = Some(step_failure(step_index, &refusal));
+                break;
+            }
+            let (input, intent) = step.clone().into_parts();
+            self.config.fault.fire(FaultHook::KillBeforeInput);
+            attempted += 1;
+            let result = match input {
+                InputAction::Done => backend.capture().map(crate::actions::done_outcome),
+                _ => backend.execute(&input, self.config.settle),
+            };
+            self.config.fault.fire(FaultHook::KillAfterInput);
+            match result {
+                Ok(outcome) => submitted.push(Submitted {
+                    step_index,
+                    input,
+                    action_type: step.action_type(),
+                    intent,
+                    outcome,
+                }),
+                Err(error) if error.input_may_have_been_sent() => {
+                    let mut failures = Vec::new();
+                    for step in &submitted {
+                        ledger.log_step(&step.outcome, step.step_index, &mut failures);
+                    }
+                    return Err(ledger.in_doubt(error));
+                }
+                Err(error) if submitted.is_empty() => return Err(ledger.not_injected(error)),
+                Err(error) => {
+                    let error = BrokerError::Desktop {
+                        operation: "execute_program",
+                        source: error,
+                    };
+                    tracing::warn!(session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
+                    failing = Some(step_failure(step_index, &error));
+                    break;
+                }
+            }
+        }
+        let revoked = self.controls.recheck(&session_id, &dir, plan.scope).err();
+        Ok(Ran {
+            ledger,
+            action_index,
+            accepted_at_ms,
+            submitted,
+            attempted,
+            failing,
+            revoked,
+        })
+    }
+
+    fn execute_program(
+        &self,
+        session_id: &str,
+        request: ProgramRequest,
+    ) -> Result<ProgramResponse, BrokerError> {
+        check_identifier("request_id", &request.request_id)?;
+        let session = self.load(session_id)?;
+        let dir = session.dir();
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let scope = self.controls.scope_now(session_id, &dir)?;
+        let geometry = match &request.screenshot_id {
+            Some(id) => Some(self.controls.geometry(session_id, &dir, id, scope)?),
+            None => None,
+        };
+        let steps = validate_steps(&request.steps, geometry.as_ref(), runtime.display)
+            .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?;
+        self.check_live(&session, "execute_program")?;
+        let digest = program_digest(&request)?;
+        if let Some(replayed) = self.replay::<ProgramResponse>(
+            &session,
+            &request.request_id,
+            request.expected_action_index,
+            &digest,
+        )? {
+            return Ok(replayed);
+        }
+        let scope = self
+            .controls
+            .admit(session_id, &dir, request.control.as_ref())?;
+        let Some(backend) = runtime.backend.as_mut() else {
+            // No desktop yet: the session state refuses (leased before reset).
+            return Err(session
+                .lifecycle
+                .accept(request.expected_action_index)
+                .err()
+                .unwrap_or_else(|| {
+                    BrokerError::Internal("ready session without a desktop".to_string())
+                }));
+        };
+        let intents: Vec<&str> = request.steps.iter().map(Action::intent).collect();
+        let plan = Plan {
+            request_id: request.request_id.clone(),
+            expected_action_index: request.expected_action_index,
+            digest,
+            evidence_request: serde_json::to_value(&request)
+                .map_err(BrokerError::json("encode a program for evidence"))?,
+            journal_type: "program",
+            intent: intents.join(" | "),
+            steps,
+            scope,
+        };
+        let ran = self.run_plan(backend.as_mut(), session, &plan)?;
+        self.finish_program(
+            session_id,
+            &dir,
+            runtime.display,
+            ran,
+            plan.steps.len(),
+            scope,
+        )
+    }
+
+    /// Logs every submitted step, builds the receipt and the one final observation, and closes
+    /// the ledger.
+    fn finish_program(
+        &self,
+        session_id: &str,
+        dir: &desk_desktop::SessionDir,
+        display: desk_contract::DisplaySize,
+        ran: Ran<'_>,
+        n_steps: usize,
+        scope: Scope,
+    ) -> Result<ProgramResponse, BrokerError> {
+        let Ran {
+            ledger,
+            action_index,
+            accepted_at_ms,
+            mut submitted,
+            attempted,
+            failing,
+            revoked,
+        } = ran;
+        let Some(last) = submitted.pop() else {
+            return Err(BrokerError::Internal(
+                "a program ran without a step".to_string(),
+            ));
+        };
+        let mut failures = Vec::new();
+        let mut receipts = Vec::with_capacity(submitted.len() + 1);
+        for step in &submitted {
+            ledger.log_step(&step.outcome, step.step_index, &mut failures);
+            receipts.push(crate::actions::step_receipt(
+                step,
+                action_index,
+                accepted_at_ms,
+                self.config.sandbox,
+            ));
+        }
+        receipts.push(crate::actions::step_receipt(
+            &last,
+            action_index,
+            accepted_at_ms,
+            self.config.sandbox,
+        ));
+        let sequence = ledger.session().last_sequence + 1;
+        let (screenshot, observation_error) = match (&revoked, &last.outcome.frame) {
+            (Some(refusal), _) => (None, Some(format!("stopped: {refusal}"))),
+            (None, Some(frame)) => {
+                let mut screenshot: Screenshot = crate::broker::screenshot(frame, sequence);
+                self.controls
+                    .identify(session_id, dir, &mut screenshot, display)?;
+                (Some(screenshot), None)
+            }
+            (None, None) => (
+                None,
+                Some(format!(
+                    "no frame after the last step: {}",
+                    last.outcome.observation_failures.join(", ")
+                )),
+            ),
+        };
+        let mut response = ProgramResponse {
+            action_index,
+            idempotent_replay: false,
+            receipt: ProgramReceipt {
+                action_index,
+                generation: scope.generation,
+                target_revision: scope.target_revision,
+                n_steps: n_steps as u64,
+                attempted,
+                submitted: receipts.len() as u64,
+                failing_step: failing,
+                observation_error,
+                observation_failures: failures,
+                steps: receipts,
+                total_ms: 0,
+            },
+            screenshot,
+        };
+        let done = last.input == InputAction::Done;
+        response.receipt.total_ms = now_ms().saturating_sub(accepted_at_ms);
+        ledger.delivered(&last.outcome, &mut response, done, Some(last.step_index))?;
+        Ok(response)
+    }
+}
+
+impl Broker {
+    /// `execute_program`: validates a whole program, then runs it exactly once.
+    pub async fn execute_program(
+        &self,
+        session_id: &str,
+        request: ProgramRequest,
+    ) -> Result<ProgramResponse, BrokerError> {
+        let session_id = session_id.to_string();
+        self.run(Some(session_id.clone()), move |inner| {
+            inner.execute_program(&session_id, request)
+        })
+        .await
+    }
+}
+
+mod validate;
+
+pub(crate) use validate::{program_digest, validate_steps};
+
+#[cfg(test)]
+mod tests;
