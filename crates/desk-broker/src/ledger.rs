@@ -19,11 +19,11 @@
 
 use std::time::Instant;
 
+use desk_contract::ErrorCode;
 use desk_contract::api::{ActionResponse, Screenshot};
 use desk_contract::control::ProgramResponse;
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
-use desk_contract::ErrorCode;
 use desk_desktop::BackendError;
 
 use crate::broker::Inner;

@@ -67,7 +67,18 @@ pub(crate) fn load(config: &BrokerConfig) -> Result<PolicyInForce, BrokerError> 
         .map_err(key_error("read the evidence public key"))?;
     let (signed, public_key) = match &config.policy {
         Some(configured) => (configured.signed.clone(), configured.public_key),
-        None => sign_default(config)?,
+        None => match sign_default(config) {
+            Ok(signed) => signed,
+            // A broker without profiles has no default policy to sign: it opens, and every
+            // lease is refused with the reason, like under any refused policy.
+            Err(BrokerError::PolicyInvalid(reason)) => {
+                tracing::error!(%reason, "no default workspace policy: every lease will be refused");
+                return Ok(PolicyInForce {
+                    verified: Err(reason),
+                });
+            }
+            Err(error) => return Err(error),
+        },
     };
     desk_policy::check_distinct(&public_key, &evidence_public).map_err(policy_error)?;
     let verified = desk_policy::verify_signature(&signed, &public_key).map_err(|error| {
