@@ -14,7 +14,7 @@ from agents.computer import AsyncComputer
 from agents.testing import ScriptedModel, assistant_message
 from openai.types.responses import ResponseComputerToolCall
 
-from deskbroker import Client, DeskbrokerComputer, DeskbrokerError
+from deskbroker import ApiError, Client, DeskbrokerComputer, DeskbrokerError
 
 from .conftest import Broker
 
@@ -139,6 +139,11 @@ async def test_cua_handler_protocol_and_press_release(broker: Broker) -> None:
                 await pc.drag([(1.5, 2)])
             with pytest.raises(DeskbrokerError):
                 await pc.click(1, 1, keys=["meta"])
+            # Coordinates bound to an image the broker does not know are refused before input.
+            with pytest.raises(ApiError) as refused:
+                await client.act(pc.session_id, {"type": "click", "x": 5, "y": 5, "intent": "t"},
+                                 screenshot_id="shot_not_issued")
+            assert refused.value.code == "screenshot_unknown"
             assert (await client.status(pc.session_id))["next_action_index"] == before
         # Released on exit.
         with pytest.raises(DeskbrokerError):

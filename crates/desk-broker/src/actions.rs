@@ -30,10 +30,14 @@ use crate::util::{check_identifier, now_ms, sha256_hex};
 /// row keeps to recognise a retried request id. Journals written with the earlier sorted-keys
 /// JSON hold the same digests (the two encodings agree on every action: `tests.rs`).
 pub(crate) fn request_digest(request: &ActionRequest) -> Result<String, BrokerError> {
-    let content = serde_json::json!({
+    let mut content = serde_json::json!({
         "expected_action_index": request.expected_action_index,
         "action": request.action,
     });
+    // Only when present, so that digests of unbound actions stay what they always were.
+    if let (Some(id), Some(object)) = (&request.screenshot_id, content.as_object_mut()) {
+        object.insert("screenshot_id".to_string(), serde_json::json!(id));
+    }
     let bytes = desk_evidence::canonical_bytes(&content)
         .map_err(|error| BrokerError::Internal(format!("failed to encode a request: {error}")))?;
     Ok(sha256_hex(&bytes))
@@ -50,8 +54,15 @@ impl Inner {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
-        let validated = validate_action(&request.action, runtime.display)
-            .map_err(|error| self.conflict_or(session_id, &request.request_id, error.into()))?;
+        // Screen coordinates are checked at once; image coordinates only after the request id
+        // is looked up, so that a retry replays even when its screenshot left the history.
+        let unbound =
+            match request.screenshot_id {
+                None => Some(validate_action(&request.action, runtime.display).map_err(
+                    |error| self.conflict_or(session_id, &request.request_id, error.into()),
+                )?),
+                Some(_) => None,
+            };
         check_identifier("request_id", &request.request_id)?;
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
@@ -65,6 +76,17 @@ impl Inner {
             return Ok(replayed);
         }
         let dir = session.dir();
+        let validated = match (unbound, &request.screenshot_id) {
+            (Some(validated), _) => validated,
+            (None, Some(id)) => self
+                .bound_to_screenshot(session_id, &dir, id, &request.action, runtime.display)
+                .inspect_err(|_| self.count_refused(session_id))?,
+            (None, None) => {
+                return Err(BrokerError::Internal(
+                    "an action neither checked nor bound".to_string(),
+                ));
+            }
+        };
         let scope = self.controls.admit(session_id, &dir, None)?;
         let Some(backend) = runtime.backend.as_mut() else {
             return Err(session
@@ -124,6 +146,23 @@ impl Inner {
         let done = step.input == InputAction::Done;
         ledger.delivered(&step.outcome, &mut response, done, None)?;
         Ok(response)
+    }
+
+    /// `action`, whose coordinates are image pixels of screenshot `id`, mapped to the screen
+    /// through that screenshot's geometry (it must be current: same control generation and
+    /// target revision) and validated there.
+    fn bound_to_screenshot(
+        &self,
+        session_id: &str,
+        dir: &desk_desktop::SessionDir,
+        id: &str,
+        action: &desk_contract::Action,
+        display: desk_contract::DisplaySize,
+    ) -> Result<desk_contract::ValidatedAction, BrokerError> {
+        let scope = self.controls.scope_now(session_id, dir)?;
+        let geometry = self.controls.geometry(session_id, dir, id, scope)?;
+        let mapped = crate::program::to_screen(action, &geometry)?;
+        Ok(validate_action(&mapped, display)?)
     }
 
     /// The session's directory must exist before any input: without it the action's frame and

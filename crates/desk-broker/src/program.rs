@@ -172,13 +172,15 @@ impl Inner {
         let dir = session.dir();
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
-        let scope = self.controls.scope_now(session_id, &dir)?;
-        let geometry = match &request.screenshot_id {
-            Some(id) => Some(self.controls.geometry(session_id, &dir, id, scope)?),
-            None => None,
+        // Screen coordinates are checked at once; image coordinates only after the request id
+        // is looked up, so that a retry replays even when its screenshot left the history.
+        let unbound = match request.screenshot_id {
+            None => Some(
+                validate_steps(&request.steps, None, runtime.display)
+                    .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?,
+            ),
+            Some(_) => None,
         };
-        let steps = validate_steps(&request.steps, geometry.as_ref(), runtime.display)
-            .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?;
         self.check_live(&session, "execute_program")?;
         let digest = program_digest(&request)?;
         if let Some(replayed) = self.replay::<ProgramResponse>(
@@ -189,6 +191,23 @@ impl Inner {
         )? {
             return Ok(replayed);
         }
+        let steps = match (unbound, &request.screenshot_id) {
+            (Some(steps), _) => steps,
+            (None, Some(id)) => {
+                let scope = self.controls.scope_now(session_id, &dir)?;
+                self.controls
+                    .geometry(session_id, &dir, id, scope)
+                    .and_then(|geometry| {
+                        validate_steps(&request.steps, Some(&geometry), runtime.display)
+                    })
+                    .inspect_err(|_| self.count_refused(session_id))?
+            }
+            (None, None) => {
+                return Err(BrokerError::Internal(
+                    "a program neither checked nor bound".to_string(),
+                ));
+            }
+        };
         let scope = self
             .controls
             .admit(session_id, &dir, request.control.as_ref())?;
@@ -326,7 +345,7 @@ impl Broker {
 
 mod validate;
 
-pub(crate) use validate::{program_digest, validate_steps};
+pub(crate) use validate::{program_digest, to_screen, validate_steps};
 
 #[cfg(test)]
 mod tests;

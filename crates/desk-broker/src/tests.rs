@@ -58,6 +58,7 @@ fn request_digests_match_journals_written_with_sorted_keys_json() {
         let request = desk_contract::api::ActionRequest {
             request_id: "r-1".to_string(),
             expected_action_index: 9_007_199_254_740_991,
+            screenshot_id: None,
             action: serde_json::from_value(action.clone()).unwrap(),
         };
         let old = json!({

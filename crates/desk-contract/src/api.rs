@@ -181,6 +181,12 @@ pub struct ActionRequest {
     pub request_id: String,
     /// The index this action must receive; the session's next index.
     pub expected_action_index: u64,
+    /// The screenshot the action's coordinates were read from: when present, they are image
+    /// pixels of that screenshot, checked against its geometry and mapped to the screen once
+    /// (`screenshot_unknown`, `screenshot_stale`, `point_outside_image` before any input).
+    /// When absent, coordinates are screen pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_id: Option<String>,
     /// The action.
     pub action: Action,
 }

@@ -21,6 +21,7 @@ pub mod api;
 pub mod b64;
 pub mod control;
 pub mod desktop;
+pub mod digest;
 pub mod error;
 pub mod events;
 pub mod geometry;
@@ -33,6 +34,7 @@ pub mod wire;
 pub mod worker;
 
 pub use action::{Action, ActionType, Button, Modifier, WirePoint};
+pub use digest::sha256_hex;
 pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};
 pub use geometry::{DisplaySize, ScreenPoint};
 pub use keys::{Key, NamedKey};

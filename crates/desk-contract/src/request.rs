@@ -64,6 +64,8 @@ pub fn parse_request<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T,
 struct ActionEnvelope {
     request_id: String,
     expected_action_index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    screenshot_id: Option<String>,
     action: Value,
 }
 
@@ -79,12 +81,21 @@ pub fn parse_action_request(bytes: &[u8]) -> Result<ActionRequest, RequestError>
             RequestError::envelope(error)
         }
     })?;
+    if let Value::Array(_) = value {
+        // Refused before serde reads the array positionally (where an optional field could
+        // take an element): the envelope is an object.
+        return Err(RequestError::envelope(StrictJsonError::new(
+            "$",
+            StrictJsonProblem::WrongType("expected an object, found an array".to_string()),
+        )));
+    }
     let envelope: ActionEnvelope =
         strict::from_value(&value, "$").map_err(RequestError::envelope)?;
     let action = action_from_value(&envelope.action, ACTION_PATH).map_err(RequestError::action)?;
     Ok(ActionRequest {
         request_id: envelope.request_id,
         expected_action_index: envelope.expected_action_index,
+        screenshot_id: envelope.screenshot_id,
         action,
     })
 }

@@ -220,6 +220,7 @@ fn action_request() -> impl Strategy<Value = ActionRequest> {
         |(request_id, expected_action_index, action)| ActionRequest {
             request_id,
             expected_action_index,
+            screenshot_id: None,
             action,
         },
     )

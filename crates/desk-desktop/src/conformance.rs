@@ -154,7 +154,7 @@ fn check_outcome(
     if (frame.width, frame.height) != (display.width, display.height) {
         return fail(case.name, format!("frame {}x{}", frame.width, frame.height));
     }
-    if crate::fake::sha256_hex(&frame.png) != frame.sha256 {
+    if desk_contract::sha256_hex(&frame.png) != frame.sha256 {
         return fail(case.name, "frame sha256 does not match its PNG");
     }
     Ok(())

@@ -28,10 +28,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use desk_contract::desktop::{
     ActionOutcome, DesktopFacts, FocusFacts, Frame, Handoff, WindowFacts, WindowRect,
 };
+use desk_contract::sha256_hex;
 use desk_contract::{
     DisplaySize, InputAction, Key, Modifier, ScreenPoint, SettleOutcome, SettlePolicy, SettleReport,
 };
-use sha2::{Digest, Sha256};
 
 mod handle;
 mod input;
@@ -66,13 +66,6 @@ fn now_ms() -> u64 {
 }
 
 /// Lowercase hex SHA-256, as frames carry it.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
 impl FakeDesktop {
     /// A fake desktop of the given size with no app running.
     pub fn new(display: DisplaySize) -> FakeDesktop {

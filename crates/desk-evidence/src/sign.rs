@@ -11,13 +11,13 @@ use std::path::Path;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+pub use desk_contract::sha256_hex;
 use ed25519_dalek::Signer as _;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::EvidenceError;
 use crate::files;
@@ -30,11 +30,6 @@ pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Evid
     strict::check_value(&value)?;
     serde_json_canonicalizer::to_vec(&value)
         .map_err(|error| EvidenceError::Canonical(error.to_string()))
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// An Ed25519 private key. `Debug` never prints the secret.

@@ -4,7 +4,8 @@
 //! request; items run sequentially with request ids `{rollout_id}-t{turn}-i{item}` and strictly
 //! increasing expected indices; no observation is given between items; a failure after the
 //! first request fails the rollout closed and nothing is ever re-sent; frame sequences must
-//! increase strictly; every screenshot is saved under `frames/`.
+//! increase strictly; every screenshot is saved under `frames/`; every item names the
+//! screenshot the batch was read from (`screenshot_id`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,6 +35,10 @@ pub(crate) struct Play<'a> {
     // Invariant: the sequence of the last accepted frame; every later frame must exceed it.
     pub(crate) last_sequence: u64,
     pub(crate) last_shot: ObservedImage,
+    /// The broker's id of `last_shot` (none for the reference image): every item of a batch
+    /// names the image the agent read its coordinates from, so that the broker maps them
+    /// through that image's geometry and refuses them if the image went stale.
+    pub(crate) last_shot_id: Option<String>,
     pub(crate) last_frame: Option<String>,
     pub(crate) trace: Vec<TraceTurn>,
     pub(crate) tokens: TokenUsage,
@@ -97,6 +102,7 @@ impl Play<'_> {
             sequence: shot.sequence,
             sha256: shot.sha256.clone(),
         };
+        self.last_shot_id = shot.screenshot_id.clone();
         self.last_frame = Some(rel.clone());
         Ok(rel)
     }
@@ -241,6 +247,7 @@ impl Play<'_> {
         actions: Vec<Action>,
     ) -> Result<BatchDelivery, PlayFail> {
         let start_sha = self.last_shot.sha256.clone();
+        let read_from = self.last_shot_id.clone();
         let n_items = actions.len();
         for (item_idx, action) in actions.into_iter().enumerate() {
             if self.remaining().is_zero() {
@@ -267,6 +274,7 @@ impl Play<'_> {
             let request = desk_contract::api::ActionRequest {
                 request_id,
                 expected_action_index: self.next_index,
+                screenshot_id: read_from.clone(),
                 action,
             };
             let outcome =

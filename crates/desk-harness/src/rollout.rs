@@ -12,7 +12,7 @@ use desk_cad::{DrawingType, Gold, Task, TaskScore};
 use desk_client::Client;
 use desk_contract::DisplaySize;
 use desk_contract::api::{LeaseRequest, ResetRequest, SaveMethod};
-use sha2::{Digest, Sha256};
+use desk_contract::sha256_hex;
 
 use crate::agent::{Agent, ObservedImage, TaskBrief, TokenUsage};
 use crate::error::{HarnessError, write_file, write_json};
@@ -79,10 +79,6 @@ pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBud
         declared_wall_time_s: u64::from(task.budgets.wall_time_s),
     };
     (budgets, wall_time)
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// Width and height from a PNG's IHDR chunk.
@@ -290,6 +286,7 @@ async fn play_session(
         next_index: 0,
         last_sequence: 0,
         last_shot: task_brief.reference.clone(),
+        last_shot_id: None,
         last_frame: None,
         trace: Vec::new(),
         tokens: TokenUsage::default(),

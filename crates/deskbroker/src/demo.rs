@@ -194,6 +194,7 @@ async fn drive_session(
         let request = ActionRequest {
             request_id: format!("demo-action-{action_idx}"),
             expected_action_index: action_idx as u64,
+            screenshot_id: None,
             action,
         };
         let response = client

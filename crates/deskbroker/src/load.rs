@@ -271,6 +271,7 @@ async fn drive(
         let request = ActionRequest {
             request_id: format!("load-{action_idx}"),
             expected_action_index: next_index,
+            screenshot_id: None,
             action: action.clone(),
         };
         let started = Instant::now();

@@ -356,6 +356,7 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
             let request = ActionRequest {
                 request_id: format!("bench-{action_idx}"),
                 expected_action_index: action_idx as u64,
+                screenshot_id: None,
                 action: Action::Click {
                     x: i64::from(point.x),
                     y: i64::from(point.y),

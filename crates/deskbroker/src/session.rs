@@ -118,6 +118,7 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
             let request = ActionRequest {
                 request_id,
                 expected_action_index,
+                screenshot_id: None,
                 action,
             };
             let mut response = client(&args, Some(&session_id))?

@@ -224,12 +224,15 @@ class Client:
         *,
         request_id: str | None = None,
         expected_action_index: int | None = None,
+        screenshot_id: str | None = None,
     ) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/actions``: one action, exactly once.
 
         Without ``expected_action_index`` the remembered next index is used, and without
         ``request_id`` the id ``{task_id}-{attempt_id}-a{index}``; a lost answer is retried with
-        both unchanged.
+        both unchanged. ``screenshot_id`` names the screenshot the coordinates were read from:
+        the broker maps them through its geometry and refuses a stale or unknown one before any
+        input.
         """
         path = _session_path(session_id, "/actions")
         index = expected_action_index
@@ -238,7 +241,10 @@ class Client:
             index = self.session(session_id).next_action_index
         if request_id is None:
             request_id = f"{self.session(session_id).rollout_id}-a{index}"
-        body = {"request_id": request_id, "expected_action_index": index, "action": action}
+        body: dict[str, Any] = {"request_id": request_id, "expected_action_index": index,
+                                "action": action}
+        if screenshot_id is not None:
+            body["screenshot_id"] = screenshot_id
         answer = await self._json("POST", path, body)
         if remembered is not None:
             remembered.next_action_index = max(remembered.next_action_index,

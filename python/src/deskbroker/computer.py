@@ -67,6 +67,9 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         self._width = width
         self._height = height
         self._last_png_b64 = first_screenshot_b64
+        # The id of the last image handed to the model by `screenshot()`: every action names it,
+        # so that the broker refuses coordinates read from a stale image before any input.
+        self._shown_id: str | None = None
         self._mouse_down: list[tuple[int, int]] | None = None
         self._pointer: tuple[int, int] | None = None
         self.last_response: dict[str, Any] | None = None
@@ -95,7 +98,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         await self.dispose()
 
     async def _act(self, action: dict[str, Any]) -> None:
-        answer = await self.client.act(self.session_id, action)
+        answer = await self.client.act(self.session_id, action, screenshot_id=self._shown_id)
         self.last_response = answer
         shot = answer["screenshot"]
         if shot is None:
@@ -118,6 +121,8 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         """A fresh capture, base64 PNG (``text`` is cua's optional caption, ignored)."""
         shot = await self.client.screenshot(self.session_id)
         self._last_png_b64 = str(shot["png_base64"])
+        shown = shot.get("screenshot_id")
+        self._shown_id = str(shown) if shown is not None else None
         return self._last_png_b64
 
     async def click(self, x: int, y: int, button: str = "left", *,

@@ -2,7 +2,7 @@
 //! `screenshot_id`, its `image_content_rect` (image pixels that show the screen) and
 //! `image_global_bounds` (the screen region they show). The broker keeps that geometry, never
 //! the pixels, for the last [`HISTORY`] images, tagged with the control generation and target
-//! revision they were issued under.
+//! revision they were issued under; naming an image in a request makes it the most recent.
 //!
 //! A program naming a `screenshot_id` has its coordinates checked against that geometry and
 //! mapped to the screen exactly once ([`Geometry::to_screen`]): an id not in the history is
@@ -55,8 +55,11 @@ impl History {
         self.entries.push_back(geometry);
     }
 
-    fn find(&self, id: &str, scope: Scope) -> Result<Geometry, BrokerError> {
-        let Some(found) = self.entries.iter().find(|entry| entry.id == id) else {
+    /// The geometry of `id`, which must have been issued under `scope`. A found image becomes
+    /// the most recently used: a batch of actions all read from one image keeps it in the
+    /// history however many frames its items return.
+    fn find(&mut self, id: &str, scope: Scope) -> Result<Geometry, BrokerError> {
+        let Some(position) = self.entries.iter().position(|entry| entry.id == id) else {
             return Err(refusal(
                 ErrorCode::ScreenshotUnknown,
                 format!(
@@ -65,6 +68,12 @@ impl History {
                 ),
             ));
         };
+        let Some(found) = self.entries.remove(position) else {
+            return Err(BrokerError::Internal(
+                "a screenshot geometry vanished".to_string(),
+            ));
+        };
+        self.entries.push_back(found.clone());
         if found.scope != scope {
             return Err(refusal(
                 ErrorCode::ScreenshotStale,
@@ -78,7 +87,7 @@ impl History {
                 ),
             ));
         }
-        Ok(found.clone())
+        Ok(found)
     }
 }
 

@@ -215,4 +215,17 @@ fn screenshot_ids_are_scoped_bounded_and_never_clamp() {
         code(controls.geometry("s", &dir, &id, scope).unwrap_err()),
         ErrorCode::ScreenshotUnknown
     );
+    // A named image becomes the most recent: read from by every item of a long batch, it
+    // outlives the frames those items return.
+    let mut read_from = shot(640, 400);
+    controls
+        .identify("s", &dir, &mut read_from, DISPLAY)
+        .unwrap();
+    let read_from = read_from.screenshot_id.unwrap();
+    for _ in 0..2 * HISTORY {
+        controls
+            .identify("s", &dir, &mut shot(640, 400), DISPLAY)
+            .unwrap();
+        controls.geometry("s", &dir, &read_from, rebound).unwrap();
+    }
 }

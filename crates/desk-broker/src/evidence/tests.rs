@@ -86,6 +86,7 @@ impl Setup {
         let request = ActionRequest {
             request_id: format!("click-{index}-{}", self.fake.n_inputs()),
             expected_action_index: index,
+            screenshot_id: None,
             action: serde_json::from_value(
                 json!({"type": "click", "x": 10, "y": 20, "intent": "press the button"}),
             )
@@ -297,6 +298,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
     let request = ActionRequest {
         request_id: "click-0".to_string(),
         expected_action_index: 0,
+        screenshot_id: None,
         action: serde_json::from_value(json!({"type": "click", "x": 1, "y": 1, "intent": "probe"}))
             .unwrap(),
     };

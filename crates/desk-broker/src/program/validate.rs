@@ -33,7 +33,7 @@ pub(crate) fn program_digest(request: &ProgramRequest) -> Result<String, BrokerE
 
 /// `step` with its image coordinates mapped to the screen through `geometry` (refused, never
 /// clamped, when a point lies outside the image's content).
-fn to_screen(step: &Action, geometry: &Geometry) -> Result<Action, BrokerError> {
+pub(crate) fn to_screen(step: &Action, geometry: &Geometry) -> Result<Action, BrokerError> {
     let mut mapped = step.clone();
     match &mut mapped {
         Action::Click { x, y, .. }

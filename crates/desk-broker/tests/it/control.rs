@@ -286,3 +286,61 @@ async fn capabilities_list_routes_and_refuse_what_is_not_offered() {
         .await;
     assert_eq!(session["control"]["generation"].as_u64(), Some(1));
 }
+
+/// A single action may name the screenshot its coordinates were read from (as the benchmark
+/// harness does for every item of a batch): checked and mapped like a program's, refused with
+/// nothing sent, and an identical retry replays even after the image left the history.
+#[tokio::test]
+async fn an_action_bound_to_a_screenshot_is_checked_and_replays_after_the_history_moves_on() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let screenshot = format!("/v1/sessions/{id}/screenshot");
+    let (_, shot) = harness.call("GET", &screenshot, None).await;
+    let shot_id = shot["screenshot_id"].as_str().unwrap().to_string();
+    let bound = |request_id: &str, index: u64, action: Value, read_from: &str| {
+        json!({"request_id": request_id, "expected_action_index": index,
+               "screenshot_id": read_from, "action": action})
+    };
+    let actions = format!("/v1/sessions/{id}/actions");
+    for (body, expected) in [
+        (
+            bound("b0", 0, click(10, 10), "shot_unknown"),
+            "screenshot_unknown",
+        ),
+        (
+            bound("b0", 0, click(640, 5), &shot_id),
+            "point_outside_image",
+        ),
+        (
+            bound("b0", 0, click(5, -1), &shot_id),
+            "point_outside_image",
+        ),
+    ] {
+        let (_, answer) = harness.call("POST", &actions, Some(body.clone())).await;
+        assert_eq!(code(&answer), expected, "{body} -> {answer}");
+    }
+    assert_eq!(harness.fake.n_inputs(), 0, "a refused binding sent input");
+    let body = bound("b0", 0, click(10, 10), &shot_id);
+    let (status, first) = harness.call("POST", &actions, Some(body.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(harness.fake.n_inputs(), 1);
+    // Unbound, the same request id is other content.
+    let (_, other) = harness.act(&id, "b0", 0, click(10, 10)).await;
+    assert_eq!(code(&other), "action_sequence_conflict");
+    // Enough frames later the image is gone; the identical retry still replays.
+    for _ in 0..20 {
+        harness.call("GET", &screenshot, None).await;
+    }
+    let (status, again) = harness.call("POST", &actions, Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["idempotent_replay"], true);
+    let (_, gone) = harness
+        .call(
+            "POST",
+            &actions,
+            Some(bound("b1", 1, click(10, 10), &shot_id)),
+        )
+        .await;
+    assert_eq!(code(&gone), "screenshot_unknown");
+    assert_eq!(harness.fake.n_inputs(), 1);
+}

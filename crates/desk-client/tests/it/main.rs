@@ -94,6 +94,7 @@ fn action(request_id: &str, index: u64, json: serde_json::Value) -> ActionReques
     ActionRequest {
         request_id: request_id.to_string(),
         expected_action_index: index,
+        screenshot_id: None,
         action: serde_json::from_value::<Action>(json).unwrap(),
     }
 }

@@ -45,6 +45,7 @@ pub(crate) async fn act(
     let request = ActionRequest {
         request_id: request_id.to_string(),
         expected_action_index: index,
+        screenshot_id: None,
         action: serde_json::from_value(action).unwrap(),
     };
     client.act(session, &request).await
