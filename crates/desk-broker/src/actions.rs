@@ -200,7 +200,7 @@ impl Inner {
                 entry.action_index
             )),
             Ok(None) => {
-                self.count_refused(session_id);
+                self.count_refused(session_id, request_id, &refusal);
                 refusal
             }
             Err(error) => error,

@@ -50,10 +50,12 @@ pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
 const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
 const STAGING_DIR: &str = "staging";
 
+mod containment;
 mod export;
 mod journal;
 mod keys;
 
+pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence};
 pub(crate) use journal::Journals;
 use journal::with_journal;
@@ -136,21 +138,6 @@ pub fn load_signing_key(
     keys::load_or_create_key(state_dir, configured).map_err(|source| BrokerError::Evidence {
         operation: "load the signing key",
         source: Box::new(source),
-    })
-}
-
-/// A killed session's terminal receipt, replayed from the spool with its original id: appended
-/// unless the journal already ended (replaying twice changes nothing).
-pub(crate) fn session_killed(
-    evidence: Evidence<'_>,
-    session: &SessionRow,
-    receipt: &desk_evidence::record::SessionKilled,
-) -> Result<(), BrokerError> {
-    with_journal(evidence, session, "kill_session", |journal| {
-        if journal.released {
-            return Ok(());
-        }
-        journal.append(RecordBody::SessionKilled(receipt.clone()))
     })
 }
 

@@ -4,9 +4,13 @@
 //! - `kill_before_input`: the broker SIGKILLs itself right after an action's `pending` journal
 //!   row is committed, before the backend sees the action;
 //! - `kill_after_input`: the broker SIGKILLs itself right after the backend's `execute` returned,
-//!   before the outcome is journaled.
+//!   before the outcome is journaled;
+//! - `kill_after_tombstone`: a kill (`kill.rs`: the watchdog, `deskbroker kill`, the kill
+//!   route) SIGKILLs its own process right after the tombstone is durable, before the
+//!   workspace is destroyed and the receipt spooled: whoever finishes interrupted kills (the
+//!   broker's reconciler, the watchdog) must complete it, receipt written exactly once.
 //!
-//! Either leaves a `pending` row that the next start turns into `unknown`. Never set this in
+//! The first two leave a `pending` row that the next start turns into `unknown`. Never set this in
 //! production; an unknown value is ignored with a warning.
 //!
 //! Storage faults are real, not injected: a journal on a full disk or past the process's file
@@ -41,6 +45,8 @@ pub enum FaultHook {
     KillBeforeInput,
     /// Crash after input, before the outcome is journaled.
     KillAfterInput,
+    /// Crash a killer after its tombstone, before destruction and receipt.
+    KillAfterTombstone,
 }
 
 /// The environment variable read by [`FaultHook::from_env`].
@@ -53,6 +59,7 @@ impl FaultHook {
             Err(_) | Ok("") => FaultHook::None,
             Ok("kill_before_input") => FaultHook::KillBeforeInput,
             Ok("kill_after_input") => FaultHook::KillAfterInput,
+            Ok("kill_after_tombstone") => FaultHook::KillAfterTombstone,
             Ok(other) => {
                 tracing::warn!(value = other, "ignoring unknown {FAULT_ENV}");
                 FaultHook::None

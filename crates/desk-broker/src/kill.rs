@@ -3,8 +3,10 @@
 //! store read-only and acts on the state directory, so it works with the broker hung, dead or
 //! alive.
 //!
-//! In order: (1) the session's tombstone `<state_dir>/kills/<id>.json` is created exclusively
-//! (a second kill finds it and is a no-op: idempotent) and fsynced: from then on the lease token
+//! In order, under the session's kill lock `<state_dir>/kills/<id>.lock` (held until the
+//! receipt is spooled, released by the kernel if the killer dies): (1) the session's tombstone
+//! `<state_dir>/kills/<id>.json` is created exclusively (a second kill waits for the lock, finds
+//! the tombstone and its receipt and is a no-op: idempotent) and fsynced: from then on the lease token
 //! authorizes nothing (`auth.rs` answers `session_killed`); (2) the workspace's state becomes
 //! `removal_pending` with what must go (`workspace.rs`); (3) the worker's process group is
 //! SIGKILLed first (input frozen: no other process injects input), then every other recorded
@@ -13,6 +15,14 @@
 //! proven (else the reconciler retries); (5) a signed terminal receipt is appended to the spool
 //! (append, fsync, read back). The broker, when it runs, marks the session `killed` and replays
 //! the receipt into the session's evidence (`reconcile.rs`).
+//!
+//! A killer that dies (or fails) between its tombstone and its receipt leaves a tombstone
+//! without a spooled receipt and a free kill lock: [`finish_interrupted_kills`] (the broker's
+//! reconciler and the watchdog, every round) takes the lock, checks the spool again under it and
+//! does steps (2) to (5), so the receipt is written exactly once.
+//!
+//! What the kill reads of a session without the broker (the store opened read-only) is in
+//! `kill/facts.rs`.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -22,12 +32,15 @@ use std::time::Duration;
 use desk_desktop::{SessionDir, StateDir, destroy};
 use desk_evidence::SigningKey;
 use desk_evidence::record::{KILL_CONTROL_ID, SessionKilled};
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
 use crate::util::now_ms;
 use crate::workspace::{self, WorkspaceState};
+
+mod facts;
+
+pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
 
 /// How long a kill waits for the killed processes to be gone before it records what is left.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -79,6 +92,16 @@ pub struct Tombstone {
     pub record_id: String,
     /// When the kill began, milliseconds since the Unix epoch.
     pub killed_at_ms: u64,
+    /// Who killed (`watchdog`, `operator`), for a receipt written by whoever finishes the kill.
+    #[serde(default = "operator")]
+    pub source: String,
+    /// The limit the watchdog enforced, `None` for an operator's kill.
+    #[serde(default)]
+    pub limit: Option<String>,
+}
+
+fn operator() -> String {
+    "operator".to_string()
 }
 
 /// What [`kill_session`] did.
@@ -88,79 +111,6 @@ pub enum KillOutcome {
     Killed(SessionKilled),
     /// It had been killed before (nothing was done again).
     AlreadyKilled(Tombstone),
-}
-
-/// What the kill path needs of a session, read from the store without the broker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SessionFacts {
-    pub(crate) id: String,
-    pub(crate) state: String,
-    pub(crate) session_dir: String,
-    pub(crate) next_action_index: u64,
-    pub(crate) expires_at_ms: u64,
-    pub(crate) handoff_ms: Option<u64>,
-    /// The end of the last action, or `None` when none ended.
-    pub(crate) last_action_end_ms: Option<u64>,
-    /// Whether an action is journaled `pending` (in flight).
-    pub(crate) action_in_flight: bool,
-}
-
-/// Opens the store at `database` read-only (the watchdog and the kill CLI never write it).
-pub(crate) fn open_read_only(database: &Path) -> Result<Connection, BrokerError> {
-    let connection = Connection::open_with_flags(
-        database,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(BrokerError::store("open read-only"))?;
-    connection
-        .busy_timeout(Duration::from_millis(500))
-        .map_err(BrokerError::store("configure"))?;
-    Ok(connection)
-}
-
-const FACTS: &str = "SELECT s.id, s.state, s.session_dir, s.next_action_index, s.expires_at_ms, \
-    s.handoff_ms, \
-    (SELECT MAX(a.updated_at_ms) FROM actions a WHERE a.session_id = s.id AND a.status != 'pending'), \
-    EXISTS (SELECT 1 FROM actions a WHERE a.session_id = s.id AND a.status = 'pending') \
-    FROM sessions s";
-
-fn facts_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionFacts> {
-    let to_u64 = |value: i64| u64::try_from(value).unwrap_or(0);
-    Ok(SessionFacts {
-        id: row.get(0)?,
-        state: row.get(1)?,
-        session_dir: row.get(2)?,
-        next_action_index: to_u64(row.get(3)?),
-        expires_at_ms: to_u64(row.get(4)?),
-        handoff_ms: row.get::<_, Option<i64>>(5)?.map(to_u64),
-        last_action_end_ms: row.get::<_, Option<i64>>(6)?.map(to_u64),
-        action_in_flight: row.get::<_, i64>(7)? != 0,
-    })
-}
-
-/// The facts of session `id`, if the store knows it.
-pub(crate) fn session_facts(
-    connection: &Connection,
-    id: &str,
-) -> Result<Option<SessionFacts>, BrokerError> {
-    connection
-        .query_row(&format!("{FACTS} WHERE s.id = ?1"), [id], facts_of)
-        .optional()
-        .map_err(BrokerError::store("read a session"))
-}
-
-/// The facts of every session neither released nor killed.
-pub(crate) fn live_sessions(connection: &Connection) -> Result<Vec<SessionFacts>, BrokerError> {
-    let mut statement = connection
-        .prepare(&format!(
-            "{FACTS} WHERE s.state NOT IN ('released', 'killed')"
-        ))
-        .map_err(BrokerError::store("list sessions"))?;
-    let rows = statement
-        .query_map([], facts_of)
-        .map_err(BrokerError::store("list sessions"))?;
-    rows.collect::<Result<Vec<_>, _>>()
-        .map_err(BrokerError::store("list sessions"))
 }
 
 /// Whether `id` may name a file: a broker session id (`[A-Za-z0-9_-]`, at most 128).
@@ -233,9 +183,56 @@ fn new_record_id() -> Result<String, BrokerError> {
     Ok(format!("kill-{}", hex::encode(bytes)))
 }
 
+/// Takes session `id`'s kill lock: waits for a kill of it under way (a few seconds at most)
+/// with `blocking`, else `Ok(None)` when it is held.
+fn kill_lock(
+    state: &StateDir,
+    id: &str,
+    blocking: bool,
+) -> Result<Option<std::fs::File>, BrokerError> {
+    create_private_dir(&state.kills())?;
+    let path = state.kill_lock(id);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .map_err(BrokerError::io("open the kill lock", &path))?;
+    if blocking {
+        file.lock()
+            .map_err(BrokerError::io("take the kill lock", &path))?;
+        return Ok(Some(file));
+    }
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(error)) => {
+            Err(BrokerError::io("take the kill lock", &path)(error))
+        }
+    }
+}
+
+/// The record ids of every receipt in the spool, each verified.
+fn spooled_ids(state: &StateDir, key: &SigningKey) -> Result<Vec<String>, BrokerError> {
+    let spool =
+        desk_evidence::spool::read(&state.spool(), &key.verifying_key()).map_err(|source| {
+            BrokerError::Evidence {
+                operation: "read the spool",
+                source: Box::new(source),
+            }
+        })?;
+    Ok(spool
+        .into_iter()
+        .map(|spooled| spooled.receipt.record_id)
+        .collect())
+}
+
 /// Kills session `session_id` of the broker state at `state`: see the module documentation.
 /// Refuses (changing nothing) an unknown session (`not_found`), a released one
-/// (`invalid_state`) and a bad reason (`invalid_request`).
+/// (`invalid_state`) and a bad reason (`invalid_request`). A session whose earlier kill was
+/// interrupted before its receipt is finished now, under its first reason.
 pub fn kill_session(
     state: &StateDir,
     key: &SigningKey,
@@ -247,8 +244,23 @@ pub fn kill_session(
     if !plain_id(session_id) {
         return Err(BrokerError::NotFound("session".to_string()));
     }
+    let Some(_lock) = kill_lock(state, session_id, true)? else {
+        return Err(BrokerError::Internal(
+            "a blocking lock was not taken".to_string(),
+        ));
+    };
     if let Some(tombstone) = read_tombstone(state, session_id) {
-        return Ok(KillOutcome::AlreadyKilled(tombstone));
+        if spooled_ids(state, key)?.contains(&tombstone.record_id) {
+            return Ok(KillOutcome::AlreadyKilled(tombstone));
+        }
+        return finish_kill(state, key, &tombstone).map(KillOutcome::Killed);
+    }
+    let torn = state.kill_record(session_id);
+    if torn.exists() {
+        // Unreadable under the lock: its killer died while writing it, before the kill began
+        // (a tombstone counts once it is complete and fsynced). It is written again below.
+        tracing::warn!(session_id, "removing a torn tombstone");
+        std::fs::remove_file(&torn).map_err(BrokerError::io("remove a torn tombstone", &torn))?;
     }
     let facts = session_facts(&open_read_only(&state.database())?, session_id)?
         .ok_or_else(|| BrokerError::NotFound("session".to_string()))?;
@@ -263,12 +275,35 @@ pub fn kill_session(
         reason: reason.to_string(),
         record_id: new_record_id()?,
         killed_at_ms: now_ms(),
+        source: match source {
+            KillSource::Watchdog(_) => "watchdog",
+            KillSource::Operator => "operator",
+        }
+        .to_string(),
+        limit: match source {
+            KillSource::Watchdog(limit) => Some(limit.as_str().to_string()),
+            KillSource::Operator => None,
+        },
     };
     if !write_tombstone(state, &tombstone)? {
         return read_tombstone(state, session_id)
             .map(KillOutcome::AlreadyKilled)
             .ok_or_else(|| BrokerError::Internal("a tombstone cannot be read".to_string()));
     }
+    crate::fault::FaultHook::from_env().fire(crate::fault::FaultHook::KillAfterTombstone);
+    finish_kill(state, key, &tombstone).map(KillOutcome::Killed)
+}
+
+/// Steps (2) to (5) of a kill whose tombstone is durable; the caller holds its kill lock and
+/// checked that no receipt is spooled for it.
+fn finish_kill(
+    state: &StateDir,
+    key: &SigningKey,
+    tombstone: &Tombstone,
+) -> Result<SessionKilled, BrokerError> {
+    let session_id = tombstone.session_id.as_str();
+    let facts = session_facts(&open_read_only(&state.database())?, session_id)?
+        .ok_or_else(|| BrokerError::NotFound("session".to_string()))?;
     let session_dir = SessionDir::at(&facts.session_dir);
     let remains = destroy::remains(&session_dir);
     workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
@@ -287,16 +322,9 @@ pub fn kill_session(
         }
         .to_string(),
         recorded_at_ms: now_ms(),
-        source: match source {
-            KillSource::Watchdog(_) => "watchdog",
-            KillSource::Operator => "operator",
-        }
-        .to_string(),
-        reason: reason.to_string(),
-        limit: match source {
-            KillSource::Watchdog(limit) => Some(limit.as_str().to_string()),
-            KillSource::Operator => None,
-        },
+        source: tombstone.source.clone(),
+        reason: tombstone.reason.clone(),
+        limit: tombstone.limit.clone(),
         last_action_index: facts.next_action_index.checked_sub(1),
         state_destroyed: removal.processes_left.is_empty(),
         lease_revoked: true,
@@ -310,9 +338,61 @@ pub fn kill_session(
     })?;
     tracing::warn!(
         session_id,
-        reason,
+        reason = tombstone.reason,
         outcome = receipt.outcome,
         "session killed"
     );
-    Ok(KillOutcome::Killed(receipt))
+    Ok(receipt)
+}
+
+/// Every tombstone in `state`.
+pub(crate) fn tombstones(state: &StateDir) -> Vec<Tombstone> {
+    std::fs::read_dir(state.kills())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| {
+                    let name = entry.file_name().into_string().ok()?;
+                    read_tombstone(state, name.strip_suffix(".json")?)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Finishes every kill whose killer died or failed between its tombstone and its receipt (its
+/// kill lock is free and the spool has no receipt for it): destroys what is left and spools the
+/// receipt, exactly once. Returns the receipts written; a kill that fails again is logged and
+/// retried on the next call.
+pub fn finish_interrupted_kills(
+    state: &StateDir,
+    key: &SigningKey,
+) -> Result<Vec<SessionKilled>, BrokerError> {
+    let mut finished = Vec::new();
+    let spooled = spooled_ids(state, key)?;
+    let unfinished = tombstones(state)
+        .into_iter()
+        .filter(|tombstone| !spooled.contains(&tombstone.record_id));
+    for tombstone in unfinished {
+        let Some(_lock) = kill_lock(state, &tombstone.session_id, false)? else {
+            continue;
+        };
+        // Read again under the lock: a killer may have spooled it since.
+        if spooled_ids(state, key)?.contains(&tombstone.record_id) {
+            continue;
+        }
+        tracing::warn!(
+            session_id = tombstone.session_id,
+            "finishing a kill interrupted before its receipt"
+        );
+        match finish_kill(state, key, &tombstone) {
+            Ok(receipt) => finished.push(receipt),
+            Err(error) => tracing::error!(
+                session_id = tombstone.session_id,
+                error = %error,
+                "failed to finish an interrupted kill"
+            ),
+        }
+    }
+    Ok(finished)
 }

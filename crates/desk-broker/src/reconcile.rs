@@ -1,22 +1,28 @@
 //! The broker's reconciler, run at start and by the reaper on every tick: it compares records
 //! with reality.
 //!
-//! Kills: every tombstone (`kill.rs`) whose terminal receipt is in the spool and whose session
+//! Kills: first every kill interrupted between its tombstone and its receipt is finished
+//! ([`crate::kill::finish_interrupted_kills`]); then every tombstone (`kill.rs`) whose terminal
+//! receipt is in the spool and whose session
 //! the store does not yet hold as `killed` is applied in the session's turn (so an action in
 //! flight ends first, as `input_outcome_unknown` or with its receipt): the receipt is replayed
 //! into the session's journal with its original id (once: a journal that ended takes nothing),
 //! the desktop handle is dropped, the session becomes `killed`.
 //!
 //! Workspaces (`workspace.rs`): a `removal_pending` workspace is checked and destroyed again
-//! until its removal is proven, then `destroyed`; a `launching` or `running` one whose session
-//! is gone (released, killed, unknown) is removed the same way.
+//! until its removal is proven, then `destroyed`; a `launching`, `running` or `stopped` one
+//! whose session is gone (released, killed, unknown) is removed the same way. A `launching` or
+//! `running` one whose session is in `error` (it can take no input, observation or checkpoint
+//! again) has every process of its desktop stopped in the session's turn, and becomes
+//! `stopped` once none is left; its directory (logs, attempt file) stays for release.
 
+use desk_contract::api::SessionState;
 use desk_desktop::{SessionDir, destroy};
 use desk_evidence::record::SessionKilled;
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
-use crate::kill::{Tombstone, read_tombstone};
+use crate::kill::Tombstone;
 use crate::workspace::{self, WorkspaceState};
 
 /// How long one retry waits for processes it killed.
@@ -65,6 +71,60 @@ impl Inner {
         Ok(true)
     }
 
+    /// Stops every process of the desktop of failed session `id` (keeping its directory) and
+    /// records its workspace `stopped` once none is left. `Ok(false)` when the session is not
+    /// (or no longer) in `error`, or a process is still there (retried on the next round).
+    fn stop_failed(&self, id: &str) -> Result<bool, BrokerError> {
+        let slot = self.slot(id);
+        let mut runtime = slot.lock();
+        let Some(session) = self.store.session(id)? else {
+            return Ok(false);
+        };
+        if session.state() != SessionState::Error {
+            return Ok(false);
+        }
+        match runtime.backend.take() {
+            Some(mut backend) => {
+                if let Err(error) = backend.shutdown() {
+                    tracing::warn!(session_id = id, %error, "failed to stop a failed session's desktop");
+                }
+            }
+            None => {
+                self.factory.reap_orphans(&session.dir());
+            }
+        }
+        let remains = destroy::remains(&session.dir());
+        let left = destroy::check(&remains).processes_left;
+        if !left.is_empty() {
+            tracing::warn!(
+                session_id = id,
+                ?left,
+                "a failed session's desktop is not stopped yet"
+            );
+            return Ok(false);
+        }
+        workspace::record(&self.config.layout(), id, WorkspaceState::Stopped, &remains)?;
+        tracing::info!(session_id = id, "failed session's desktop stopped");
+        Ok(true)
+    }
+
+    /// The `launching`/`running` workspaces whose session is in `error`.
+    fn failed_workspaces(&self) -> Vec<String> {
+        workspace::all(&self.config.layout())
+            .into_iter()
+            .filter(|(_, record)| {
+                matches!(
+                    record.state,
+                    WorkspaceState::Launching | WorkspaceState::Running
+                )
+            })
+            .filter(|(id, _)| {
+                matches!(self.store.session(id), Ok(Some(session)) if session.state() == SessionState::Error)
+            })
+            .map(|(id, _)| id)
+            .collect()
+    }
+
     fn reconcile_workspaces(&self) -> Reconciled {
         let layout = self.config.layout();
         let mut done = Reconciled::default();
@@ -72,12 +132,11 @@ impl Inner {
             let remains = match record.state {
                 WorkspaceState::Destroyed => continue,
                 WorkspaceState::RemovalPending => record.remains,
-                WorkspaceState::Launching | WorkspaceState::Running => {
+                WorkspaceState::Launching | WorkspaceState::Running | WorkspaceState::Stopped => {
                     let gone = match self.store.session(&id) {
                         Ok(Some(session)) => matches!(
                             session.state(),
-                            desk_contract::api::SessionState::Released
-                                | desk_contract::api::SessionState::Killed
+                            SessionState::Released | SessionState::Killed
                         )
                         .then(|| session.dir()),
                         Ok(None) => Some(SessionDir::at(layout.sessions().join(&id))),
@@ -142,7 +201,7 @@ impl Broker {
         .await
         .map_err(|error| BrokerError::Internal(format!("kill panicked: {error}")))??;
         self.reconcile().await?;
-        let state = desk_contract::api::SessionState::Killed;
+        let state = SessionState::Killed;
         Ok(match outcome {
             crate::kill::KillOutcome::Killed(receipt) => desk_contract::api::KillResponse {
                 session_id: session_id.to_string(),
@@ -168,29 +227,26 @@ impl Broker {
     /// Applies every finished kill and retries every unproven workspace removal once.
     pub async fn reconcile(&self) -> Result<Reconciled, BrokerError> {
         let config = self.config().clone();
-        let layout = config.layout();
-        let key = crate::evidence::load_signing_key(
-            &config.state_dir,
-            config.evidence.signing_key.as_deref(),
-        )?;
-        let spool = desk_evidence::spool::read(&layout.spool(), &key.verifying_key()).map_err(
-            |source| BrokerError::Evidence {
-                operation: "read the spool",
-                source: Box::new(source),
-            },
-        )?;
+        let (spool, tombstones) = tokio::task::spawn_blocking(move || {
+            let layout = config.layout();
+            let key = crate::evidence::load_signing_key(
+                &config.state_dir,
+                config.evidence.signing_key.as_deref(),
+            )?;
+            if let Err(error) = crate::kill::finish_interrupted_kills(&layout, &key) {
+                tracing::error!(%error, "reconciler cannot finish interrupted kills");
+            }
+            let spool = desk_evidence::spool::read(&layout.spool(), &key.verifying_key()).map_err(
+                |source| BrokerError::Evidence {
+                    operation: "read the spool",
+                    source: Box::new(source),
+                },
+            )?;
+            Ok::<_, BrokerError>((spool, crate::kill::tombstones(&layout)))
+        })
+        .await
+        .map_err(|error| BrokerError::Internal(format!("reconcile panicked: {error}")))??;
         let mut done = Reconciled::default();
-        let tombstones: Vec<Tombstone> = std::fs::read_dir(layout.kills())
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .filter_map(|entry| {
-                        let name = entry.file_name().into_string().ok()?;
-                        read_tombstone(&layout, name.strip_suffix(".json")?)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         for tombstone in tombstones {
             let Some(spooled) = spool
                 .iter()
@@ -205,7 +261,7 @@ impl Broker {
                     move |inner| inner.store.session(&id)
                 })
                 .await?
-                .is_some_and(|session| session.state() == desk_contract::api::SessionState::Killed);
+                .is_some_and(|session| session.state() == SessionState::Killed);
             if killed {
                 continue;
             }
@@ -216,6 +272,18 @@ impl Broker {
                 })
                 .await?;
             done.kills_applied += usize::from(applied);
+        }
+        let failed = self
+            .run(None, |inner| Ok(inner.failed_workspaces()))
+            .await?;
+        for id in failed {
+            let session_id = id.clone();
+            if let Err(error) = self
+                .run_unbounded(id, move |inner| inner.stop_failed(&session_id))
+                .await
+            {
+                tracing::warn!(%error, "reconciler cannot stop a failed session's desktop");
+            }
         }
         let workspaces = self
             .run(None, |inner| Ok(inner.reconcile_workspaces()))

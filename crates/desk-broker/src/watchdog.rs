@@ -6,7 +6,8 @@
 //! last action's end, whether an action is in flight) and each session's refused-action count
 //! (`<session>/refused_actions`, written by the broker, so it survives a broker restart), and
 //! kills ([`crate::kill::kill_session`], the kill switch's path) a session that reached a limit
-//! ([`due`]). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
+//! ([`due`]), and finishes every kill interrupted before its receipt
+//! ([`crate::kill::finish_interrupted_kills`]). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
 //! same state directory asks the older one to stop (SIGTERM) and takes over. It exits when the
 //! state directory is gone, or when its broker is gone and no session is live.
 
@@ -98,9 +99,11 @@ pub(crate) fn refused_actions(session_dir: &desk_desktop::SessionDir) -> u64 {
 
 impl crate::broker::Inner {
     /// Counts one refused action of `session_id` in `<session>/refused_actions` (under a file
-    /// lock: refusals of one session may run at once). A count that cannot be written is
-    /// logged; the refusal itself stands.
-    pub(crate) fn count_refused(&self, session_id: &str) {
+    /// lock: refusals of one session may run at once), then records the denial in the
+    /// session's evidence (`action_refused`, with the new count) before the refusal is
+    /// answered. A count or record that cannot be written is logged; the refusal itself stands
+    /// (it changed nothing).
+    pub(crate) fn count_refused(&self, session_id: &str, request_id: &str, refusal: &BrokerError) {
         let Ok(Some(session)) = self.store.session(session_id) else {
             return;
         };
@@ -120,10 +123,21 @@ impl crate::broker::Inner {
                 file.set_len(0)?;
                 file.rewind()?;
                 write!(file, "{count}")?;
-                file.sync_all()
+                file.sync_all()?;
+                Ok(count)
             });
-        if let Err(error) = counted {
-            tracing::warn!(session_id, error = %error, "failed to count a refused action");
+        let count = match counted {
+            Ok(count) => Some(count),
+            Err(error) => {
+                tracing::warn!(session_id, error = %error, "failed to count a refused action");
+                None
+            }
+        };
+        let code = refusal.status_and_code().1;
+        if let Err(error) =
+            crate::evidence::action_refused(self.evidence(), &session, request_id, code, count)
+        {
+            tracing::warn!(session_id, error = %error, "failed to record a refused action");
         }
     }
 }
@@ -241,6 +255,20 @@ fn round(
 ) -> Result<usize, BrokerError> {
     if !state.database().exists() {
         return Ok(0);
+    }
+    // A kill cut between its tombstone and its receipt (its killer died) is finished here too;
+    // a failure there never keeps this round from enforcing the limits.
+    match crate::kill::finish_interrupted_kills(state, key) {
+        Ok(receipts) => {
+            for receipt in receipts {
+                tracing::warn!(
+                    record_id = receipt.record_id,
+                    outcome = receipt.outcome,
+                    "watchdog finished an interrupted kill"
+                );
+            }
+        }
+        Err(error) => tracing::error!(error = %error, "watchdog cannot finish interrupted kills"),
     }
     let sessions = crate::kill::live_sessions(&crate::kill::open_read_only(&state.database())?)?;
     let mut live = 0;

@@ -1,5 +1,6 @@
 //! Each workspace's durable state, `<state_dir>/workspaces/<id>.json`: `launching` (reset is
-//! starting its desktop), `running` (handed off), `removal_pending` (release or a kill began
+//! starting its desktop), `running` (handed off), `stopped` (its session failed: every process
+//! stopped, the directory kept until release), `removal_pending` (release or a kill began
 //! destroying it; what must go is recorded beside it), `destroyed` (removal proven: no process,
 //! no directory, no X socket, no sandbox). Written atomically (temporary file, fsync, rename)
 //! by the broker and by the kill path; the reconciler (`reconcile.rs`) moves every

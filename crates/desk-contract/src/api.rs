@@ -166,6 +166,9 @@ crate::wire_enum! {
         Launching = "launching",
         /// The desktop was handed off.
         Running = "running",
+        /// The session failed (`error`): every process of its desktop was stopped, so no input
+        /// can reach it; its directory (logs, attempt file) is kept until release removes it.
+        Stopped = "stopped",
         /// Its removal began and is not proven yet.
         RemovalPending = "removal_pending",
         /// Its removal is proven: no process, no directory, no X socket, no sandbox.
@@ -358,7 +361,8 @@ pub struct StatusResponse {
     /// The workspace policy the session was leased under (see [`LeaseResponse::policy_sha256`]).
     #[serde(default)]
     pub policy_sha256: Option<String>,
-    /// The workspace's durable state (`launching`, `running`, `removal_pending`, `destroyed`);
+    /// The workspace's durable state (`launching`, `running`, `stopped`, `removal_pending`,
+    /// `destroyed`);
     /// absent before the first reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_state: Option<WorkspaceState>,

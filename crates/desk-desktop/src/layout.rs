@@ -82,6 +82,12 @@ impl StateDir {
         self.kills().join(format!("{id}.json"))
     }
 
+    /// The lock a kill of session `id` holds from before its tombstone until its receipt is
+    /// spooled; free with a tombstone and no receipt means the killer died or failed.
+    pub fn kill_lock(&self, id: &str) -> PathBuf {
+        self.kills().join(format!("{id}.lock"))
+    }
+
     /// The append-only spool of signed terminal receipts.
     pub fn spool(&self) -> PathBuf {
         self.0.join("spool").join("terminal.ndjson")

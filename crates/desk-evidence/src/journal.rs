@@ -7,7 +7,8 @@
 //! session; the first record is `session_started` and names the signing key; actions are
 //! accepted with indices 0, 1, 2, ...; a receipt closes an accepted, still open action; a
 //! receipt with outcome [`NOT_INJECTED`] withdraws the last accepted action, whose index the
-//! next acceptance reuses; nothing follows `session_released`.
+//! next acceptance reuses; `session_killed` comes only after every accepted action's receipt
+//! (never half-logged); nothing follows `session_released` or `session_killed`.
 //!
 //! The writer appends, fsyncs, then reads the line back from disk and verifies it before
 //! returning, so a caller may send the response that depends on the record afterwards. Any
@@ -151,6 +152,12 @@ impl ChainState {
                     "action {} withdrawn ({NOT_INJECTED}) but the last accepted action is {}",
                     receipt.index,
                     self.n_accepted.saturating_sub(1)
+                ));
+            }
+            RecordBody::SessionKilled(_) if !self.open_actions.is_empty() => {
+                let index = self.open_actions.first().copied().unwrap_or_default();
+                return out_of_place(format!(
+                    "session_killed while action {index} has no receipt"
                 ));
             }
             RecordBody::SessionReleased(released) if released.n_actions != self.n_accepted => {

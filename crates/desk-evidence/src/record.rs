@@ -47,6 +47,9 @@ desk_contract::wire_enum! {
         /// The session was killed (watchdog or kill switch): its terminal receipt, replayed
         /// from the spool; no record may follow.
         SessionKilled = "session_killed",
+        /// An action was refused before any input (a denial, counted toward the refused-action
+        /// limit).
+        ActionRefused = "action_refused",
     }
 }
 
@@ -215,6 +218,42 @@ pub struct SessionKilled {
     pub storage_destroyed: bool,
 }
 
+/// `control_id` of denial records: the refused actions the watchdog counts (G005's policy
+/// denials).
+pub const DENIAL_CONTROL_ID: &str = "AID-I-008.004-G005";
+
+/// `stage` of a denial: the action failed validation before any input (bad field, point off
+/// the display, a refused chord, an unparsable action or program).
+pub const DENIAL_STAGE: &str = "action_validation";
+
+/// `outcome` of a denial: nothing reached the desktop.
+pub const DENIAL_OUTCOME: &str = "refused";
+
+/// Body of `action_refused`: a denial in the containment spec's record shape (control id,
+/// stage, outcome, recorded time), written by the broker before it answers the refusal. It
+/// takes no action index and closes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionRefused {
+    /// The record's own id: `deny-<32 hex>`.
+    pub record_id: String,
+    /// [`DENIAL_CONTROL_ID`].
+    pub control_id: String,
+    /// [`DENIAL_STAGE`].
+    pub stage: String,
+    /// [`DENIAL_OUTCOME`].
+    pub outcome: String,
+    /// When the refusal was decided, milliseconds since the Unix epoch.
+    pub recorded_at_ms: u64,
+    /// The client's request id, `null` when it was not a valid identifier.
+    pub request_id: Option<String>,
+    /// The error code the client got (`invalid_action`, `invalid_params`, ...).
+    pub error_code: String,
+    /// The session's refused-action count with this one, as the watchdog reads it; `null` when
+    /// the count could not be written.
+    pub refused_count: Option<u64>,
+}
+
 /// The typed body of a record, one variant per [`RecordKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -235,6 +274,8 @@ pub enum RecordBody {
     SessionReleased(SessionReleased),
     /// `session_killed`.
     SessionKilled(SessionKilled),
+    /// `action_refused`.
+    ActionRefused(ActionRefused),
 }
 
 impl RecordBody {
@@ -249,6 +290,7 @@ impl RecordBody {
             Self::Artifact(_) => RecordKind::Artifact,
             Self::SessionReleased(_) => RecordKind::SessionReleased,
             Self::SessionKilled(_) => RecordKind::SessionKilled,
+            Self::ActionRefused(_) => RecordKind::ActionRefused,
         }
     }
 
@@ -262,6 +304,7 @@ impl RecordBody {
             Self::Artifact(body) => serde_json::to_value(body),
             Self::SessionReleased(body) => serde_json::to_value(body),
             Self::SessionKilled(body) => serde_json::to_value(body),
+            Self::ActionRefused(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -286,6 +329,9 @@ impl RecordBody {
             }
             RecordKind::SessionKilled => {
                 Self::SessionKilled(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ActionRefused => {
+                Self::ActionRefused(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -331,6 +377,16 @@ impl RecordBody {
                 check_text("outcome", &body.outcome)?;
                 check_text("source", &body.source)?;
                 check_text("reason", &body.reason)
+            }
+            Self::ActionRefused(body) => {
+                check_text("record_id", &body.record_id)?;
+                check_exact("control_id", &body.control_id, DENIAL_CONTROL_ID)?;
+                check_exact("stage", &body.stage, DENIAL_STAGE)?;
+                check_exact("outcome", &body.outcome, DENIAL_OUTCOME)?;
+                if let Some(request_id) = &body.request_id {
+                    check_text("request_id", request_id)?;
+                }
+                check_text("error_code", &body.error_code)
             }
         }
     }
@@ -419,6 +475,14 @@ fn check_text(field: &str, text: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+fn check_exact(field: &str, text: &str, expected: &str) -> Result<(), String> {
+    if text == expected {
+        Ok(())
+    } else {
+        Err(format!("{field} must be {expected:?}"))
+    }
 }
 
 pub(crate) fn is_digest(text: &str) -> bool {

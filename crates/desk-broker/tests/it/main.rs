@@ -7,6 +7,7 @@ mod control;
 mod control_stop;
 mod fair;
 mod invalid;
+mod kill;
 mod lifecycle;
 mod observe;
 mod policy;

@@ -203,3 +203,91 @@ fn a_journal_grown_or_cut_under_the_writer_refuses_the_next_append() {
         "{refused}"
     );
 }
+
+fn killed() -> RecordBody {
+    RecordBody::SessionKilled(crate::record::SessionKilled {
+        record_id: "kill-1".to_string(),
+        control_id: crate::record::KILL_CONTROL_ID.to_string(),
+        stage: "terminal".to_string(),
+        outcome: "contained".to_string(),
+        recorded_at_ms: 5,
+        source: "operator".to_string(),
+        reason: "runaway".to_string(),
+        limit: None,
+        last_action_index: Some(0),
+        state_destroyed: true,
+        lease_revoked: true,
+        storage_destroyed: true,
+    })
+}
+
+fn refused(count: u64) -> crate::record::ActionRefused {
+    crate::record::ActionRefused {
+        record_id: format!("deny-{count}"),
+        control_id: crate::record::DENIAL_CONTROL_ID.to_string(),
+        stage: crate::record::DENIAL_STAGE.to_string(),
+        outcome: crate::record::DENIAL_OUTCOME.to_string(),
+        recorded_at_ms: 4,
+        request_id: Some(format!("bad-{count}")),
+        error_code: "invalid_action".to_string(),
+        refused_count: Some(count),
+    }
+}
+
+#[test]
+fn a_kill_record_never_leaves_an_accepted_action_without_its_receipt() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(1, started(&key)).expect("appends");
+    writer.append(2, accepted(0)).expect("accepts 0");
+    assert!(
+        writer.append(3, killed()).is_err(),
+        "action 0 is open: the kill record would half-log it"
+    );
+    writer.append(3, receipt(0, "in_doubt")).expect("closes 0");
+    writer.append(4, killed()).expect("then the kill record");
+    assert!(writer.append(5, accepted(1)).is_err(), "nothing follows");
+    read_journal(&path, &key.verifying_key()).expect("journal verifies");
+}
+
+#[test]
+fn denials_are_signed_records_between_actions_and_their_shape_is_checked() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("evidence.ndjson");
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let mut writer = EvidenceWriter::create(&path, key.clone(), "session-1").expect("creates");
+    writer.append(1, started(&key)).expect("appends");
+    writer
+        .append(2, RecordBody::ActionRefused(refused(1)))
+        .expect("a denial before any action");
+    writer.append(3, accepted(0)).expect("takes index 0");
+    writer
+        .append(4, RecordBody::ActionRefused(refused(2)))
+        .expect("a denial while action 0 is open takes no index");
+    writer.append(5, receipt(0, "settled")).expect("closes 0");
+    let records = read_journal(&path, &key.verifying_key()).expect("journal verifies");
+    let denials: Vec<_> = records
+        .iter()
+        .filter_map(|record| match &record.record().body {
+            RecordBody::ActionRefused(denial) => Some(denial.refused_count),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(denials, vec![Some(1), Some(2)]);
+
+    let mut wrong_control = refused(3);
+    wrong_control.control_id = "AID-I-008.004-G001".to_string();
+    let mut wrong_outcome = refused(3);
+    wrong_outcome.outcome = "PASS".to_string();
+    let mut empty_request = refused(3);
+    empty_request.request_id = Some(String::new());
+    for bad in [wrong_control, wrong_outcome, empty_request] {
+        assert!(
+            RecordBody::ActionRefused(bad.clone()).validate().is_err(),
+            "{bad:?}"
+        );
+        assert!(writer.append(6, RecordBody::ActionRefused(bad)).is_err());
+    }
+}
