@@ -47,6 +47,8 @@ desk_contract::wire_enum! {
         /// The session was killed (watchdog or kill switch): its terminal receipt, replayed
         /// from the spool; no record may follow.
         SessionKilled = "session_killed",
+        /// The session's clipboard was read or written, or such an access was refused.
+        ClipboardAccess = "clipboard_access",
     }
 }
 
@@ -215,6 +217,27 @@ pub struct SessionKilled {
     pub storage_destroyed: bool,
 }
 
+/// Body of `clipboard_access`: one per clipboard read or write, refusals included; a write
+/// has a `requested` record before the desktop is asked and one with its outcome after. The
+/// text itself is never recorded, only its length and digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClipboardAccess {
+    /// `read` or `write`.
+    pub direction: String,
+    /// `requested` (a write about to be asked of the desktop), `done`, `refused` (nothing was
+    /// asked), `failed` (nothing changed) or `unknown` (a write whose outcome is unknown).
+    pub outcome: String,
+    /// The error code when the access was refused or failed.
+    pub error_code: Option<String>,
+    /// UTF-8 bytes of the text written, or of the clipboard's whole text when read.
+    pub byte_length: Option<u64>,
+    /// SHA-256 (hex) of the text written, or of the text a read returned.
+    pub sha256: Option<String>,
+    /// Whether a read returned a cut prefix.
+    pub truncated: Option<bool>,
+}
+
 /// The typed body of a record, one variant per [`RecordKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -235,6 +258,8 @@ pub enum RecordBody {
     SessionReleased(SessionReleased),
     /// `session_killed`.
     SessionKilled(SessionKilled),
+    /// `clipboard_access`.
+    ClipboardAccess(ClipboardAccess),
 }
 
 impl RecordBody {
@@ -249,6 +274,7 @@ impl RecordBody {
             Self::Artifact(_) => RecordKind::Artifact,
             Self::SessionReleased(_) => RecordKind::SessionReleased,
             Self::SessionKilled(_) => RecordKind::SessionKilled,
+            Self::ClipboardAccess(_) => RecordKind::ClipboardAccess,
         }
     }
 
@@ -262,6 +288,7 @@ impl RecordBody {
             Self::Artifact(body) => serde_json::to_value(body),
             Self::SessionReleased(body) => serde_json::to_value(body),
             Self::SessionKilled(body) => serde_json::to_value(body),
+            Self::ClipboardAccess(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -286,6 +313,9 @@ impl RecordBody {
             }
             RecordKind::SessionKilled => {
                 Self::SessionKilled(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ClipboardAccess => {
+                Self::ClipboardAccess(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -331,6 +361,22 @@ impl RecordBody {
                 check_text("outcome", &body.outcome)?;
                 check_text("source", &body.source)?;
                 check_text("reason", &body.reason)
+            }
+            Self::ClipboardAccess(body) => {
+                if !["read", "write"].contains(&body.direction.as_str()) {
+                    return Err("direction must be read or write".to_string());
+                }
+                let outcomes = ["requested", "done", "refused", "failed", "unknown"];
+                if !outcomes.contains(&body.outcome.as_str()) {
+                    return Err(format!("outcome must be one of {outcomes:?}"));
+                }
+                if let Some(code) = &body.error_code {
+                    check_text("error_code", code)?;
+                }
+                match &body.sha256 {
+                    Some(digest) => check_digest("sha256", digest),
+                    None => Ok(()),
+                }
             }
         }
     }
