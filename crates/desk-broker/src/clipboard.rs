@@ -35,8 +35,10 @@ use crate::store::SessionRow;
 /// The largest `PUT .../clipboard` body: the 16 MiB ceiling of text, each byte escaped in at
 /// most two (`\n`, `\"`, `\\`), and room for the rest of the body. A body over it is refused
 /// (413) before it is parsed.
-pub(crate) const CLIPBOARD_BODY_LIMIT_BYTES: usize =
-    2 * desk_contract::clipboard::CEILING_BYTES as usize + 64 * 1024;
+pub(crate) const CLIPBOARD_BODY_LIMIT_BYTES: usize = 2 * 16 * 1024 * 1024 + 64 * 1024;
+const _: () = assert!(
+    CLIPBOARD_BODY_LIMIT_BYTES as u64 == 2 * desk_contract::clipboard::CEILING_BYTES + 64 * 1024
+);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -73,10 +75,10 @@ fn access(direction: Direction, outcome: &str) -> ClipboardAccess {
 
 /// Whether the policy's mode allows `direction`.
 fn allowed(mode: Option<ClipboardMode>, direction: Direction) -> Result<(), BrokerError> {
-    let allows = match (mode, direction) {
-        (Some(ClipboardMode::ReadWrite), _) | (Some(ClipboardMode::Read), Direction::Read) => true,
-        _ => false,
-    };
+    let allows = matches!(
+        (mode, direction),
+        (Some(ClipboardMode::ReadWrite), _) | (Some(ClipboardMode::Read), Direction::Read)
+    );
     if allows {
         return Ok(());
     }
