@@ -80,7 +80,9 @@ impl Inner {
             (Some(validated), _) => validated,
             (None, Some(id)) => self
                 .bound_to_screenshot(session_id, &dir, id, &request.action, runtime.display)
-                .inspect_err(|_| self.count_refused(session_id))?,
+                .inspect_err(|refusal| {
+                    self.count_refused(session_id, &request.request_id, refusal)
+                })?,
             (None, None) => {
                 return Err(BrokerError::Internal(
                     "an action neither checked nor bound".to_string(),

@@ -11,6 +11,9 @@
 //! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only` |
 //! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image` |
 //! | 501 | `unsupported` (a feature `GET /v1/capabilities` lists as not offered) |
+//! | 403 | `clipboard_disabled` (the workspace policy's clipboard mode) |
+//! | 422 | `clipboard_unavailable` (nothing changed) |
+//! | 502 | `clipboard_outcome_unknown` (a clipboard write failed once asked; never retried) |
 //! | 410 | `lease_expired` |
 //! | 413 | `invalid_request` (body too large) |
 //! | 422 | `checkpoint_failed`, `app_not_maximized`, `reset_unstable` |
@@ -131,6 +134,8 @@ impl BrokerError {
                 } => format!("{} during {operation}", source),
                 // These messages are built from the operation and index only, never a cause.
                 BrokerError::OutcomeUnknown { .. }
+                // Built by the broker from the operation and the worker's class of failure.
+                | BrokerError::Control { .. }
                 | BrokerError::Desktop { .. }
                 | BrokerError::Evidence { .. }
                 // Built from SQLite's error class only.
@@ -151,6 +156,9 @@ fn control_status(code: ErrorCode) -> StatusCode {
         | ErrorCode::ScreenshotStale
         | ErrorCode::PointOutsideImage => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
+        ErrorCode::ClipboardDisabled => StatusCode::FORBIDDEN,
+        ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::ClipboardOutcomeUnknown => StatusCode::BAD_GATEWAY,
         _ => StatusCode::CONFLICT,
     }
 }

@@ -274,7 +274,7 @@ impl Inner {
     /// A process of the session's desktop died (the operation sent nothing): the session goes
     /// to `error` with `desktop_failed` and a message naming the process. Release still cleans
     /// up what is left.
-    fn fail_if_desktop_died(&self, session_id: &str, error: &BrokerError) {
+    pub(crate) fn fail_if_desktop_died(&self, session_id: &str, error: &BrokerError) {
         if let BrokerError::Desktop {
             source: BackendError::ProcessDied(reason),
             ..

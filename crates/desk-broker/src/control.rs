@@ -110,6 +110,16 @@ impl State {
 
     /// Refuses input in this state for a request with `token`.
     fn admit(&self, token: Option<&ControlToken>) -> Result<Scope, BrokerError> {
+        self.admit_as(token, false)
+    }
+
+    /// [`State::admit`]; `observe_allowed`: the work only reads (a clipboard read), which
+    /// observe mode allows.
+    fn admit_as(
+        &self,
+        token: Option<&ControlToken>,
+        observe_allowed: bool,
+    ) -> Result<Scope, BrokerError> {
         let persisted = &self.persisted;
         if persisted.stopped {
             return Err(refusal(
@@ -153,7 +163,7 @@ impl State {
                 ),
             ));
         }
-        if persisted.mode == ControlMode::Observe {
+        if persisted.mode == ControlMode::Observe && !observe_allowed {
             return Err(refusal(
                 ErrorCode::ControlObserveOnly,
                 "the control session is in observe mode: no input is sent",
@@ -339,6 +349,16 @@ impl Controls {
         token: Option<&ControlToken>,
     ) -> Result<Scope, BrokerError> {
         self.with(session_id, dir, |state| state.admit(token))
+    }
+
+    /// [`Controls::admit`] for work that only reads, which observe mode allows.
+    pub(crate) fn admit_read(
+        &self,
+        session_id: &str,
+        dir: &SessionDir,
+        token: Option<&ControlToken>,
+    ) -> Result<Scope, BrokerError> {
+        self.with(session_id, dir, |state| state.admit_as(token, true))
     }
 
     /// The current generation and target revision, without admission's checks.

@@ -50,11 +50,13 @@ pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
 const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
 const STAGING_DIR: &str = "staging";
 
+mod clipboard;
 mod containment;
 mod export;
 mod journal;
 mod keys;
 
+pub(crate) use clipboard::clipboard_access;
 pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence};
 pub(crate) use journal::Journals;

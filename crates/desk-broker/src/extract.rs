@@ -52,6 +52,15 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), BrokerError> {
 }
 
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, BrokerError> {
+    read_body_within(request, state, BODY_LIMIT_BYTES).await
+}
+
+/// Reads a body under `limit`, which must be the `DefaultBodyLimit` of the request's route.
+pub(crate) async fn read_body_within<S: Send + Sync>(
+    request: Request,
+    state: &S,
+    limit: usize,
+) -> Result<Bytes, BrokerError> {
     // Routes with a body take no query parameters; an ignored parameter would be a silent
     // unknown field.
     if request.uri().query().is_some() {
@@ -64,9 +73,7 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
         .await
         .map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                BrokerError::BodyTooLarge {
-                    limit: BODY_LIMIT_BYTES,
-                }
+                BrokerError::BodyTooLarge { limit }
             } else {
                 BrokerError::InvalidRequest(format!(
                     "failed to read the body: {}",

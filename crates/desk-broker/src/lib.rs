@@ -22,6 +22,7 @@ mod artifact;
 mod auth;
 mod broker;
 mod checkpoint;
+mod clipboard;
 mod config;
 mod conn;
 mod control;

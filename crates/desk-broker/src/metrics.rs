@@ -147,6 +147,8 @@ pub(crate) fn operation<'a>(
                 ("POST", ["control", "restart"]) => "restart_control",
                 ("POST", ["stop"]) => "stop",
                 ("GET", ["capabilities"]) => "session_capabilities",
+                ("GET", ["clipboard"]) => "clipboard_read",
+                ("PUT", ["clipboard"]) => "clipboard_write",
                 _ => "unknown",
             };
             return (op, (op != "unknown").then_some(*id));

@@ -52,6 +52,14 @@ fn policy_error(error: desk_policy::PolicyError) -> BrokerError {
 }
 
 impl PolicyInForce {
+    /// The verified policy's clipboard mode; `None` when it was refused.
+    pub(crate) fn clipboard_mode(&self) -> Option<desk_policy::ClipboardMode> {
+        self.verified
+            .as_ref()
+            .ok()
+            .map(|policy| policy.policy().clipboard_mode())
+    }
+
     /// The verified policy's limits; `None` when it was refused (every lease is then refused).
     pub(crate) fn limits(&self) -> Option<desk_policy::Limits> {
         self.verified

@@ -200,7 +200,9 @@ impl Inner {
                     .and_then(|geometry| {
                         validate_steps(&request.steps, Some(&geometry), runtime.display)
                     })
-                    .inspect_err(|_| self.count_refused(session_id))?
+                    .inspect_err(|refusal| {
+                        self.count_refused(session_id, &request.request_id, refusal)
+                    })?
             }
             (None, None) => {
                 return Err(BrokerError::Internal(

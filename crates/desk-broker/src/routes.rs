@@ -51,6 +51,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/capabilities"),
     ("GET", "/v1/capabilities"),
     ("GET", "/v1/capabilities/{feature}"),
+    ("GET", "/v1/sessions/{id}/clipboard"),
+    ("PUT", "/v1/sessions/{id}/clipboard"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -340,6 +342,14 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/capabilities", get(session_capabilities))
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/capabilities/{feature}", get(capability))
+        .route(
+            "/v1/sessions/{id}/clipboard",
+            get(crate::clipboard::get_clipboard)
+                .put(crate::clipboard::put_clipboard)
+                .layer(DefaultBodyLimit::max(
+                    crate::clipboard::CLIPBOARD_BODY_LIMIT_BYTES,
+                )),
+        )
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))

@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+mod clipboard;
 mod remote;
 mod trust;
 

@@ -84,6 +84,16 @@ crate::wire_enum! {
         /// A point lies outside the named screenshot's content (in its padding or beyond its
         /// edge); it is never clamped.
         PointOutsideImage = "point_outside_image",
+        /// The workspace policy's clipboard mode does not allow this access (`none` allows no
+        /// access, `read` no write); nothing was asked of the desktop.
+        ClipboardDisabled = "clipboard_disabled",
+        /// The clipboard could not be read or written and nothing changed: it offers no UTF-8
+        /// text, its text is over the ceiling or holds NUL, or its owner did not answer within
+        /// the deadline. The message says which.
+        ClipboardUnavailable = "clipboard_unavailable",
+        /// A clipboard write failed after the desktop was asked to take the clipboard: whether
+        /// the clipboard changed is unknown. It is never retried.
+        ClipboardOutcomeUnknown = "clipboard_outcome_unknown",
         /// The feature asked for is not offered by this broker (see `GET /v1/capabilities`).
         Unsupported = "unsupported",
         /// An unexpected failure inside the broker; details are in its log, not here.

@@ -5,6 +5,7 @@
 //! - the agent action schema ([`Action`]) and its validation into an [`InputAction`]
 //!   ([`validate_action`]), including key names and forbidden system chords ([`keys`]);
 //! - the HTTP request/response bodies ([`api`]) and stable [`ErrorCode`]s;
+//! - the task-scoped clipboard's wire types and limits ([`clipboard`]);
 //! - the desktop worker's JSONL protocol ([`worker`]) and the facts it reports ([`desktop`]);
 //! - the event-log records ([`events`]) and the settle decision ([`settle`]);
 //! - the workspace's one strict JSON parser ([`strict`]) and the request parsers built on it
@@ -19,6 +20,7 @@
 pub mod action;
 pub mod api;
 pub mod b64;
+pub mod clipboard;
 pub mod control;
 pub mod desktop;
 pub mod digest;

@@ -76,6 +76,17 @@ pub enum WorkerOp {
     Facts,
     /// Release every held key and button.
     ReleaseHeld,
+    /// Read the display's CLIPBOARD as UTF-8 text, at most `max_output_bytes` of it
+    /// (`crate::clipboard`); sends no input.
+    ClipboardRead {
+        /// The read cap, already checked by the broker.
+        max_output_bytes: u64,
+    },
+    /// Own the display's CLIPBOARD with `text` until another client takes it; sends no input.
+    ClipboardWrite {
+        /// The text, already checked by the broker (no NUL, within the ceiling).
+        text: String,
+    },
     /// Close the connection and exit.
     Shutdown,
 }
@@ -112,6 +123,10 @@ pub enum WorkerValue {
         /// Names of released keys and buttons.
         released: Vec<String>,
     },
+    /// To `clipboard_read`.
+    Clipboard(crate::clipboard::ClipboardText),
+    /// To `clipboard_write`.
+    ClipboardWritten(crate::clipboard::ClipboardWritten),
     /// To `shutdown`.
     Bye,
 }
@@ -133,6 +148,9 @@ pub enum WorkerFailureKind {
     AppNotMaximized,
     /// The handoff's first frame did not settle within its settle waits.
     HandoffUnstable,
+    /// The clipboard could not be read or written and nothing changed: no text offered in
+    /// UTF-8, over the ceiling, NUL or invalid UTF-8 in it, or its owner did not answer in time.
+    ClipboardUnavailable,
 }
 
 /// A failed answer.

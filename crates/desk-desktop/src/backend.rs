@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
 use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
 use desk_contract::{DisplaySize, InputAction, SettlePolicy};
 
@@ -69,6 +70,27 @@ pub trait DesktopBackend: Send {
     /// of its own (the fake).
     fn workspace_facts(&self) -> Option<desk_contract::desktop::WorkspaceFacts> {
         None
+    }
+
+    /// Reads the display's clipboard as UTF-8 text, at most `max_output_bytes` of it (checked
+    /// by the caller, `desk_contract::clipboard`). Sends no input. An error changes nothing.
+    /// A backend without a clipboard refuses, which is the default.
+    fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
+        let _ = max_output_bytes;
+        Err(BackendError::ClipboardUnavailable(
+            "this desktop backend has no clipboard".to_string(),
+        ))
+    }
+
+    /// Replaces the display's clipboard text (checked by the caller: no NUL, within the
+    /// ceiling). Sends no input. An error for which
+    /// [`BackendError::input_may_have_been_sent`] is true leaves the clipboard unknown; the
+    /// caller never retries it. A backend without a clipboard refuses, which is the default.
+    fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError> {
+        let _ = text;
+        Err(BackendError::ClipboardUnavailable(
+            "this desktop backend has no clipboard".to_string(),
+        ))
     }
 
     /// Lets go of the desktop without stopping it, so that a later broker can reattach to it

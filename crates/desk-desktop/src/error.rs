@@ -42,6 +42,10 @@ pub enum BackendError {
     /// app was stopped and the handoff refused.
     #[error("workspace unverified: {}", .0.join(", "))]
     WorkspaceUnverified(Vec<String>),
+    /// The clipboard could not be read or written and nothing changed (no UTF-8 text, over the
+    /// ceiling, its owner did not answer in time, or the backend has no clipboard).
+    #[error("clipboard unavailable: {0}")]
+    ClipboardUnavailable(String),
     /// The backend was shut down.
     #[error("desktop was shut down")]
     ShutDown,
@@ -73,6 +77,9 @@ impl From<WorkerFailure> for BackendError {
             }
             WorkerFailureKind::AppNotMaximized => BackendError::AppNotMaximized(failure.message),
             WorkerFailureKind::HandoffUnstable => BackendError::HandoffUnstable(failure.message),
+            WorkerFailureKind::ClipboardUnavailable => {
+                BackendError::ClipboardUnavailable(failure.message)
+            }
         }
     }
 }

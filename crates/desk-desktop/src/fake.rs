@@ -25,6 +25,7 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
 use desk_contract::desktop::{
     ActionOutcome, DesktopFacts, FocusFacts, Frame, Handoff, WindowFacts, WindowRect,
 };
@@ -357,5 +358,30 @@ impl DesktopBackend for FakeDesktop {
 
     fn process_ids(&self) -> Vec<u32> {
         Vec::new()
+    }
+
+    fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
+        self.ensure_running()?;
+        let mut script = self.handle.lock();
+        script.n_clipboard_ops += 1;
+        let text = script.clipboard.clone().unwrap_or_default();
+        Ok(desk_contract::clipboard::truncate(&text, max_output_bytes))
+    }
+
+    fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError> {
+        self.ensure_running()?;
+        desk_contract::clipboard::check_write(text)
+            .map_err(|error| BackendError::Rejected(error.to_string()))?;
+        let mut script = self.handle.lock();
+        script.n_clipboard_ops += 1;
+        if script.clipboard_write_fails {
+            return Err(BackendError::OutcomeUnknown(
+                "scripted clipboard write failure".to_string(),
+            ));
+        }
+        script.clipboard = Some(text.to_string());
+        Ok(ClipboardWritten {
+            byte_length: text.len() as u64,
+        })
     }
 }

@@ -31,6 +31,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
+use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
 use desk_contract::desktop::{
     ActionOutcome, DesktopFacts, Frame, Handoff, SandboxMode, WorkspaceFacts,
 };
@@ -229,6 +230,10 @@ pub struct LocalDesktop {
 }
 
 const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a clipboard operation may take in the worker: its own deadline
+/// (`desk_contract::clipboard::DEADLINE_MS`) and a margin for a 16 MiB line both ways.
+const CLIPBOARD_WORKER_TIMEOUT: Duration =
+    Duration::from_millis(desk_contract::clipboard::DEADLINE_MS + 5_000);
 const XVFB_START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Writes the pinned configuration into `dir` and points openbox at it (other window
@@ -917,8 +922,17 @@ impl LocalDesktop {
     /// One worker request, refused before sending when a process died, and its failure
     /// explained by a dead process when there is one.
     fn call(&mut self, op: WorkerOp) -> Result<WorkerValue, BackendError> {
+        self.call_within(op, WORKER_TIMEOUT)
+    }
+
+    /// [`LocalDesktop::call`] with its own answer deadline.
+    fn call_within(
+        &mut self,
+        op: WorkerOp,
+        timeout: Duration,
+    ) -> Result<WorkerValue, BackendError> {
         self.check_alive(None)?;
-        match self.worker()?.call(op, WORKER_TIMEOUT) {
+        match self.worker()?.call(op, timeout) {
             Ok(value) => Ok(value),
             Err(error) => Err(self.explain(error)),
         }
@@ -1186,6 +1200,38 @@ impl DesktopBackend for LocalDesktop {
 
     fn detach(&mut self) {
         LocalDesktop::detach(self);
+    }
+
+    fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
+        let value = self.call_within(
+            WorkerOp::ClipboardRead { max_output_bytes },
+            CLIPBOARD_WORKER_TIMEOUT,
+        )?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::Clipboard(text) => Some(text),
+                _ => None,
+            },
+            "clipboard_read",
+        )
+    }
+
+    fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError> {
+        let op = WorkerOp::ClipboardWrite {
+            text: text.to_string(),
+        };
+        let value = self.call_within(op, CLIPBOARD_WORKER_TIMEOUT)?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::ClipboardWritten(written) => Some(written),
+                _ => None,
+            },
+            "clipboard_write",
+        )
+        // A wrong answer to a write the worker may have carried out leaves the clipboard unknown.
+        .map_err(|error| BackendError::OutcomeUnknown(error.to_string()))
     }
 }
 

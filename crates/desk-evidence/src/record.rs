@@ -50,6 +50,8 @@ desk_contract::wire_enum! {
         /// An action was refused before any input (a denial, counted toward the refused-action
         /// limit).
         ActionRefused = "action_refused",
+        /// The session's clipboard was read or written, or such an access was refused.
+        ClipboardAccess = "clipboard_access",
     }
 }
 
@@ -254,6 +256,27 @@ pub struct ActionRefused {
     pub refused_count: Option<u64>,
 }
 
+/// Body of `clipboard_access`: one per clipboard read or write, refusals included; a write
+/// has a `requested` record before the desktop is asked and one with its outcome after. The
+/// text itself is never recorded, only its length and digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClipboardAccess {
+    /// `read` or `write`.
+    pub direction: String,
+    /// `requested` (a write about to be asked of the desktop), `done`, `refused` (nothing was
+    /// asked), `failed` (nothing changed) or `unknown` (a write whose outcome is unknown).
+    pub outcome: String,
+    /// The error code when the access was refused or failed.
+    pub error_code: Option<String>,
+    /// UTF-8 bytes of the text written, or of the clipboard's whole text when read.
+    pub byte_length: Option<u64>,
+    /// SHA-256 (hex) of the text written, or of the text a read returned.
+    pub sha256: Option<String>,
+    /// Whether a read returned a cut prefix.
+    pub truncated: Option<bool>,
+}
+
 /// The typed body of a record, one variant per [`RecordKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -276,6 +299,8 @@ pub enum RecordBody {
     SessionKilled(SessionKilled),
     /// `action_refused`.
     ActionRefused(ActionRefused),
+    /// `clipboard_access`.
+    ClipboardAccess(ClipboardAccess),
 }
 
 impl RecordBody {
@@ -291,6 +316,7 @@ impl RecordBody {
             Self::SessionReleased(_) => RecordKind::SessionReleased,
             Self::SessionKilled(_) => RecordKind::SessionKilled,
             Self::ActionRefused(_) => RecordKind::ActionRefused,
+            Self::ClipboardAccess(_) => RecordKind::ClipboardAccess,
         }
     }
 
@@ -305,6 +331,7 @@ impl RecordBody {
             Self::SessionReleased(body) => serde_json::to_value(body),
             Self::SessionKilled(body) => serde_json::to_value(body),
             Self::ActionRefused(body) => serde_json::to_value(body),
+            Self::ClipboardAccess(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -332,6 +359,9 @@ impl RecordBody {
             }
             RecordKind::ActionRefused => {
                 Self::ActionRefused(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ClipboardAccess => {
+                Self::ClipboardAccess(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -387,6 +417,22 @@ impl RecordBody {
                     check_text("request_id", request_id)?;
                 }
                 check_text("error_code", &body.error_code)
+            }
+            Self::ClipboardAccess(body) => {
+                if !["read", "write"].contains(&body.direction.as_str()) {
+                    return Err("direction must be read or write".to_string());
+                }
+                let outcomes = ["requested", "done", "refused", "failed", "unknown"];
+                if !outcomes.contains(&body.outcome.as_str()) {
+                    return Err(format!("outcome must be one of {outcomes:?}"));
+                }
+                if let Some(code) = &body.error_code {
+                    check_text("error_code", code)?;
+                }
+                match &body.sha256 {
+                    Some(digest) => check_digest("sha256", digest),
+                    None => Ok(()),
+                }
             }
         }
     }

@@ -73,6 +73,12 @@ pub enum X11Error {
     /// The handoff's first frame did not settle within its attempts.
     #[error("the handoff did not settle: {0}")]
     HandoffUnstable(String),
+    /// The clipboard could not be read or written and nothing changed.
+    #[error("clipboard unavailable: {0}")]
+    ClipboardUnavailable(String),
+    /// A clipboard write failed after the clipboard was taken: its outcome is unknown.
+    #[error("clipboard write outcome unknown: {0}")]
+    ClipboardOutcomeUnknown(String),
     /// The window manager did not take the display in time.
     #[error("the window manager did not take the display within {waited_ms} ms")]
     NoWindowManager {
@@ -111,6 +117,8 @@ impl X11Error {
             X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,
             X11Error::AppNotMaximized(_) => WorkerFailureKind::AppNotMaximized,
             X11Error::HandoffUnstable(_) => WorkerFailureKind::HandoffUnstable,
+            X11Error::ClipboardUnavailable(_) => WorkerFailureKind::ClipboardUnavailable,
+            X11Error::ClipboardOutcomeUnknown(_) => WorkerFailureKind::OutcomeUnknown,
             _ => WorkerFailureKind::DesktopFailed,
         };
         WorkerFailure {

@@ -11,6 +11,7 @@
 //! left held are released after every action.
 
 mod capture;
+pub mod clipboard;
 mod cover;
 mod error;
 mod execute;

@@ -191,6 +191,15 @@ pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
             .release_held()
             .map(|released| WorkerValue::Released { released })
             .map_err(|error| error.to_failure()),
+        // The clipboard has connections of its own to the worker's display (`$DISPLAY`).
+        WorkerOp::ClipboardRead { max_output_bytes } => {
+            crate::clipboard::read(None, max_output_bytes)
+                .map(WorkerValue::Clipboard)
+                .map_err(|error| error.to_failure())
+        }
+        WorkerOp::ClipboardWrite { text } => crate::clipboard::write(None, text)
+            .map(WorkerValue::ClipboardWritten)
+            .map_err(|error| error.to_failure()),
         WorkerOp::Shutdown => {
             session.close();
             Ok(WorkerValue::Bye)

@@ -65,7 +65,12 @@ const FEATURES: &[(&str, bool, &str)] = &[
         false,
         "no accessibility tree or semantic steps in this build",
     ),
-    ("clipboard", false, "no clipboard access in this build"),
+    (
+        "clipboard",
+        true,
+        "GET/PUT .../clipboard: the session display's CLIPBOARD as UTF-8 text, as the \
+         workspace policy's clipboard mode allows (refused: clipboard_disabled)",
+    ),
 ];
 
 /// The broker-wide capabilities document.

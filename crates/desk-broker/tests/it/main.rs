@@ -3,6 +3,7 @@
 
 mod after_input;
 mod checkpoint;
+mod clipboard;
 mod control;
 mod control_stop;
 mod fair;

@@ -41,6 +41,9 @@ pub(super) struct Script {
     pub(super) n_saves: u64,
     pub(super) held_after_next: Vec<String>,
     pub(super) never_settles: bool,
+    pub(super) clipboard: Option<String>,
+    pub(super) n_clipboard_ops: u64,
+    pub(super) clipboard_write_fails: bool,
 }
 
 /// A cloneable view into a [`super::FakeDesktop`]'s recorded inputs and script.
@@ -55,6 +58,26 @@ impl FakeHandle {
         self.script
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The fake clipboard's text (`None`: nothing was ever written).
+    pub fn clipboard(&self) -> Option<String> {
+        self.lock().clipboard.clone()
+    }
+
+    /// Puts `text` on the fake clipboard, as an app's copy would.
+    pub fn set_clipboard(&self, text: &str) {
+        self.lock().clipboard = Some(text.to_string());
+    }
+
+    /// How many clipboard reads and writes reached the fake.
+    pub fn n_clipboard_ops(&self) -> u64 {
+        self.lock().n_clipboard_ops
+    }
+
+    /// Makes every later clipboard write fail after it reached the desktop (outcome unknown).
+    pub fn fail_clipboard_writes(&self) {
+        self.lock().clipboard_write_fails = true;
     }
 
     /// Every input action executed so far, in order.

@@ -7,6 +7,7 @@
     unreachable_pub
 )]
 
+mod clipboard;
 mod desk;
 mod handoff;
 mod input;

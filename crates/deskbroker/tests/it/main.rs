@@ -6,6 +6,7 @@ mod after_input;
 mod auth;
 mod bench;
 mod bench_spread;
+mod clipboard;
 mod conformance;
 mod containment;
 mod control;

@@ -1,0 +1,343 @@
+//! The task-scoped clipboard: `GET` and `PUT /v1/sessions/{id}/clipboard`, the session
+//! display's CLIPBOARD as UTF-8 text through the desktop worker (`docs/control-session.md`,
+//! "Clipboard").
+//!
+//! Order of checks, each refusal changing nothing: the session is live and handed off; the
+//! workspace policy's clipboard mode allows the access (`none`: nothing, `read`: reads,
+//! `read_write`: both; else `clipboard_disabled`); the limits hold (`invalid_params`:
+//! `desk_contract::clipboard`); the control session admits the request (a read in observe mode
+//! too, a write only in act mode). Then the session's turn and the desktop.
+//!
+//! Invariants: a write is asked of the desktop once and never retried; once asked, a failure
+//! is `clipboard_outcome_unknown`. A read whose control generation or target changed while it
+//! ran (a Stop) is discarded. Every access, refusals after the session was found included, is
+//! one `clipboard` log line (lengths and codes, never text) and signed evidence
+//! (`clipboard_access`); a write has its `requested` record before the desktop is asked.
+
+use axum::Json;
+use axum::extract::{FromRequest, RawQuery, Request, State};
+use desk_contract::ErrorCode;
+use desk_contract::clipboard::{
+    ClipboardQuery, ClipboardText, ClipboardWriteRequest, ClipboardWritten, check_write,
+    parse_query, read_cap,
+};
+use desk_contract::control::ControlToken;
+use desk_desktop::BackendError;
+use desk_evidence::record::ClipboardAccess;
+use desk_policy::ClipboardMode;
+
+use crate::broker::{Broker, Inner};
+use crate::error::BrokerError;
+use crate::evidence;
+use crate::extract::{SessionId, read_body_within};
+use crate::store::SessionRow;
+
+/// The largest `PUT .../clipboard` body: the 16 MiB ceiling of text, each byte escaped in at
+/// most two (`\n`, `\"`, `\\`), and room for the rest of the body. A body over it is refused
+/// (413) before it is parsed.
+pub(crate) const CLIPBOARD_BODY_LIMIT_BYTES: usize = 2 * 16 * 1024 * 1024 + 64 * 1024;
+const _: () = assert!(
+    CLIPBOARD_BODY_LIMIT_BYTES as u64 == 2 * desk_contract::clipboard::CEILING_BYTES + 64 * 1024
+);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Read,
+    Write,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+        }
+    }
+}
+
+fn refusal(code: ErrorCode, message: impl Into<String>) -> BrokerError {
+    BrokerError::Control {
+        code,
+        message: message.into(),
+    }
+}
+
+fn access(direction: Direction, outcome: &str) -> ClipboardAccess {
+    ClipboardAccess {
+        direction: direction.as_str().to_string(),
+        outcome: outcome.to_string(),
+        error_code: None,
+        byte_length: None,
+        sha256: None,
+        truncated: None,
+    }
+}
+
+/// Whether the policy's mode allows `direction`.
+fn allowed(mode: Option<ClipboardMode>, direction: Direction) -> Result<(), BrokerError> {
+    let allows = matches!(
+        (mode, direction),
+        (Some(ClipboardMode::ReadWrite), _) | (Some(ClipboardMode::Read), Direction::Read)
+    );
+    if allows {
+        return Ok(());
+    }
+    let mode = match mode {
+        Some(ClipboardMode::None) => "none",
+        Some(ClipboardMode::Read) => "read",
+        Some(ClipboardMode::ReadWrite) => "read_write",
+        None => "refused",
+    };
+    Err(refusal(
+        ErrorCode::ClipboardDisabled,
+        format!(
+            "the workspace policy's clipboard mode ({mode}) does not allow a clipboard {}",
+            direction.as_str()
+        ),
+    ))
+}
+
+/// The client-facing error of a failed desktop clipboard call.
+fn desktop_error(direction: Direction, error: BackendError) -> BrokerError {
+    match error {
+        BackendError::ClipboardUnavailable(message) => {
+            refusal(ErrorCode::ClipboardUnavailable, message)
+        }
+        error if direction == Direction::Write && error.input_may_have_been_sent() => refusal(
+            ErrorCode::ClipboardOutcomeUnknown,
+            format!(
+                "the clipboard write failed after the desktop was asked ({error}); whether the \
+                 clipboard changed is unknown, and the write is never retried"
+            ),
+        ),
+        error => BrokerError::Desktop {
+            operation: match direction {
+                Direction::Read => "read the clipboard",
+                Direction::Write => "write the clipboard",
+            },
+            source: error,
+        },
+    }
+}
+
+impl Inner {
+    /// Logs and records one finished or refused access; a failed record fails the request.
+    fn record_clipboard(
+        &self,
+        session: &SessionRow,
+        mut record: ClipboardAccess,
+        error: Option<&BrokerError>,
+    ) -> Result<(), BrokerError> {
+        if let Some(error) = error {
+            record.error_code = Some(error.status_and_code().1.as_str().to_string());
+        }
+        tracing::info!(
+            session_id = %session.id,
+            direction = %record.direction,
+            outcome = %record.outcome,
+            code = record.error_code.as_deref(),
+            byte_length = record.byte_length,
+            truncated = record.truncated,
+            "clipboard"
+        );
+        evidence::clipboard_access(self.evidence(), session, record)
+    }
+
+    /// The checks before the desktop is asked, in order; records a refusal.
+    fn admit_clipboard(
+        &self,
+        session_id: &str,
+        direction: Direction,
+        limits: impl FnOnce() -> Result<(), BrokerError>,
+        token: Option<&ControlToken>,
+    ) -> Result<(SessionRow, crate::control::Scope), BrokerError> {
+        let session = self.load(session_id)?;
+        let operation = match direction {
+            Direction::Read => "clipboard_read",
+            Direction::Write => "clipboard_write",
+        };
+        self.check_live(&session, operation)?;
+        session.lifecycle.check_observe(operation)?;
+        let dir = session.dir();
+        let checked = allowed(self.policy.clipboard_mode(), direction)
+            .and_then(|()| limits())
+            .and_then(|()| match direction {
+                Direction::Read => self.controls.admit_read(session_id, &dir, token),
+                Direction::Write => self.controls.admit(session_id, &dir, token),
+            });
+        match checked {
+            Ok(scope) => Ok((session, scope)),
+            Err(error) => {
+                self.record_clipboard(&session, access(direction, "refused"), Some(&error))?;
+                Err(error)
+            }
+        }
+    }
+
+    fn clipboard_read(
+        &self,
+        session_id: &str,
+        query: &ClipboardQuery,
+    ) -> Result<ClipboardText, BrokerError> {
+        let cap = read_cap(query.max_output_bytes);
+        let limits = || {
+            cap.clone()
+                .map(|_| ())
+                .map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))
+        };
+        let (session, scope) =
+            self.admit_clipboard(session_id, Direction::Read, limits, query.control.as_ref())?;
+        let cap = cap.map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let result = match runtime.backend.as_mut() {
+            Some(backend) => backend
+                .clipboard_read(cap)
+                .map_err(|error| desktop_error(Direction::Read, error)),
+            None => Err(BrokerError::Internal(
+                "ready session without a desktop".to_string(),
+            )),
+        };
+        drop(runtime);
+        // A Stop (or a new generation or target) while the read ran discards its result.
+        let result = result.and_then(|text| {
+            self.controls
+                .recheck(session_id, &session.dir(), scope)
+                .map(|()| text)
+        });
+        match result {
+            Ok(text) => {
+                let mut record = access(Direction::Read, "done");
+                record.byte_length = Some(text.byte_length);
+                record.sha256 = Some(desk_evidence::sha256_hex(text.text.as_bytes()));
+                record.truncated = Some(text.truncated);
+                self.record_clipboard(&session, record, None)?;
+                Ok(text)
+            }
+            Err(error) => {
+                self.fail_if_desktop_died(session_id, &error);
+                self.record_clipboard(&session, access(Direction::Read, "failed"), Some(&error))?;
+                Err(error)
+            }
+        }
+    }
+
+    fn clipboard_write(
+        &self,
+        session_id: &str,
+        request: &ClipboardWriteRequest,
+    ) -> Result<ClipboardWritten, BrokerError> {
+        let limits = || {
+            check_write(&request.text)
+                .map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))
+        };
+        let (session, _scope) = self.admit_clipboard(
+            session_id,
+            Direction::Write,
+            limits,
+            request.control.as_ref(),
+        )?;
+        let byte_length = request.text.len() as u64;
+        let sha256 = desk_evidence::sha256_hex(request.text.as_bytes());
+        let described = |outcome: &str| {
+            let mut record = access(Direction::Write, outcome);
+            record.byte_length = Some(byte_length);
+            record.sha256 = Some(sha256.clone());
+            record
+        };
+        // Evidence first: a write the journal cannot record is not asked of the desktop.
+        evidence::clipboard_access(self.evidence(), &session, described("requested"))?;
+        let slot = self.slot(session_id);
+        let mut runtime = slot.lock();
+        let result = match runtime.backend.as_mut() {
+            Some(backend) => backend
+                .clipboard_write(&request.text)
+                .map_err(|error| desktop_error(Direction::Write, error)),
+            None => Err(BrokerError::Internal(
+                "ready session without a desktop".to_string(),
+            )),
+        };
+        drop(runtime);
+        match result {
+            Ok(written) => {
+                self.record_clipboard(&session, described("done"), None)?;
+                Ok(written)
+            }
+            Err(error) => {
+                self.fail_if_desktop_died(session_id, &error);
+                let outcome = match error.status_and_code().1 {
+                    ErrorCode::ClipboardOutcomeUnknown => "unknown",
+                    _ => "failed",
+                };
+                self.record_clipboard(&session, described(outcome), Some(&error))?;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The body of `PUT .../clipboard`, read under [`CLIPBOARD_BODY_LIMIT_BYTES`] and parsed
+/// strictly like every body.
+pub(crate) struct ClipboardBody(ClipboardWriteRequest);
+
+impl<S: Send + Sync> FromRequest<S> for ClipboardBody {
+    type Rejection = BrokerError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read_body_within(request, state, CLIPBOARD_BODY_LIMIT_BYTES).await?;
+        desk_contract::request::parse_request(&bytes)
+            .map(ClipboardBody)
+            .map_err(|error| BrokerError::InvalidRequest(error.to_string()))
+    }
+}
+
+/// `GET /v1/sessions/{id}/clipboard?max_output_bytes=N&owner=O&generation=G`.
+pub(crate) async fn get_clipboard(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    RawQuery(query): RawQuery,
+) -> Result<Json<ClipboardText>, BrokerError> {
+    let query = parse_query(query.as_deref())
+        .map_err(|error| BrokerError::InvalidRequest(error.to_string()))?;
+    broker.clipboard_read(&id, query).await.map(Json)
+}
+
+/// `PUT /v1/sessions/{id}/clipboard` with `{"text", "control"?}`.
+pub(crate) async fn put_clipboard(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ClipboardBody(request): ClipboardBody,
+) -> Result<Json<ClipboardWritten>, BrokerError> {
+    broker.clipboard_write(&id, request).await.map(Json)
+}
+
+impl Broker {
+    /// `GET /v1/sessions/{id}/clipboard`.
+    pub(crate) async fn clipboard_read(
+        &self,
+        session_id: &str,
+        query: ClipboardQuery,
+    ) -> Result<ClipboardText, BrokerError> {
+        let id = session_id.to_string();
+        self.run(Some(id.clone()), move |inner| {
+            inner.clipboard_read(&id, &query)
+        })
+        .await
+    }
+
+    /// `PUT /v1/sessions/{id}/clipboard`.
+    pub(crate) async fn clipboard_write(
+        &self,
+        session_id: &str,
+        request: ClipboardWriteRequest,
+    ) -> Result<ClipboardWritten, BrokerError> {
+        let id = session_id.to_string();
+        self.run(Some(id.clone()), move |inner| {
+            inner.clipboard_write(&id, &request)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests;
