@@ -99,7 +99,10 @@ async fn put_text_is_pasted_and_the_apps_copy_is_read() {
     println!("clipboard write took {write_ms} ms");
     std::thread::sleep(Duration::from_millis(200));
     let baseline = probe_events(&log).len();
-    assert_eq!(baseline, before_write, "a clipboard write sends the app nothing");
+    assert_eq!(
+        baseline, before_write,
+        "a clipboard write sends the app nothing"
+    );
     let paste = json!({"type": "key", "keys": ["ctrl", "v"], "intent": "paste"});
     act(&client, &session, "paste-1", 0, paste).await.unwrap();
     let pastes = wait_for(&log, baseline, "paste");
