@@ -1,5 +1,7 @@
 //! The session display's CLIPBOARD selection as UTF-8 text, in Rust over x11rb (no `xclip`):
 //! the payload travels only in the worker protocol's JSON, never in a command line.
+//! Over 400 lines: both sides of the selection protocol (the owner and the requestor) share
+//! one endpoint, its atoms and its deadline; split, each half would repeat them.
 //!
 //! A write starts an owner thread with a connection of its own: it takes CLIPBOARD with a real
 //! server timestamp, confirms it owns it, answers the write, then serves `SelectionRequest`s
