@@ -329,3 +329,20 @@ pub struct ReleaseResponse {
     /// False when the session was already released.
     pub released_now: bool,
 }
+
+/// Answer to `GET /v1/sessions/{id}/accessibility`: the app's accessibility tree, a new current
+/// observation (see `docs/accessibility.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessibilityResponse {
+    /// The tree, flattened into the answer: `observation_id`, `nodes`, `truncated`,
+    /// `elapsed_ms`.
+    #[serde(flatten)]
+    pub tree: crate::a11y::AxTree,
+}
+
+/// Answer to `GET /v1/sessions/{id}/windows`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowsResponse {
+    /// The app's top-level windows, bottom to top: managed ones, then override-redirect ones.
+    pub windows: Vec<crate::desktop::AppWindowInfo>,
+}

@@ -53,6 +53,9 @@ crate::wire_enum! {
         /// The handoff's first frame kept changing through every settle wait reset allows; the
         /// handoff was refused (a reset with a new request id may try again).
         ResetUnstable = "reset_unstable",
+        /// The session's desktop has no accessibility bus, or its app is not (yet) accessible on
+        /// it; nothing was sent.
+        AccessibilityUnavailable = "accessibility_unavailable",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }
