@@ -90,6 +90,10 @@ impl BrokerError {
                 source: BackendError::WorkspaceUnverified(_),
                 ..
             } => (StatusCode::BAD_GATEWAY, ErrorCode::WorkspaceUnverified),
+            BrokerError::Desktop {
+                source: BackendError::AccessibilityUnavailable(_),
+                ..
+            } => (StatusCode::CONFLICT, ErrorCode::AccessibilityUnavailable),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
             BrokerError::JournalUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -112,7 +116,13 @@ impl BrokerError {
     /// The body sent to clients: the reason for 4xx, a fixed message for 5xx.
     pub fn to_body(&self) -> ErrorBody {
         let (status, code) = self.status_and_code();
-        let message = if !status.is_server_error() {
+        let message = if let BrokerError::Desktop {
+            source: source @ BackendError::AccessibilityUnavailable(_),
+            operation,
+        } = self
+        {
+            format!("{source} (during {operation})")
+        } else if !status.is_server_error() {
             self.to_string()
         } else {
             match self {

@@ -51,6 +51,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/capabilities"),
     ("GET", "/v1/capabilities"),
     ("GET", "/v1/capabilities/{feature}"),
+    ("GET", "/v1/sessions/{id}/accessibility"),
+    ("GET", "/v1/sessions/{id}/windows"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -91,6 +93,22 @@ async fn execute(
             Err(broker.refused_action(&id, request_id, error).await)
         }
     }
+}
+
+async fn accessibility(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    RawQuery(query): RawQuery,
+) -> ApiResult<desk_contract::api::AccessibilityResponse> {
+    let limits = crate::a11y::parse_limits(query.as_deref())?;
+    broker.accessibility(&id, limits).await.map(Json)
+}
+
+async fn windows(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+) -> ApiResult<desk_contract::api::WindowsResponse> {
+    broker.windows(&id).await.map(Json)
 }
 
 async fn checkpoint(
@@ -328,6 +346,8 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/frame-events", get(frame_events))
         .route("/v1/sessions/{id}", get(status).delete(release))
         .route(crate::auth::KILL_ROUTE, post(kill))
+        .route("/v1/sessions/{id}/accessibility", get(accessibility))
+        .route("/v1/sessions/{id}/windows", get(windows))
         .route("/v1/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/sessions/{id}/programs", post(program))

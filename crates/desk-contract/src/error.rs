@@ -86,6 +86,9 @@ crate::wire_enum! {
         PointOutsideImage = "point_outside_image",
         /// The feature asked for is not offered by this broker (see `GET /v1/capabilities`).
         Unsupported = "unsupported",
+        /// The session's desktop has no accessibility bus, or its app is not (yet) accessible on
+        /// it; nothing was sent.
+        AccessibilityUnavailable = "accessibility_unavailable",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

@@ -13,7 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
+use crate::a11y::{AxLimits, AxTree};
+use crate::desktop::{ActionOutcome, AppWindowInfo, DesktopFacts, Frame, Handoff, WindowRules};
 use crate::geometry::DisplaySize;
 use crate::settle::SettlePolicy;
 use crate::validate::InputAction;
@@ -76,6 +77,13 @@ pub enum WorkerOp {
     Facts,
     /// Release every held key and button.
     ReleaseHeld,
+    /// Read the app's accessibility tree within the limits; it becomes the current observation.
+    Accessibility {
+        /// Node, depth and time limits.
+        limits: AxLimits,
+    },
+    /// List the app's top-level windows (main, dialogs, menus, popups).
+    Windows,
     /// Close the connection and exit.
     Shutdown,
 }
@@ -114,6 +122,13 @@ pub enum WorkerValue {
     },
     /// To `shutdown`.
     Bye,
+    /// To `accessibility`.
+    Accessibility(Box<AxTree>),
+    /// To `windows`.
+    Windows {
+        /// The app's windows, stacking order bottom to top.
+        windows: Vec<AppWindowInfo>,
+    },
 }
 
 /// Failure classes. `nothing_sent` and `outcome_unknown` matter to exactly-once.
@@ -133,6 +148,8 @@ pub enum WorkerFailureKind {
     AppNotMaximized,
     /// The handoff's first frame did not settle within its settle waits.
     HandoffUnstable,
+    /// The session has no accessibility bus, or the app is not on it.
+    AxUnavailable,
 }
 
 /// A failed answer.

@@ -49,6 +49,9 @@ pub enum BackendError {
     /// the operation sent nothing. The message names the process and how it ended.
     #[error("desktop process died: {0}")]
     ProcessDied(String),
+    /// The desktop has no accessibility bus, or the app is not on it; nothing was sent.
+    #[error("accessibility unavailable: {0}")]
+    AccessibilityUnavailable(String),
 }
 
 impl BackendError {
@@ -73,6 +76,9 @@ impl From<WorkerFailure> for BackendError {
             }
             WorkerFailureKind::AppNotMaximized => BackendError::AppNotMaximized(failure.message),
             WorkerFailureKind::HandoffUnstable => BackendError::HandoffUnstable(failure.message),
+            WorkerFailureKind::AxUnavailable => {
+                BackendError::AccessibilityUnavailable(failure.message)
+            }
         }
     }
 }

@@ -47,6 +47,8 @@ use crate::layout::SessionDir;
 use crate::sandbox::{INSIDE_RUN_DIR, SAFE_PATH, Sandbox, SandboxPolicy, SandboxStart};
 use crate::worker_client::WorkerClient;
 
+mod bus;
+
 /// How to start a local desktop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalDesktopConfig {
@@ -194,6 +196,8 @@ fn role_label(role: &str) -> &str {
         "worker" => "the desktop worker",
         "app" => "the app",
         "sandbox" => "the sandbox (bwrap)",
+        "session_bus" => "the session bus (dbus-daemon)",
+        "a11y_bus" => "the accessibility bus launcher",
         other => other,
     }
 }
@@ -205,6 +209,8 @@ fn static_role(role: &str) -> &'static str {
         "worker" => "worker",
         "app" => "app",
         "sandbox" => "sandbox",
+        "session_bus" => "session_bus",
+        "a11y_bus" => "a11y_bus",
         _ => "other",
     }
 }
@@ -616,12 +622,16 @@ impl LocalDesktop {
             Some(_) => "/tmp".to_string(),
             None => self.run_dir.display().to_string(),
         };
-        vec![
+        let mut env = vec![
             ("PATH".to_string(), SAFE_PATH.to_string()),
             ("HOME".to_string(), home),
             ("DISPLAY".to_string(), self.display_name.clone()),
             ("XAUTHORITY".to_string(), self.xauthority()),
-        ]
+        ];
+        if let Some(address) = self.session_bus_address() {
+            env.push(("DBUS_SESSION_BUS_ADDRESS".to_string(), address));
+        }
+        env
     }
 
     fn start_sandbox(&mut self) -> Result<(), BackendError> {
@@ -694,6 +704,7 @@ impl LocalDesktop {
                 .process_group(0);
             self.spawn("window_manager", command)?;
         }
+        self.start_a11y_bus()?;
         self.start_worker()
     }
 
@@ -1186,6 +1197,33 @@ impl DesktopBackend for LocalDesktop {
 
     fn detach(&mut self) {
         LocalDesktop::detach(self);
+    }
+
+    fn accessibility(
+        &mut self,
+        limits: desk_contract::a11y::AxLimits,
+    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
+        let value = self.call(WorkerOp::Accessibility { limits })?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::Accessibility(tree) => Some(*tree),
+                _ => None,
+            },
+            "accessibility",
+        )
+    }
+
+    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
+        let value = self.call(WorkerOp::Windows)?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::Windows { windows } => Some(windows),
+                _ => None,
+            },
+            "windows",
+        )
     }
 }
 

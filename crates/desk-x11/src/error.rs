@@ -9,6 +9,9 @@ use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
 /// Everything that can go wrong while talking to the X server or serving the worker protocol.
 #[derive(Debug, thiserror::Error)]
 pub enum X11Error {
+    /// The accessibility bus or the app's tree could not be read (nothing was sent).
+    #[error(transparent)]
+    Accessibility(#[from] desk_a11y::A11yError),
     /// The display could not be opened.
     #[error("failed to open display {display}: {source}")]
     Connect {
@@ -111,6 +114,7 @@ impl X11Error {
             X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,
             X11Error::AppNotMaximized(_) => WorkerFailureKind::AppNotMaximized,
             X11Error::HandoffUnstable(_) => WorkerFailureKind::HandoffUnstable,
+            X11Error::Accessibility(_) => WorkerFailureKind::AxUnavailable,
             _ => WorkerFailureKind::DesktopFailed,
         };
         WorkerFailure {
