@@ -18,7 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut times = Vec::new();
     for round in 0..rounds {
         let started = std::time::Instant::now();
-        let tree = a11y.snapshot(pid, limits)?;
+        let tree = a11y.snapshot(pid, limits, None)?;
         let wall = started.elapsed().as_millis();
         println!(
             "round {round}: {} nodes, truncated {}, walk {} ms, call {wall} ms",

@@ -17,11 +17,11 @@ mod semantic;
 use std::time::Duration;
 
 use atspi::AccessibilityConnection;
-use desk_contract::a11y::{AxLimits, AxTree};
+use desk_contract::a11y::{AxLimits, AxTree, AxWindow};
 use desk_contract::desktop::WindowRect;
 
+pub use desk_contract::a11y::TextMode;
 pub use error::A11yError;
-pub use semantic::TextMode;
 
 /// How long connecting to the accessibility bus may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -66,6 +66,27 @@ impl std::fmt::Debug for Accessibility {
 pub struct BoundWindow {
     /// The app's bound (main) window's client rectangle in root coordinates.
     pub rect: WindowRect,
+}
+
+/// Top-level roles admitted as the app's popups (menus, tooltips) beside the bound window.
+const POPUP_ROLES: &[&str] = &["popup menu", "menu", "tool tip"];
+
+/// The window class of a top-level object (depth 1) of role `role` at `bounds`: the bound
+/// window is a `frame` with exactly the bound window's rectangle; popups are admitted by role;
+/// anything else (a dialog, another window, a frame elsewhere) is `Other`. The one rule both the
+/// snapshot's `window` field and the check before input apply.
+pub(crate) fn classify(
+    role: &str,
+    bounds: Option<WindowRect>,
+    bound: Option<BoundWindow>,
+) -> AxWindow {
+    if POPUP_ROLES.contains(&role) {
+        AxWindow::Popup
+    } else if role == "frame" && bound.is_some_and(|bound| bounds == Some(bound.rect)) {
+        AxWindow::Bound
+    } else {
+        AxWindow::Other
+    }
 }
 
 impl Accessibility {
@@ -118,13 +139,20 @@ impl Accessibility {
     }
 
     /// Reads the tree of the application whose provider runs as `app_pid` (as this process
-    /// sees pids), within `limits`, and makes it the current observation.
-    pub fn snapshot(&mut self, app_pid: u32, limits: AxLimits) -> Result<AxTree, A11yError> {
+    /// sees pids), within `limits`, and makes it the current observation. Each node's `window`
+    /// says whether it lives in `bound` (the app's main window, when known), a popup, or
+    /// another window.
+    pub fn snapshot(
+        &mut self,
+        app_pid: u32,
+        limits: AxLimits,
+        bound: Option<BoundWindow>,
+    ) -> Result<AxTree, A11yError> {
         let connection = self.connect()?;
         let result = self
             .runtime
             .block_on(observe::walk(connection.connection(), app_pid, limits));
-        let (tree, nodes) = match result {
+        let (mut tree, nodes) = match result {
             Ok(done) => done,
             Err(error) => {
                 if error.drops_connection() {
@@ -133,6 +161,18 @@ impl Accessibility {
                 return Err(error);
             }
         };
+        let windows: Vec<AxWindow> = nodes
+            .iter()
+            .map(|retained| match retained.toplevel {
+                None => AxWindow::None,
+                Some(top) => tree.nodes.get(top as usize).map_or(AxWindow::Other, |top| {
+                    classify(&top.role, top.bounds, bound)
+                }),
+            })
+            .collect();
+        for (node, window) in tree.nodes.iter_mut().zip(windows) {
+            node.window = window;
+        }
         let roles = tree.nodes.iter().map(|node| node.role.clone()).collect();
         self.current = Some(Observation {
             id: tree.observation_id.clone(),

@@ -232,6 +232,8 @@ pub(crate) async fn walk(
                     actions: read.actions,
                     editable: read.editable,
                     child_count: read.children.len() as u32,
+                    // Classified by `Accessibility::snapshot` once the whole level is known.
+                    window: Default::default(),
                 });
                 if read.children.is_empty() {
                     continue;

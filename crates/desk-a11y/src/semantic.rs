@@ -5,31 +5,21 @@
 
 use std::time::Duration;
 
+use atspi::proxy::application::ApplicationProxy;
 use atspi::proxy::editable_text::EditableTextProxy;
 use atspi::proxy::text::TextProxy;
 use atspi::{CoordType, Interface, State};
+use desk_contract::a11y::AxWindow;
 use zbus::Connection;
 use zbus::proxy::CacheProperties;
 
 use crate::observe::{accessible, action, component, rect};
-use crate::{A11yError, Accessibility, BoundWindow, Retained};
+use crate::{A11yError, Accessibility, BoundWindow, Retained, TextMode, classify};
 
 /// The checks before input must finish within this.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The provider call itself.
 const INPUT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Top-level roles admitted as the app's popups (menus, tooltips) beside the bound window.
-const POPUP_ROLES: &[&str] = &["popup menu", "menu", "tool tip"];
-
-/// How `ax_set_text` changes the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextMode {
-    /// The whole contents become the text.
-    Replace,
-    /// The text replaces the one selected range, or goes in at the caret.
-    Insert,
-}
 
 /// What a check found about the target.
 struct Target {
@@ -137,7 +127,8 @@ impl Accessibility {
         )
     }
 
-    /// Sets (`Replace`) or inserts (`Insert`) `text` in an editable node.
+    /// Sets (`Set`: the whole contents) or inserts (`Insert`: over the one selection, or at
+    /// the caret) `text` in an editable node.
     pub fn set_text(
         &mut self,
         observation_id: &str,
@@ -151,25 +142,50 @@ impl Accessibility {
             let (retained, _) = self.retained(observation_id, node)?;
             let connection = self.connect()?;
             let connection = connection.connection().clone();
-            let selections = self.runtime.block_on(async {
-                let text = text_proxy(&connection, &retained.bus_name, &retained.path).await?;
-                let count = text.get_n_selections().await?;
-                let caret = text.caret_offset().await?;
-                let first = if count == 1 {
-                    Some(text.get_selection(0).await?)
-                } else {
-                    None
+            let read = self.runtime.block_on(async {
+                let reads = async {
+                    let text = text_proxy(&connection, &retained.bus_name, &retained.path).await?;
+                    let count = text.get_n_selections().await?;
+                    let caret = text.caret_offset().await?;
+                    let first = if count == 1 {
+                        Some(text.get_selection(0).await?)
+                    } else {
+                        None
+                    };
+                    let toolkit = application(&connection, &retained.bus_name)
+                        .await?
+                        .toolkit_name()
+                        .await?;
+                    Ok::<_, zbus::Error>((count, caret, first, toolkit))
                 };
-                Ok::<_, zbus::Error>((count, caret, first))
+                tokio::time::timeout(CHECK_TIMEOUT, reads).await
             });
-            let (count, caret, first) = selections.map_err(|error| {
-                A11yError::NotActionable(format!("the node's text is unreadable: {error}"))
-            })?;
+            let (count, caret, first, toolkit) = match read {
+                Ok(result) => result.map_err(|error| {
+                    A11yError::NotActionable(format!("the node's text is unreadable: {error}"))
+                })?,
+                Err(_) => {
+                    return Err(A11yError::ProviderBusy(format!(
+                        "no answer about the node's selection within {} s; nothing was sent",
+                        CHECK_TIMEOUT.as_secs()
+                    )));
+                }
+            };
             if count > 1 {
                 return Err(A11yError::NotActionable(format!(
                     "the node has {count} selected ranges; insertion needs at most one"
                 )));
             }
+            // InsertText's length: Qt's bridge cuts the string to that many UTF-16 units (and
+            // pads a longer one); ATK's takes UTF-8 bytes.
+            let units = if toolkit.starts_with("Qt") {
+                text.encode_utf16().count()
+            } else {
+                text.len()
+            };
+            let length = i32::try_from(units).map_err(|_| {
+                A11yError::NotActionable(format!("a text of {units} units is too long"))
+            })?;
             let text = text.to_string();
             return self.perform(
                 observation_id,
@@ -180,14 +196,13 @@ impl Accessibility {
                     let edit = editable(connection, &target.bus_name, &target.path).await?;
                     let at = match first {
                         Some((start, end)) if start != end => {
-                            if !edit.delete_text(start, end).await? {
+                            if !edit.delete_text(start.min(end), start.max(end)).await? {
                                 return Ok(false);
                             }
-                            start
+                            start.min(end)
                         }
                         _ => caret,
                     };
-                    let length = i32::try_from(text.len()).unwrap_or(i32::MAX);
                     edit.insert_text(at, &text, length).await
                 },
             );
@@ -206,6 +221,18 @@ impl Accessibility {
             },
         )
     }
+}
+
+async fn application<'a>(
+    connection: &'a Connection,
+    bus_name: &str,
+) -> zbus::Result<ApplicationProxy<'a>> {
+    ApplicationProxy::builder(connection)
+        .destination(bus_name.to_string())?
+        .path("/org/a11y/atspi/accessible/root")?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
 }
 
 async fn text_proxy<'a>(
@@ -245,21 +272,26 @@ async fn check(
     needs: Interface,
 ) -> Result<(), A11yError> {
     let gone = |error: zbus::Error| A11yError::NotActionable(format!("the node is gone: {error}"));
-    if !POPUP_ROLES.contains(&top_role) {
+    // The owning window, read live: a popup by role, the bound window by its rectangle now.
+    let extents = if top_role == "frame" {
         let top_component = component(connection, &top.bus_name, &top.path)
             .await
             .map_err(gone)?;
-        let extents = top_component
-            .get_extents(CoordType::Screen)
-            .await
-            .map_err(gone)?;
-        if top_role != "frame" || rect(extents) != Some(bound.rect) {
-            return Err(A11yError::ForeignWindow(format!(
-                "the node's window ({top_role} at {extents:?}) is not the app's bound window \
-                 ({:?}) or one of its popups",
-                bound.rect
-            )));
-        }
+        rect(
+            top_component
+                .get_extents(CoordType::Screen)
+                .await
+                .map_err(gone)?,
+        )
+    } else {
+        None
+    };
+    if classify(top_role, extents, Some(bound)) == AxWindow::Other {
+        return Err(A11yError::ForeignWindow(format!(
+            "the node's window ({top_role} at {extents:?}) is not the app's bound window ({:?}) \
+             or one of its popups",
+            bound.rect
+        )));
     }
     let proxy = accessible(connection, &target.bus_name, &target.path)
         .await

@@ -1,7 +1,9 @@
 //! Accessibility and windows: `GET /v1/sessions/{id}/accessibility` (the app's AT-SPI tree,
 //! bounded, a new current observation) and `GET /v1/sessions/{id}/windows` (the app's
 //! top-level windows). Both read the desktop through its worker and send no input; like a
-//! screenshot they need a live session in an observable state. See `docs/accessibility.md`.
+//! screenshot they need a live session in an observable state. A snapshot becomes the session's
+//! current observation (`control/ax.rs`), the only one semantic program steps may name. See
+//! `docs/accessibility.md`.
 
 use desk_contract::a11y::{AxLimits, AxTree};
 use desk_contract::api::{AccessibilityResponse, WindowsResponse};
@@ -65,6 +67,9 @@ impl Inner {
         let tree = backend
             .accessibility(limits)
             .map_err(BrokerError::desktop("read the accessibility tree"))?;
+        // The broker's record of the current observation, which semantic steps are checked
+        // against before any input.
+        self.controls.observed(session_id, &session.dir(), &tree)?;
         self.renew(&mut session);
         self.store.save_session(&session)?;
         tracing::info!(

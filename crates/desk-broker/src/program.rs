@@ -2,8 +2,9 @@
 //! input takes: a single action is a program of one step ([`Inner::run_plan`]).
 //!
 //! Order: the body is parsed and every step validated (after mapping its coordinates through
-//! the named screenshot's geometry) before anything else: a bad step is `invalid_params`
-//! naming the step index and field, and nothing is sent. Then, as for actions: lease
+//! the named screenshot's geometry, a semantic step against the current accessibility
+//! observation) before anything else: a bad step is `invalid_params` (or `ax_observation_stale`,
+//! `ax_foreign_window`) naming the step index and field, and nothing is sent. Then, as for actions: lease
 //! liveness, the journal by request id (an identical retry replays the cached answer), the
 //! control admission (owner, generation, mode), the session state and the expected index. The
 //! whole program is one journal row and takes one action index. Before every step and before
@@ -11,9 +12,11 @@
 //! remaining steps never run, and an observation taken under the old generation is discarded.
 
 use desk_contract::api::Screenshot;
-use desk_contract::control::{ProgramReceipt, ProgramRequest, ProgramResponse, StepFailure};
+use desk_contract::control::{
+    ProgramReceipt, ProgramRequest, ProgramResponse, ProgramStep, StepFailure,
+};
 use desk_contract::desktop::ActionOutcome;
-use desk_contract::{Action, ActionType, InputAction, ValidatedAction};
+use desk_contract::{ActionType, InputAction, ValidatedAction};
 use desk_desktop::DesktopBackend;
 
 use crate::broker::{Broker, Inner};
@@ -177,7 +180,12 @@ impl Inner {
             Some(id) => Some(self.controls.geometry(session_id, &dir, id, scope)?),
             None => None,
         };
-        let steps = validate_steps(&request.steps, geometry.as_ref(), runtime.display)
+        let observation = self.controls.observation(session_id, &dir)?;
+        let ax = self.factory.accessibility().then_some(AxContext {
+            observation: observation.as_ref(),
+            scope,
+        });
+        let steps = validate_steps(&request.steps, geometry.as_ref(), runtime.display, ax)
             .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?;
         self.check_live(&session, "execute_program")?;
         let digest = program_digest(&request)?;
@@ -202,7 +210,7 @@ impl Inner {
                     BrokerError::Internal("ready session without a desktop".to_string())
                 }));
         };
-        let intents: Vec<&str> = request.steps.iter().map(Action::intent).collect();
+        let intents: Vec<&str> = request.steps.iter().map(ProgramStep::intent).collect();
         let plan = Plan {
             request_id: request.request_id.clone(),
             expected_action_index: request.expected_action_index,
@@ -326,7 +334,7 @@ impl Broker {
 
 mod validate;
 
-pub(crate) use validate::{program_digest, validate_steps};
+pub(crate) use validate::{AxContext, program_digest, validate_steps};
 
 #[cfg(test)]
 mod tests;

@@ -237,14 +237,15 @@ async fn session_capabilities(
     broker.session_capabilities(&id).await.map(Json)
 }
 
-async fn capabilities() -> Json<desk_contract::control::Capabilities> {
-    Json(crate::control::capabilities())
+async fn capabilities(State(broker): State<Broker>) -> Json<desk_contract::control::Capabilities> {
+    Json(broker.capabilities())
 }
 
 async fn capability(
+    State(broker): State<Broker>,
     axum::extract::Path(name): axum::extract::Path<String>,
 ) -> ApiResult<desk_contract::control::FeatureSupport> {
-    crate::control::feature(&name).map(Json)
+    broker.feature(&name).map(Json)
 }
 
 async fn no_route() -> BrokerError {

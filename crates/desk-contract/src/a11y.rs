@@ -16,6 +16,38 @@ pub const AX_DEFAULT_MAX_DEPTH: u32 = 64;
 pub const AX_MAX_DEPTH_CEILING: u32 = 256;
 /// The snapshot's deadline.
 pub const AX_DEADLINE_MS: u32 = 3000;
+/// Most characters an `ax_set_text` step may carry.
+pub const AX_MAX_TEXT_CHARS: usize = 2_000;
+
+crate::wire_enum! {
+    /// Which window an accessible object lives in, as the worker found it at the snapshot: its
+    /// top-level ancestor (depth 1) compared with the app's bound window. Semantic steps are
+    /// admitted only on `bound` and `popup` nodes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum AxWindow {
+        /// The application object itself, which is in no window.
+        #[default]
+        None = "none",
+        /// The app's bound main window: a `frame` whose screen rectangle is the bound window's.
+        Bound = "bound",
+        /// One of the app's popups (`menu`, `popup menu`, `tool tip`), admitted explicitly.
+        Popup = "popup",
+        /// Another top-level window (a dialog, a second window, a hidden one): refused.
+        Other = "other",
+    }
+}
+
+crate::wire_enum! {
+    /// How an `ax_set_text` step changes an editable object's text.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum TextMode {
+        /// The whole contents become the text (EditableText `SetTextContents`).
+        Set = "set",
+        /// The text replaces the one selected range, or goes in at the caret (`DeleteText` +
+        /// `InsertText`); text outside the selection stays.
+        Insert = "insert",
+    }
+}
 
 /// Bounds of one snapshot, checked by [`AxLimits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +127,9 @@ pub struct AxNode {
     pub editable: bool,
     /// How many children the object reported (some may be beyond the limits).
     pub child_count: u32,
+    /// The window it lives in (its top-level ancestor), as classified at the snapshot.
+    #[serde(default)]
+    pub window: AxWindow,
 }
 
 /// One snapshot of the app's accessibility tree.

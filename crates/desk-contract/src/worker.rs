@@ -66,7 +66,9 @@ pub enum WorkerOp {
     },
     /// Capture the screen.
     Capture,
-    /// Inject one validated action, release anything held, settle, capture.
+    /// Inject one validated action, release anything held, settle, capture. A semantic step
+    /// (`ax_press`, `ax_set_text`) goes to the app's accessibility provider instead of XTEST,
+    /// after the provider-side checks; its outcome is the same.
     Execute {
         /// The action; validated by the broker and checked again against the display.
         action: InputAction,
@@ -150,6 +152,18 @@ pub enum WorkerFailureKind {
     HandoffUnstable,
     /// The session has no accessibility bus, or the app is not on it.
     AxUnavailable,
+    /// A semantic step's observation is not the current one, or has no such node; nothing
+    /// was sent.
+    AxStale,
+    /// A semantic step's node is not in the bound window or an admitted popup; nothing was
+    /// sent.
+    AxForeignWindow,
+    /// A semantic step's node cannot take it (disabled, gone, no action, read-only, several
+    /// selections); nothing was sent.
+    AxNotActionable,
+    /// The accessibility provider did not answer the checks before input in time; nothing
+    /// was sent.
+    AxProviderBusy,
 }
 
 /// A failed answer.

@@ -109,12 +109,14 @@ impl X11Error {
 
     /// The failure sent to the broker when no input had been sent yet.
     pub fn to_failure(&self) -> WorkerFailure {
+        if let X11Error::Accessibility(error) = self {
+            return crate::a11y::failure(error);
+        }
         let kind = match self {
             X11Error::InvalidRequest(_) => WorkerFailureKind::InvalidRequest,
             X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,
             X11Error::AppNotMaximized(_) => WorkerFailureKind::AppNotMaximized,
             X11Error::HandoffUnstable(_) => WorkerFailureKind::HandoffUnstable,
-            X11Error::Accessibility(_) => WorkerFailureKind::AxUnavailable,
             _ => WorkerFailureKind::DesktopFailed,
         };
         WorkerFailure {

@@ -16,7 +16,7 @@ use crate::librecad::librecad_available;
 use crate::probe::act;
 use crate::support::{Broker, xvfb_available};
 
-async fn ready(client: &Client, profile: &str) -> String {
+pub(crate) async fn ready(client: &Client, profile: &str) -> String {
     let lease = client
         .lease(&LeaseRequest {
             task_id: "a11y".into(),

@@ -24,6 +24,7 @@ mod policy_cli;
 mod probe;
 mod reset_handoff;
 mod sandbox;
+mod semantic;
 mod strict;
 mod support;
 mod watchdog;
