@@ -8,8 +8,8 @@
 //! | 404 | `not_found` |
 //! | 405 | `invalid_request` (method not allowed) |
 //! | 400 | `invalid_params` (a program's step, named by index and field) |
-//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only` |
-//! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image` |
+//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only`, `accessibility_unavailable`, `ax_provider_busy` |
+//! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image`, `ax_observation_stale`, `ax_foreign_window`, `ax_not_actionable` (a semantic step refused before its input) |
 //! | 501 | `unsupported` (a feature `GET /v1/capabilities` lists as not offered) |
 //! | 403 | `clipboard_disabled` (the workspace policy's clipboard mode) |
 //! | 422 | `clipboard_unavailable` (nothing changed) |
@@ -93,6 +93,29 @@ impl BrokerError {
                 source: BackendError::WorkspaceUnverified(_),
                 ..
             } => (StatusCode::BAD_GATEWAY, ErrorCode::WorkspaceUnverified),
+            BrokerError::Desktop {
+                source: BackendError::AccessibilityUnavailable(_),
+                ..
+            } => (StatusCode::CONFLICT, ErrorCode::AccessibilityUnavailable),
+            BrokerError::Desktop {
+                source: BackendError::AxStale(_),
+                ..
+            } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::AxObservationStale,
+            ),
+            BrokerError::Desktop {
+                source: BackendError::AxForeignWindow(_),
+                ..
+            } => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AxForeignWindow),
+            BrokerError::Desktop {
+                source: BackendError::AxNotActionable(_),
+                ..
+            } => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AxNotActionable),
+            BrokerError::Desktop {
+                source: BackendError::AxProviderBusy(_),
+                ..
+            } => (StatusCode::CONFLICT, ErrorCode::AxProviderBusy),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
             BrokerError::JournalUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -115,7 +138,13 @@ impl BrokerError {
     /// The body sent to clients: the reason for 4xx, a fixed message for 5xx.
     pub fn to_body(&self) -> ErrorBody {
         let (status, code) = self.status_and_code();
-        let message = if !status.is_server_error() {
+        let message = if let BrokerError::Desktop {
+            source: source @ BackendError::AccessibilityUnavailable(_),
+            operation,
+        } = self
+        {
+            format!("{source} (during {operation})")
+        } else if !status.is_server_error() {
             self.to_string()
         } else {
             match self {
@@ -154,7 +183,10 @@ fn control_status(code: ErrorCode) -> StatusCode {
         ErrorCode::InvalidParams => StatusCode::BAD_REQUEST,
         ErrorCode::ScreenshotUnknown
         | ErrorCode::ScreenshotStale
-        | ErrorCode::PointOutsideImage => StatusCode::UNPROCESSABLE_ENTITY,
+        | ErrorCode::PointOutsideImage
+        | ErrorCode::AxObservationStale
+        | ErrorCode::AxForeignWindow
+        | ErrorCode::AxNotActionable => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
         ErrorCode::ClipboardDisabled => StatusCode::FORBIDDEN,
         ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,

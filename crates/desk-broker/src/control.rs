@@ -14,7 +14,8 @@
 //! - The state is written to `<session>/control.json` (0600, replaced atomically) before the
 //!   answer, so a restarted broker keeps the generation and never resurrects a stopped one.
 //! - Screenshot geometry (never pixels) of the last [`shots::HISTORY`] images is kept in memory,
-//!   tagged with the generation and revision it was issued under (`shots.rs`).
+//!   tagged with the generation and revision it was issued under (`shots.rs`); so is the
+//!   current accessibility observation's id and node windows (`ax.rs`).
 //!
 //! The state lives beside the session row, not in it: Stop must never wait for the session's
 //! lock or queue (a program holds both while it runs and rechecks this state before each step).
@@ -30,11 +31,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::BrokerError;
 use crate::util::check_identifier;
 
+pub(crate) mod ax;
 mod ops;
 mod persist;
 pub(crate) mod shots;
-
-pub(crate) use ops::{capabilities, feature};
 
 /// What `control.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +72,8 @@ pub(crate) struct Scope {
 struct State {
     persisted: Persisted,
     shots: shots::History,
+    /// The current accessibility observation (`ax.rs`).
+    ax: Option<ax::Observation>,
 }
 
 /// Every session's control state.
@@ -226,6 +228,7 @@ impl Controls {
                 State {
                     persisted,
                     shots: shots::History::default(),
+                    ax: None,
                 },
             );
         }

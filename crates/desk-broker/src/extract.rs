@@ -17,6 +17,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use desk_contract::api::ActionRequest;
+use desk_contract::control::{ProgramStep, SemanticStep};
 use desk_contract::request::{self, RequestError, RequestPart};
 use serde::de::DeserializeOwned;
 
@@ -141,6 +142,7 @@ impl<S: Send + Sync> FromRequest<S> for ActionBody {
 
 /// A program request: envelope problems are `invalid_request`; a step that does not parse is
 /// `invalid_params` naming its index and field (`steps[3].x: ...`). Nothing is sent either way.
+/// A step whose `type` is a semantic step type is parsed as one, any other as an action.
 #[derive(Debug)]
 pub(crate) struct ProgramBody(pub(crate) desk_contract::control::ProgramRequest);
 
@@ -165,11 +167,20 @@ impl<S: Send + Sync> FromRequest<S> for ProgramBody {
         let mut steps = Vec::with_capacity(envelope.steps.len());
         for (index, value) in envelope.steps.iter().enumerate() {
             let path = format!("$.steps[{index}]");
-            let step =
-                request::action_from_value(value, &path).map_err(|error| BrokerError::Control {
-                    code: desk_contract::ErrorCode::InvalidParams,
-                    message: format!("steps[{index}]: {error}"),
-                })?;
+            let semantic = value
+                .get("type")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|kind| ProgramStep::SEMANTIC_TYPES.contains(&kind));
+            let step = if semantic {
+                desk_contract::strict::from_value::<SemanticStep>(value, &path)
+                    .map(ProgramStep::Semantic)
+            } else {
+                request::action_from_value(value, &path).map(ProgramStep::Input)
+            };
+            let step = step.map_err(|error| BrokerError::Control {
+                code: desk_contract::ErrorCode::InvalidParams,
+                message: format!("steps[{index}]: {error}"),
+            })?;
             steps.push(step);
         }
         Ok(ProgramBody(desk_contract::control::ProgramRequest {

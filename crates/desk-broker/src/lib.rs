@@ -15,6 +15,7 @@
 //! [`Broker::shutdown_backends`].
 #![forbid(unsafe_code)]
 
+mod a11y;
 mod actions;
 mod admission;
 mod api_error;

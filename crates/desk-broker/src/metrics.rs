@@ -137,6 +137,8 @@ pub(crate) fn operation<'a>(
                 ("GET", ["artifact"]) => "artifact",
                 ("GET", ["events"]) => "events",
                 ("GET", ["frame-events"]) => "frame_events",
+                ("GET", ["accessibility"]) => "accessibility",
+                ("GET", ["windows"]) => "windows",
                 ("GET", []) if long_poll => "status_wait",
                 ("GET", []) => "status",
                 ("DELETE", []) => "release",

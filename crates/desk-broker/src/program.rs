@@ -2,8 +2,9 @@
 //! input takes: a single action is a program of one step ([`Inner::run_plan`]).
 //!
 //! Order: the body is parsed and every step validated (after mapping its coordinates through
-//! the named screenshot's geometry) before anything else: a bad step is `invalid_params`
-//! naming the step index and field, and nothing is sent. Then, as for actions: lease
+//! the named screenshot's geometry, a semantic step against the current accessibility
+//! observation) before anything else: a bad step is `invalid_params` (or `ax_observation_stale`,
+//! `ax_foreign_window`) naming the step index and field, and nothing is sent. Then, as for actions: lease
 //! liveness, the journal by request id (an identical retry replays the cached answer), the
 //! control admission (owner, generation, mode), the session state and the expected index. The
 //! whole program is one journal row and takes one action index. Before every step and before
@@ -11,9 +12,11 @@
 //! remaining steps never run, and an observation taken under the old generation is discarded.
 
 use desk_contract::api::Screenshot;
-use desk_contract::control::{ProgramReceipt, ProgramRequest, ProgramResponse, StepFailure};
+use desk_contract::control::{
+    ProgramReceipt, ProgramRequest, ProgramResponse, ProgramStep, StepFailure,
+};
 use desk_contract::desktop::ActionOutcome;
-use desk_contract::{Action, ActionType, InputAction, ValidatedAction};
+use desk_contract::{ActionType, InputAction, ValidatedAction};
 use desk_desktop::DesktopBackend;
 
 use crate::broker::{Broker, Inner};
@@ -172,14 +175,29 @@ impl Inner {
         let dir = session.dir();
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
-        // Screen coordinates are checked at once; image coordinates only after the request id
-        // is looked up, so that a retry replays even when its screenshot left the history.
-        let unbound = match request.screenshot_id {
-            None => Some(
-                validate_steps(&request.steps, None, runtime.display)
+        let scope = self.controls.scope_now(session_id, &dir)?;
+        let observation = self.controls.observation(session_id, &dir)?;
+        let ax = || {
+            self.factory.accessibility().then_some(AxContext {
+                observation: observation.as_ref(),
+                scope,
+            })
+        };
+        // Steps that name nothing the session replaces are checked at once; image coordinates
+        // and observation ids only after the request id is looked up, so that a retry replays
+        // even when its screenshot or observation is no longer current.
+        let bound = request.screenshot_id.is_some()
+            || request
+                .steps
+                .iter()
+                .any(|step| matches!(step, ProgramStep::Semantic(_)));
+        let unbound = if bound {
+            None
+        } else {
+            Some(
+                validate_steps(&request.steps, None, runtime.display, ax())
                     .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?,
-            ),
-            Some(_) => None,
+            )
         };
         self.check_live(&session, "execute_program")?;
         let digest = program_digest(&request)?;
@@ -191,24 +209,19 @@ impl Inner {
         )? {
             return Ok(replayed);
         }
-        let steps = match (unbound, &request.screenshot_id) {
-            (Some(steps), _) => steps,
-            (None, Some(id)) => {
-                let scope = self.controls.scope_now(session_id, &dir)?;
-                self.controls
-                    .geometry(session_id, &dir, id, scope)
-                    .and_then(|geometry| {
-                        validate_steps(&request.steps, Some(&geometry), runtime.display)
-                    })
-                    .inspect_err(|refusal| {
-                        self.count_refused(session_id, &request.request_id, refusal)
-                    })?
-            }
-            (None, None) => {
-                return Err(BrokerError::Internal(
-                    "a program neither checked nor bound".to_string(),
-                ));
-            }
+        let steps = match unbound {
+            Some(steps) => steps,
+            None => request
+                .screenshot_id
+                .as_deref()
+                .map(|id| self.controls.geometry(session_id, &dir, id, scope))
+                .transpose()
+                .and_then(|geometry| {
+                    validate_steps(&request.steps, geometry.as_ref(), runtime.display, ax())
+                })
+                .inspect_err(|refusal| {
+                    self.count_refused(session_id, &request.request_id, refusal)
+                })?,
         };
         let scope = self
             .controls
@@ -223,7 +236,7 @@ impl Inner {
                     BrokerError::Internal("ready session without a desktop".to_string())
                 }));
         };
-        let intents: Vec<&str> = request.steps.iter().map(Action::intent).collect();
+        let intents: Vec<&str> = request.steps.iter().map(ProgramStep::intent).collect();
         let plan = Plan {
             request_id: request.request_id.clone(),
             expected_action_index: request.expected_action_index,
@@ -347,7 +360,7 @@ impl Broker {
 
 mod validate;
 
-pub(crate) use validate::{program_digest, to_screen, validate_steps};
+pub(crate) use validate::{AxContext, program_digest, to_screen, validate_steps};
 
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/capabilities/{feature}"),
     ("GET", "/v1/sessions/{id}/clipboard"),
     ("PUT", "/v1/sessions/{id}/clipboard"),
+    ("GET", "/v1/sessions/{id}/accessibility"),
+    ("GET", "/v1/sessions/{id}/windows"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -93,6 +95,22 @@ async fn execute(
             Err(broker.refused_action(&id, request_id, error).await)
         }
     }
+}
+
+async fn accessibility(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    RawQuery(query): RawQuery,
+) -> ApiResult<desk_contract::api::AccessibilityResponse> {
+    let limits = crate::a11y::parse_limits(query.as_deref())?;
+    broker.accessibility(&id, limits).await.map(Json)
+}
+
+async fn windows(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+) -> ApiResult<desk_contract::api::WindowsResponse> {
+    broker.windows(&id).await.map(Json)
 }
 
 async fn checkpoint(
@@ -221,14 +239,15 @@ async fn session_capabilities(
     broker.session_capabilities(&id).await.map(Json)
 }
 
-async fn capabilities() -> Json<desk_contract::control::Capabilities> {
-    Json(crate::control::capabilities())
+async fn capabilities(State(broker): State<Broker>) -> Json<desk_contract::control::Capabilities> {
+    Json(broker.capabilities())
 }
 
 async fn capability(
+    State(broker): State<Broker>,
     axum::extract::Path(name): axum::extract::Path<String>,
 ) -> ApiResult<desk_contract::control::FeatureSupport> {
-    crate::control::feature(&name).map(Json)
+    broker.feature(&name).map(Json)
 }
 
 async fn no_route() -> BrokerError {
@@ -330,6 +349,8 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/frame-events", get(frame_events))
         .route("/v1/sessions/{id}", get(status).delete(release))
         .route(crate::auth::KILL_ROUTE, post(kill))
+        .route("/v1/sessions/{id}/accessibility", get(accessibility))
+        .route("/v1/sessions/{id}/windows", get(windows))
         .route("/v1/metrics", get(metrics))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/sessions/{id}/programs", post(program))

@@ -594,6 +594,36 @@ impl Client {
         self.call("openapi", Method::GET, "/v1/openapi.json", None)
             .await
     }
+
+    /// `GET /v1/sessions/{id}/accessibility?max_nodes=&max_depth=`: the app's accessibility
+    /// tree (a new current observation); the broker's defaults when `None`.
+    pub async fn accessibility(
+        &self,
+        session_id: &str,
+        max_nodes: Option<u32>,
+        max_depth: Option<u32>,
+    ) -> Result<desk_contract::api::AccessibilityResponse, ClientError> {
+        let mut path = session_path("get_accessibility", session_id, "/accessibility")?;
+        let query: Vec<String> = [("max_nodes", max_nodes), ("max_depth", max_depth)]
+            .into_iter()
+            .filter_map(|(name, value)| Some(format!("{name}={}", value?)))
+            .collect();
+        if !query.is_empty() {
+            path.push('?');
+            path.push_str(&query.join("&"));
+        }
+        self.call("get_accessibility", Method::GET, &path, None)
+            .await
+    }
+
+    /// `GET /v1/sessions/{id}/windows`: the app's top-level windows.
+    pub async fn windows(
+        &self,
+        session_id: &str,
+    ) -> Result<desk_contract::api::WindowsResponse, ClientError> {
+        let path = session_path("get_windows", session_id, "/windows")?;
+        self.call("get_windows", Method::GET, &path, None).await
+    }
 }
 
 fn build(

@@ -149,7 +149,8 @@ pub enum Action {
 }
 
 crate::wire_enum! {
-    /// The variant of an [`Action`], by its wire name (its `type`).
+    /// The variant of an [`Action`], by its wire name (its `type`), or of a program's semantic
+    /// step ([`crate::control::SemanticStep`]: `ax_press`, `ax_set_text`, never an action).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum ActionType {
         /// [`Action::Click`].
@@ -170,6 +171,17 @@ crate::wire_enum! {
         Wait = "wait",
         /// [`Action::Done`].
         Done = "done",
+        /// [`crate::control::SemanticStep::AxPress`] (programs only).
+        AxPress = "ax_press",
+        /// [`crate::control::SemanticStep::AxSetText`] (programs only).
+        AxSetText = "ax_set_text",
+    }
+}
+
+impl ActionType {
+    /// Whether this is a semantic (accessibility) step, which only a program may carry.
+    pub fn is_semantic(self) -> bool {
+        matches!(self, ActionType::AxPress | ActionType::AxSetText)
     }
 }
 

@@ -407,3 +407,20 @@ pub struct KillResponse {
     /// `contained` (removal proven) or `removal_unproven`; `None` when killed before.
     pub outcome: Option<String>,
 }
+
+/// Answer to `GET /v1/sessions/{id}/accessibility`: the app's accessibility tree, a new current
+/// observation (see `docs/accessibility.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessibilityResponse {
+    /// The tree, flattened into the answer: `observation_id`, `nodes`, `truncated`,
+    /// `elapsed_ms`.
+    #[serde(flatten)]
+    pub tree: crate::a11y::AxTree,
+}
+
+/// Answer to `GET /v1/sessions/{id}/windows`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowsResponse {
+    /// The app's top-level windows, bottom to top: managed ones, then override-redirect ones.
+    pub windows: Vec<crate::desktop::AppWindowInfo>,
+}

@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::Action;
+use crate::a11y::TextMode;
+use crate::action::{Action, ActionType};
 use crate::api::{Receipt, Screenshot};
 use crate::error::ErrorCode;
 
@@ -97,6 +98,89 @@ pub struct ControlToken {
     pub generation: u64,
 }
 
+/// A program's semantic (accessibility) step: it acts on a node of the session's current
+/// accessibility observation through AT-SPI, never through a coordinate. See
+/// `docs/accessibility.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SemanticStep {
+    /// The node's default action, exactly once.
+    AxPress {
+        /// The current observation (from `GET .../accessibility`).
+        observation_id: String,
+        /// The node's index in it.
+        node: u32,
+        /// Why the agent does this; logged, never sent.
+        intent: String,
+    },
+    /// Set or insert text in an editable node.
+    AxSetText {
+        /// The current observation.
+        observation_id: String,
+        /// The node's index in it.
+        node: u32,
+        /// The text: at most 2,000 characters, no control characters but newline and tab.
+        text: String,
+        /// `set` (the whole contents) or `insert` (at the caret, or over the one selection).
+        mode: TextMode,
+        /// Why the agent does this.
+        intent: String,
+    },
+}
+
+impl SemanticStep {
+    /// The step's type.
+    pub fn action_type(&self) -> ActionType {
+        match self {
+            SemanticStep::AxPress { .. } => ActionType::AxPress,
+            SemanticStep::AxSetText { .. } => ActionType::AxSetText,
+        }
+    }
+
+    /// The intent text as received.
+    pub fn intent(&self) -> &str {
+        match self {
+            SemanticStep::AxPress { intent, .. } | SemanticStep::AxSetText { intent, .. } => intent,
+        }
+    }
+}
+
+/// One step of a program: an action of the action schema, or a semantic step. Both are objects
+/// tagged by `type`; an action step serializes exactly as the action does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProgramStep {
+    /// `ax_press` or `ax_set_text`.
+    Semantic(SemanticStep),
+    /// Any action of the action schema.
+    Input(Action),
+}
+
+impl ProgramStep {
+    /// The wire names of the semantic step types, which decide how a step object is parsed.
+    pub const SEMANTIC_TYPES: [&'static str; 2] = ["ax_press", "ax_set_text"];
+
+    /// The intent text as received.
+    pub fn intent(&self) -> &str {
+        match self {
+            ProgramStep::Semantic(step) => step.intent(),
+            ProgramStep::Input(action) => action.intent(),
+        }
+    }
+}
+
+impl From<Action> for ProgramStep {
+    fn from(action: Action) -> ProgramStep {
+        ProgramStep::Input(action)
+    }
+}
+
+impl From<SemanticStep> for ProgramStep {
+    fn from(step: SemanticStep) -> ProgramStep {
+        ProgramStep::Semantic(step)
+    }
+}
+
 /// Most steps one program may carry.
 pub const MAX_PROGRAM_STEPS: usize = 64;
 
@@ -116,8 +200,9 @@ pub struct ProgramRequest {
     /// screen once. When absent, coordinates are screen pixels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot_id: Option<String>,
-    /// 1 to [`MAX_PROGRAM_STEPS`] actions of the action schema, run in order.
-    pub steps: Vec<Action>,
+    /// 1 to [`MAX_PROGRAM_STEPS`] steps, run in order: actions of the action schema and
+    /// semantic steps.
+    pub steps: Vec<ProgramStep>,
 }
 
 /// The step at which a program stopped.
@@ -214,7 +299,8 @@ pub struct Capabilities {
     pub routes: Vec<String>,
     /// Action types of `POST .../actions`.
     pub action_types: Vec<String>,
-    /// Step types of `POST .../programs` (the action schema).
+    /// Step types of `POST .../programs`: the action schema, plus `ax_press` and
+    /// `ax_set_text` when this broker's desktops offer accessibility.
     pub step_types: Vec<String>,
     /// Most steps per program.
     pub max_program_steps: u64,

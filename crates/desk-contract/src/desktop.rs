@@ -60,6 +60,37 @@ pub struct WindowFacts {
     pub is_app: bool,
 }
 
+/// What one of the app's top-level windows is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowRole {
+    /// The app's bound main window.
+    Main,
+    /// A dialog (`_NET_WM_WINDOW_TYPE_DIALOG`, or transient for another window).
+    Dialog,
+    /// A menu (dropdown or popup menu types).
+    Menu,
+    /// Another override-redirect or utility window of the app (tooltip, combo list, ...).
+    Popup,
+    /// A normal top-level window of the app other than the main one.
+    Other,
+}
+
+/// One top-level window of the app, for `GET /v1/sessions/{id}/windows`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppWindowInfo {
+    /// X11 window id.
+    pub window_id: u32,
+    /// `_NET_WM_NAME` or `WM_NAME` (may be empty).
+    pub title: String,
+    /// What it is.
+    pub role: WindowRole,
+    /// Geometry in root coordinates.
+    pub bounds: WindowRect,
+    /// Mapped and viewable, not iconic, and intersecting the screen.
+    pub on_screen: bool,
+}
+
 /// The input target around an action: diagnostic only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FocusFacts {

@@ -96,6 +96,22 @@ crate::wire_enum! {
         ClipboardOutcomeUnknown = "clipboard_outcome_unknown",
         /// The feature asked for is not offered by this broker (see `GET /v1/capabilities`).
         Unsupported = "unsupported",
+        /// The session's desktop has no accessibility bus, or its app is not (yet) accessible on
+        /// it; nothing was sent.
+        AccessibilityUnavailable = "accessibility_unavailable",
+        /// A semantic step names an accessibility observation that is not the session's current
+        /// one (unknown, replaced by a newer snapshot, or taken under an earlier control
+        /// generation or target revision); nothing was sent.
+        AxObservationStale = "ax_observation_stale",
+        /// A semantic step's node lives in a window that is neither the app's bound window nor
+        /// one of its admitted popups; nothing was sent.
+        AxForeignWindow = "ax_foreign_window",
+        /// A semantic step's node cannot take the step (disabled, gone, no action, not
+        /// editable, several selections); nothing was sent.
+        AxNotActionable = "ax_not_actionable",
+        /// The app's accessibility provider did not answer the checks before input in time;
+        /// nothing was sent (a later request may succeed).
+        AxProviderBusy = "ax_provider_busy",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

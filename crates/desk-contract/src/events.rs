@@ -79,6 +79,18 @@ pub enum InputEventKind {
         /// Down or up.
         pressed: bool,
     },
+    /// A semantic step reached the app's accessibility provider (no seat input).
+    AxAction {
+        /// `ax_press` or `ax_set_text`.
+        action: String,
+        /// The observation the node belongs to.
+        observation_id: String,
+        /// The node's index in it.
+        node: u32,
+        /// For `ax_set_text`: how many characters were set or inserted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text_chars: Option<u32>,
+    },
 }
 
 /// A low-level input with the wall-clock time it was sent.

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod a11y;
 pub mod action;
 pub mod api;
 pub mod b64;

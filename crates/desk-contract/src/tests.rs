@@ -189,3 +189,38 @@ fn a_mismatched_attachment_is_a_protocol_error() {
     bye.attachment_len = 3;
     assert!(line(&bye).attach_png(b"abc".to_vec()).is_err());
 }
+
+#[test]
+fn a_program_step_is_an_action_or_a_semantic_step_on_the_same_wire() {
+    use crate::control::{ProgramStep, SemanticStep};
+    // An action step serializes exactly as the action: a program's digest is unchanged.
+    let click = serde_json::json!({"type": "click", "x": 3, "y": 4, "intent": "c"});
+    let action: Action = serde_json::from_value(click.clone()).unwrap();
+    let step: ProgramStep = serde_json::from_value(click).unwrap();
+    assert_eq!(step, ProgramStep::Input(action.clone()));
+    assert_eq!(
+        serde_json::to_value(&step).unwrap(),
+        serde_json::to_value(&action).unwrap()
+    );
+    let press = serde_json::json!({"type": "ax_press", "observation_id": "ax_0123456789abcdef", "node": 5, "intent": "p"});
+    let step: ProgramStep = serde_json::from_value(press.clone()).unwrap();
+    assert!(matches!(
+        step,
+        ProgramStep::Semantic(SemanticStep::AxPress { node: 5, .. })
+    ));
+    assert_eq!(serde_json::to_value(&step).unwrap(), press);
+    assert!(ProgramStep::SEMANTIC_TYPES.contains(&"ax_set_text"));
+    // The worker carries the validated step like any input.
+    let input = validate::InputAction::AxSetText {
+        observation_id: "ax_0123456789abcdef".to_string(),
+        node: 2,
+        text: "12.5".to_string(),
+        mode: a11y::TextMode::Insert,
+    };
+    let line = serde_json::to_string(&input).unwrap();
+    assert!(line.contains(r#""type":"ax_set_text""#), "{line}");
+    assert_eq!(
+        serde_json::from_str::<validate::InputAction>(&line).unwrap(),
+        input
+    );
+}

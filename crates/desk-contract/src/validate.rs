@@ -120,6 +120,26 @@ pub enum InputAction {
     },
     /// The final action.
     Done,
+    /// The default action (AT-SPI `DoAction(0)`) of node `node` of accessibility observation
+    /// `observation_id`, exactly once; never a coordinate click. A program step only.
+    AxPress {
+        /// The observation the node index belongs to.
+        observation_id: String,
+        /// The node's index in it.
+        node: u32,
+    },
+    /// Set or insert text in an editable node (AT-SPI EditableText). A program step only.
+    AxSetText {
+        /// The observation the node index belongs to.
+        observation_id: String,
+        /// The node's index in it.
+        node: u32,
+        /// 0..=2,000 characters (at least one to insert); no control characters but newline
+        /// and tab.
+        text: String,
+        /// Replace the whole text, or insert at the caret or selection.
+        mode: crate::a11y::TextMode,
+    },
 }
 
 impl InputAction {
@@ -127,7 +147,19 @@ impl InputAction {
     pub fn injects_input(&self) -> bool {
         !matches!(self, InputAction::Wait { .. } | InputAction::Done)
     }
+
+    /// Whether this is a semantic (accessibility) step rather than seat input.
+    pub fn is_semantic(&self) -> bool {
+        matches!(
+            self,
+            InputAction::AxPress { .. } | InputAction::AxSetText { .. }
+        )
+    }
 }
+
+mod semantic;
+
+pub use semantic::validate_semantic;
 
 /// An action that passed validation, with its intent kept for the logs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
+use crate::a11y::{AxLimits, AxTree};
+use crate::desktop::{ActionOutcome, AppWindowInfo, DesktopFacts, Frame, Handoff, WindowRules};
 use crate::geometry::DisplaySize;
 use crate::settle::SettlePolicy;
 use crate::validate::InputAction;
@@ -65,7 +66,9 @@ pub enum WorkerOp {
     },
     /// Capture the screen.
     Capture,
-    /// Inject one validated action, release anything held, settle, capture.
+    /// Inject one validated action, release anything held, settle, capture. A semantic step
+    /// (`ax_press`, `ax_set_text`) goes to the app's accessibility provider instead of XTEST,
+    /// after the provider-side checks; its outcome is the same.
     Execute {
         /// The action; validated by the broker and checked again against the display.
         action: InputAction,
@@ -87,6 +90,13 @@ pub enum WorkerOp {
         /// The text, already checked by the broker (no NUL, within the ceiling).
         text: String,
     },
+    /// Read the app's accessibility tree within the limits; it becomes the current observation.
+    Accessibility {
+        /// Node, depth and time limits.
+        limits: AxLimits,
+    },
+    /// List the app's top-level windows (main, dialogs, menus, popups).
+    Windows,
     /// Close the connection and exit.
     Shutdown,
 }
@@ -129,6 +139,13 @@ pub enum WorkerValue {
     ClipboardWritten(crate::clipboard::ClipboardWritten),
     /// To `shutdown`.
     Bye,
+    /// To `accessibility`.
+    Accessibility(Box<AxTree>),
+    /// To `windows`.
+    Windows {
+        /// The app's windows, stacking order bottom to top.
+        windows: Vec<AppWindowInfo>,
+    },
 }
 
 /// Failure classes. `nothing_sent` and `outcome_unknown` matter to exactly-once.
@@ -151,6 +168,20 @@ pub enum WorkerFailureKind {
     /// The clipboard could not be read or written and nothing changed: no text offered in
     /// UTF-8, over the ceiling, NUL or invalid UTF-8 in it, or its owner did not answer in time.
     ClipboardUnavailable,
+    /// The session has no accessibility bus, or the app is not on it.
+    AxUnavailable,
+    /// A semantic step's observation is not the current one, or has no such node; nothing
+    /// was sent.
+    AxStale,
+    /// A semantic step's node is not in the bound window or an admitted popup; nothing was
+    /// sent.
+    AxForeignWindow,
+    /// A semantic step's node cannot take it (disabled, gone, no action, read-only, several
+    /// selections); nothing was sent.
+    AxNotActionable,
+    /// The accessibility provider did not answer the checks before input in time; nothing
+    /// was sent.
+    AxProviderBusy,
 }
 
 /// A failed answer.

@@ -92,6 +92,23 @@ pub trait DesktopBackend: Send {
             "this desktop backend has no clipboard".to_string(),
         ))
     }
+    /// Reads the app's accessibility tree within `limits` (a new current observation). A
+    /// backend without accessibility says so, which is the default.
+    fn accessibility(
+        &mut self,
+        limits: desk_contract::a11y::AxLimits,
+    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
+        let _ = limits;
+        Err(BackendError::AccessibilityUnavailable(
+            "this desktop backend has no accessibility".to_string(),
+        ))
+    }
+
+    /// The app's top-level windows. A backend without windows of its own has none, which is
+    /// the default.
+    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
+        Ok(Vec::new())
+    }
 
     /// Lets go of the desktop without stopping it, so that a later broker can reattach to it
     /// (see the broker's `BackendFactory::reattach`). A backend that cannot outlive this process

@@ -53,6 +53,23 @@ pub enum BackendError {
     /// the operation sent nothing. The message names the process and how it ended.
     #[error("desktop process died: {0}")]
     ProcessDied(String),
+    /// The desktop has no accessibility bus, or the app is not on it; nothing was sent.
+    #[error("accessibility unavailable: {0}")]
+    AccessibilityUnavailable(String),
+    /// A semantic step named an observation that is not the worker's current one, or a node
+    /// it does not have; nothing was sent.
+    #[error("{0}")]
+    AxStale(String),
+    /// A semantic step's node is not in the bound window or an admitted popup; nothing was sent.
+    #[error("{0}")]
+    AxForeignWindow(String),
+    /// A semantic step's node cannot take it (disabled, gone, no action, read-only); nothing
+    /// was sent.
+    #[error("{0}")]
+    AxNotActionable(String),
+    /// The accessibility provider did not answer the checks before input; nothing was sent.
+    #[error("{0}")]
+    AxProviderBusy(String),
 }
 
 impl BackendError {
@@ -80,6 +97,13 @@ impl From<WorkerFailure> for BackendError {
             WorkerFailureKind::ClipboardUnavailable => {
                 BackendError::ClipboardUnavailable(failure.message)
             }
+            WorkerFailureKind::AxUnavailable => {
+                BackendError::AccessibilityUnavailable(failure.message)
+            }
+            WorkerFailureKind::AxStale => BackendError::AxStale(failure.message),
+            WorkerFailureKind::AxForeignWindow => BackendError::AxForeignWindow(failure.message),
+            WorkerFailureKind::AxNotActionable => BackendError::AxNotActionable(failure.message),
+            WorkerFailureKind::AxProviderBusy => BackendError::AxProviderBusy(failure.message),
         }
     }
 }

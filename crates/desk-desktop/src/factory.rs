@@ -63,6 +63,14 @@ pub trait BackendFactory: Send + Sync + 'static {
     fn reap_orphans(&self, _session_dir: &SessionDir) -> usize {
         0
     }
+
+    /// Whether the desktops this factory makes offer accessibility: a private AT-SPI bus for
+    /// `GET .../accessibility`, the app's windows for `GET .../windows`, and the semantic
+    /// program steps. The broker's capabilities document says what this answers. The default
+    /// offers none.
+    fn accessibility(&self) -> bool {
+        false
+    }
 }
 
 impl<F> BackendFactory for F
@@ -130,6 +138,10 @@ impl BackendFactory for LocalFactory {
 
     fn reap_orphans(&self, session_dir: &SessionDir) -> usize {
         launcher::reap_recorded(session_dir)
+    }
+
+    fn accessibility(&self) -> bool {
+        true
     }
 }
 

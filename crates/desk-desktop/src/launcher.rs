@@ -48,6 +48,8 @@ use crate::layout::SessionDir;
 use crate::sandbox::{INSIDE_RUN_DIR, SAFE_PATH, Sandbox, SandboxPolicy, SandboxStart};
 use crate::worker_client::WorkerClient;
 
+mod bus;
+
 /// How to start a local desktop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalDesktopConfig {
@@ -195,6 +197,8 @@ fn role_label(role: &str) -> &str {
         "worker" => "the desktop worker",
         "app" => "the app",
         "sandbox" => "the sandbox (bwrap)",
+        "session_bus" => "the session bus (dbus-daemon)",
+        "a11y_bus" => "the accessibility bus launcher",
         other => other,
     }
 }
@@ -206,6 +210,8 @@ fn static_role(role: &str) -> &'static str {
         "worker" => "worker",
         "app" => "app",
         "sandbox" => "sandbox",
+        "session_bus" => "session_bus",
+        "a11y_bus" => "a11y_bus",
         _ => "other",
     }
 }
@@ -621,12 +627,16 @@ impl LocalDesktop {
             Some(_) => "/tmp".to_string(),
             None => self.run_dir.display().to_string(),
         };
-        vec![
+        let mut env = vec![
             ("PATH".to_string(), SAFE_PATH.to_string()),
             ("HOME".to_string(), home),
             ("DISPLAY".to_string(), self.display_name.clone()),
             ("XAUTHORITY".to_string(), self.xauthority()),
-        ]
+        ];
+        if let Some(address) = self.session_bus_address() {
+            env.push(("DBUS_SESSION_BUS_ADDRESS".to_string(), address));
+        }
+        env
     }
 
     fn start_sandbox(&mut self) -> Result<(), BackendError> {
@@ -699,6 +709,7 @@ impl LocalDesktop {
                 .process_group(0);
             self.spawn("window_manager", command)?;
         }
+        self.start_a11y_bus()?;
         self.start_worker()
     }
 
@@ -1232,6 +1243,32 @@ impl DesktopBackend for LocalDesktop {
         )
         // A wrong answer to a write the worker may have carried out leaves the clipboard unknown.
         .map_err(|error| BackendError::OutcomeUnknown(error.to_string()))
+    }
+    fn accessibility(
+        &mut self,
+        limits: desk_contract::a11y::AxLimits,
+    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
+        let value = self.call(WorkerOp::Accessibility { limits })?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::Accessibility(tree) => Some(*tree),
+                _ => None,
+            },
+            "accessibility",
+        )
+    }
+
+    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
+        let value = self.call(WorkerOp::Windows)?;
+        expect_value(
+            value,
+            |v| match v {
+                WorkerValue::Windows { windows } => Some(windows),
+                _ => None,
+            },
+            "windows",
+        )
     }
 }
 

@@ -9,6 +9,9 @@ use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
 /// Everything that can go wrong while talking to the X server or serving the worker protocol.
 #[derive(Debug, thiserror::Error)]
 pub enum X11Error {
+    /// The accessibility bus or the app's tree could not be read (nothing was sent).
+    #[error(transparent)]
+    Accessibility(#[from] desk_a11y::A11yError),
     /// The display could not be opened.
     #[error("failed to open display {display}: {source}")]
     Connect {
@@ -112,6 +115,9 @@ impl X11Error {
 
     /// The failure sent to the broker when no input had been sent yet.
     pub fn to_failure(&self) -> WorkerFailure {
+        if let X11Error::Accessibility(error) = self {
+            return crate::a11y::failure(error);
+        }
         let kind = match self {
             X11Error::InvalidRequest(_) => WorkerFailureKind::InvalidRequest,
             X11Error::AppWindowNotFound(_) => WorkerFailureKind::AppWindowNotFound,

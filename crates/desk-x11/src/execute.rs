@@ -2,6 +2,9 @@
 //! settle, capture, and read focus; once the input was delivered, a failed settle capture, PNG
 //! encode or focus read is an observation failure named in the outcome, never an error.
 //!
+//! A semantic step (`ax_press`, `ax_set_text`) takes the same path with the accessibility
+//! provider in place of XTEST (`a11y.rs`).
+//!
 //! Invariants: coordinates are re-checked against the live display before any input; an error
 //! of the input itself after its first request is `outcome_unknown`, before it
 //! `desktop_failed`; held keys and buttons are released after every action, also on failure.
@@ -77,10 +80,22 @@ impl X11Session {
         let focused = Instant::now();
         let before = self.capture_raw().map_err(before_failed)?;
         let input_started = Instant::now();
-        let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
-        let injected = inject(&mut injector, action, focus_before.pointer);
-        let sent_any = injector.sent_any();
-        let events = injector.into_events();
+        let (injected, sent_any, events) = if action.is_semantic() {
+            // To the accessibility provider, not the seat: a refusal before its one call sent
+            // nothing, and its own failure kind says so.
+            match self.semantic_input(action) {
+                Ok(events) => (Ok(()), true, events),
+                Err(failure) => {
+                    self.capturer.recycle(before);
+                    return Err(failure);
+                }
+            }
+        } else {
+            let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
+            let injected = inject(&mut injector, action, focus_before.pointer);
+            let sent_any = injector.sent_any();
+            (injected, sent_any, injector.into_events())
+        };
         let restored = self.keymap.restore(&self.conn);
         let released = self.release_held();
         let input_ms = millis(input_started.elapsed());
@@ -231,7 +246,8 @@ fn inject(
         InputAction::Wait { milliseconds } => {
             std::thread::sleep(std::time::Duration::from_millis(u64::from(*milliseconds)))
         }
-        InputAction::Done => {}
+        // Sent by `semantic_input`, never through the injector.
+        InputAction::Done | InputAction::AxPress { .. } | InputAction::AxSetText { .. } => {}
     }
     if injector.sent_any() {
         injector.sync()?;

@@ -10,6 +10,8 @@
 //! `shm.rs`; input is injected exactly once per `execute` and never retried; keys and buttons
 //! left held are released after every action.
 
+mod a11y;
+mod app_windows;
 mod capture;
 pub mod clipboard;
 mod cover;

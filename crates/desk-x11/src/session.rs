@@ -43,6 +43,8 @@ pub struct X11Session {
     vendor: String,
     /// Test-only: the observation the next `execute` fails (`DESKBROKER_WORKER_FAULT`).
     pub(crate) fault: WorkerFault,
+    /// The app's accessibility (AT-SPI), opened on first use (`a11y.rs`).
+    pub(crate) a11y: Option<desk_a11y::Accessibility>,
 }
 
 impl X11Session {
@@ -119,6 +121,7 @@ impl X11Session {
             app: None,
             vendor,
             fault: WorkerFault::from_env(),
+            a11y: None,
         })
     }
 

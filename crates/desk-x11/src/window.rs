@@ -28,6 +28,12 @@ x11rb::atom_manager! {
         _NET_WORKAREA,
         UTF8_STRING,
         WM_STATE,
+        _NET_CLIENT_LIST_STACKING,
+        _NET_WM_WINDOW_TYPE,
+        _NET_WM_WINDOW_TYPE_DIALOG,
+        _NET_WM_WINDOW_TYPE_MENU,
+        _NET_WM_WINDOW_TYPE_POPUP_MENU,
+        _NET_WM_WINDOW_TYPE_DROPDOWN_MENU,
     }
 }
 

@@ -180,6 +180,7 @@ pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
             .execute(&action, &settle)
             .map(|outcome| WorkerValue::Outcome(Box::new(outcome))),
         WorkerOp::AwaitApp { pid, rules, settle } => session
+            .invalidate_accessibility()
             .await_app(pid, &rules, &settle)
             .map(|handoff| WorkerValue::Handoff(Box::new(handoff)))
             .map_err(|error| error.to_failure()),
@@ -199,6 +200,14 @@ pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
         }
         WorkerOp::ClipboardWrite { text } => crate::clipboard::write(None, text)
             .map(WorkerValue::ClipboardWritten)
+            .map_err(|error| error.to_failure()),
+        WorkerOp::Accessibility { limits } => session
+            .accessibility(limits)
+            .map(|tree| WorkerValue::Accessibility(Box::new(tree)))
+            .map_err(|error| error.to_failure()),
+        WorkerOp::Windows => session
+            .app_windows()
+            .map(|windows| WorkerValue::Windows { windows })
             .map_err(|error| error.to_failure()),
         WorkerOp::Shutdown => {
             session.close();

@@ -61,11 +61,6 @@ const FEATURES: &[(&str, bool, &str)] = &[
     ),
     ("zoom", false, "no zoomed capture"),
     (
-        "accessibility",
-        false,
-        "no accessibility tree or semantic steps in this build",
-    ),
-    (
         "clipboard",
         true,
         "GET/PUT .../clipboard: the session display's CLIPBOARD as UTF-8 text, as the \
@@ -73,33 +68,74 @@ const FEATURES: &[(&str, bool, &str)] = &[
     ),
 ];
 
-/// The broker-wide capabilities document.
-pub(crate) fn capabilities() -> Capabilities {
-    let types: Vec<String> = ActionType::ALL
+/// Features offered exactly when the broker's desktops offer accessibility
+/// (`BackendFactory::accessibility`): `(name, note when offered, note when not)`.
+const ACCESSIBILITY_FEATURES: &[(&str, &str, &str)] = &[
+    (
+        "accessibility",
+        "GET .../accessibility: the app's AT-SPI tree from the session's private bus, bounded \
+         (max_nodes, max_depth, 3 s), with an observation_id and each node's window",
+        "this broker's desktops have no accessibility bus (serve --backend fake)",
+    ),
+    (
+        "windows",
+        "GET .../windows: the app's top-level windows (main, dialog, menu, popup) with bounds \
+         and on-screen state",
+        "this broker's desktops have no windows to list (serve --backend fake)",
+    ),
+    (
+        "semantic_steps",
+        "program steps ax_press and ax_set_text on a node of the current observation in the \
+         bound window or a popup; checked before any input, never a coordinate fallback",
+        "no accessibility, so no semantic steps",
+    ),
+];
+
+/// The broker-wide capabilities document; `accessibility` says whether its desktops offer
+/// accessibility (then the semantic step types are listed and the accessibility features
+/// offered).
+pub(crate) fn capabilities(accessibility: bool) -> Capabilities {
+    let action_types: Vec<String> = ActionType::ALL
         .iter()
+        .filter(|kind| !kind.is_semantic())
         .map(|kind| kind.as_str().to_string())
         .collect();
+    let step_types: Vec<String> = ActionType::ALL
+        .iter()
+        .filter(|kind| accessibility || !kind.is_semantic())
+        .map(|kind| kind.as_str().to_string())
+        .collect();
+    let offered = FEATURES
+        .iter()
+        .map(|(feature, supported, note)| (*feature, *supported, *note));
+    let introspection = ACCESSIBILITY_FEATURES.iter().map(|(feature, yes, no)| {
+        (
+            *feature,
+            accessibility,
+            if accessibility { *yes } else { *no },
+        )
+    });
     Capabilities {
         api: "/v1".to_string(),
         routes: ROUTES
             .iter()
             .map(|(method, path)| format!("{method} {path}"))
             .collect(),
-        action_types: types.clone(),
-        step_types: types,
+        action_types,
+        step_types,
         max_program_steps: MAX_PROGRAM_STEPS as u64,
         screenshot_history: super::shots::HISTORY as u64,
         modes: desk_contract::control::ControlMode::ALL
             .iter()
             .map(|mode| mode.as_str().to_string())
             .collect(),
-        features: FEATURES
-            .iter()
+        features: offered
+            .chain(introspection)
             .map(|(feature, supported, note)| FeatureSupport {
-                feature: (*feature).to_string(),
-                supported: *supported,
+                feature: feature.to_string(),
+                supported,
                 refusal: (!supported).then_some(ErrorCode::Unsupported),
-                note: (*note).to_string(),
+                note: note.to_string(),
             })
             .collect(),
         session_id: None,
@@ -109,8 +145,8 @@ pub(crate) fn capabilities() -> Capabilities {
 
 /// `GET /v1/capabilities/{feature}`: the feature's entry when offered; `unsupported` when
 /// known and not offered; `not_found` when unknown.
-pub(crate) fn feature(name: &str) -> Result<FeatureSupport, BrokerError> {
-    let Some(found) = capabilities()
+pub(crate) fn feature(name: &str, accessibility: bool) -> Result<FeatureSupport, BrokerError> {
+    let Some(found) = capabilities(accessibility)
         .features
         .into_iter()
         .find(|entry| entry.feature == name)
@@ -145,6 +181,16 @@ impl Inner {
 }
 
 impl Broker {
+    /// `GET /v1/capabilities`.
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        capabilities(self.inner.factory.accessibility())
+    }
+
+    /// `GET /v1/capabilities/{feature}`.
+    pub(crate) fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
+        feature(name, self.inner.factory.accessibility())
+    }
+
     /// `GET /v1/sessions/{id}/control`.
     pub(crate) async fn control_status(
         &self,
@@ -257,7 +303,7 @@ impl Broker {
         &self,
         session_id: &str,
     ) -> Result<Capabilities, BrokerError> {
-        let mut document = capabilities();
+        let mut document = self.capabilities();
         document.control = Some(self.control_status(session_id).await?);
         document.session_id = Some(session_id.to_string());
         Ok(document)

@@ -1,10 +1,13 @@
 //! A program's whole-request checks, before any input: every step parsed and validated, its
-//! coordinates mapped through the named screenshot's geometry once, and the digest that
-//! recognises a retried program.
+//! coordinates mapped through the named screenshot's geometry once, every semantic step's
+//! observation, node and window checked against the session's current observation, and the
+//! digest that recognises a retried program.
 
-use desk_contract::control::{MAX_PROGRAM_STEPS, ProgramRequest};
+use desk_contract::control::{MAX_PROGRAM_STEPS, ProgramRequest, ProgramStep, SemanticStep};
 use desk_contract::{Action, ErrorCode, ValidatedAction};
 
+use crate::control::Scope;
+use crate::control::ax::Observation;
 use crate::control::shots::Geometry;
 use crate::error::BrokerError;
 use crate::util::sha256_hex;
@@ -56,12 +59,75 @@ pub(crate) fn to_screen(step: &Action, geometry: &Geometry) -> Result<Action, Br
     Ok(mapped)
 }
 
-/// Validates every step of `steps` (mapped through `geometry` when given) against `display`:
-/// the first bad one is `invalid_params` naming its index and field. `done` may only be last.
+/// What a program's semantic steps are checked against: the session's current accessibility
+/// observation (`None` when it has none) and the control scope now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AxContext<'a> {
+    pub(crate) observation: Option<&'a Observation>,
+    pub(crate) scope: Scope,
+}
+
+fn semantic_step(
+    index: usize,
+    step: &SemanticStep,
+    ax: Option<AxContext<'_>>,
+) -> Result<ValidatedAction, BrokerError> {
+    let checked = desk_contract::validate::validate_semantic(step).map_err(|error| {
+        invalid_params(format!(
+            "steps[{index}] ({}): field {}: {}",
+            error.action_type, error.field, error.message
+        ))
+    })?;
+    let (observation_id, node) = match step {
+        SemanticStep::AxPress {
+            observation_id,
+            node,
+            ..
+        }
+        | SemanticStep::AxSetText {
+            observation_id,
+            node,
+            ..
+        } => (observation_id, *node),
+    };
+    let Some(ax) = ax else {
+        return Err(BrokerError::Control {
+            code: ErrorCode::Unsupported,
+            message: format!(
+                "steps[{index}]: this broker's desktops offer no accessibility, so no semantic steps"
+            ),
+        });
+    };
+    let Some(observation) = ax.observation else {
+        return Err(BrokerError::Control {
+            code: ErrorCode::AxObservationStale,
+            message: format!(
+                "steps[{index}].observation_id: the session has no accessibility observation \
+                 (take one with GET .../accessibility)"
+            ),
+        });
+    };
+    observation
+        .admit(observation_id, node, ax.scope)
+        .map_err(|error| match error {
+            BrokerError::Control { code, message } => BrokerError::Control {
+                code,
+                message: format!("steps[{index}].{message}"),
+            },
+            other => other,
+        })?;
+    Ok(checked)
+}
+
+/// Validates every step of `steps` (mapped through `geometry` when given) against `display`,
+/// and every semantic step against `ax` (`None`: the broker offers no accessibility): the first
+/// bad one is refused naming its index and field (`invalid_params`, or the semantic refusal:
+/// `ax_observation_stale`, `ax_foreign_window`). `done` may only be last.
 pub(crate) fn validate_steps(
-    steps: &[Action],
+    steps: &[ProgramStep],
     geometry: Option<&Geometry>,
     display: desk_contract::DisplaySize,
+    ax: Option<AxContext<'_>>,
 ) -> Result<Vec<ValidatedAction>, BrokerError> {
     if steps.is_empty() || steps.len() > MAX_PROGRAM_STEPS {
         return Err(invalid_params(format!(
@@ -71,6 +137,13 @@ pub(crate) fn validate_steps(
     }
     let mut validated = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
+        let step = match step {
+            ProgramStep::Semantic(semantic) => {
+                validated.push(semantic_step(index, semantic, ax)?);
+                continue;
+            }
+            ProgramStep::Input(action) => action,
+        };
         if matches!(step, Action::Done { .. }) && index + 1 != steps.len() {
             return Err(invalid_params(format!(
                 "steps[{index}]: done may only be a program's last step"

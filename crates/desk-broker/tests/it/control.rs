@@ -256,11 +256,19 @@ async fn capabilities_list_routes_and_refuse_what_is_not_offered() {
             .unwrap()
             .contains(&json!("drag"))
     );
+    // Fake desktops have no accessibility: no semantic step types, the features refused.
+    for types in ["step_types", "action_types"] {
+        let listed = document[types].as_array().unwrap();
+        assert!(!listed.contains(&json!("ax_press")), "{types}");
+    }
     for feature in [
         "background_input",
         "wayland_portals",
         "browser_automation",
         "virtual_cursor",
+        "accessibility",
+        "windows",
+        "semantic_steps",
     ] {
         let (status, refused) = harness
             .call("GET", &format!("/v1/capabilities/{feature}"), None)
@@ -285,6 +293,37 @@ async fn capabilities_list_routes_and_refuse_what_is_not_offered() {
         .call("GET", &format!("/v1/sessions/{id}/capabilities"), None)
         .await;
     assert_eq!(session["control"]["generation"].as_u64(), Some(1));
+    let press = json!([{"type": "ax_press", "observation_id": "ax_0123456789abcdef", "node": 1, "intent": "press"}]);
+    let (status, refused) = harness
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/programs"),
+            Some(program("semantic", 0, press, json!({}))),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (StatusCode::NOT_IMPLEMENTED, "unsupported"),
+        "{refused}"
+    );
+    // A semantic step that does not parse is invalid_params naming the step and field.
+    let bad = json!([{"type": "ax_set_text", "observation_id": "ax_0123456789abcdef", "node": 1, "text": "x", "mode": "replace", "intent": "t"}]);
+    let (status, refused) = harness
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/programs"),
+            Some(program("semantic-bad", 0, bad, json!({}))),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&refused)),
+        (StatusCode::BAD_REQUEST, "invalid_params"),
+        "{refused}"
+    );
+    assert!(
+        refused["message"].as_str().unwrap().contains("steps[0]"),
+        "{refused}"
+    );
 }
 
 /// A single action may name the screenshot its coordinates were read from (as the benchmark

@@ -20,7 +20,7 @@ fn needs_shift(character: char) -> bool {
 }
 
 /// Refuses, before any input, what the worker refuses: points outside the display and a drag of
-/// fewer than two points.
+/// fewer than two points; and every semantic step, since the fake has no accessibility.
 pub(super) fn check_bounds(display: DisplaySize, action: &InputAction) -> Result<(), BackendError> {
     let check = |at: &ScreenPoint| {
         if display.contains(i64::from(at.x), i64::from(at.y)) {
@@ -39,6 +39,11 @@ pub(super) fn check_bounds(display: DisplaySize, action: &InputAction) -> Result
             "a drag needs at least two points".to_string(),
         )),
         InputAction::Drag { path, .. } => path.iter().try_for_each(check),
+        InputAction::AxPress { .. } | InputAction::AxSetText { .. } => {
+            Err(BackendError::AccessibilityUnavailable(
+                "the fake desktop has no accessibility; nothing was sent".to_string(),
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -165,7 +170,11 @@ pub(super) fn events_for(
                 }
             }
         }
-        InputAction::Wait { .. } | InputAction::Done => {}
+        // Refused before input by the check above.
+        InputAction::Wait { .. }
+        | InputAction::Done
+        | InputAction::AxPress { .. }
+        | InputAction::AxSetText { .. } => {}
     }
     kinds
         .into_iter()

@@ -2,6 +2,7 @@
 //! desktops, the probe window recording exactly what it receives, and LibreCAD end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod accessibility;
 mod after_input;
 mod auth;
 mod bench;
@@ -24,6 +25,7 @@ mod policy_cli;
 mod probe;
 mod reset_handoff;
 mod sandbox;
+mod semantic;
 mod strict;
 mod support;
 mod watchdog;

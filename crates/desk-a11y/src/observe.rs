@@ -1,0 +1,266 @@
+//! The bounded breadth-first walk of one application's tree. Each level's objects are read
+//! concurrently (D-Bus calls pipelined on one connection), so the walk costs about one round
+//! trip per level rather than several per node.
+
+use std::time::{Duration, Instant};
+
+use atspi::proxy::accessible::AccessibleProxy;
+use atspi::proxy::action::ActionProxy;
+use atspi::proxy::component::ComponentProxy;
+use atspi::{CoordType, Interface, ObjectRefOwned};
+use desk_contract::a11y::{AxLimits, AxNode, AxTree};
+use desk_contract::desktop::WindowRect;
+use futures_util::future::join_all;
+use zbus::Connection;
+use zbus::proxy::CacheProperties;
+
+use crate::{A11yError, Retained, new_observation_id};
+
+/// At most this many objects are read at once.
+const CONCURRENCY: usize = 256;
+
+/// What one object said about itself.
+struct Read {
+    children: Vec<ObjectRefOwned>,
+    role: String,
+    name: String,
+    states: Vec<String>,
+    bounds: Option<WindowRect>,
+    actions: Vec<String>,
+    editable: bool,
+}
+
+/// A queued object: where it is and who its parent is.
+struct Queued {
+    object: ObjectRefOwned,
+    parent: Option<u32>,
+    depth: u32,
+}
+
+pub(crate) async fn accessible<'a>(
+    connection: &'a Connection,
+    bus_name: &str,
+    path: &str,
+) -> zbus::Result<AccessibleProxy<'a>> {
+    AccessibleProxy::builder(connection)
+        .destination(bus_name.to_string())?
+        .path(path.to_string())?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+pub(crate) async fn component<'a>(
+    connection: &'a Connection,
+    bus_name: &str,
+    path: &str,
+) -> zbus::Result<ComponentProxy<'a>> {
+    ComponentProxy::builder(connection)
+        .destination(bus_name.to_string())?
+        .path(path.to_string())?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+pub(crate) async fn action<'a>(
+    connection: &'a Connection,
+    bus_name: &str,
+    path: &str,
+) -> zbus::Result<ActionProxy<'a>> {
+    ActionProxy::builder(connection)
+        .destination(bus_name.to_string())?
+        .path(path.to_string())?
+        .cache_properties(CacheProperties::No)
+        .build()
+        .await
+}
+
+/// A screen rectangle from AT-SPI extents; objects without a size have none.
+pub(crate) fn rect((x, y, width, height): (i32, i32, i32, i32)) -> Option<WindowRect> {
+    let width = u32::try_from(width).ok().filter(|w| *w > 0)?;
+    let height = u32::try_from(height).ok().filter(|h| *h > 0)?;
+    Some(WindowRect {
+        x,
+        y,
+        width,
+        height,
+    })
+}
+
+fn names(object: &ObjectRefOwned) -> Option<(String, String)> {
+    Some((
+        object.name_as_str()?.to_string(),
+        object.path_as_str().to_string(),
+    ))
+}
+
+async fn read(connection: &Connection, object: &ObjectRefOwned) -> zbus::Result<Read> {
+    let Some((bus_name, path)) = names(object) else {
+        return Err(zbus::Error::Failure("null object reference".to_string()));
+    };
+    let proxy = accessible(connection, &bus_name, &path).await?;
+    let (children, role, name, states, interfaces) = tokio::try_join!(
+        proxy.get_children(),
+        proxy.get_role(),
+        proxy.name(),
+        proxy.get_state(),
+        proxy.get_interfaces()
+    )?;
+    let bounds = async {
+        if !interfaces.contains(Interface::Component) {
+            return Ok(None);
+        }
+        let component = component(connection, &bus_name, &path).await?;
+        Ok::<_, zbus::Error>(rect(component.get_extents(CoordType::Screen).await?))
+    };
+    let actions = async {
+        if !interfaces.contains(Interface::Action) {
+            return Ok(Vec::new());
+        }
+        let action = action(connection, &bus_name, &path).await?;
+        let actions = action.get_actions().await?;
+        Ok::<_, zbus::Error>(actions.into_iter().map(|a| a.name).collect())
+    };
+    let (bounds, actions) = tokio::try_join!(bounds, actions)?;
+    Ok(Read {
+        children: children.into_iter().filter(|c| !c.is_null()).collect(),
+        role: role.name().to_string(),
+        name,
+        states: states
+            .iter()
+            .map(|state| state.to_static_str().to_string())
+            .collect(),
+        bounds,
+        actions,
+        editable: interfaces.contains(Interface::EditableText),
+    })
+}
+
+/// The registered application whose bus connection belongs to process `app_pid`.
+async fn find_app(connection: &Connection, app_pid: u32) -> Result<ObjectRefOwned, A11yError> {
+    let registry = accessible(
+        connection,
+        "org.a11y.atspi.Registry",
+        "/org/a11y/atspi/accessible/root",
+    )
+    .await
+    .map_err(A11yError::bus)?;
+    let apps = registry.get_children().await.map_err(A11yError::bus)?;
+    let dbus = zbus::fdo::DBusProxy::new(connection)
+        .await
+        .map_err(A11yError::bus)?;
+    let mut seen = Vec::new();
+    for app in apps {
+        let Some(name) = app.name() else { continue };
+        let bus_name = zbus::names::BusName::from(name.clone());
+        match dbus.get_connection_unix_process_id(bus_name).await {
+            Ok(pid) if pid == app_pid => return Ok(app),
+            Ok(pid) => seen.push(pid),
+            Err(error) => tracing::debug!(%error, "an application's pid is unreadable"),
+        }
+    }
+    Err(A11yError::AppNotRegistered(format!(
+        "no accessible application of pid {app_pid} on the session's bus (registered pids: \
+         {seen:?}); the app may not be accessible or not started yet"
+    )))
+}
+
+/// Walks the app's tree within `limits`; the tree and the retained identities, index for index.
+pub(crate) async fn walk(
+    connection: &Connection,
+    app_pid: u32,
+    limits: AxLimits,
+) -> Result<(AxTree, Vec<Retained>), A11yError> {
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(u64::from(limits.deadline_ms));
+    let app = find_app(connection, app_pid).await?;
+    let max_nodes = limits.max_nodes as usize;
+    let mut nodes: Vec<AxNode> = Vec::new();
+    let mut retained: Vec<Retained> = Vec::new();
+    let mut truncated = false;
+    let mut level = vec![Queued {
+        object: app,
+        parent: None,
+        depth: 0,
+    }];
+    'levels: while !level.is_empty() {
+        let mut next = Vec::new();
+        for chunk in level.chunks(CONCURRENCY) {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let reads = join_all(chunk.iter().map(|queued| read(connection, &queued.object)));
+            let Ok(reads) = tokio::time::timeout(remaining, reads).await else {
+                truncated = true;
+                break 'levels;
+            };
+            for (queued, read) in chunk.iter().zip(reads) {
+                let read = match read {
+                    Ok(read) => read,
+                    Err(error) if queued.parent.is_none() => return Err(A11yError::bus(error)),
+                    Err(error) => {
+                        // An object that went away during the walk: left out.
+                        tracing::debug!(%error, "an accessible object could not be read");
+                        continue;
+                    }
+                };
+                if nodes.len() >= max_nodes {
+                    truncated = true;
+                    break 'levels;
+                }
+                let index = nodes.len() as u32;
+                let (bus_name, path) = names(&queued.object).unwrap_or_default();
+                let toplevel = match queued.parent {
+                    None => None,
+                    Some(parent) => retained
+                        .get(parent as usize)
+                        .and_then(|p| p.toplevel)
+                        .or(Some(index)),
+                };
+                retained.push(Retained {
+                    bus_name,
+                    path,
+                    toplevel,
+                });
+                nodes.push(AxNode {
+                    index,
+                    parent: queued.parent,
+                    depth: queued.depth,
+                    role: read.role,
+                    name: read.name,
+                    states: read.states,
+                    bounds: read.bounds,
+                    actions: read.actions,
+                    editable: read.editable,
+                    child_count: read.children.len() as u32,
+                    // Classified by `Accessibility::snapshot` once the whole level is known.
+                    window: Default::default(),
+                });
+                if read.children.is_empty() {
+                    continue;
+                }
+                if queued.depth >= limits.max_depth {
+                    truncated = true;
+                    continue;
+                }
+                next.extend(read.children.into_iter().map(|object| Queued {
+                    object,
+                    parent: Some(index),
+                    depth: queued.depth + 1,
+                }));
+            }
+        }
+        if nodes.len() + next.len() > max_nodes {
+            // Read no more than the limit allows.
+            next.truncate(max_nodes.saturating_sub(nodes.len()));
+            truncated = true;
+        }
+        level = next;
+    }
+    let tree = AxTree {
+        observation_id: new_observation_id()?,
+        nodes,
+        truncated,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    };
+    Ok((tree, retained))
+}

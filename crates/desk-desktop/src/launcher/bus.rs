@@ -1,0 +1,127 @@
+//! The session's private accessibility bus: a session D-Bus (`dbus-daemon --session`, its socket
+//! `bus` in the workspace's run directory) and, on it, `at-spi-bus-launcher`, which starts the
+//! AT-SPI bus (a second `dbus-daemon`, its socket below the run directory too) and
+//! `at-spi2-registryd` on it. Both run inside the session's sandbox like every desktop process;
+//! the app and the worker get `DBUS_SESSION_BUS_ADDRESS` pointing at the session bus, so the
+//! app's accessibility tree is visible to that session's worker and to nothing else.
+//! See `docs/accessibility.md`.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use std::os::unix::process::CommandExt;
+
+use super::{LocalDesktop, log_file};
+use crate::error::BackendError;
+use crate::sandbox::INSIDE_RUN_DIR;
+
+/// The session bus's socket file in the run directory.
+pub(super) const SESSION_BUS_FILE: &str = "bus";
+
+/// The AT-SPI bus launcher (Debian's at-spi2-core).
+const AT_SPI_BUS_LAUNCHER: &str = "/usr/libexec/at-spi-bus-launcher";
+
+/// How long the session bus may take to create its socket.
+const BUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A Unix socket path must fit `sun_path` (108 bytes with its NUL); the session bus's is
+/// checked before it is started.
+const MAX_SOCKET_PATH: usize = 100;
+
+impl LocalDesktop {
+    /// The directory the session bus and the AT-SPI bus put their sockets in, as the desktop's
+    /// processes see it.
+    fn bus_dir(&self) -> String {
+        match &self.sandbox {
+            Some(_) => INSIDE_RUN_DIR.to_string(),
+            None => self.run_dir.display().to_string(),
+        }
+    }
+
+    /// `DBUS_SESSION_BUS_ADDRESS` for the desktop's processes, when the session bus runs.
+    pub(super) fn session_bus_address(&self) -> Option<String> {
+        self.processes
+            .iter()
+            .any(|process| process.role == "session_bus")
+            .then(|| format!("unix:path={}/{SESSION_BUS_FILE}", self.bus_dir()))
+    }
+
+    /// Starts the session bus and the AT-SPI bus launcher. Without a sandbox, a run directory
+    /// too long for a socket path leaves the desktop without a bus (logged; accessibility
+    /// requests then fail with a clear error) rather than failing the lease.
+    pub(super) fn start_a11y_bus(&mut self) -> Result<(), BackendError> {
+        let socket = format!("{}/{SESSION_BUS_FILE}", self.bus_dir());
+        if socket.len() > MAX_SOCKET_PATH {
+            tracing::warn!(
+                path = %socket,
+                "run directory too long for a bus socket: no accessibility bus"
+            );
+            return Ok(());
+        }
+        let host_socket = self.run_dir.join(SESSION_BUS_FILE);
+        match std::fs::remove_file(&host_socket) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(BackendError::Spawn {
+                    what: format!("stale bus socket {}", host_socket.display()),
+                    source,
+                });
+            }
+        }
+        let address = format!("unix:path={socket}");
+        let mut env = self.x_client_env();
+        // The AT-SPI bus socket goes below the run directory, not the home directory.
+        env.push(("XDG_RUNTIME_DIR".to_string(), self.bus_dir()));
+        let argv: Vec<String> = [
+            "dbus-daemon",
+            "--session",
+            "--nofork",
+            "--nopidfile",
+            "--nosyslog",
+            &format!("--address={address}"),
+        ]
+        .iter()
+        .map(|arg| arg.to_string())
+        .collect();
+        let log = log_file(&self.config.session_dir.log_file("session-bus"))?;
+        let mut command = self.desktop_command(&argv, None, &env)?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0);
+        self.spawn("session_bus", command)?;
+        wait_for_socket(&host_socket)?;
+        env.push(("DBUS_SESSION_BUS_ADDRESS".to_string(), address));
+        let argv = vec![
+            AT_SPI_BUS_LAUNCHER.to_string(),
+            "--launch-immediately".to_string(),
+        ];
+        let log = log_file(&self.config.session_dir.log_file("a11y-bus"))?;
+        let mut command = self.desktop_command(&argv, None, &env)?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0);
+        self.spawn("a11y_bus", command)?;
+        Ok(())
+    }
+}
+
+fn wait_for_socket(path: &Path) -> Result<(), BackendError> {
+    let deadline = Instant::now() + BUS_TIMEOUT;
+    while !path.exists() {
+        if Instant::now() >= deadline {
+            return Err(BackendError::DesktopFailed(format!(
+                "the session bus did not create {} within {} s",
+                path.display(),
+                BUS_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
