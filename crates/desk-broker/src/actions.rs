@@ -119,6 +119,9 @@ impl Inner {
             revoked,
             ..
         } = ran;
+        if let Some(killed) = self.killed_meanwhile(session_id) {
+            return Err(ledger.in_doubt(killed));
+        }
         let Some(step) = submitted.pop() else {
             return Err(BrokerError::Internal(
                 "an action ran without its step".to_string(),
@@ -165,6 +168,18 @@ impl Inner {
         let geometry = self.controls.geometry(session_id, dir, id, scope)?;
         let mapped = crate::program::to_screen(action, &geometry)?;
         Ok(validate_action(&mapped, display)?)
+    }
+
+    /// A kill that came while an action ran (its tombstone exists): the action is closed in
+    /// doubt, writing no log row or frame, because the kill already kept the session's logs and
+    /// is removing its directory; what reached the desktop before the kill is unknown.
+    pub(crate) fn killed_meanwhile(&self, session_id: &str) -> Option<desk_desktop::BackendError> {
+        crate::kill::read_tombstone(&self.config.layout(), session_id).map(|tombstone| {
+            desk_desktop::BackendError::OutcomeUnknown(format!(
+                "the session was killed while the action ran: {}",
+                tombstone.reason
+            ))
+        })
     }
 
     /// The session's directory must exist before any input: without it the action's frame and

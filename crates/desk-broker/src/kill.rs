@@ -8,7 +8,8 @@
 //! `<state_dir>/kills/<id>.json` is created exclusively (a second kill waits for the lock, finds
 //! the tombstone and its receipt and is a no-op: idempotent) and fsynced: from then on the lease token
 //! authorizes nothing (`auth.rs` answers `session_killed`); (2) the workspace's state becomes
-//! `removal_pending` with what must go (`workspace.rs`); (3) the worker's process group is
+//! `removal_pending` with what must go (`workspace.rs`), and the input logs are copied into the
+//! session's evidence directory (`kill/keep.rs`); (3) the worker's process group is
 //! SIGKILLed first (input frozen: no other process injects input), then every other recorded
 //! group and the sandbox, then the workspace and the session directory are removed and the
 //! removal is checked (`desk_desktop::destroy`); (4) the workspace becomes `destroyed` when
@@ -39,6 +40,7 @@ use crate::util::now_ms;
 use crate::workspace::{self, WorkspaceState};
 
 mod facts;
+mod keep;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
 
@@ -307,6 +309,10 @@ fn finish_kill(
     let session_dir = SessionDir::at(&facts.session_dir);
     let remains = destroy::remains(&session_dir);
     workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
+    if let Err(error) = keep::keep_logs(state, session_id, &session_dir) {
+        // The kill goes on: containment first; the bundle then lacks the logs.
+        tracing::error!(session_id, %error, "failed to keep a killed session's logs");
+    }
     let removal = destroy::destroy(&remains, DESTROY_TIMEOUT);
     if removal.proven() {
         workspace::record(state, session_id, WorkspaceState::Destroyed, &remains)?;

@@ -135,6 +135,10 @@ impl Inner {
                     outcome,
                 }),
                 Err(error) if error.input_may_have_been_sent() => {
+                    // After a kill the logs are the kill's (kept, then removed): no row is added.
+                    if let Some(killed) = self.killed_meanwhile(&session_id) {
+                        return Err(ledger.in_doubt(killed));
+                    }
                     let mut failures = Vec::new();
                     for step in &submitted {
                         ledger.log_step(&step.outcome, step.step_index, &mut failures);
@@ -279,6 +283,9 @@ impl Inner {
             failing,
             revoked,
         } = ran;
+        if let Some(killed) = self.killed_meanwhile(session_id) {
+            return Err(ledger.in_doubt(killed));
+        }
         let Some(last) = submitted.pop() else {
             return Err(BrokerError::Internal(
                 "a program ran without a step".to_string(),
