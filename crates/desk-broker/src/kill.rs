@@ -20,10 +20,8 @@
 //! A killer that dies (or fails) between its tombstone and its receipt leaves a tombstone
 //! without a spooled receipt and a free kill lock: [`finish_interrupted_kills`] (the broker's
 //! reconciler and the watchdog, every round) takes the lock, checks the spool again under it and
-//! does steps (2) to (5), so the receipt is written exactly once.
-//!
-//! What the kill reads of a session without the broker (the store opened read-only) is in
-//! `kill/facts.rs`.
+//! does steps (2) to (5), so the receipt is written exactly once. What the kill reads of a
+//! session without the broker (the store opened read-only) is in `kill/facts.rs`.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -309,10 +307,7 @@ fn finish_kill(
     let session_dir = SessionDir::at(&facts.session_dir);
     let remains = destroy::remains(&session_dir);
     workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
-    if let Err(error) = keep::keep_logs(state, session_id, &session_dir) {
-        // The kill goes on: containment first; the bundle then lacks the logs.
-        tracing::error!(session_id, %error, "failed to keep a killed session's logs");
-    }
+    keep::keep_logs(state, session_id, &session_dir);
     let removal = destroy::destroy(&remains, DESTROY_TIMEOUT);
     if removal.proven() {
         workspace::record(state, session_id, WorkspaceState::Destroyed, &remains)?;

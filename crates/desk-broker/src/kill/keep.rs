@@ -14,8 +14,15 @@ use crate::error::BrokerError;
 /// Copies both logs of `session_dir` into `<state>/evidence/<session_id>/` (0600, written
 /// through a temporary file, fsynced, renamed). A log already kept (a release got there
 /// first) is left as it is; a session without an evidence directory or without logs keeps
-/// nothing.
-pub(crate) fn keep_logs(
+/// nothing. A failure is logged and the kill goes on (containment first); the session's
+/// bundle then lacks the logs.
+pub(crate) fn keep_logs(state: &StateDir, session_id: &str, session_dir: &SessionDir) {
+    if let Err(error) = copy_logs(state, session_id, session_dir) {
+        tracing::error!(session_id, %error, "failed to keep a killed session's logs");
+    }
+}
+
+fn copy_logs(
     state: &StateDir,
     session_id: &str,
     session_dir: &SessionDir,
