@@ -1,7 +1,8 @@
 //! Semantic program steps through the real broker with LibreCAD (issue 13 item 4): an
-//! `ax_press` on a tool button of LibreCAD's main window reaches Qt's AT-SPI provider once (the
-//! button's pixels change in the program's screenshot and its `checked` state in the next
-//! snapshot; the event log has one `ax_action` row for it and no seat input), while a stale
+//! `ax_press` on a dock page tab of LibreCAD's main window (its pinned profile shows no tool
+//! bars) reaches Qt's AT-SPI provider once (the tab's pixels change in the program's screenshot
+//! and it is the current tab in the next snapshot; the event log has one `ax_action` row for it
+//! and no seat input), while a stale
 //! observation id and a node of another window (the open dialog) are refused before any input
 //! with the event log and the action index unchanged. The capabilities advertise the steps.
 
@@ -119,24 +120,23 @@ async fn semantic_steps_on_librecad() {
         .await
         .unwrap()
         .tree;
-    let checkable: Vec<&AxNode> = tree
+    // LibreCAD's pinned profile shows no tool bars; its dock widgets' page tabs are the
+    // pressable controls on screen. Pressing a tab that is not current makes it current.
+    let tabs: Vec<&AxNode> = tree
         .nodes
         .iter()
         .filter(|n| {
             n.window == AxWindow::Bound
-                && !n.actions.is_empty()
+                && n.role == "page tab"
+                && n.actions.iter().any(|a| a == "Press")
                 && n.bounds.is_some()
-                && ["showing", "enabled", "checkable"]
+                && ["showing", "enabled"]
                     .iter()
                     .all(|state| has_state(n, state))
-                && !has_state(n, "checked")
         })
         .collect();
-    let names: Vec<(&str, &str)> = checkable
-        .iter()
-        .map(|n| (n.role.as_str(), n.name.as_str()))
-        .collect();
-    println!("checkable, unchecked controls of LibreCAD's main window: {names:?}");
+    let names: Vec<&str> = tabs.iter().map(|n| n.name.as_str()).collect();
+    println!("page tabs of LibreCAD's main window: {names:?}");
     let windows: std::collections::BTreeMap<String, usize> =
         tree.nodes.iter().fold(Default::default(), |mut counts, n| {
             *counts.entry(n.window.as_str().to_string()).or_default() += 1;
@@ -144,12 +144,15 @@ async fn semantic_steps_on_librecad() {
         });
     println!("nodes by window: {windows:?}");
     assert_eq!(tree.nodes[0].window, AxWindow::None);
-    // A drawing tool: pressing it arms the tool, which checks its button.
-    let button = *checkable
+    let current_tab = |tree: &AxTree, name: &str| {
+        tree.nodes
+            .iter()
+            .any(|n| n.role == "page tab list" && n.name == name)
+    };
+    let button = *tabs
         .iter()
-        .find(|n| n.name == "Line" || n.name.starts_with("Line"))
-        .or_else(|| checkable.iter().find(|n| n.role == "push button"))
-        .expect("a checkable tool button in LibreCAD's main window");
+        .find(|n| !current_tab(&tree, &n.name))
+        .expect("a page tab that is not current in LibreCAD's main window");
     let bounds = button.bounds.unwrap();
     println!("pressing {:?} ({}) at {bounds:?}", button.name, button.role);
 
@@ -215,7 +218,16 @@ async fn semantic_steps_on_librecad() {
         .iter()
         .find(|n| n.name == button.name && n.role == button.role && n.bounds == Some(bounds))
         .unwrap();
-    assert!(has_state(now, "checked"), "{:?}", now.states);
+    assert!(
+        current_tab(&after_tree, &now.name),
+        "the pressed tab is current: {:?}",
+        after_tree
+            .nodes
+            .iter()
+            .filter(|n| n.role == "page tab list")
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>()
+    );
 
     // A node of another window (the open dialog): refused before any input.
     let open = json!({"type": "key", "keys": ["ctrl", "o"], "intent": "open a dialog"});
