@@ -119,7 +119,8 @@ impl Inner {
             revoked,
             ..
         } = ran;
-        if let Some(killed) = self.killed_meanwhile(session_id) {
+        let (_fence, killed) = self.killed_meanwhile(session_id);
+        if let Some(killed) = killed {
             return Err(ledger.in_doubt(killed));
         }
         let Some(step) = submitted.pop() else {
@@ -170,16 +171,24 @@ impl Inner {
         Ok(validate_action(&mapped, display)?)
     }
 
-    /// A kill that came while an action ran (its tombstone exists): the action is closed in
-    /// doubt, writing no log row or frame, because the kill already kept the session's logs and
-    /// is removing its directory; what reached the desktop before the kill is unknown.
-    pub(crate) fn killed_meanwhile(&self, session_id: &str) -> Option<desk_desktop::BackendError> {
-        crate::kill::read_tombstone(&self.config.layout(), session_id).map(|tombstone| {
+    /// Fences off kills while an action's records are written (the guard, held until it is
+    /// dropped) and says whether a kill came while the action ran (its tombstone exists): then
+    /// the action is closed in doubt, writing no log row or frame, because the kill already
+    /// kept the session's logs and removed its directory; what reached the desktop before the
+    /// kill is unknown.
+    pub(crate) fn killed_meanwhile(
+        &self,
+        session_id: &str,
+    ) -> (Option<std::fs::File>, Option<desk_desktop::BackendError>) {
+        let layout = self.config.layout();
+        let fence = crate::kill::fence(&layout, session_id);
+        let killed = crate::kill::read_tombstone(&layout, session_id).map(|tombstone| {
             desk_desktop::BackendError::OutcomeUnknown(format!(
                 "the session was killed while the action ran: {}",
                 tombstone.reason
             ))
-        })
+        });
+        (fence, killed)
     }
 
     /// The session's directory must exist before any input: without it the action's frame and

@@ -41,6 +41,7 @@ mod facts;
 mod keep;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
+pub(crate) use keep::fence;
 
 /// How long a kill waits for the killed processes to be gone before it records what is left.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);

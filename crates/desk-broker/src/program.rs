@@ -136,7 +136,8 @@ impl Inner {
                 }),
                 Err(error) if error.input_may_have_been_sent() => {
                     // After a kill the logs are the kill's (kept, then removed): no row is added.
-                    if let Some(killed) = self.killed_meanwhile(&session_id) {
+                    let (_fence, killed) = self.killed_meanwhile(&session_id);
+                    if let Some(killed) = killed {
                         return Err(ledger.in_doubt(killed));
                     }
                     let mut failures = Vec::new();
@@ -283,7 +284,8 @@ impl Inner {
             failing,
             revoked,
         } = ran;
-        if let Some(killed) = self.killed_meanwhile(session_id) {
+        let (_fence, killed) = self.killed_meanwhile(session_id);
+        if let Some(killed) = killed {
             return Err(ledger.in_doubt(killed));
         }
         let Some(last) = submitted.pop() else {

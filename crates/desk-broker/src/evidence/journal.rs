@@ -85,11 +85,21 @@ impl SessionJournal {
         Ok(())
     }
 
+    /// Digests of both logs as they are now: the live ones, or the copies a kill kept in the
+    /// evidence directory once the session directory is gone.
     pub(super) fn log_digests(&mut self) -> Result<(LogDigest, LogDigest), EvidenceError> {
-        let events = self.events.digest(&self.session_dir.events_file())?;
-        let frame_events = self
-            .frame_events
-            .digest(&self.session_dir.frame_events_file())?;
+        let at = |live: PathBuf, name: &str| {
+            let kept = self.directory.join(name);
+            if !live.exists() && kept.is_file() {
+                kept
+            } else {
+                live
+            }
+        };
+        let events_path = at(self.session_dir.events_file(), EVENTS_FILE);
+        let frame_events_path = at(self.session_dir.frame_events_file(), FRAME_EVENTS_FILE);
+        let events = self.events.digest(&events_path)?;
+        let frame_events = self.frame_events.digest(&frame_events_path)?;
         Ok((events, frame_events))
     }
 

@@ -465,16 +465,9 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
     let events_at_answer = probe_events(&log).len();
     eprintln!("kill during a program answered in {:?}", asked.elapsed());
     assert!(killed.killed_now);
-    // FIXME: the broker, ending the program cut by the kill, can write into the session
-    // directory while the kill removes it, so the receipt may say `removal_unproven`; the
-    // reconciler the kill route runs before answering proves the removal.
-    assert!(
-        matches!(
-            killed.outcome.as_deref(),
-            Some("contained" | "removal_unproven")
-        ),
-        "{killed:?}"
-    );
+    // The broker ending the program cut by the kill waits at the kill lock and then writes
+    // nothing into the session directory: the removal is proven before the receipt.
+    assert_eq!(killed.outcome.as_deref(), Some("contained"), "{killed:?}");
     assert!(processes.iter().all(|process| !process.is_alive()));
     assert!(!broker.session_dir(&session).exists());
     assert_eq!(workspace_state(&broker.state_dir, &session), "destroyed");
