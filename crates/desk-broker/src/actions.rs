@@ -56,13 +56,15 @@ impl Inner {
         let mut runtime = slot.lock();
         // Screen coordinates are checked at once; image coordinates only after the request id
         // is looked up, so that a retry replays even when its screenshot left the history.
-        let unbound =
-            match request.screenshot_id {
-                None => Some(validate_action(&request.action, runtime.display).map_err(
-                    |error| self.conflict_or(session_id, &request.request_id, error.into()),
-                )?),
-                Some(_) => None,
-            };
+        // `Err` names the screenshot whose geometry checks the action then.
+        let checked = match &request.screenshot_id {
+            None => Ok(
+                validate_action(&request.action, runtime.display).map_err(|error| {
+                    self.conflict_or(session_id, &request.request_id, error.into())
+                })?,
+            ),
+            Some(id) => Err(id.as_str()),
+        };
         check_identifier("request_id", &request.request_id)?;
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
@@ -76,18 +78,13 @@ impl Inner {
             return Ok(replayed);
         }
         let dir = session.dir();
-        let validated = match (unbound, &request.screenshot_id) {
-            (Some(validated), _) => validated,
-            (None, Some(id)) => self
+        let validated = match checked {
+            Ok(validated) => validated,
+            Err(id) => self
                 .bound_to_screenshot(session_id, &dir, id, &request.action, runtime.display)
                 .inspect_err(|refusal| {
                     self.count_refused(session_id, &request.request_id, refusal)
                 })?,
-            (None, None) => {
-                return Err(BrokerError::Internal(
-                    "an action neither checked nor bound".to_string(),
-                ));
-            }
         };
         let scope = self.controls.admit(session_id, &dir, None)?;
         let Some(backend) = runtime.backend.as_mut() else {
