@@ -156,6 +156,7 @@ impl Broker {
                     display: config.display,
                     // A running sandbox keeps the binds it started with.
                     read_only: Vec::new(),
+                    writable: Default::default(),
                 };
                 match factory.reattach(&request) {
                     Ok(Some(backend)) => {

@@ -60,6 +60,14 @@ impl PolicyInForce {
             .map(|policy| policy.policy().clipboard_mode())
     }
 
+    /// The verified policy's writable directories as the sandbox enforces them; `None` when it
+    /// was refused (every lease is then refused).
+    pub(crate) fn writable(&self) -> Option<desk_desktop::sandbox::WritableDirs> {
+        let policy = self.verified.as_ref().ok()?;
+        desk_desktop::sandbox::WritableDirs::from_policy(policy.policy().writable_directories())
+            .ok()
+    }
+
     /// The verified policy's limits; `None` when it was refused (every lease is then refused).
     pub(crate) fn limits(&self) -> Option<desk_policy::Limits> {
         self.verified

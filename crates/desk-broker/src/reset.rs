@@ -57,10 +57,19 @@ impl Inner {
             .profiles
             .get(&session.profile)
             .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
+        // A lease is granted only under a verified policy, whose lint admits only the attempt
+        // directory or directories below it.
+        let writable = self.policy.writable().ok_or_else(|| {
+            BrokerError::PolicyInvalid(
+                "the workspace policy in force names no writable directory the sandbox can bind"
+                    .to_string(),
+            )
+        })?;
         let prepared = profile
             .prepare(
                 &session_dir,
                 desk_desktop::SandboxPolicy::for_mode(self.config.sandbox),
+                &writable,
             )
             .map_err(BrokerError::Profile)?;
 
@@ -78,6 +87,7 @@ impl Inner {
                     session_dir: session_dir.clone(),
                     display: self.config.display,
                     read_only: profile.read_only.clone(),
+                    writable,
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;
             runtime.display = backend.display_size();

@@ -243,6 +243,14 @@ pub struct WorkspaceFacts {
     pub visible_forbidden: Vec<String>,
     /// Whether the app's root filesystem is mounted read-only.
     pub root_read_only: bool,
+    /// The mount points the app sees read-write on a filesystem that keeps what is written on
+    /// the host (memory filesystems and device nodes aside).
+    #[serde(default)]
+    pub writable_mounts: Vec<String>,
+    /// Those of [`WorkspaceFacts::writable_mounts`] the policy does not allow (its writable
+    /// directories, the run directory and the operator's extra writable paths).
+    #[serde(default)]
+    pub unexpected_writable: Vec<String>,
     /// The facts that fail the sandbox's rules (empty when verified, or when the sandbox is off).
     pub failures: Vec<String>,
 }

@@ -23,6 +23,9 @@ pub struct BackendRequest {
     pub display: DisplaySize,
     /// The app profile's read-only paths, shown inside the desktop's sandbox.
     pub read_only: Vec<PathBuf>,
+    /// The workspace policy's writable directories, the only host-backed paths the desktop's
+    /// sandbox may write besides its run directory.
+    pub writable: crate::sandbox::WritableDirs,
 }
 
 /// Creates one desktop per session, on the session's first reset, and adopts surviving desktops
@@ -114,6 +117,7 @@ impl LocalFactory {
         );
         config.sandbox = self.sandbox;
         config.read_only = request.read_only.clone();
+        config.writable = request.writable.clone();
         config.private_paths = self.private_paths.clone();
         config
     }

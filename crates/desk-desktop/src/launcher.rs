@@ -68,6 +68,9 @@ pub struct LocalDesktopConfig {
     /// Extra host paths the sandbox shows read-only at the same place (the app profile's
     /// `read_only`); bound when the sandbox starts, so they hold for the session.
     pub read_only: Vec<PathBuf>,
+    /// The workspace directories the sandbox may write (the policy's `writable_directories`);
+    /// bound when the sandbox starts, so they hold for the session.
+    pub writable: crate::sandbox::WritableDirs,
     /// Host paths the app must not see beyond the state directory, `/root` and `/home` (the
     /// benchmark's gold); checked at every handoff.
     pub private_paths: Vec<PathBuf>,
@@ -88,6 +91,7 @@ impl LocalDesktopConfig {
             session_dir: session_dir.into(),
             sandbox: SandboxPolicy::default_for_this_process(),
             read_only: Vec::new(),
+            writable: crate::sandbox::WritableDirs::attempt_only(),
             private_paths: Vec::new(),
         }
     }
@@ -656,7 +660,12 @@ impl LocalDesktop {
             .into_iter()
             .chain(self.config.read_only.iter().cloned())
             .collect();
-        let (mut command, start) = SandboxStart::new(self.config.sandbox, &workspace, &read_only)?;
+        let (mut command, start) = SandboxStart::new(
+            self.config.sandbox,
+            &workspace,
+            &self.config.writable,
+            &read_only,
+        )?;
         let log = log_file(&self.config.session_dir.log_file("sandbox"))?;
         command.stderr(log).process_group(0);
         let child = self.spawn("sandbox", command)?;
@@ -1051,10 +1060,12 @@ impl DesktopBackend for LocalDesktop {
                     launch.argv[0]
                 )));
             }
-            // The attempt and home directories were prepared by the broker; hand them over.
+            // The attempt directory and the home seed were prepared by the broker; hand them
+            // over, then fill the app's in-memory home from the seed.
             sandbox.hand_over(&launch.cwd)?;
             if let Some((_, home)) = launch.env.iter().find(|(key, _)| key == "HOME") {
                 sandbox.hand_over(Path::new(home))?;
+                crate::sandbox::workspace::seed_home(sandbox, Path::new(home))?;
             }
         }
         let mut env = self.x_client_env();
@@ -1104,8 +1115,18 @@ impl DesktopBackend for LocalDesktop {
         };
         let workspace = self.run_dir.parent().unwrap_or(&self.run_dir);
         let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.into());
-        let facts =
-            crate::sandbox::facts::measure(host_pid, mode, &self.forbidden_paths(), &workspace);
+        let writable = self
+            .sandbox
+            .as_ref()
+            .map(|sandbox| sandbox.writable.clone())
+            .unwrap_or_default();
+        let facts = crate::sandbox::facts::measure(
+            host_pid,
+            mode,
+            &self.forbidden_paths(),
+            &workspace,
+            &writable,
+        );
         if !facts.failures.is_empty() {
             tracing::error!(failures = ?facts.failures, "workspace unverified at handoff");
             let failures = facts.failures.clone();

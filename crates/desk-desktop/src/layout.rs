@@ -10,6 +10,7 @@
 //!     <role>.log                  each desktop process's output (xvfb, window-manager, app, ...)
 //!     workspace                   the sandbox's workspace (a link to an out-of-tree directory
 //!                                 under a root broker): host/, home/, attempt/, run/
+//!                                 (see `sandbox::workspace`)
 //!     events.json                 the raw input log
 //!     frame_events.json           the frame-aligned input log
 //!     frame_events.pending        input of frameless actions, until the next frame

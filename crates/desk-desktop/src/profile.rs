@@ -245,18 +245,18 @@ impl AppProfile {
         Ok(())
     }
 
-    /// Writes the private home and the attempt file below `session_dir` and resolves the launch,
+    /// Writes the home seed and the attempt file below `session_dir` and resolves the launch,
     /// in the workspace laid out for `sandbox` (the same policy the session's desktop runs
-    /// under: see [`crate::sandbox::ensure_workspace`]).
+    /// under: see [`crate::sandbox::ensure_workspace`]). `writable` are the policy's writable
+    /// directories: made, and kept (emptied) across resets, because a running sandbox binds them.
     pub fn prepare(
         &self,
         session_dir: impl AsRef<Path>,
         sandbox: crate::sandbox::SandboxPolicy,
+        writable: &crate::sandbox::WritableDirs,
     ) -> Result<PreparedAttempt, ProfileError> {
+        use crate::sandbox::workspace::{ATTEMPT_DIR, HOME_DIR, empty_dir};
         let session_dir = &SessionDir::at(session_dir.as_ref());
-        // The workspace is what a sandbox sees (see `sandbox`); home and attempt are made
-        // afresh each reset, so nothing a previous attempt left in them (links included)
-        // survives or is written through.
         // Made (or found) first, so that under a root broker home and attempt land in the
         // out-of-tree workspace the sandbox uid can reach, at the path the sandbox binds.
         let workspace =
@@ -266,26 +266,19 @@ impl AppProfile {
                     source: std::io::Error::other(error.to_string()),
                 }
             })?;
-        let home = workspace.join("home");
-        let attempt_dir = workspace.join("attempt");
+        let home = workspace.join(HOME_DIR);
+        let attempt_dir = workspace.join(ATTEMPT_DIR);
         let attempt_path = attempt_dir.join(&self.attempt.filename);
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ProfileError::Io { path, source }
         };
-        for dir in [&home, &attempt_dir] {
-            match std::fs::remove_dir_all(dir) {
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(io(dir)(source)),
-            }
-        }
-        for dir in [
-            &home,
-            &attempt_dir,
-            &home.join(".config"),
-            &home.join("tmp"),
-        ] {
+        // Emptied each reset (never made anew: see `sandbox::workspace`), so nothing a previous
+        // attempt left in them, links included, survives or is written through.
+        empty_dir(&home, &[]).map_err(io(&home))?;
+        let kept = writable.under(&workspace);
+        empty_dir(&attempt_dir, &kept).map_err(io(&attempt_dir))?;
+        for dir in [&home.join(".config"), &home.join("tmp")] {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
         for (relative, contents) in &self.home_files {

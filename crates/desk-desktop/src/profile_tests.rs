@@ -7,7 +7,11 @@ fn freecad_profile_prepares_a_zipped_document_and_its_locked_down_home() {
     let profile = set.get("freecad").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prepared = profile
-        .prepare(dir.path(), SandboxPolicy::default_for_this_process())
+        .prepare(
+            dir.path(),
+            SandboxPolicy::default_for_this_process(),
+            &crate::sandbox::WritableDirs::attempt_only(),
+        )
         .unwrap();
     let bytes = std::fs::read(&prepared.attempt_path).unwrap();
     assert!(
@@ -70,7 +74,11 @@ fn a_binary_template_is_exclusive_with_a_text_one_and_must_be_base64() {
     let profile = AppProfile::from_toml("x", &good).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prepared = profile
-        .prepare(dir.path(), SandboxPolicy::default_for_this_process())
+        .prepare(
+            dir.path(),
+            SandboxPolicy::default_for_this_process(),
+            &crate::sandbox::WritableDirs::attempt_only(),
+        )
         .unwrap();
     assert_eq!(
         std::fs::read(prepared.attempt_path).unwrap(),

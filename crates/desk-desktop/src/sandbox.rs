@@ -10,8 +10,10 @@
 //! broker is root, else the broker's own uid inside a user namespace), with `NoNewPrivs`. Its
 //! root is built from an allowlist: `/usr`, `/etc` and the font cache read-only, the merged-usr links, a
 //! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker binary
-//! read-only, and the session's workspace (home, attempt directory, `run/`) as the only
-//! writable paths. `/dev` is not a devpts mount on purpose: that keeps bwrap to one user
+//! read-only, and the session's workspace read-only but for the policy's writable directories
+//! (the attempt directory) and `run/`, the only host-backed writable paths; the app's home is
+//! an in-memory tmpfs filled from a seed at each app start (see [`workspace`]). `/dev` is not
+//! a devpts mount on purpose: that keeps bwrap to one user
 //! namespace, which `nsenter` can join. Each desktop process then enters the holder's
 //! namespaces (`setpriv [--reuid] --no-new-privs nsenter --user --mount ...`), so all of them
 //! share one display socket, one IPC namespace (MIT-SHM) and one loopback-only network.
@@ -24,11 +26,12 @@
 pub mod facts;
 mod host;
 pub mod probe;
+pub mod workspace;
 
 pub use host::{SANDBOX_USER, set_lease_deadline};
+pub use workspace::{WritableDirs, ensure_workspace, remove_workspace};
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
@@ -37,7 +40,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
-use crate::layout::SessionDir;
 
 /// The host uid (and gid) desktop processes run as when the broker runs as root: not the
 /// broker's, owns nothing on the host.
@@ -46,10 +48,6 @@ pub const DEFAULT_SANDBOX_UID: u32 = 61_234;
 /// Where the worker socket and the X authority file live inside the sandbox (short, so the
 /// socket path never depends on the state directory's length).
 pub const INSIDE_RUN_DIR: &str = "/run/desk";
-
-/// Where a root broker keeps the sandbox-visible workspaces: the session directory stays 0700
-/// and root-owned, so the unprivileged sandbox uid could not reach a workspace inside it.
-const ROOT_WORKSPACES: &str = "/run/deskbroker-workspaces";
 
 /// The operator's extra writable paths (colon-separated absolute paths, read from the broker's
 /// environment at each desktop start), bound at the same place inside every sandbox. Meant for
@@ -109,80 +107,12 @@ pub struct Sandbox {
     pub gid: u32,
     /// Whether processes drop from root to `uid` before entering (the broker is root).
     pub drop_root: bool,
-    /// The workspace on the host, bound at the same path inside.
+    /// The workspace on the host, bound read-only at the same path inside.
     pub workspace: PathBuf,
-}
-
-/// The session's workspace directory (`<session_dir>/workspace`, a link into
-/// [`ROOT_WORKSPACES`] for a root broker), created when missing. `home/` and `attempt/` are
-/// created in it by the profile at each reset; `run/` holds the worker socket and the X cookie.
-pub fn ensure_workspace(
-    session_dir: &SessionDir,
-    policy: SandboxPolicy,
-) -> Result<PathBuf, BackendError> {
-    let link = session_dir.workspace();
-    let io = |what: &str, path: &Path| {
-        let what = format!("{what} {}", path.display());
-        move |source| BackendError::Spawn { what, source }
-    };
-    let root_broker = nix::unistd::geteuid().is_root();
-    if let (SandboxPolicy::On { uid, gid }, true) = (policy, root_broker) {
-        if std::fs::symlink_metadata(&link).is_ok_and(|meta| !meta.file_type().is_symlink()) {
-            // Made before this call (not through it): the sandbox uid cannot reach it.
-            return Err(BackendError::SandboxUnavailable(format!(
-                "{} is a directory inside the private session directory, not the link to a \
-                 workspace the sandbox can reach",
-                link.display()
-            )));
-        }
-        if !link.exists() {
-            let name = hex16(session_dir.path());
-            let target = Path::new(ROOT_WORKSPACES).join(name);
-            std::fs::create_dir_all(ROOT_WORKSPACES)
-                .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
-            // Reachable (not listable) by the sandbox uid; writable only by root.
-            std::fs::set_permissions(ROOT_WORKSPACES, std::fs::Permissions::from_mode(0o711))
-                .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
-            std::fs::create_dir_all(&target).map_err(io("workspace", &target))?;
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
-                .map_err(io("workspace", &target))?;
-            let _ = std::fs::remove_file(&link);
-            symlink(&target, &link).map_err(io("workspace link", &link))?;
-        }
-        let workspace = std::fs::canonicalize(&link).map_err(io("workspace", &link))?;
-        let run = workspace.join("run");
-        std::fs::create_dir_all(&run).map_err(io("run directory", &run))?;
-        std::os::unix::fs::chown(&run, Some(uid), Some(gid)).map_err(io("run directory", &run))?;
-        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
-            .map_err(io("run directory", &run))?;
-        return Ok(workspace);
-    }
-    let run = link.join("run");
-    std::fs::create_dir_all(&run).map_err(io("run directory", &run))?;
-    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
-        .map_err(io("run directory", &run))?;
-    std::fs::canonicalize(&link).map_err(io("workspace", &link))
-}
-
-/// Removes a root broker's out-of-tree workspace of `session_dir` (the link's target).
-pub fn remove_workspace(session_dir: &SessionDir) {
-    let link = session_dir.workspace();
-    if let Ok(target) = std::fs::read_link(&link)
-        && target.starts_with(ROOT_WORKSPACES)
-    {
-        let _ = std::fs::remove_dir_all(&target);
-        let _ = std::fs::remove_file(&link);
-    }
-}
-
-fn hex16(path: &Path) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
-    digest
-        .iter()
-        .take(12)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    /// The host-backed paths inside that are writable: the policy's writable directories, the
+    /// run directory and the operator's extra writable paths (see [`workspace`]).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
 }
 
 /// fontconfig's system cache (generated fonts metadata, no user data).
@@ -240,14 +170,17 @@ pub struct SandboxStart {
     gid: u32,
     drop_root: bool,
     workspace: PathBuf,
+    writable: Vec<PathBuf>,
 }
 
 impl SandboxStart {
-    /// Builds the bwrap command for `workspace`, with `read_only` extra paths (the worker
-    /// binary) bound at the same place inside. Spawn the command with its stdout piped.
+    /// Builds the bwrap command for `workspace` (read-only but for its `writable` directories,
+    /// see [`workspace`]), with `read_only` extra paths (the worker binary) bound at the same
+    /// place inside. Spawn the command with its stdout piped.
     pub fn new(
         policy: SandboxPolicy,
         workspace: &Path,
+        writable: &WritableDirs,
         read_only: &[PathBuf],
     ) -> Result<(Command, SandboxStart), BackendError> {
         let SandboxPolicy::On { uid, gid } = policy else {
@@ -291,16 +224,19 @@ impl SandboxStart {
         for path in read_only {
             command.arg("--ro-bind").arg(path).arg(path);
         }
-        if let Some(paths) = std::env::var_os(EXTRA_WRITABLE_ENV) {
-            for path in std::env::split_paths(&paths).filter(|path| path.is_absolute()) {
-                command.arg("--bind").arg(&path).arg(&path);
-            }
+        let extra: Vec<PathBuf> = std::env::var_os(EXTRA_WRITABLE_ENV)
+            .map(|paths| {
+                std::env::split_paths(&paths)
+                    .filter(|path| path.is_absolute())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for path in &extra {
+            command.arg("--bind").arg(path).arg(path);
         }
-        let host_dir = host::prepare(workspace, uid, gid, &workspace.join("home"))?;
+        let host_dir = host::prepare(workspace, uid, gid, &workspace.join(workspace::HOME_DIR))?;
+        let dirs = workspace::bind_args(&mut command, workspace, writable)?;
         command
-            .arg("--bind")
-            .arg(workspace)
-            .arg(workspace)
             .arg("--ro-bind")
             .arg(&host_dir)
             .arg(&host_dir)
@@ -311,7 +247,7 @@ impl SandboxStart {
             .arg(host_dir.join("group"))
             .arg("/etc/group")
             .arg("--bind")
-            .arg(workspace.join("run"))
+            .arg(workspace.join(workspace::RUN_DIR))
             .arg(INSIDE_RUN_DIR);
         // The root itself (bwrap's tmpfs) becomes read-only once everything is mounted on it.
         command.args(["--remount-ro", "/"]);
@@ -330,6 +266,7 @@ impl SandboxStart {
                 gid,
                 drop_root,
                 workspace: workspace.to_path_buf(),
+                writable: workspace::allowed_writable(dirs, &extra),
             },
         ))
     }
@@ -408,6 +345,7 @@ impl SandboxStart {
             gid: self.gid,
             drop_root: self.drop_root,
             workspace: self.workspace,
+            writable: self.writable,
         })
     }
 }
@@ -514,7 +452,7 @@ impl Sandbox {
 
     /// The run directory on the host (worker socket, X cookie).
     pub fn host_run_dir(&self) -> PathBuf {
-        self.workspace.join("run")
+        self.workspace.join(workspace::RUN_DIR)
     }
 
     /// Gives the sandbox uid the tree at `path` (a fresh home or attempt directory the broker

@@ -117,7 +117,7 @@ fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
 fn probe_profile(probe: &Path) -> String {
     format!(
         r#"name = "probe"
-command = ["{probe}", "--out", "{{home}}/probe.ndjson"]
+command = ["{probe}", "--out", "{{attempt}}.probe.ndjson"]
 [attempt]
 filename = "attempt.txt"
 template = "fresh"
@@ -239,7 +239,8 @@ async fn drive(
     let probe_log = StateDir::new(&plan.state_dir)
         .session(session)
         .workspace()
-        .join("home/probe.ndjson");
+        .join(desk_desktop::sandbox::workspace::ATTEMPT_DIR)
+        .join("attempt.txt.probe.ndjson");
     let n_before = probe_events(&probe_log).len();
     let mut expected = Expected::default();
     let mut next_index = 0_u64;

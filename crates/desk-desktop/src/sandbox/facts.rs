@@ -13,12 +13,14 @@ const NAMESPACES: [&str; 7] = ["user", "mnt", "pid", "net", "ipc", "uts", "cgrou
 /// must not see (the broker's state directory, home directories); `workspace` is the
 /// session's own workspace, which may lie inside one of them (a broker that is not root keeps
 /// it in its state directory): the empty directories bubblewrap made on the way to it are not
-/// a view of the forbidden path, anything else in it is.
+/// a view of the forbidden path, anything else in it is. `writable` are the paths inside where
+/// a writable host-backed mount is allowed (see [`super::workspace`]).
 pub fn measure(
     pid: u32,
     mode: SandboxMode,
     forbidden: &[PathBuf],
     workspace: &Path,
+    writable: &[PathBuf],
 ) -> WorkspaceFacts {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
@@ -61,7 +63,14 @@ pub fn measure(
         .filter(|path| shows_anything(&root, path, workspace))
         .map(|path| path.display().to_string())
         .collect();
-    let root_read_only = root_mount_read_only(&proc_dir.join("mountinfo"));
+    let mountinfo = std::fs::read_to_string(proc_dir.join("mountinfo")).unwrap_or_default();
+    let root_read_only = root_mount_read_only(&mountinfo);
+    let writable_mounts = writable_host_mounts(&mountinfo);
+    let unexpected_writable = writable_mounts
+        .iter()
+        .filter(|mount| !writable.iter().any(|allowed| Path::new(mount) == allowed))
+        .cloned()
+        .collect();
     let broker_uid = nix::unistd::geteuid().as_raw();
     let mut facts = WorkspaceFacts {
         sandbox: mode,
@@ -73,6 +82,8 @@ pub fn measure(
         interfaces,
         visible_forbidden,
         root_read_only,
+        writable_mounts,
+        unexpected_writable,
         failures: Vec::new(),
     };
     if mode == SandboxMode::On {
@@ -127,14 +138,68 @@ pub fn failures(facts: &WorkspaceFacts) -> Vec<String> {
     check(facts.interfaces == ["lo"], "network_beyond_loopback");
     check(facts.visible_forbidden.is_empty(), "forbidden_path_visible");
     check(facts.root_read_only, "root_writable");
+    check(
+        facts.unexpected_writable.is_empty(),
+        "writable_beyond_policy",
+    );
     failed
 }
 
+/// Filesystems whose writable mounts keep nothing on the host (memory, kernel views).
+const NOT_HOST_STORAGE: [&str; 9] = [
+    "tmpfs", "proc", "sysfs", "devpts", "mqueue", "ramfs", "cgroup", "cgroup2", "devtmpfs",
+];
+
+/// The mount points in `mountinfo` (a `/proc/<pid>/mountinfo`) mounted read-write on a
+/// filesystem that keeps what is written on the host, device nodes (`/dev/null`, ...) aside.
+fn writable_host_mounts(mountinfo: &str) -> Vec<String> {
+    let mut mounts: Vec<String> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            // Fields: id parent dev root MOUNT_POINT OPTIONS [optional...] - FSTYPE source super.
+            let (before, after) = line.split_once(" - ")?;
+            let fields: Vec<&str> = before.split(' ').collect();
+            let point = unescape_mount_path(fields.get(4)?);
+            let writable = fields.get(5)?.split(',').any(|option| option == "rw");
+            let fstype = after.split(' ').next()?;
+            let device = point.starts_with("/dev/") || point == "/dev";
+            (writable && !device && !NOT_HOST_STORAGE.contains(&fstype)).then_some(point)
+        })
+        .collect();
+    mounts.sort();
+    mounts.dedup();
+    mounts
+}
+
+/// A mount point as `mountinfo` escapes it (space, tab, newline and backslash as `\ooo`).
+fn unescape_mount_path(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let octal = bytes.get(index + 1..index + 4).and_then(|digits| {
+            let digits = std::str::from_utf8(digits).ok()?;
+            u8::from_str_radix(digits, 8).ok()
+        });
+        match (bytes[index], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                index += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Whether `/` in `mountinfo` is mounted read-only.
-fn root_mount_read_only(mountinfo: &Path) -> bool {
-    let text = std::fs::read_to_string(mountinfo).unwrap_or_default();
+fn root_mount_read_only(mountinfo: &str) -> bool {
     // The last mount on "/" is the visible one; field 5 is the mount point, 6 its options.
-    text.lines()
+    mountinfo
+        .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
             (fields.get(4) == Some(&"/")).then(|| fields.get(5).copied().unwrap_or(""))
@@ -155,6 +220,7 @@ mod tests {
             SandboxMode::On,
             &[PathBuf::from("/proc")],
             Path::new("/nonexistent"),
+            &[],
         );
         assert_eq!(facts.shared_namespaces.len(), NAMESPACES.len());
         assert!(facts.failures.contains(&"namespaces_shared".to_string()));
@@ -163,7 +229,7 @@ mod tests {
                 .failures
                 .contains(&"forbidden_path_visible".to_string())
         );
-        let off = measure(me, SandboxMode::Off, &[], Path::new("/nonexistent"));
+        let off = measure(me, SandboxMode::Off, &[], Path::new("/nonexistent"), &[]);
         assert!(
             off.failures.is_empty(),
             "no rules apply with the sandbox off"
@@ -199,6 +265,8 @@ mod tests {
             interfaces: vec!["lo".to_string()],
             visible_forbidden: Vec::new(),
             root_read_only: true,
+            writable_mounts: vec!["/ws/attempt".to_string(), "/run/desk".to_string()],
+            unexpected_writable: Vec::new(),
             failures: Vec::new(),
         };
         assert!(failures(&facts).is_empty());
@@ -209,8 +277,33 @@ mod tests {
         assert!(failures(&root_app).contains(&"app_is_root".to_string()));
         let networked = WorkspaceFacts {
             interfaces: vec!["lo".to_string(), "eth0".to_string()],
-            ..facts
+            ..facts.clone()
         };
         assert_eq!(failures(&networked), vec!["network_beyond_loopback"]);
+        let home_on_disk = WorkspaceFacts {
+            unexpected_writable: vec!["/ws/home".to_string()],
+            ..facts
+        };
+        assert_eq!(failures(&home_on_disk), vec!["writable_beyond_policy"]);
+    }
+
+    #[test]
+    fn writable_host_mounts_are_read_from_mountinfo() {
+        let mountinfo = "\
+1 0 0:30 / / ro,nosuid - tmpfs tmpfs rw
+2 1 8:1 /usr /usr ro,nosuid,nodev - ext4 /dev/sda1 rw
+3 1 8:1 /ws /ws ro,nosuid - ext4 /dev/sda1 rw
+4 3 8:1 /ws/attempt /ws/attempt rw,nosuid - ext4 /dev/sda1 rw
+5 3 0:40 / /ws/home rw,nosuid - tmpfs tmpfs rw,size=1048576k
+6 1 0:5 /null /dev/null rw,nosuid - devtmpfs udev rw
+7 1 0:31 / /proc rw,nosuid - proc proc rw
+8 1 0:50 /x /tmp/with\\040space rw shared:4 - overlay overlay rw
+9 1 8:1 /ws/run /run/desk rw,nosuid - ext4 /dev/sda1 rw
+";
+        assert_eq!(
+            writable_host_mounts(mountinfo),
+            ["/run/desk", "/tmp/with space", "/ws/attempt"]
+        );
+        assert!(root_mount_read_only(mountinfo));
     }
 }

@@ -55,7 +55,7 @@ fn a_local_desktop_passes_the_conformance_suite() {
         &profiles,
         "probe",
         &probe_binary(),
-        "{home}/probe.ndjson",
+        "{attempt}.probe.ndjson",
         &[],
     );
     let text = std::fs::read_to_string(profiles.join("probe.toml")).unwrap();
@@ -73,9 +73,11 @@ fn a_local_desktop_passes_the_conformance_suite() {
     );
     config.read_only = profile.read_only.clone();
     std::fs::create_dir_all(session_dir.path()).unwrap();
-    let prepared = profile.prepare(&session_dir, config.sandbox).unwrap();
-    let workspace = desk_desktop::sandbox::ensure_workspace(&session_dir, config.sandbox).unwrap();
-    let log = workspace.join("home/probe.ndjson");
+    let prepared = profile
+        .prepare(&session_dir, config.sandbox, &Default::default())
+        .unwrap();
+    // The app's home is in memory inside the sandbox: the probe writes to the attempt directory.
+    let log = prepared.attempt_path.with_extension("txt.probe.ndjson");
     let mut witness = || settled_count(&log);
 
     let started = Instant::now();

@@ -1,8 +1,9 @@
 //! The session sandbox, measured from outside through /proc: a session under a 200-character
 //! state directory runs with its app in other namespaces than the broker's, as an unprivileged
 //! uid (not root when the broker is root) with NoNewPrivs and no capabilities, loopback only,
-//! without the state directory, /root or /home mounted; its X server refuses a client without
-//! the session's cookie. A desktop whose worker fails to start says why.
+//! without the state directory, /root or /home mounted, with only the attempt directory
+//! writable on the host and an in-memory home filled anew at each reset; its X server refuses a
+//! client without the session's cookie. A desktop whose worker fails to start says why.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -61,6 +62,36 @@ fn x_setup_answer(socket: &Path, auth: Option<&[u8]>) -> u8 {
     let mut first = [0u8; 1];
     stream.read_exact(&mut first).unwrap();
     first[0]
+}
+
+/// Writes `path` (a path through the app's `/proc/PID/root`) as the sandbox uid: a root test
+/// is not mapped in the sandbox's user namespace, so it could not create files in its tmpfs.
+fn write_as_app(path: &Path) {
+    if !nix::unistd::geteuid().is_root() {
+        std::fs::write(path, b"x").unwrap();
+        return;
+    }
+    let uid = desk_desktop::sandbox::DEFAULT_SANDBOX_UID.to_string();
+    let status = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            &uid,
+            "--regid",
+            &uid,
+            "--clear-groups",
+            "/bin/sh",
+            "-c",
+        ])
+        .arg("printf x > \"$1\"")
+        .arg("sh")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the sandbox uid could not write {}",
+        path.display()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -180,6 +211,50 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
             hidden.display()
         );
     }
+
+    // Writable: the attempt directory (the policy's) on the host; home is memory; the rest of
+    // the workspace is read-only.
+    let read_only_error = |path: PathBuf| {
+        let error = std::fs::write(&path, b"x").expect_err("must be read-only");
+        assert_eq!(
+            error.raw_os_error(),
+            Some(nix::errno::Errno::EROFS as i32),
+            "{}: {error}",
+            path.display()
+        );
+    };
+    read_only_error(inside(&workspace.join("stray")));
+    read_only_error(inside(&workspace.join("host/deadline")));
+    read_only_error(
+        inside(Path::new(
+            desk_desktop::sandbox::workspace::INSIDE_HOME_SEED,
+        ))
+        .join("stray"),
+    );
+    write_as_app(&inside(&workspace.join("home/written-by-app")));
+    assert!(
+        !workspace.join("home/written-by-app").exists(),
+        "the app's home never reaches the host"
+    );
+    assert!(
+        inside(&workspace.join("home/.config")).is_dir(),
+        "the home was filled from its seed"
+    );
+    write_as_app(&inside(&workspace.join("attempt/saved")));
+    assert!(
+        workspace.join("attempt/saved").exists(),
+        "the attempt is the host's"
+    );
+    let attempt = workspace.join("attempt").display().to_string();
+    assert!(facts.writable_mounts.contains(&attempt), "{facts:?}");
+    assert!(facts.unexpected_writable.is_empty(), "{facts:?}");
+    assert!(
+        facts
+            .writable_mounts
+            .iter()
+            .all(|mount| !mount.starts_with(&workspace.join("home").display().to_string())),
+        "{facts:?}"
+    );
 
     // The display answers only with the session's cookie.
     let display = desk_desktop::launcher::recorded_display(&session_dir).unwrap();
