@@ -123,7 +123,8 @@ impl Inner {
             attempted += 1;
             let result = match input {
                 InputAction::Done => backend.capture().map(crate::actions::done_outcome),
-                _ => backend.execute(&input, self.config.settle),
+                // A Stop past this generation interrupts the step's settle wait.
+                _ => backend.execute_for(&input, self.config.settle, plan.scope.generation),
             };
             self.config.fault.fire(FaultHook::KillAfterInput);
             match result {

@@ -20,7 +20,7 @@ use crate::settle::SettlePolicy;
 use crate::validate::InputAction;
 
 /// The protocol version; bumped on any incompatible change.
-pub const WORKER_PROTOCOL_VERSION: u32 = 2;
+pub const WORKER_PROTOCOL_VERSION: u32 = 3;
 
 /// The largest attachment a reader accepts (a 4K RGBA frame stored uncompressed is ~33 MB).
 pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -33,6 +33,11 @@ pub const WORKER_SOCKET_ENV: &str = "DESKBROKER_WORKER_SOCKET";
 /// the display (`_NET_SUPPORTING_WM_CHECK` on the root) before it listens. An app started
 /// before the manager took the display can map a window the manager never adopts.
 pub const WORKER_WAIT_WM_ENV: &str = "DESKBROKER_WORKER_WAIT_WM_MS";
+
+/// The file beside a socket-mode worker's socket in which the broker writes the session's
+/// control generation after a Stop (decimal, written by rename). An `execute` carrying a lower
+/// `generation` ends its settle wait at the next sample with `interrupted`.
+pub const STOP_GENERATION_FILE: &str = "stop-generation";
 
 /// Test-only: the environment variable that makes the worker fail one observation after
 /// input (`capture_after_input`, `encode_after_input`, `focus_after_input`); the launcher passes
@@ -74,6 +79,10 @@ pub enum WorkerOp {
         action: InputAction,
         /// Settle timing.
         settle: SettlePolicy,
+        /// The control generation the action belongs to: a Stop that advances past it
+        /// ([`STOP_GENERATION_FILE`]) interrupts the settle wait. Absent: not interruptible.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generation: Option<u64>,
     },
     /// Read focus, pointer, app window and held keys/buttons.
     Facts,

@@ -51,6 +51,19 @@ pub trait DesktopBackend: Send {
         settle: SettlePolicy,
     ) -> Result<ActionOutcome, BackendError>;
 
+    /// [`DesktopBackend::execute`] for the control `generation`: a Stop that advances past it
+    /// ([`crate::sandbox::workspace::signal_stop`]) ends the settle wait early with
+    /// `interrupted`. A backend that cannot be interrupted settles as usual.
+    fn execute_for(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+        generation: u64,
+    ) -> Result<ActionOutcome, BackendError> {
+        let _ = generation;
+        self.execute(action, settle)
+    }
+
     /// Reads focus, pointer, app window and held keys/buttons.
     fn facts(&mut self) -> Result<DesktopFacts, BackendError>;
 

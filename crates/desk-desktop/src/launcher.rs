@@ -1033,6 +1033,37 @@ fn expect_value<T>(
         .ok_or_else(|| BackendError::Worker(format!("worker answered {what} with something else")))
 }
 
+impl LocalDesktop {
+    /// Sends one `execute`, interruptible by a Stop past `generation` when given.
+    fn execute_op(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+        generation: Option<u64>,
+    ) -> Result<ActionOutcome, BackendError> {
+        let op = WorkerOp::Execute {
+            action: action.clone(),
+            settle,
+            generation,
+        };
+        // Refused before anything is sent when a process of the desktop died.
+        let value = self.call(op)?;
+        expect_value(
+            value,
+            |v| {
+                if let WorkerValue::Outcome(o) = v {
+                    Some(*o)
+                } else {
+                    None
+                }
+            },
+            "execute",
+        )
+        // A wrong answer after a request that may have injected input is an unknown outcome.
+        .map_err(|error| BackendError::OutcomeUnknown(error.to_string()))
+    }
+}
+
 impl DesktopBackend for LocalDesktop {
     fn display_size(&self) -> DisplaySize {
         self.display
@@ -1158,25 +1189,16 @@ impl DesktopBackend for LocalDesktop {
         action: &InputAction,
         settle: SettlePolicy,
     ) -> Result<ActionOutcome, BackendError> {
-        let op = WorkerOp::Execute {
-            action: action.clone(),
-            settle,
-        };
-        // Refused before anything is sent when a process of the desktop died.
-        let value = self.call(op)?;
-        expect_value(
-            value,
-            |v| {
-                if let WorkerValue::Outcome(o) = v {
-                    Some(*o)
-                } else {
-                    None
-                }
-            },
-            "execute",
-        )
-        // A wrong answer after a request that may have injected input is an unknown outcome.
-        .map_err(|error| BackendError::OutcomeUnknown(error.to_string()))
+        self.execute_op(action, settle, None)
+    }
+
+    fn execute_for(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+        generation: u64,
+    ) -> Result<ActionOutcome, BackendError> {
+        self.execute_op(action, settle, Some(generation))
     }
 
     fn facts(&mut self) -> Result<DesktopFacts, BackendError> {

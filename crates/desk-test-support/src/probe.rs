@@ -81,6 +81,9 @@ pub struct ProbeOptions {
     pub max_size: Option<(u16, u16)>,
     /// Repaint in alternating colors every this many ms, forever: a screen that never settles.
     pub repaint_ms: Option<u64>,
+    /// With `repaint_ms`: start repainting only at the first button press (a window that
+    /// settles at handoff, then never again).
+    pub repaint_after_press: bool,
 }
 
 impl Default for ProbeOptions {
@@ -92,6 +95,7 @@ impl Default for ProbeOptions {
             size: (400, 300),
             max_size: None,
             repaint_ms: None,
+            repaint_after_press: false,
         }
     }
 }
@@ -192,8 +196,13 @@ pub fn run(
         .open(out)?;
     let mut flicker = (std::time::Instant::now(), false);
     let mut clipboard = clip::ProbeClipboard::new(&conn, window);
+    let mut pressed = false;
     loop {
-        let event = unruly::next_event(&conn, window, options.repaint_ms, &mut flicker)?;
+        let repaint_ms = options
+            .repaint_ms
+            .filter(|_| pressed || !options.repaint_after_press);
+        let event = unruly::next_event(&conn, window, repaint_ms, &mut flicker)?;
+        pressed |= matches!(event, Event::ButtonPress(_));
         let clipped = clipboard.handle(&conn, &keyboard, &event)?;
         let record = match event {
             Event::MappingNotify(notify) if notify.request == Mapping::KEYBOARD => {

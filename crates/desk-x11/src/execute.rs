@@ -65,6 +65,20 @@ impl X11Session {
         action: &InputAction,
         policy: &SettlePolicy,
     ) -> Result<ActionOutcome, WorkerFailure> {
+        self.execute_for(action, policy, None)
+    }
+
+    /// [`X11Session::execute`] for the control `generation`: a Stop past it (see
+    /// [`X11Session::set_stop_file`]) ends the settle wait with `interrupted`.
+    pub fn execute_for(
+        &mut self,
+        action: &InputAction,
+        policy: &SettlePolicy,
+        generation: Option<u64>,
+    ) -> Result<ActionOutcome, WorkerFailure> {
+        let interrupt = generation
+            .zip(self.stop_file.clone())
+            .map(|(generation, path)| crate::settle::Interrupt { path, generation });
         self.check_action(action)?;
         let app_pid = self.app_pid();
         let before_failed = |error: X11Error| WorkerFailure {
@@ -130,7 +144,13 @@ impl X11Session {
                 "{WORKER_FAULT_ENV}: injected capture failure"
             )))
         } else {
-            wait_for_stable(&self.conn, &mut self.capturer, policy, &before)
+            wait_for_stable(
+                &self.conn,
+                &mut self.capturer,
+                policy,
+                &before,
+                interrupt.as_ref(),
+            )
         };
         let settled = settled
             .map_err(|error| failed(observation::CAPTURE, &error))

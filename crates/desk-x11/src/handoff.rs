@@ -168,7 +168,7 @@ impl X11Session {
         let mut attempt = 1;
         let settled = loop {
             let reference = previous.as_ref().unwrap_or(&first);
-            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, reference)?;
+            let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, reference, None)?;
             wait_ms = wait_ms.saturating_add(settled.wait_ms);
             n_samples = n_samples.saturating_add(settled.n_samples);
             if settled.outcome == SettleOutcome::Stable {

@@ -45,9 +45,17 @@ pub struct X11Session {
     pub(crate) fault: WorkerFault,
     /// The app's accessibility (AT-SPI), opened on first use (`a11y.rs`).
     pub(crate) a11y: Option<desk_a11y::Accessibility>,
+    /// Where the broker signals a Stop (`STOP_GENERATION_FILE` beside the socket).
+    pub(crate) stop_file: Option<std::path::PathBuf>,
 }
 
 impl X11Session {
+    /// Makes settle waits of `execute_for` interruptible through `path`, the file in which the
+    /// broker writes the control generation after a Stop.
+    pub fn set_stop_file(&mut self, path: std::path::PathBuf) {
+        self.stop_file = Some(path);
+    }
+
     /// Connects to `display` (or `$DISPLAY` when `None`) and checks for XTEST.
     pub fn connect(display: Option<&str>) -> Result<X11Session, X11Error> {
         let name = display
@@ -121,6 +129,7 @@ impl X11Session {
             app: None,
             vendor,
             fault: WorkerFault::from_env(),
+            stop_file: None,
             a11y: None,
         })
     }

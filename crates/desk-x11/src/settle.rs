@@ -15,6 +15,26 @@ use crate::error::X11Error;
 /// Interval between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 
+/// A Stop signal for one settle wait: the broker writes the control generation after a Stop
+/// to `path` ([`desk_contract::worker::STOP_GENERATION_FILE`]); a wait for an older
+/// `generation` ends with `interrupted`.
+#[derive(Debug, Clone)]
+pub(crate) struct Interrupt {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) generation: u64,
+}
+
+impl Interrupt {
+    /// Whether a Stop advanced the generation past this wait's (a missing or unreadable file:
+    /// no).
+    fn requested(&self) -> bool {
+        std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .is_some_and(|current| current > self.generation)
+    }
+}
+
 /// What one settle wait observed.
 #[derive(Debug, Clone)]
 pub(crate) struct Settled {
@@ -30,12 +50,14 @@ pub(crate) struct Settled {
     pub(crate) png: Option<Vec<u8>>,
 }
 
-/// Waits for the screen to stop changing, starting from `first` (the frame before the wait).
+/// Waits for the screen to stop changing, starting from `first` (the frame before the wait);
+/// `interrupt` ends it at the next sample after a Stop.
 pub(crate) fn wait_for_stable(
     conn: &RustConnection,
     capturer: &mut Capturer,
     policy: &SettlePolicy,
     first: &RawFrame,
+    interrupt: Option<&Interrupt>,
 ) -> Result<Settled, X11Error> {
     let started = Instant::now();
     // The first sample is compared with the borrowed frame before input; no copy of it is made.
@@ -63,8 +85,13 @@ pub(crate) fn wait_for_stable(
         if changed || previous.is_none() {
             encoded = None;
         }
-        let outcome = match policy.decide(elapsed_ms, last_change_ms) {
-            SettleDecision::Continue => {
+        let decision = match interrupt {
+            Some(interrupt) if interrupt.requested() => None,
+            _ => Some(policy.decide(elapsed_ms, last_change_ms)),
+        };
+        let outcome = match decision {
+            None => SettleOutcome::Interrupted,
+            Some(SettleDecision::Continue) => {
                 // Encode while waiting, when a sample interval leaves room for it.
                 if encoded.is_none() && Instant::now() + ENCODE_BUDGET < next_sample {
                     encoded = Some(sample.encode_png()?);
@@ -74,8 +101,8 @@ pub(crate) fn wait_for_stable(
                 }
                 continue;
             }
-            SettleDecision::Settled => SettleOutcome::Stable,
-            SettleDecision::GiveUp => SettleOutcome::StillChanging,
+            Some(SettleDecision::Settled) => SettleOutcome::Stable,
+            Some(SettleDecision::GiveUp) => SettleOutcome::StillChanging,
         };
         if let Some(replaced) = previous.take() {
             capturer.recycle(replaced);

@@ -56,6 +56,7 @@ pub fn run_socket(path: &Path) -> Result<(), X11Error> {
     {
         session.wait_for_window_manager(std::time::Duration::from_millis(wait_ms))?;
     }
+    session.set_stop_file(path.with_file_name(desk_contract::worker::STOP_GENERATION_FILE));
     let listener = listen_private(path)?;
     tracing::info!(socket = %path.display(), "worker listening");
     loop {
@@ -176,8 +177,12 @@ pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
             .capture()
             .map(WorkerValue::Frame)
             .map_err(|error| error.to_failure()),
-        WorkerOp::Execute { action, settle } => session
-            .execute(&action, &settle)
+        WorkerOp::Execute {
+            action,
+            settle,
+            generation,
+        } => session
+            .execute_for(&action, &settle, generation)
             .map(|outcome| WorkerValue::Outcome(Box::new(outcome))),
         WorkerOp::AwaitApp { pid, rules, settle } => session
             .invalidate_accessibility()

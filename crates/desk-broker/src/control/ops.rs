@@ -250,7 +250,8 @@ impl Broker {
 
     /// `POST /v1/sessions/{id}/stop`: advances the generation and marks the session stopped
     /// first (durably; a running program halts before its next step and its observation is
-    /// discarded), then waits its turn to release held keys and buttons.
+    /// discarded), signals the worker (a settle wait in progress ends `interrupted`), then
+    /// waits its turn to release held keys and buttons.
     pub(crate) async fn stop(
         &self,
         session_id: &str,
@@ -261,6 +262,13 @@ impl Broker {
             .run(None, move |inner| {
                 inner.with_control(&id, "stop", |inner, dir| {
                     let status = inner.controls.stop(&id, dir, request.reason)?;
+                    // Then the worker: a step settling for the old generation ends now
+                    // (`interrupted`); it never held the session's turn this waits for.
+                    if let Err(error) =
+                        desk_desktop::sandbox::workspace::signal_stop(dir, status.generation)
+                    {
+                        tracing::warn!(session_id = id, %error, "stop could not signal the worker; the step settles in full");
+                    }
                     tracing::info!(
                         session_id = id,
                         generation = status.generation,

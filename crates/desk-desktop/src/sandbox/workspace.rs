@@ -301,6 +301,26 @@ pub(crate) fn seed_home(sandbox: &Sandbox, home: &Path) -> Result<(), BackendErr
     )))
 }
 
+/// Tells the worker of the desktop in `session_dir` that the control generation is now
+/// `generation` (after a Stop): a settle wait of an older generation ends with `interrupted`.
+/// Written by rename, so the worker reads the old or the new number, never a part. No-op for
+/// a session without a desktop.
+pub fn signal_stop(session_dir: &SessionDir, generation: u64) -> std::io::Result<()> {
+    let run = session_dir.workspace().join(RUN_DIR);
+    if !run.is_dir() {
+        return Ok(());
+    }
+    let file = run.join(desk_contract::worker::STOP_GENERATION_FILE);
+    let temporary = run.join(format!(
+        ".{}.{}",
+        desk_contract::worker::STOP_GENERATION_FILE,
+        std::process::id()
+    ));
+    std::fs::write(&temporary, format!("{generation}\n"))?;
+    std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o644))?;
+    std::fs::rename(&temporary, &file)
+}
+
 /// The host-backed paths a sandbox may write: its writable directories, the run directory and
 /// the operator's extra writable paths.
 pub(super) fn allowed_writable(dirs: Vec<PathBuf>, extra: &[PathBuf]) -> Vec<PathBuf> {
@@ -311,71 +331,5 @@ pub(super) fn allowed_writable(dirs: Vec<PathBuf>, extra: &[PathBuf]) -> Vec<Pat
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writable_directories_must_be_the_attempt_or_below_it() {
-        let ok = WritableDirs::from_policy(&[
-            "attempt/exports".to_string(),
-            "attempt".to_string(),
-            "attempt".to_string(),
-        ])
-        .unwrap();
-        assert_eq!(
-            ok.relative(),
-            [PathBuf::from("attempt"), PathBuf::from("attempt/exports")]
-        );
-        for bad in [
-            "home",
-            "attempt/../home",
-            "/attempt",
-            "./attempt",
-            "attempts",
-            "",
-        ] {
-            assert!(
-                WritableDirs::from_policy(&[bad.to_string()]).is_err(),
-                "{bad:?} must be refused"
-            );
-        }
-        assert!(WritableDirs::from_policy(&[]).is_err());
-    }
-
-    #[test]
-    fn emptying_keeps_the_bound_directories_and_removes_everything_else() {
-        let tmp = tempfile::tempdir().unwrap();
-        let attempt = tmp.path().join("attempt");
-        let exports = attempt.join("exports");
-        std::fs::create_dir_all(exports.join("deep")).unwrap();
-        std::fs::create_dir_all(attempt.join("stray/dir")).unwrap();
-        std::fs::write(attempt.join("drawing.dxf"), b"x").unwrap();
-        std::fs::write(exports.join("deep/file"), b"x").unwrap();
-        let outside = tmp.path().join("outside");
-        std::fs::create_dir(&outside).unwrap();
-        std::fs::write(outside.join("kept"), b"x").unwrap();
-        symlink(&outside, attempt.join("link")).unwrap();
-        let inode = |path: &Path| std::os::unix::fs::MetadataExt::ino(&path.metadata().unwrap());
-        let (attempt_inode, exports_inode) = (inode(&attempt), inode(&exports));
-
-        empty_dir(&attempt, &[attempt.clone(), exports.clone()]).unwrap();
-        let names = |dir: &Path| -> Vec<String> {
-            std::fs::read_dir(dir)
-                .unwrap()
-                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        };
-        assert_eq!(names(&attempt), ["exports"]);
-        assert!(names(&exports).is_empty());
-        assert_eq!(inode(&attempt), attempt_inode, "the same directory");
-        assert_eq!(inode(&exports), exports_inode, "the same directory");
-        assert!(outside.join("kept").exists(), "a link is not followed");
-
-        // A link where a kept directory belongs is replaced by a directory.
-        std::fs::remove_dir(&exports).unwrap();
-        symlink(&outside, &exports).unwrap();
-        empty_dir(&attempt, &[exports.clone()]).unwrap();
-        assert!(std::fs::symlink_metadata(&exports).unwrap().is_dir());
-        assert!(outside.join("kept").exists());
-    }
-}
+#[path = "workspace_tests.rs"]
+mod tests;

@@ -29,6 +29,14 @@ fn main() {
                 };
                 options.max_size = Some(size);
             }
+            "--repaint-after-press" => match value.as_str() {
+                "yes" => options.repaint_after_press = true,
+                "no" => options.repaint_after_press = false,
+                _ => {
+                    eprintln!("--repaint-after-press takes yes or no, got {value:?}");
+                    std::process::exit(2);
+                }
+            },
             "--repaint-ms" => match value.parse() {
                 Ok(interval) => options.repaint_ms = Some(interval),
                 Err(_) => {

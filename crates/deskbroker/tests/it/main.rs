@@ -26,6 +26,7 @@ mod probe;
 mod reset_handoff;
 mod sandbox;
 mod semantic;
+mod stop_settle;
 mod strict;
 mod support;
 mod watchdog;

@@ -47,7 +47,7 @@ fn table() -> Vec<(String, Expect)> {
         (
             r#"{"id":1,"op":{"type":"hello"}}"#.to_string(),
             ok(1, "hello", |v, _| {
-                v["ok"]["protocol_version"] == 2
+                v["ok"]["protocol_version"] == desk_contract::worker::WORKER_PROTOCOL_VERSION
                     && v["ok"]["display"] == serde_json::json!({"width": 320, "height": 240})
             }),
         ),
