@@ -3,7 +3,7 @@
 # target app (LibreCAD), accessibility and D-Bus bits, and the peer tools the benchmark compares
 # against. Idempotent: installs only what is missing.
 set -euo pipefail
-packages=(xvfb openbox bubblewrap util-linux librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv chromium)
+packages=(xvfb openbox bubblewrap util-linux librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv python3-gi gir1.2-gtk-3.0 chromium)
 missing=()
 packages+=(freecad bubblewrap)  # 3D tasks: FreeCAD and the 3D judge's own sandbox
 for package in "${packages[@]}"; do

@@ -66,13 +66,18 @@ impl std::fmt::Debug for Accessibility {
 pub struct BoundWindow {
     /// The app's bound (main) window's client rectangle in root coordinates.
     pub rect: WindowRect,
+    /// The window manager's frame around it (the client rectangle grown by
+    /// `_NET_FRAME_EXTENTS`), when decorated: GTK 3 reports a window's extents as its frame's,
+    /// Qt as its client area's.
+    pub frame: Option<WindowRect>,
 }
 
 /// Top-level roles admitted as the app's popups (menus, tooltips) beside the bound window.
 const POPUP_ROLES: &[&str] = &["popup menu", "menu", "tool tip"];
 
 /// The window class of a top-level object (depth 1) of role `role` at `bounds`: the bound
-/// window is a `frame` with exactly the bound window's rectangle; popups are admitted by role;
+/// window is a `frame` with exactly the bound window's client rectangle or exactly its window
+/// manager frame's rectangle; popups are admitted by role;
 /// anything else (a dialog, another window, a frame elsewhere) is `Other`. The one rule both the
 /// snapshot's `window` field and the check before input apply.
 pub(crate) fn classify(
@@ -82,7 +87,11 @@ pub(crate) fn classify(
 ) -> AxWindow {
     if POPUP_ROLES.contains(&role) {
         AxWindow::Popup
-    } else if role == "frame" && bound.is_some_and(|bound| bounds == Some(bound.rect)) {
+    } else if role == "frame"
+        && bound.is_some_and(|bound| {
+            bounds.is_some() && (bounds == Some(bound.rect) || bounds == bound.frame)
+        })
+    {
         AxWindow::Bound
     } else {
         AxWindow::Other

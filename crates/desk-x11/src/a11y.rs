@@ -58,8 +58,13 @@ impl X11Session {
         let Some(app) = self.app else {
             return Ok(None);
         };
-        let facts = self.windows().facts(app.window, Some(app.pid))?;
-        Ok(Some(BoundWindow { rect: facts.rect }))
+        let windows = self.windows();
+        let facts = windows.facts(app.window, Some(app.pid))?;
+        let frame = windows.frame_rect(app.window, facts.rect)?;
+        Ok(Some(BoundWindow {
+            rect: facts.rect,
+            frame,
+        }))
     }
 
     /// The app's tree within `limits`; it becomes the current observation.

@@ -34,6 +34,7 @@ x11rb::atom_manager! {
         _NET_WM_WINDOW_TYPE_MENU,
         _NET_WM_WINDOW_TYPE_POPUP_MENU,
         _NET_WM_WINDOW_TYPE_DROPDOWN_MENU,
+        _NET_FRAME_EXTENTS,
     }
 }
 
@@ -117,6 +118,32 @@ impl Windows<'_> {
             .cardinals(window, self.atoms._NET_WM_PID)?
             .first()
             .copied())
+    }
+
+    /// The window manager's frame around `window` whose client rectangle is `rect`: `rect`
+    /// grown by `_NET_FRAME_EXTENTS` (left, right, top, bottom); `None` without decorations.
+    pub(crate) fn frame_rect(
+        &self,
+        window: Window,
+        rect: WindowRect,
+    ) -> Result<Option<WindowRect>, X11Error> {
+        let extents = self.cardinals(window, self.atoms._NET_FRAME_EXTENTS)?;
+        let &[left, right, top, bottom] = extents.as_slice() else {
+            return Ok(None);
+        };
+        if left == 0 && right == 0 && top == 0 && bottom == 0 {
+            return Ok(None);
+        }
+        let grow = |v: u32| i32::try_from(v).ok();
+        let (Some(l), Some(t)) = (grow(left), grow(top)) else {
+            return Ok(None);
+        };
+        Ok(Some(WindowRect {
+            x: rect.x.saturating_sub(l),
+            y: rect.y.saturating_sub(t),
+            width: rect.width.saturating_add(left).saturating_add(right),
+            height: rect.height.saturating_add(top).saturating_add(bottom),
+        }))
     }
 
     /// `_NET_WM_NAME`, else `WM_NAME`, else empty.

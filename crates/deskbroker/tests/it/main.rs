@@ -5,6 +5,7 @@
 mod accessibility;
 mod after_input;
 mod auth;
+mod ax_fixture;
 mod bench;
 mod bench_spread;
 mod clipboard;
