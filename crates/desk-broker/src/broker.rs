@@ -393,6 +393,7 @@ pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
         screenshot_id: None,
         image_content_rect: None,
         image_global_bounds: None,
+        zoom: None,
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) mod ax;
 mod ops;
 mod persist;
 pub(crate) mod shots;
+mod zoom;
 
 /// What `control.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -148,6 +148,7 @@ pub(crate) fn operation<'a>(
                 ("POST", ["control"]) => "claim_control",
                 ("POST", ["control", "restart"]) => "restart_control",
                 ("POST", ["stop"]) => "stop",
+                ("POST", ["zoom"]) => "zoom",
                 ("GET", ["capabilities"]) => "session_capabilities",
                 ("GET", ["clipboard"]) => "clipboard_read",
                 ("PUT", ["clipboard"]) => "clipboard_write",

@@ -48,6 +48,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{id}/control"),
     ("POST", "/v1/sessions/{id}/control/restart"),
     ("POST", "/v1/sessions/{id}/stop"),
+    ("POST", "/v1/sessions/{id}/zoom"),
     ("GET", "/v1/sessions/{id}/capabilities"),
     ("GET", "/v1/capabilities"),
     ("GET", "/v1/capabilities/{feature}"),
@@ -224,6 +225,14 @@ async fn restart_control(
     broker.restart_control(&id, claim).await.map(Json)
 }
 
+async fn zoom(
+    State(broker): State<Broker>,
+    SessionId(id): SessionId,
+    ApiJson(request): ApiJson<desk_contract::control::ZoomRequest>,
+) -> ApiResult<desk_contract::api::Screenshot> {
+    broker.zoom(&id, request).await.map(Json)
+}
+
 async fn stop(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
@@ -360,6 +369,7 @@ pub fn router(broker: Broker) -> Router {
         )
         .route("/v1/sessions/{id}/control/restart", post(restart_control))
         .route("/v1/sessions/{id}/stop", post(stop))
+        .route("/v1/sessions/{id}/zoom", post(zoom))
         .route("/v1/sessions/{id}/capabilities", get(session_capabilities))
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/capabilities/{feature}", get(capability))

@@ -496,6 +496,17 @@ impl Client {
         self.call("stop", Method::POST, &path, Some(body)).await
     }
 
+    /// `POST /v1/sessions/{id}/zoom`.
+    pub async fn zoom(
+        &self,
+        session_id: &str,
+        request: &desk_contract::control::ZoomRequest,
+    ) -> Result<desk_contract::api::Screenshot, ClientError> {
+        let path = session_path("zoom", session_id, "/zoom")?;
+        let body = Self::json("zoom", request)?;
+        self.call("zoom", Method::POST, &path, Some(body)).await
+    }
+
     /// `GET /v1/capabilities`.
     pub async fn capabilities(&self) -> Result<desk_contract::control::Capabilities, ClientError> {
         self.call("capabilities", Method::GET, "/v1/capabilities", None)

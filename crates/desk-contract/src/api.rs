@@ -127,6 +127,9 @@ pub struct Screenshot {
     /// The screen region (screen pixels) the content rectangle shows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_global_bounds: Option<crate::control::PixelRect>,
+    /// Present exactly on a zoom (`POST .../zoom`): its source and scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zoom: Option<crate::control::ZoomInfo>,
 }
 
 /// The response of a reset.

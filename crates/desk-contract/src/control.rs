@@ -263,6 +263,32 @@ pub struct ProgramResponse {
     pub screenshot: Option<Screenshot>,
 }
 
+/// `POST /v1/sessions/{id}/zoom`: a fresh capture of a region, enlarged. The region is in the
+/// image pixels of `screenshot_id` and must lie inside its content rectangle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoomRequest {
+    /// The screenshot whose pixels the region is given in (current generation and revision).
+    pub screenshot_id: String,
+    /// Left edge, image pixels.
+    pub x: u32,
+    /// Top edge, image pixels.
+    pub y: u32,
+    /// Width, image pixels (at least 1).
+    pub width: u32,
+    /// Height, image pixels (at least 1).
+    pub height: u32,
+}
+
+/// What makes a screenshot a zoom: it is marked, never inferred from its region.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoomInfo {
+    /// The screenshot the region was given in.
+    pub source_screenshot_id: String,
+    /// Output pixels per screen pixel (a whole number, 1 to 8).
+    pub scale: u32,
+}
+
 /// A rectangle in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PixelRect {

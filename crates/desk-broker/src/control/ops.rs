@@ -56,10 +56,15 @@ const FEATURES: &[(&str, bool, &str)] = &[
     ("virtual_cursor", false, "no virtual cursor overlay"),
     (
         "region_capture",
-        false,
-        "screenshots are the whole display; no region capture or zoom",
+        true,
+        "POST .../zoom: a fresh capture of a region given in a current screenshot's pixels",
     ),
-    ("zoom", false, "no zoomed capture"),
+    (
+        "zoom",
+        true,
+        "POST .../zoom: the region enlarged by a whole number up to 8 (long edge at most \
+         1568 px), a marked screenshot of its own whose pixels map onto the region",
+    ),
     (
         "clipboard",
         true,

@@ -149,6 +149,24 @@ impl Controls {
         screenshot: &mut Screenshot,
         display: DisplaySize,
     ) -> Result<(), BrokerError> {
+        let bounds = PixelRect {
+            x: 0,
+            y: 0,
+            width: display.width,
+            height: display.height,
+        };
+        self.identify_region(session_id, dir, screenshot, bounds)
+    }
+
+    /// Gives `screenshot` its id and geometry (the whole image shows the screen region
+    /// `bounds`, a zoom's) and records that geometry under the session's current scope.
+    pub(crate) fn identify_region(
+        &self,
+        session_id: &str,
+        dir: &SessionDir,
+        screenshot: &mut Screenshot,
+        bounds: PixelRect,
+    ) -> Result<(), BrokerError> {
         if screenshot.width == 0 || screenshot.height == 0 {
             return Err(BrokerError::Internal(
                 "a screenshot without pixels has no geometry".to_string(),
@@ -160,12 +178,6 @@ impl Controls {
             y: 0,
             width: screenshot.width,
             height: screenshot.height,
-        };
-        let bounds = PixelRect {
-            x: 0,
-            y: 0,
-            width: display.width,
-            height: display.height,
         };
         self.with(session_id, dir, |state| {
             let scope = state.scope();

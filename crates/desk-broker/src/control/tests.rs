@@ -41,6 +41,7 @@ fn shot(width: u32, height: u32) -> Screenshot {
         screenshot_id: None,
         image_content_rect: None,
         image_global_bounds: None,
+        zoom: None,
     }
 }
 

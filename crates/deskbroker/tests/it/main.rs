@@ -32,3 +32,4 @@ mod strict;
 mod support;
 mod watchdog;
 mod worker_protocol;
+mod zoom;
