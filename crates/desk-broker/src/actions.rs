@@ -292,6 +292,7 @@ pub(crate) fn done_outcome(frame: desk_contract::desktop::Frame) -> ActionOutcom
         frame: Some(frame),
         input_ms: 0,
         observation_failures: Vec::new(),
+        opened_windows: Vec::new(),
     }
 }
 
@@ -342,6 +343,7 @@ pub(crate) fn step_receipt(
         accepted_at_ms,
         input_ms: outcome.input_ms,
         total_ms: now_ms().saturating_sub(accepted_at_ms),
+        opened_windows: outcome.opened_windows.clone(),
     }
 }
 

@@ -271,6 +271,10 @@ pub struct Receipt {
     pub input_ms: u64,
     /// Milliseconds from acceptance to response, excluding nothing.
     pub total_ms: u64,
+    /// The app's top-level windows (dialogs, menus, popups) the step opened: those that
+    /// appeared between its input and the end of its settle wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opened_windows: Vec<crate::desktop::AppWindowInfo>,
 }
 
 /// The response of an action.

@@ -189,6 +189,10 @@ pub struct ActionOutcome {
     /// input was delivered exactly once either way; absent when every observation succeeded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observation_failures: Vec<String>,
+    /// The app's top-level windows (dialogs, menus, popups) that appeared between the input
+    /// and the end of the settle wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opened_windows: Vec<AppWindowInfo>,
 }
 
 /// Observation ids a worker reports in [`ActionOutcome::observation_failures`].
@@ -199,6 +203,8 @@ pub mod observation {
     pub const ENCODE: &str = "encode";
     /// The diagnostic focus read after settling failed.
     pub const FOCUS: &str = "focus";
+    /// Listing the windows the step opened failed.
+    pub const WINDOWS: &str = "windows";
 }
 
 /// Whether a session's desktop runs in its sandbox.

@@ -326,6 +326,7 @@ impl DesktopBackend for FakeDesktop {
             frame: Some(frame),
             input_ms: 0,
             observation_failures: Vec::new(),
+            opened_windows: Vec::new(),
         })
     }
 

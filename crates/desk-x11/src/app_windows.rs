@@ -11,9 +11,35 @@ use crate::session::X11Session;
 impl X11Session {
     /// The app's windows, bottom to top (managed first, then override-redirect ones).
     pub fn app_windows(&self) -> Result<Vec<AppWindowInfo>, X11Error> {
+        self.app_windows_except(&[])
+    }
+
+    /// The app's windows that are not in `known` (top-level window ids from
+    /// [`X11Session::top_level_windows`] before a step): the windows the step opened.
+    pub(crate) fn app_windows_except(
+        &self,
+        known: &[Window],
+    ) -> Result<Vec<AppWindowInfo>, X11Error> {
         let Some(app) = &self.app else {
             return Ok(Vec::new());
         };
+        let mut listed = Vec::new();
+        for window in self.top_level_windows()? {
+            if known.contains(&window) {
+                continue;
+            }
+            // A window that vanished while being read is simply not listed.
+            match self.describe(window, app.pid, app.window) {
+                Ok(Some(info)) => listed.push(info),
+                Ok(None) => {}
+                Err(error) => tracing::debug!(%error, window, "a window could not be read"),
+            }
+        }
+        Ok(listed)
+    }
+
+    /// Every top-level window id, bottom to top: managed ones, then the root's other children.
+    pub(crate) fn top_level_windows(&self) -> Result<Vec<Window>, X11Error> {
         let windows = self.windows();
         let mut candidates = windows.property32(self.root, self.atoms._NET_CLIENT_LIST_STACKING)?;
         if candidates.is_empty() {
@@ -30,16 +56,7 @@ impl X11Session {
                 candidates.push(child);
             }
         }
-        let mut listed = Vec::new();
-        for window in candidates {
-            // A window that vanished while being read is simply not listed.
-            match self.describe(window, app.pid, app.window) {
-                Ok(Some(info)) => listed.push(info),
-                Ok(None) => {}
-                Err(error) => tracing::debug!(%error, window, "a window could not be read"),
-            }
-        }
-        Ok(listed)
+        Ok(candidates)
     }
 
     fn describe(

@@ -91,6 +91,8 @@ impl X11Session {
         };
         let started = Instant::now();
         let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
+        // What was open before the input, to report the windows the step opens.
+        let windows_before = self.top_level_windows();
         let focused = Instant::now();
         let before = self.capture_raw().map_err(before_failed)?;
         let input_started = Instant::now();
@@ -166,6 +168,10 @@ impl X11Session {
         let focus_after = focus_after
             .map_err(|error| failed(observation::FOCUS, &error))
             .ok();
+        let opened_windows = windows_before
+            .and_then(|known| self.app_windows_except(&known))
+            .map_err(|error| failed(observation::WINDOWS, &error))
+            .unwrap_or_default();
         let refocused = Instant::now();
         let (settle, frame) = match settled {
             Some(settled) => {
@@ -231,6 +237,7 @@ impl X11Session {
             frame,
             input_ms,
             observation_failures,
+            opened_windows,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! Accessibility and windows through the real broker with LibreCAD (issue 13): the session's
 //! private AT-SPI bus carries LibreCAD's tree to the worker; `GET accessibility` returns it
 //! bounded (and measured: the snapshot time is printed), refuses bad limits, and `GET windows`
-//! lists the main window and a dialog once one is open. The probe window, which is not
+//! lists the main window and a dialog once one is open; the receipt of the step that opened
+//! the dialog names it in `opened_windows`. The probe window, which is not
 //! accessible, answers `accessibility_unavailable`.
 
 use std::time::Instant;
@@ -133,7 +134,7 @@ async fn librecad_tree_and_windows_through_the_broker() {
     assert_eq!(main.len(), 1, "{windows:?}");
     assert!(main[0].on_screen && main[0].title.contains("attempt.dxf"));
     assert!(!windows.iter().any(|w| w.role == WindowRole::Dialog));
-    act(
+    let opened = act(
         &client,
         &session,
         "open-dialog",
@@ -155,6 +156,26 @@ async fn librecad_tree_and_windows_through_the_broker() {
     }
     let dialog = dialog.expect("the open dialog is listed");
     println!("dialog window: {dialog:?}");
+    // The step's receipt names the window it opened, and only that.
+    let receipt = &opened.receipt;
+    println!(
+        "opened_windows: {:?} (settle {:?} after {} ms)",
+        receipt.opened_windows, receipt.settle.outcome, receipt.settle.wait_ms
+    );
+    assert!(
+        receipt
+            .opened_windows
+            .iter()
+            .any(|w| w.role == WindowRole::Dialog && w.title == dialog.title),
+        "{receipt:?}"
+    );
+    assert!(
+        !receipt
+            .opened_windows
+            .iter()
+            .any(|w| w.role == WindowRole::Main),
+        "{receipt:?}"
+    );
     client.release(&session).await.unwrap();
 
     // The probe window is not accessible: a typed refusal, not an empty tree.
