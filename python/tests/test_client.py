@@ -117,3 +117,49 @@ async def test_no_token_no_access_and_unreachable_broker(broker: Broker, tmp_pat
             await nobody.lease("t3", "a1")
     with pytest.raises(DeskbrokerError):
         Client(url="http://plain:80")
+
+
+async def test_control_programs_zoom_windows_and_capabilities(broker: Broker) -> None:
+    """The control-session surface: claim, a program bound to a zoom, Stop, restart; the
+    windows and capability documents; the clipboard refused by the default policy."""
+    async with Client(socket=str(broker.socket)) as client:
+        session_id = (await client.lease("t2", "a1"))["session_id"]
+        await client.reset(session_id)
+        capabilities = await client.capabilities()
+        features = {f["feature"]: f for f in capabilities["features"]}
+        assert features["zoom"]["supported"] is True
+        assert features["background_input"]["supported"] is False
+
+        claimed = await client.claim_control(session_id, "agent")
+        token = {"owner": "agent", "generation": claimed["generation"]}
+        full = await client.screenshot(session_id)
+        zoom = await client.zoom(session_id, full["screenshot_id"], 100, 100, 50, 40)
+        assert zoom["zoom"] == {"source_screenshot_id": full["screenshot_id"], "scale": 8}
+        assert (zoom["width"], zoom["height"]) == (400, 320)
+        before = len([e for e in broker.probe_events() if e["type"] == "button_press"])
+        click = {"type": "click", "x": 200, "y": 160, "intent": "through the zoom"}
+        answer = await client.program(session_id, [click], screenshot_id=zoom["screenshot_id"],
+                                      control=token)
+        assert answer["receipt"]["submitted"] == 1
+        presses = [e for e in broker.probe_events() if e["type"] == "button_press"][before:]
+        assert [(e["root_x"], e["root_y"]) for e in presses] == [(125, 120)]
+
+        windows = (await client.windows(session_id))["windows"]
+        assert [w["role"] for w in windows] == ["main"]
+
+        stopped = await client.stop(session_id)
+        assert stopped["control"]["generation"] == token["generation"] + 1
+        with pytest.raises(ApiError) as refused:
+            await client.program(session_id, [click], control=token)
+        assert refused.value.code == "control_stopped"
+        restarted = await client.restart_control(session_id, "agent")
+        assert restarted["generation"] == token["generation"] + 2
+        assert (await client.control(session_id))["generation"] == restarted["generation"]
+
+        with pytest.raises(ApiError) as disabled:
+            await client.clipboard_read(session_id)
+        assert (disabled.value.status, disabled.value.code) == (403, "clipboard_disabled")
+        with pytest.raises(ApiError) as unavailable:
+            await client.accessibility(session_id, max_nodes=10)
+        assert unavailable.value.code == "accessibility_unavailable"
+        await client.release(session_id)

@@ -251,6 +251,104 @@ class Client:
                                                int(answer["action_index"]) + 1)
         return answer
 
+    async def program(
+        self,
+        session_id: str,
+        steps: list[dict[str, Any]],
+        *,
+        request_id: str | None = None,
+        expected_action_index: int | None = None,
+        screenshot_id: str | None = None,
+        control: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/programs``: typed steps validated whole, then run in order.
+
+        Indices and request ids as for :meth:`act` (one index per program). ``control`` is the
+        token ``{"owner", "generation"}`` once the session has an owner (:meth:`claim_control`);
+        ``screenshot_id`` binds every coordinate step to that image.
+        """
+        path = _session_path(session_id, "/programs")
+        remembered = self._sessions.get(session_id)
+        index = expected_action_index
+        if index is None:
+            index = self.session(session_id).next_action_index
+        if request_id is None:
+            request_id = f"{self.session(session_id).rollout_id}-p{index}"
+        body: dict[str, Any] = {"request_id": request_id, "expected_action_index": index,
+                                "steps": steps}
+        if screenshot_id is not None:
+            body["screenshot_id"] = screenshot_id
+        if control is not None:
+            body["control"] = control
+        answer = await self._json("POST", path, body)
+        if remembered is not None:
+            remembered.next_action_index = max(remembered.next_action_index,
+                                               int(answer["action_index"]) + 1)
+        return answer
+
+    async def control(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/control``: owner, mode, generation, stopped."""
+        return await self._json("GET", _session_path(session_id, "/control"))
+
+    async def claim_control(self, session_id: str, owner: str, mode: str = "act") -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/control``: become the owner; a new generation."""
+        return await self._json("POST", _session_path(session_id, "/control"),
+                                {"owner": owner, "mode": mode})
+
+    async def restart_control(self, session_id: str, owner: str,
+                              mode: str = "act") -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/control/restart``: the only way past a Stop."""
+        return await self._json("POST", _session_path(session_id, "/control/restart"),
+                                {"owner": owner, "mode": mode})
+
+    async def stop(self, session_id: str, reason: str | None = None) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/stop``: the generation advances at once; a running step's
+        settle is interrupted and held input released."""
+        body: dict[str, Any] = {} if reason is None else {"reason": reason}
+        return await self._json("POST", _session_path(session_id, "/stop"), body)
+
+    async def zoom(self, session_id: str, screenshot_id: str, x: int, y: int, width: int,
+                   height: int) -> dict[str, Any]:
+        """``POST /v1/sessions/{id}/zoom``: a fresh, enlarged capture of a region given in
+        ``screenshot_id``'s pixels; a screenshot of its own (``zoom``: source and scale)."""
+        return await self._json("POST", _session_path(session_id, "/zoom"), {
+            "screenshot_id": screenshot_id, "x": x, "y": y, "width": width, "height": height,
+        })
+
+    async def capabilities(self, session_id: str | None = None) -> dict[str, Any]:
+        """``GET /v1/capabilities`` (or the session's, with its control)."""
+        if session_id is None:
+            return await self._json("GET", "/v1/capabilities")
+        return await self._json("GET", _session_path(session_id, "/capabilities"))
+
+    async def accessibility(self, session_id: str, max_nodes: int | None = None,
+                            max_depth: int | None = None) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/accessibility``: a bounded tree with an ``observation_id``."""
+        query = "&".join(f"{name}={value}" for name, value in
+                         (("max_nodes", max_nodes), ("max_depth", max_depth))
+                         if value is not None)
+        suffix = "/accessibility" + (f"?{query}" if query else "")
+        return await self._json("GET", _session_path(session_id, suffix))
+
+    async def windows(self, session_id: str) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/windows``: the app's top-level windows."""
+        return await self._json("GET", _session_path(session_id, "/windows"))
+
+    async def clipboard_read(self, session_id: str,
+                             max_output_bytes: int | None = None) -> dict[str, Any]:
+        """``GET /v1/sessions/{id}/clipboard`` (as the workspace policy allows)."""
+        suffix = "/clipboard" + (f"?max_output_bytes={max_output_bytes}"
+                                 if max_output_bytes is not None else "")
+        return await self._json("GET", _session_path(session_id, suffix))
+
+    async def clipboard_write(self, session_id: str, text: str,
+                              control: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``PUT /v1/sessions/{id}/clipboard``: never retried by the broker."""
+        body: dict[str, Any] = {"text": text}
+        if control is not None:
+            body["control"] = control
+        return await self._json("PUT", _session_path(session_id, "/clipboard"), body)
+
     async def checkpoint(self, session_id: str) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/checkpoint``: save the attempt file."""
         return await self._json("POST", _session_path(session_id, "/checkpoint"))
