@@ -234,18 +234,26 @@ class Client:
         the broker maps them through its geometry and refuses a stale or unknown one before any
         input.
         """
-        path = _session_path(session_id, "/actions")
-        index = expected_action_index
+        body: dict[str, Any] = {"action": action}
+        if screenshot_id is not None:
+            body["screenshot_id"] = screenshot_id
+        return await self._indexed(session_id, "/actions", "a", body, request_id,
+                                   expected_action_index)
+
+    async def _indexed(self, session_id: str, suffix: str, tag: str, body: dict[str, Any],
+                       request_id: str | None, expected_action_index: int | None
+                       ) -> dict[str, Any]:
+        """One action-index-taking request (an action or a program): the remembered next index
+        and the id ``{task_id}-{attempt_id}-{tag}{index}`` unless given; the remembered index
+        advances past the answer's."""
         remembered = self._sessions.get(session_id)
+        index = expected_action_index
         if index is None:
             index = self.session(session_id).next_action_index
         if request_id is None:
-            request_id = f"{self.session(session_id).rollout_id}-a{index}"
-        body: dict[str, Any] = {"request_id": request_id, "expected_action_index": index,
-                                "action": action}
-        if screenshot_id is not None:
-            body["screenshot_id"] = screenshot_id
-        answer = await self._json("POST", path, body)
+            request_id = f"{self.session(session_id).rollout_id}-{tag}{index}"
+        body = {"request_id": request_id, "expected_action_index": index, **body}
+        answer = await self._json("POST", _session_path(session_id, suffix), body)
         if remembered is not None:
             remembered.next_action_index = max(remembered.next_action_index,
                                                int(answer["action_index"]) + 1)
@@ -267,24 +275,13 @@ class Client:
         token ``{"owner", "generation"}`` once the session has an owner (:meth:`claim_control`);
         ``screenshot_id`` binds every coordinate step to that image.
         """
-        path = _session_path(session_id, "/programs")
-        remembered = self._sessions.get(session_id)
-        index = expected_action_index
-        if index is None:
-            index = self.session(session_id).next_action_index
-        if request_id is None:
-            request_id = f"{self.session(session_id).rollout_id}-p{index}"
-        body: dict[str, Any] = {"request_id": request_id, "expected_action_index": index,
-                                "steps": steps}
+        body: dict[str, Any] = {"steps": steps}
         if screenshot_id is not None:
             body["screenshot_id"] = screenshot_id
         if control is not None:
             body["control"] = control
-        answer = await self._json("POST", path, body)
-        if remembered is not None:
-            remembered.next_action_index = max(remembered.next_action_index,
-                                               int(answer["action_index"]) + 1)
-        return answer
+        return await self._indexed(session_id, "/programs", "p", body, request_id,
+                                   expected_action_index)
 
     async def control(self, session_id: str) -> dict[str, Any]:
         """``GET /v1/sessions/{id}/control``: owner, mode, generation, stopped."""

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::accessibility::ready;
+use crate::semantic::{press, refused};
 use crate::support::{Broker, xvfb_available};
 
 /// The Python interpreter whose `gi` (python3-gi) the fixture imports.
@@ -178,22 +179,6 @@ fn node<'a>(tree: &'a AxTree, role: &str, name: &str) -> &'a AxNode {
                 .collect();
             panic!("no {role} {name:?} in the fixture's window: {seen:?}")
         })
-}
-
-fn press(tree: &AxTree, node: &AxNode) -> Value {
-    json!({
-        "type": "ax_press",
-        "observation_id": tree.observation_id,
-        "node": node.index,
-        "intent": format!("press {}", node.name),
-    })
-}
-
-fn refused(result: Result<ProgramResponse, ClientError>, code: ErrorCode) {
-    match result {
-        Err(ClientError::Api(body)) => assert_eq!(body.code, code, "{}", body.message),
-        other => panic!("expected {code:?}, got {other:?}"),
-    }
 }
 
 /// One delivered semantic step: the receipt, one `ax_action` row, no seat input.

@@ -6,7 +6,6 @@
 //! observation id and a node of another window (the open dialog) are refused before any input
 //! with the event log and the action index unchanged. The capabilities advertise the steps.
 
-use base64::Engine as _;
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
 use desk_contract::a11y::{AxNode, AxTree, AxWindow};
@@ -16,25 +15,12 @@ use serde_json::{Value, json};
 
 use crate::accessibility::ready;
 use crate::librecad::librecad_available;
-use crate::support::{Broker, xvfb_available};
-
-/// Decoded RGB(A) pixels of a screenshot: (bytes, bytes per row, channels).
-fn pixels(png_base64: &str) -> (Vec<u8>, usize, usize) {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(png_base64)
-        .unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
-        .read_info()
-        .unwrap();
-    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buffer).unwrap();
-    (buffer, info.line_size, info.color_type.samples())
-}
+use crate::support::{Broker, png_pixels, xvfb_available};
 
 /// How many pixels inside `rect` differ between two screenshots.
 fn changed_in(before: &str, after: &str, rect: WindowRect) -> usize {
-    let (a, line, channels) = pixels(before);
-    let (b, _, _) = pixels(after);
+    let (a, line, channels) = png_pixels(before);
+    let (b, _, _) = png_pixels(after);
     let mut changed = 0;
     for y in rect.y.max(0) as usize..(rect.y.max(0) as usize + rect.height as usize) {
         for x in rect.x.max(0) as usize..(rect.x.max(0) as usize + rect.width as usize) {
@@ -57,7 +43,7 @@ fn program(request_id: &str, index: u64, steps: Value) -> ProgramRequest {
     }
 }
 
-fn press(tree: &AxTree, node: &AxNode) -> Value {
+pub(crate) fn press(tree: &AxTree, node: &AxNode) -> Value {
     json!({
         "type": "ax_press",
         "observation_id": tree.observation_id,
@@ -66,7 +52,7 @@ fn press(tree: &AxTree, node: &AxNode) -> Value {
     })
 }
 
-fn refused(result: Result<ProgramResponse, ClientError>, code: ErrorCode) {
+pub(crate) fn refused(result: Result<ProgramResponse, ClientError>, code: ErrorCode) {
     match result {
         Err(ClientError::Api(body)) => assert_eq!(body.code, code, "{}", body.message),
         other => panic!("expected {code:?}, got {other:?}"),

@@ -372,3 +372,15 @@ impl Drop for FakeServer {
         let _ = self.child.wait();
     }
 }
+
+/// Decoded RGB(A) pixels of a screenshot: (bytes, bytes per row, channels).
+pub(crate) fn png_pixels(png_base64: &str) -> (Vec<u8>, usize, usize) {
+    let bytes =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, png_base64).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    (buffer, info.line_size, info.color_type.samples())
+}

@@ -4,28 +4,13 @@
 //! the full screenshot stays usable beside it. Empty, off-image and unknown regions are refused
 //! with nothing captured (an oversized one is refused too: see the unit tests of `zoom.rs`).
 
-use base64::Engine as _;
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
-use desk_contract::api::Screenshot;
 use desk_contract::control::{PixelRect, ProgramRequest, ZoomRequest};
 use serde_json::json;
 
 use crate::probe::{leased_probe, of_type, wait_for_events};
-use crate::support::{Broker, xvfb_available};
-
-/// Decoded RGB(A) pixels: (bytes, bytes per row, channels).
-fn pixels(shot: &Screenshot) -> (Vec<u8>, usize, usize) {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&shot.png_base64)
-        .unwrap();
-    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
-        .read_info()
-        .unwrap();
-    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buffer).unwrap();
-    (buffer, info.line_size, info.color_type.samples())
-}
+use crate::support::{Broker, png_pixels, xvfb_available};
 
 fn rgb((bytes, line, channels): &(Vec<u8>, usize, usize), x: u32, y: u32) -> [u8; 3] {
     let at = y as usize * line + x as usize * channels;
@@ -139,7 +124,7 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
         })
     );
     // Every zoom pixel is its screen pixel (the probe's screen does not change meanwhile).
-    let (full_pixels, zoom_pixels) = (pixels(&full), pixels(&zoom));
+    let (full_pixels, zoom_pixels) = (png_pixels(&full.png_base64), png_pixels(&zoom.png_base64));
     for y in (0..320).step_by(7) {
         for x in (0..400).step_by(7) {
             assert_eq!(
