@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 cargo build --locked -q -p deskbroker -p desk-test-support
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check -e "python[test]"
-"$venv/bin/pip" install -q --disable-pip-version-check --no-deps cua-agent==0.9.1
+"$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir -e "python[test]"
+"$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps cua-agent==0.9.1
 (cd python && "../$venv/bin/mypy")
 deploy/kubernetes/validate.sh "$PWD/$venv/bin/kubernetes-validate"
 status=0

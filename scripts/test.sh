@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# One-shot runs gain nothing from incremental caches, which would add gigabytes to target/.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 DESK_REQUIRE_XVFB=1 cargo test --workspace --locked
