@@ -10,7 +10,7 @@ use atspi::proxy::component::ComponentProxy;
 use atspi::{CoordType, Interface, ObjectRefOwned};
 use desk_contract::a11y::{AxLimits, AxNode, AxTree};
 use desk_contract::desktop::WindowRect;
-use futures_util::future::join_all;
+use futures_util::future::{join_all, try_join_all};
 use zbus::Connection;
 use zbus::proxy::CacheProperties;
 
@@ -18,6 +18,8 @@ use crate::{A11yError, Retained, new_observation_id};
 
 /// At most this many objects are read at once.
 const CONCURRENCY: usize = 256;
+/// At most this many action names are read per node; a provider may claim any count.
+const MAX_ACTIONS: i32 = 16;
 
 /// What one object said about itself.
 struct Read {
@@ -118,9 +120,12 @@ async fn read(connection: &Connection, object: &ObjectRefOwned) -> zbus::Result<
         if !interfaces.contains(Interface::Action) {
             return Ok(Vec::new());
         }
+        // The canonical calls (control-session AX-18): `NActions`, then `GetName` per index;
+        // never the batch `GetActions`, which some providers lack or answer differently.
         let action = action(connection, &bus_name, &path).await?;
-        let actions = action.get_actions().await?;
-        Ok::<_, zbus::Error>(actions.into_iter().map(|a| a.name).collect())
+        let count = action.n_actions().await?.clamp(0, MAX_ACTIONS);
+        let names = try_join_all((0..count).map(|index| action.get_name(index))).await?;
+        Ok::<_, zbus::Error>(names)
     };
     let (bounds, actions) = tokio::try_join!(bounds, actions)?;
     Ok(Read {

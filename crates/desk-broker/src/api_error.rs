@@ -116,6 +116,13 @@ impl BrokerError {
                 source: BackendError::AxProviderBusy(_),
                 ..
             } => (StatusCode::CONFLICT, ErrorCode::AxProviderBusy),
+            BrokerError::Desktop {
+                source: BackendError::DestinationNotApp(_),
+                ..
+            } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::DestinationNotApp,
+            ),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
             BrokerError::JournalUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -186,7 +193,8 @@ fn control_status(code: ErrorCode) -> StatusCode {
         | ErrorCode::PointOutsideImage
         | ErrorCode::AxObservationStale
         | ErrorCode::AxForeignWindow
-        | ErrorCode::AxNotActionable => StatusCode::UNPROCESSABLE_ENTITY,
+        | ErrorCode::AxNotActionable
+        | ErrorCode::DestinationNotApp => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
         ErrorCode::ClipboardDisabled => StatusCode::FORBIDDEN,
         ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,

@@ -165,12 +165,16 @@ impl<'a> Ledger<'a> {
     /// The backend refused before sending anything: a `not injected` receipt (without it the
     /// next acceptance withdraws this one), the row discarded, the index given back.
     pub(crate) fn not_injected(mut self, error: BackendError) -> BrokerError {
+        let error = BrokerError::Desktop {
+            operation: "execute_action",
+            source: error,
+        };
         let _ = evidence::action_receipt(
             self.inner.evidence(),
             &self.session,
             self.action_index,
             ActionEnd::NotInjected {
-                error_code: ErrorCode::DesktopFailed.as_str(),
+                error_code: error.status_and_code().1.as_str(),
             },
         );
         let discarded = self.session.lifecycle.withdraw().and_then(|ready| {
@@ -180,10 +184,7 @@ impl<'a> Ledger<'a> {
                 .discard_action(&self.session, self.action_index)
         });
         match discarded {
-            Ok(()) => BrokerError::Desktop {
-                operation: "execute_action",
-                source: error,
-            },
+            Ok(()) => error,
             Err(failure) => failure,
         }
     }

@@ -16,7 +16,7 @@ use desk_contract::control::{
     ProgramReceipt, ProgramRequest, ProgramResponse, ProgramStep, StepFailure,
 };
 use desk_contract::desktop::ActionOutcome;
-use desk_contract::{ActionType, InputAction, ValidatedAction};
+use desk_contract::{ActionType, ErrorCode, InputAction, ValidatedAction};
 use desk_desktop::DesktopBackend;
 
 use crate::broker::{Broker, Inner};
@@ -73,6 +73,14 @@ fn step_failure(step_index: u64, error: &BrokerError) -> StepFailure {
 }
 
 impl Inner {
+    /// Input the worker refused because it would have left the app (`destination_not_app`)
+    /// counts as a refused action, toward the policy's limit, like any other escape attempt.
+    fn count_off_app(&self, session_id: &str, request_id: &str, error: &BrokerError) {
+        if error.status_and_code().1 == ErrorCode::DestinationNotApp {
+            self.count_refused(session_id, request_id, error);
+        }
+    }
+
     /// Accepts `plan` as the session's next action (journal `pending`, evidence), then runs
     /// its steps in order, each only while `plan.scope` is current. An error before the first
     /// step's input withdraws the acceptance; input in doubt fails the session
@@ -147,12 +155,17 @@ impl Inner {
                     }
                     return Err(ledger.in_doubt(error));
                 }
-                Err(error) if submitted.is_empty() => return Err(ledger.not_injected(error)),
+                Err(error) if submitted.is_empty() => {
+                    let refusal = ledger.not_injected(error);
+                    self.count_off_app(&session_id, &plan.request_id, &refusal);
+                    return Err(refusal);
+                }
                 Err(error) => {
                     let error = BrokerError::Desktop {
                         operation: "execute_program",
                         source: error,
                     };
+                    self.count_off_app(&session_id, &plan.request_id, &error);
                     tracing::warn!(session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
                     failing = Some(step_failure(step_index, &error));
                     break;

@@ -112,6 +112,10 @@ crate::wire_enum! {
         /// The app's accessibility provider did not answer the checks before input in time;
         /// nothing was sent (a later request may succeed).
         AxProviderBusy = "ax_provider_busy",
+        /// An action's seat input would reach something other than the app: a point on the
+        /// bare desktop or on another program's window, or keys while the keyboard focus is on
+        /// no window of the app. Checked before every action and program step; nothing was sent.
+        DestinationNotApp = "destination_not_app",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

@@ -191,6 +191,10 @@ pub enum WorkerFailureKind {
     /// The accessibility provider did not answer the checks before input in time; nothing
     /// was sent.
     AxProviderBusy,
+    /// Seat input would reach something other than the bound app: a point on the bare desktop
+    /// or on another client's window, or keys while the focus is on no window of the app;
+    /// nothing was sent.
+    DestinationNotApp,
 }
 
 /// A failed answer.

@@ -70,6 +70,10 @@ pub enum BackendError {
     /// The accessibility provider did not answer the checks before input; nothing was sent.
     #[error("{0}")]
     AxProviderBusy(String),
+    /// Seat input would reach something other than the bound app (the desktop, another
+    /// client's window, focus on no window of the app); nothing was sent.
+    #[error("{0}")]
+    DestinationNotApp(String),
 }
 
 impl BackendError {
@@ -104,6 +108,9 @@ impl From<WorkerFailure> for BackendError {
             WorkerFailureKind::AxForeignWindow => BackendError::AxForeignWindow(failure.message),
             WorkerFailureKind::AxNotActionable => BackendError::AxNotActionable(failure.message),
             WorkerFailureKind::AxProviderBusy => BackendError::AxProviderBusy(failure.message),
+            WorkerFailureKind::DestinationNotApp => {
+                BackendError::DestinationNotApp(failure.message)
+            }
         }
     }
 }

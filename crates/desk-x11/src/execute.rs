@@ -5,7 +5,8 @@
 //! A semantic step (`ax_press`, `ax_set_text`) takes the same path with the accessibility
 //! provider in place of XTEST (`a11y.rs`).
 //!
-//! Invariants: coordinates are re-checked against the live display before any input; an error
+//! Invariants: coordinates are re-checked against the live display, and seat input's
+//! destination against the bound app (`destination.rs`), before any input; an error
 //! of the input itself after its first request is `outcome_unknown`, before it
 //! `desktop_failed`; held keys and buttons are released after every action, also on failure.
 
@@ -91,6 +92,7 @@ impl X11Session {
         };
         let started = Instant::now();
         let focus_before = self.windows().focus(app_pid).map_err(before_failed)?;
+        self.check_destination(action, &focus_before)?;
         // What was open before the input, to report the windows the step opens.
         let windows_before = self.top_level_windows();
         let focused = Instant::now();

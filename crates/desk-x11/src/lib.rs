@@ -15,6 +15,7 @@ mod app_windows;
 mod capture;
 pub mod clipboard;
 mod cover;
+mod destination;
 mod error;
 mod execute;
 mod fault;

@@ -4,7 +4,8 @@
 //! real broker: an `ax_press` is one `pressed` event, one `ax_action` row and no seat input; an
 //! `ax_set_text` reaches the entry byte for byte (non-ASCII too); a stale observation id sends
 //! nothing; and while the fixture's main loop is blocked ("Hang") an `ax_press` answers
-//! `ax_provider_busy` and is never delivered, not even once the provider answers again.
+//! `ax_provider_busy` and is never delivered, not even once the provider answers again; a call
+//! that blocks inside the provider ("Slow") is `input_outcome_unknown` and never replayed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -207,7 +208,7 @@ async fn ax_fixture_press_once_and_stale_refused() {
     assert!(!tree.truncated);
     assert_eq!(tree.nodes[0].role, "application");
     let button = node(&tree, "button", "Press me");
-    assert!(button.actions.iter().any(|a| a == "Click"), "{button:?}");
+    assert!(button.actions.iter().any(|a| a == "click"), "{button:?}");
 
     // A stale observation (two snapshots ago): refused, nothing reaches the fixture.
     let events_before = fixture.client.events(&fixture.session).await.unwrap();
@@ -350,6 +351,62 @@ async fn ax_fixture_hung_provider_is_busy() {
     assert_eq!(
         fixture.events_named("pressed"),
         vec![json!({"event": "pressed", "count": 1})]
+    );
+    fixture.client.release(&fixture.session).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ax_fixture_a_call_that_hangs_in_the_provider_is_outcome_unknown() {
+    let Some(fixture) = Fixture::start().await else {
+        return;
+    };
+    assert!(fixture.wait_for("ready", Duration::from_secs(5)).await);
+    fixture.tree().await;
+    let tree = fixture.tree().await;
+    let slow = node(&tree, "text", "Slow");
+    let steps = json!([{
+        "type": "ax_set_text",
+        "observation_id": tree.observation_id,
+        "node": slow.index,
+        "text": "late",
+        "mode": "set",
+        "intent": "a text the provider takes too long to insert",
+    }]);
+    // The checks pass; the call enters the provider and blocks there for HANG_SECONDS, past
+    // the worker's 5 s limit for a call: whether the text arrived is unknown.
+    let started = Instant::now();
+    let result = fixture.program("slow", 0, steps.clone()).await;
+    let waited = started.elapsed();
+    println!(
+        "hung call answered after {} ms: {result:?}",
+        waited.as_millis()
+    );
+    refused(result, ErrorCode::InputOutcomeUnknown);
+    assert!(waited >= Duration::from_millis(4900), "{waited:?}");
+    assert_eq!(fixture.events_named("slow_insert_start").len(), 1);
+    // Never replayed: the same request is in doubt again and sends nothing; the session is in
+    // error and takes no further input.
+    refused(
+        fixture.program("slow", 0, steps).await,
+        ErrorCode::InputOutcomeUnknown,
+    );
+    let status = fixture.client.status(&fixture.session).await.unwrap();
+    assert_eq!(
+        status.last_error.as_ref().map(|error| error.code),
+        Some(ErrorCode::InputOutcomeUnknown),
+        "{status:?}"
+    );
+    assert!(
+        fixture
+            .wait_for("slow_insert_end", Duration::from_secs(HANG_SECONDS + 5))
+            .await
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fixture.events_named("slow_insert_start").len(), 1);
+    assert_eq!(
+        fixture.events_named("slow_text"),
+        vec![json!({"event": "slow_text", "text": "late"})],
+        "the text arrived once, late"
     );
     fixture.client.release(&fixture.session).await.unwrap();
 }

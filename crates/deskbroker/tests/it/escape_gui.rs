@@ -1,7 +1,8 @@
 //! GUI escapes through the real broker with LibreCAD (issue 8): the window manager's system
 //! chords, right and middle clicks on every free screen region (the desktop the app leaves
 //! uncovered and its frame), title-bar double clicks and drags, and Alt+drags. Each is refused
-//! with a typed code or has no effect: no new top-level window, no new process among the
+//! with a typed code (a system chord `invalid_action`, input onto the bare desktop
+//! `destination_not_app`) or has no effect: no new top-level window, no new process among the
 //! session's, one desktop, and the app stays maximized where it was.
 //!
 //! The test reads the desktop as an outside observer: the X window tree of the session's display
@@ -30,7 +31,7 @@ use crate::support::{Broker, xvfb_available};
 
 /// Opens the session's display as an outside observer: its socket on the host, or inside the
 /// sandbox's `/tmp` seen through `/proc/PID/root`; with the session's X cookie when it has one.
-fn open_display(session_dir: &Path) -> RustConnection {
+pub(crate) fn open_display(session_dir: &Path) -> RustConnection {
     let display = recorded_display(session_dir).unwrap();
     let socket = format!("tmp/.X11-unix/X{}", display.trim_start_matches(':'));
     let cookie = std::fs::read(session_dir.join("workspace/run/xauthority"))
@@ -346,15 +347,19 @@ async fn system_chords_clicks_and_drags_outside_the_app_escape_nothing() {
         .min_by_key(|(x, y)| (x - width / 2).abs() + y)
         .unwrap();
     let centre = (width / 2, height / 2);
-    let mut gestures: Vec<(String, Value)> = Vec::new();
+    // Each gesture with whether it starts on the bare desktop, where the destination check
+    // refuses it (`destination_not_app`); on the app's frame it is sent and must do nothing.
+    let mut gestures: Vec<(String, Value, bool)> = Vec::new();
     for (x, y) in &points {
         for button in ["right", "middle"] {
             gestures.push((
                 format!("{button} click at ({x}, {y})"),
                 json!({"type": "click", "x": x, "y": y, "button": button, "intent": "free region"}),
+                !contains(before.frame_rect, (*x, *y)),
             ));
         }
     }
+    let title_on_desktop = !contains(before.frame_rect, title);
     let drag = |from: (i32, i32), to: (i32, i32), button: &str, modifiers: &[&str]| {
         json!({"type": "drag", "path": [{"x": from.0, "y": from.1}, {"x": to.0, "y": to.1}],
                "button": button, "duration_ms": 80, "modifiers": modifiers, "intent": "drag"})
@@ -363,35 +368,41 @@ async fn system_chords_clicks_and_drags_outside_the_app_escape_nothing() {
         (
             "double click on the frame".to_string(),
             json!({"type": "double_click", "x": title.0, "y": title.1, "intent": "frame"}),
+            title_on_desktop,
         ),
         (
             "drag the frame".to_string(),
             drag(title, (title.0 + 150, title.1 + 200), "left", &[]),
+            title_on_desktop,
         ),
         (
             "alt+drag the frame with the right button".to_string(),
             drag(title, (title.0 + 150, title.1 + 200), "right", &["alt"]),
+            title_on_desktop,
         ),
         (
             "alt+drag inside the app".to_string(),
             drag(centre, (centre.0 + 120, centre.1 + 90), "left", &["alt"]),
+            false,
         ),
     ]);
-    for (index, (name, gesture)) in gestures.iter().enumerate() {
-        let index = index as u64;
-        let response = act(
-            &client,
-            &session,
-            &format!("g-{index}"),
-            index,
-            gesture.clone(),
-        )
-        .await
-        .unwrap_or_else(|error| panic!("{name}: {error:?}"));
-        assert!(
-            response.screenshot.as_ref().unwrap().app_maximized,
-            "{name}: app maximized"
-        );
+    let mut index = 0;
+    for (n, (name, gesture, on_desktop)) in gestures.iter().enumerate() {
+        let result = act(&client, &session, &format!("g-{n}"), index, gesture.clone()).await;
+        if *on_desktop {
+            assert!(
+                matches!(result, Err(ClientError::Api(ref body))
+                    if body.code == ErrorCode::DestinationNotApp),
+                "{name} starts on the bare desktop: {result:?}"
+            );
+        } else {
+            let response = result.unwrap_or_else(|error| panic!("{name}: {error:?}"));
+            assert!(
+                response.screenshot.as_ref().unwrap().app_maximized,
+                "{name}: app maximized"
+            );
+            index += 1;
+        }
         assert_eq!(
             observe(&conn, root, &session_dir),
             before,

@@ -13,6 +13,7 @@ mod conformance;
 mod containment;
 mod control;
 mod crash;
+mod destination;
 mod escape_gui;
 mod escape_probe;
 mod evidence;

@@ -1,0 +1,206 @@
+//! The destination check before seat input (control-session PRG-26, adapted to X11).
+//!
+//! XTEST input is global: it goes to whatever window is under the pointer or holds the keyboard
+//! focus. So before a pointer action every point it presses, releases or moves to must lie on
+//! a window of the bound app: the top-most window there (`TranslateCoordinates` on the root) is
+//! one of the app's own top-level windows (its main window, a dialog, an admitted popup) or the
+//! window manager's frame around one of them. Before keys or text the window holding the X input
+//! focus must be, or lie inside, a window of the app. Anything else (the bare desktop, another
+//! client's window or menu on top, focus on nothing) is refused with `DestinationNotApp`
+//! before the first event: nothing is sent.
+//!
+//! "Of the app" is `_NET_WM_PID` equal to the bound app's pid, the same rule the window list
+//! uses. Without a bound app (no handoff yet) there is nothing to check against.
+
+use desk_contract::desktop::FocusFacts;
+use desk_contract::geometry::ScreenPoint;
+use desk_contract::validate::InputAction;
+use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, Window};
+
+use crate::error::X11Error;
+use crate::session::X11Session;
+
+/// How many window levels below a top-level window are searched for the app's client window
+/// (a frame holds its client one or two levels down).
+const FRAME_DEPTH: usize = 3;
+/// At most this many windows are read per level: a frame has a handful of decoration windows.
+const FRAME_WIDTH: usize = 64;
+
+/// Where seat input would go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Destination {
+    /// A window of the bound app, or a frame around one.
+    App,
+    /// No window: the bare desktop (the root).
+    Desktop,
+    /// Another client's window, numbered as X numbers it.
+    Foreign(Window),
+}
+
+impl X11Session {
+    /// Refuses `action` with `DestinationNotApp` when its seat input would reach anything but
+    /// the bound app. Semantic steps, waits and `done` send no seat input and pass.
+    pub(crate) fn check_destination(
+        &self,
+        action: &InputAction,
+        focus: &FocusFacts,
+    ) -> Result<(), WorkerFailure> {
+        let Some(pid) = self.app_pid() else {
+            return Ok(());
+        };
+        let points: Vec<ScreenPoint> = match action {
+            InputAction::Click { at, .. } | InputAction::DoubleClick { at, .. } => vec![*at],
+            InputAction::Move { to, .. } => vec![*to],
+            InputAction::Drag { path, .. } => path.clone(),
+            InputAction::Scroll { .. } => vec![focus.pointer],
+            InputAction::Key { .. } | InputAction::Type { .. } => {
+                return self.check_keyboard(focus, pid);
+            }
+            InputAction::Wait { .. }
+            | InputAction::Done
+            | InputAction::AxPress { .. }
+            | InputAction::AxSetText { .. } => return Ok(()),
+        };
+        for point in points {
+            match self.destination_at(point, pid).map_err(unverified)? {
+                Destination::App => {}
+                Destination::Desktop => {
+                    return Err(refused(format!(
+                        "({}, {}) is on the bare desktop, not on a window of the app; nothing \
+                         was sent",
+                        point.x, point.y
+                    )));
+                }
+                Destination::Foreign(window) => {
+                    return Err(refused(format!(
+                        "({}, {}) is on window {window:#x}, which is not the app's; nothing was \
+                         sent",
+                        point.x, point.y
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_keyboard(&self, focus: &FocusFacts, pid: u32) -> Result<(), WorkerFailure> {
+        let Some(focused) = focus.focused else {
+            return Err(refused(
+                "no window holds the keyboard focus, so keys would go nowhere or to whatever \
+                 is under the pointer; nothing was sent"
+                    .to_string(),
+            ));
+        };
+        if self.inside_app(focused, pid).map_err(unverified)? {
+            return Ok(());
+        }
+        Err(refused(format!(
+            "the keyboard focus is on window {focused:#x}, which is not the app's; nothing was \
+             sent"
+        )))
+    }
+
+    /// The top-level window under `point` and whose it is.
+    fn destination_at(&self, point: ScreenPoint, pid: u32) -> Result<Destination, X11Error> {
+        // Points were checked against the display first, so they fit X's 16-bit coordinates.
+        let coordinate = |value: u32| {
+            i16::try_from(value).map_err(|_| {
+                X11Error::InvalidRequest(format!("coordinate {value} is beyond X's range"))
+            })
+        };
+        let (x, y) = (coordinate(point.x)?, coordinate(point.y)?);
+        let top = self
+            .conn
+            .translate_coordinates(self.root, self.root, x, y)
+            .map_err(X11Error::conn("translate coordinates"))?
+            .reply()
+            .map_err(X11Error::reply("translate coordinates"))?
+            .child;
+        if top == x11rb::NONE {
+            return Ok(Destination::Desktop);
+        }
+        if self.holds_app(top, pid)? {
+            Ok(Destination::App)
+        } else {
+            Ok(Destination::Foreign(top))
+        }
+    }
+
+    /// Whether `window` or one of its descendants a few levels down (a frame's client) is the
+    /// app's. Requests of one level travel together; a window that vanished meanwhile is not
+    /// the app's.
+    fn holds_app(&self, window: Window, pid: u32) -> Result<bool, X11Error> {
+        let mut level = vec![window];
+        for _ in 0..FRAME_DEPTH {
+            level.truncate(FRAME_WIDTH);
+            let mut asked = Vec::with_capacity(level.len());
+            for window in &level {
+                let owner = self
+                    .conn
+                    .get_property(false, *window, self.atoms._NET_WM_PID, AtomEnum::ANY, 0, 1)
+                    .map_err(X11Error::conn("get property"))?;
+                let tree = self
+                    .conn
+                    .query_tree(*window)
+                    .map_err(X11Error::conn("query tree"))?;
+                asked.push((owner, tree));
+            }
+            let mut next = Vec::new();
+            for (owner, tree) in asked {
+                if let Ok(owner) = owner.reply()
+                    && owner.value32().and_then(|mut values| values.next()) == Some(pid)
+                {
+                    return Ok(true);
+                }
+                if let Ok(tree) = tree.reply() {
+                    next.extend(tree.children);
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        Ok(false)
+    }
+
+    /// Whether `window` or one of its ancestors is the app's.
+    fn inside_app(&self, window: Window, pid: u32) -> Result<bool, X11Error> {
+        let mut window = window;
+        while window != self.root && window != x11rb::NONE {
+            let owner = self
+                .conn
+                .get_property(false, window, self.atoms._NET_WM_PID, AtomEnum::ANY, 0, 1)
+                .map_err(X11Error::conn("get property"))?;
+            let tree = self
+                .conn
+                .query_tree(window)
+                .map_err(X11Error::conn("query tree"))?;
+            let (Ok(owner), Ok(tree)) = (owner.reply(), tree.reply()) else {
+                // The focused window vanished while being read: not the app's.
+                return Ok(false);
+            };
+            if owner.value32().and_then(|mut values| values.next()) == Some(pid) {
+                return Ok(true);
+            }
+            window = tree.parent;
+        }
+        Ok(false)
+    }
+}
+
+fn refused(message: String) -> WorkerFailure {
+    WorkerFailure {
+        kind: WorkerFailureKind::DestinationNotApp,
+        message,
+    }
+}
+
+/// The check itself failed before any input: the desktop failed, nothing was sent.
+fn unverified(error: X11Error) -> WorkerFailure {
+    WorkerFailure {
+        kind: WorkerFailureKind::DesktopFailed,
+        message: format!("the input's destination could not be checked: {error}"),
+    }
+}
