@@ -14,12 +14,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::launcher::{
-    RecordedProcess, read_desktop_record, recorded_processes, remove_display_files, start_ticks,
+    RecordedProcess, force_kill_group, read_desktop_record, recorded_processes,
+    remove_display_files, start_ticks,
 };
 use crate::layout::SessionDir;
 
@@ -87,11 +86,8 @@ fn display_socket(display_name: &str) -> Option<PathBuf> {
 }
 
 fn kill_group(process: &RecordedProcess) {
-    if start_ticks(process.pid) != Some(process.start_ticks) {
-        return;
-    }
-    if let Ok(raw) = i32::try_from(process.pid) {
-        let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
+    if start_ticks(process.pid) == Some(process.start_ticks) {
+        force_kill_group(process.pid);
     }
 }
 
