@@ -14,13 +14,13 @@ use desk_desktop::SessionDir;
 use crate::error::BrokerError;
 use crate::util::sha256_hex;
 
-/// Writes the PNG of `screenshot` (base64 in the response) as the frame file of its sequence.
+/// Writes `png` (the screenshot of `sequence`, base64 in the response) as its frame file.
 pub(crate) fn store(
     session_dir: &SessionDir,
-    screenshot: &Screenshot,
+    sequence: u64,
     png: &[u8],
 ) -> Result<(), BrokerError> {
-    let path = session_dir.frame_file(screenshot.sequence);
+    let path = session_dir.frame_file(sequence);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(BrokerError::io("create the frames directory", dir))?;

@@ -299,18 +299,23 @@ impl<'a> Ledger<'a> {
         let started = Instant::now();
         let session_dir = self.session.dir();
         // Without a frame (the worker named `capture` or `encode`) there is nothing to store.
-        let shot = response.screenshot().cloned().zip(outcome.frame.as_ref());
-        let frame_stored = match &shot {
-            Some((screenshot, frame)) => frames::store(&session_dir, screenshot, &frame.png),
+        let shot = response
+            .screenshot()
+            .map(|screenshot| screenshot.sequence)
+            .zip(outcome.frame.as_ref());
+        let frame_stored = match shot {
+            Some((sequence, frame)) => frames::store(&session_dir, sequence, &frame.png),
             None => Ok(()),
         };
         if let Err(error) = &frame_stored {
             self.observation_failed(response, "frame_store", error);
         }
-        let timing = shot.as_ref().map(|(screenshot, frame)| {
+        let frame_store_us = micros(started);
+        let logs_started = Instant::now();
+        let timing = shot.map(|(sequence, frame)| {
             let handoff_ms = self.session.handoff_ms.unwrap_or(frame.captured_at_ms);
             FrameTiming {
-                sequence: screenshot.sequence,
+                sequence,
                 captured_at_ms: frame.captured_at_ms,
                 handoff_ms,
                 previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
@@ -325,6 +330,7 @@ impl<'a> Ledger<'a> {
         ) {
             self.observation_failed(response, "event_log", &error);
         }
+        let event_logs_us = micros(logs_started);
         let receipt_started = Instant::now();
         if let Err(error) = evidence::action_receipt(
             self.inner.evidence(),
@@ -342,13 +348,18 @@ impl<'a> Ledger<'a> {
             self.observation_failed(response, "evidence", &error);
         }
         let evidence_receipt_us = micros(receipt_started);
-        let mut stored = response.clone();
-        if let (Ok(()), Some(screenshot)) = (&frame_stored, stored.screenshot_mut()) {
-            // A replay reads the frame file; without one the PNG stays in the cached row.
-            screenshot.png_base64 = String::new();
+        // A replay reads the frame file; without one the PNG stays in the cached row. The
+        // base64 is set aside while the row is serialized, not copied (a 1080p frame's is
+        // about 700 KB).
+        let set_aside = match (&frame_stored, response.screenshot_mut()) {
+            (Ok(()), Some(screenshot)) => Some(std::mem::take(&mut screenshot.png_base64)),
+            _ => None,
+        };
+        let cached = serde_json::to_string(&*response);
+        if let (Some(png_base64), Some(screenshot)) = (set_aside, response.screenshot_mut()) {
+            screenshot.png_base64 = png_base64;
         }
-        let cached =
-            serde_json::to_string(&stored).map_err(BrokerError::json("cache an action"))?;
+        let cached = cached.map_err(BrokerError::json("cache an action"))?;
         self.session.lifecycle = self.session.lifecycle.complete(done)?;
         if let Some(timing) = timing {
             self.session.last_sequence = timing.sequence;
@@ -362,6 +373,8 @@ impl<'a> Ledger<'a> {
             session_id = self.session.id,
             action_index = self.action_index,
             records_us = micros(started),
+            frame_store_us,
+            event_logs_us,
             evidence_receipt_us,
             cache_commit_us = micros(commit_started),
             "action timing: delivered"

@@ -154,7 +154,11 @@ impl Inner {
         session.reset_request_id = Some(request.request_id);
         // The session row is rewritten by every action: it caches the reset without the
         // screenshot bytes, which live in the frame file (see `frames`).
-        frames::store(&session_dir, &response.screenshot, &handoff.frame.png)?;
+        frames::store(
+            &session_dir,
+            response.screenshot.sequence,
+            &handoff.frame.png,
+        )?;
         evidence::screenshot(self.evidence(), &session, sequence, &handoff.frame.png)?;
         let mut stored = response.clone();
         stored.screenshot.png_base64 = String::new();

@@ -114,8 +114,10 @@ impl X11Session {
             let sent_any = injector.sent_any();
             (injected, sent_any, injector.into_events())
         };
+        let injected_us = input_started.elapsed().as_micros();
         let restored = self.keymap.restore(&self.conn);
         let released = self.release_held();
+        let released_us = input_started.elapsed().as_micros();
         let input_ms = millis(input_started.elapsed());
         let classify = |error: X11Error| {
             if sent_any {
@@ -219,14 +221,17 @@ impl X11Session {
             }
         };
         self.capturer.recycle(before);
+        // Microseconds: the parts outside the settle wait are each about a millisecond.
         tracing::debug!(
-            focus_before_ms = millis(focused - started),
-            capture_before_ms = millis(input_started - focused),
+            checks_before_us = (focused - started).as_micros(),
+            capture_before_us = (input_started - focused).as_micros(),
+            inject_us = injected_us,
+            release_held_us = released_us.saturating_sub(injected_us),
             input_ms,
             settle_ms = millis(settled_at - input_started).saturating_sub(input_ms),
             wait_ms = settle.wait_ms,
-            focus_after_ms = millis(refocused - settled_at),
-            compare_and_encode_ms = millis(refocused.elapsed()),
+            focus_after_us = (refocused - settled_at).as_micros(),
+            compare_and_encode_us = refocused.elapsed().as_micros(),
             total_ms = millis(started.elapsed()),
             "executed action"
         );

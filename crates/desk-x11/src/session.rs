@@ -19,10 +19,13 @@ use crate::held::Held;
 use crate::keymap::Keymap;
 use crate::window::{Atoms, Windows};
 
-/// How often a non-empty held set is re-read before releasing.
-const HELD_RECHECKS: u32 = 25;
-/// Interval between those re-reads.
-const HELD_RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a non-empty held set is re-read before what is still held is released: XTEST input
+/// is queued, so the release an action just sent may not show in the first read.
+const HELD_RECHECK_BUDGET: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest pause between those re-reads. The first re-read follows at once (a read is a
+/// round trip, before which the server has usually processed the queued input), then the
+/// pauses double from 100 µs up to this.
+const HELD_RECHECK_MAX_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The app whose window `await_app` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,12 +245,15 @@ impl X11Session {
     /// so a non-empty answer is re-read a few times before anything is released.
     pub fn release_held(&mut self) -> Result<Vec<String>, X11Error> {
         let mut held = Held::query(&self.conn, self.root)?;
-        for _ in 0..HELD_RECHECKS {
-            if held.is_empty() {
-                break;
-            }
-            std::thread::sleep(HELD_RECHECK_INTERVAL);
+        let deadline = std::time::Instant::now() + HELD_RECHECK_BUDGET;
+        let mut pause = std::time::Duration::ZERO;
+        while !held.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(pause);
             held = Held::query(&self.conn, self.root)?;
+            pause = (pause * 2).clamp(
+                std::time::Duration::from_micros(100),
+                HELD_RECHECK_MAX_PAUSE,
+            );
         }
         let names = held.names(&self.keymap);
         if !held.is_empty() {
