@@ -48,6 +48,7 @@ mod reset;
 mod routes;
 mod serve;
 mod session;
+mod shot_json;
 mod status;
 mod store;
 mod tls;

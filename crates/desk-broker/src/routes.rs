@@ -26,6 +26,7 @@ use crate::error::BrokerError;
 use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody, SessionId};
 use crate::metrics::operation;
 use crate::openapi::OPENAPI_JSON;
+use crate::shot_json::ShotJson;
 use crate::watch::StatusWait;
 
 /// Every route as `(method, path)`, in axum path syntax.
@@ -62,6 +63,8 @@ pub const ROUTES: &[(&str, &str)] = &[
 const ERROR_BODY_PEEK_BYTES: usize = 64 * 1024;
 
 type ApiResult<T> = Result<Json<T>, BrokerError>;
+/// An answer carrying a screenshot, its base64 copied rather than escaped (`shot_json.rs`).
+type ShotResult<T> = Result<ShotJson<T>, BrokerError>;
 
 async fn lease(
     State(broker): State<Broker>,
@@ -74,24 +77,24 @@ async fn reset(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
     ApiJson(request): ApiJson<ResetRequest>,
-) -> ApiResult<desk_contract::api::ResetResponse> {
-    broker.reset(&id, request).await.map(Json)
+) -> ShotResult<desk_contract::api::ResetResponse> {
+    broker.reset(&id, request).await.map(ShotJson)
 }
 
 async fn screenshot(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
-) -> ApiResult<desk_contract::api::Screenshot> {
-    broker.screenshot(&id).await.map(Json)
+) -> ShotResult<desk_contract::api::Screenshot> {
+    broker.screenshot(&id).await.map(ShotJson)
 }
 
 async fn execute(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
     body: ActionBody,
-) -> ApiResult<desk_contract::api::ActionResponse> {
+) -> ShotResult<desk_contract::api::ActionResponse> {
     match body {
-        ActionBody::Parsed(request) => broker.execute(&id, request).await.map(Json),
+        ActionBody::Parsed(request) => broker.execute(&id, request).await.map(ShotJson),
         ActionBody::Refused { request_id, error } => {
             Err(broker.refused_action(&id, request_id, error).await)
         }
@@ -198,8 +201,8 @@ async fn program(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
     ProgramBody(request): ProgramBody,
-) -> ApiResult<desk_contract::control::ProgramResponse> {
-    broker.execute_program(&id, request).await.map(Json)
+) -> ShotResult<desk_contract::control::ProgramResponse> {
+    broker.execute_program(&id, request).await.map(ShotJson)
 }
 
 async fn control_status(
@@ -229,8 +232,8 @@ async fn zoom(
     State(broker): State<Broker>,
     SessionId(id): SessionId,
     ApiJson(request): ApiJson<desk_contract::control::ZoomRequest>,
-) -> ApiResult<desk_contract::api::Screenshot> {
-    broker.zoom(&id, request).await.map(Json)
+) -> ShotResult<desk_contract::api::Screenshot> {
+    broker.zoom(&id, request).await.map(ShotJson)
 }
 
 async fn stop(

@@ -6,10 +6,10 @@
 //! used; each counts as a refused action); a program stops at its refused step with the steps
 //! before it submitted; the same input beside the window, or with the focus given back, works.
 
-use desk_client::ClientError;
+use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
 use desk_contract::control::ProgramRequest;
-use serde_json::json;
+use serde_json::{Value, json};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, InputFocus, WindowClass};
 use x11rb::{COPY_DEPTH_FROM_PARENT, CURRENT_TIME};
@@ -27,6 +27,18 @@ fn refused_off_app(result: Result<impl std::fmt::Debug, ClientError>, what: &str
             body.message
         ),
         other => panic!("{what} must be refused with destination_not_app: {other:?}"),
+    }
+}
+
+/// Sends each `(request_id, action, what)` at action index `index`: each must be refused.
+async fn refused_all<const N: usize>(
+    client: &Client,
+    session: &str,
+    index: u64,
+    cases: [(&str, Value, &str); N],
+) {
+    for (request_id, action, what) in cases {
+        refused_off_app(act(client, session, request_id, index, action).await, what);
     }
 }
 
@@ -67,21 +79,19 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
     let logged = probe_events(&log).len();
 
     let click = |x: u32, y: u32| json!({"type": "click", "x": x, "y": y, "intent": "click"});
-    refused_off_app(
-        act(&client, &session, "on-foreign", 0, click(150, 150)).await,
-        "a click on the foreign window",
-    );
     let drag = json!({"type": "drag", "path": [{"x": 500, "y": 400}, {"x": 150, "y": 150}],
                       "duration_ms": 50, "intent": "drag into it"});
-    refused_off_app(
-        act(&client, &session, "drag-in", 0, drag).await,
-        "a drag that ends on the foreign window",
-    );
     let hover = json!({"type": "move", "x": 120, "y": 120, "intent": "hover"});
-    refused_off_app(
-        act(&client, &session, "hover", 0, hover).await,
-        "a move onto the foreign window",
-    );
+    let pointer = [
+        (
+            "on-foreign",
+            click(150, 150),
+            "a click on the foreign window",
+        ),
+        ("drag-in", drag, "a drag that ends on the foreign window"),
+        ("hover", hover, "a move onto the foreign window"),
+    ];
+    refused_all(&client, &session, 0, pointer).await;
     // The same click beside it reaches the app.
     act(&client, &session, "beside", 0, click(500, 400))
         .await
@@ -91,44 +101,31 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
     conn.warp_pointer(x11rb::NONE, root, 0, 0, 0, 0, 150, 150)
         .unwrap();
     conn.get_input_focus().unwrap().reply().unwrap();
-    refused_off_app(
-        act(
-            &client,
-            &session,
-            "scroll",
-            1,
-            json!({"type": "scroll", "dy": 3, "intent": "scroll"}),
-        )
-        .await,
+    let scroll = json!({"type": "scroll", "dy": 3, "intent": "scroll"});
+    let scroll = [(
+        "scroll",
+        scroll,
         "a scroll with the pointer on the foreign window",
-    );
+    )];
+    refused_all(&client, &session, 1, scroll).await;
 
     // The foreign window takes the keyboard focus: keys and text would go to it.
     conn.set_input_focus(InputFocus::PARENT, foreign, CURRENT_TIME)
         .unwrap();
     conn.get_input_focus().unwrap().reply().unwrap();
-    refused_off_app(
-        act(
-            &client,
-            &session,
+    let keyboard = [
+        (
             "keys",
-            1,
             json!({"type": "key", "keys": ["a"], "intent": "key"}),
-        )
-        .await,
-        "a key with the focus on the foreign window",
-    );
-    refused_off_app(
-        act(
-            &client,
-            &session,
+            "a key with the focus on the foreign window",
+        ),
+        (
             "text",
-            1,
             json!({"type": "type", "text": "q", "intent": "text"}),
-        )
-        .await,
-        "text with the focus on the foreign window",
-    );
+            "text with the focus on the foreign window",
+        ),
+    ];
+    refused_all(&client, &session, 1, keyboard).await;
     // A program: its move runs (a click would give the app the focus back: the window manager
     // focuses on click), its text is refused there, and nothing after it runs.
     let program: ProgramRequest = serde_json::from_value(json!({
