@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use desk_contract::ErrorCode;
-use desk_contract::api::{ActionResponse, Screenshot};
+use desk_contract::api::ActionResponse;
 use desk_contract::control::ProgramResponse;
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
@@ -29,7 +29,7 @@ use desk_desktop::BackendError;
 use crate::broker::Inner;
 use crate::error::BrokerError;
 use crate::evidence::{self, ActionEnd};
-use crate::frames;
+use crate::frames::{self, CarriesShot};
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::session::{Failure, Lifecycle};
@@ -41,11 +41,7 @@ fn micros(since: Instant) -> u64 {
 
 /// The answer to an accepted request (a single action's or a program's), as the ledger
 /// stores and caches it.
-pub(crate) trait Answer: serde::Serialize + Clone {
-    /// The screenshot it hands out.
-    fn screenshot(&self) -> Option<&Screenshot>;
-    /// The same, to drop its bytes from the cached copy.
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot>;
+pub(crate) trait Answer: CarriesShot + Clone {
     /// Where failed observations are named.
     fn observation_failures(&mut self) -> &mut Vec<String>;
     /// Marks a replayed answer.
@@ -53,12 +49,6 @@ pub(crate) trait Answer: serde::Serialize + Clone {
 }
 
 impl Answer for ActionResponse {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        self.screenshot.as_ref()
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
     fn observation_failures(&mut self) -> &mut Vec<String> {
         &mut self.receipt.observation_failures
     }
@@ -68,12 +58,6 @@ impl Answer for ActionResponse {
 }
 
 impl Answer for ProgramResponse {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        self.screenshot.as_ref()
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
     fn observation_failures(&mut self) -> &mut Vec<String> {
         &mut self.receipt.observation_failures
     }

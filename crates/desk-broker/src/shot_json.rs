@@ -10,11 +10,9 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use desk_contract::api::{ActionResponse, ResetResponse, Screenshot};
-use desk_contract::control::ProgramResponse;
-use serde::Serialize;
 
 use crate::error::BrokerError;
+use crate::frames::CarriesShot;
 
 /// The field as it appears, empty, in the serialized answer.
 const EMPTY_PNG_FIELD: &[u8] = br#""png_base64":"""#;
@@ -22,40 +20,11 @@ const EMPTY_PNG_FIELD: &[u8] = br#""png_base64":"""#;
 /// An answer whose screenshot (if any) is serialized by copying its base64.
 pub(crate) struct ShotJson<T>(pub(crate) T);
 
-/// An answer type with at most one screenshot.
-pub(crate) trait CarriesShot: Serialize {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot>;
-}
-
-impl CarriesShot for Screenshot {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(self)
-    }
-}
-
-impl CarriesShot for ActionResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
-}
-
-impl CarriesShot for ProgramResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
-}
-
-impl CarriesShot for ResetResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(&mut self.screenshot)
-    }
-}
-
 /// The JSON of `answer`, its base64 copied into place.
 pub(crate) fn to_vec(mut answer: impl CarriesShot) -> Result<Vec<u8>, BrokerError> {
     let serialize = BrokerError::json("serialize an answer");
     let png = answer
-        .shot_mut()
+        .screenshot_mut()
         .map(|shot| std::mem::take(&mut shot.png_base64))
         .unwrap_or_default();
     let json = serde_json::to_vec(&answer).map_err(serialize)?;
@@ -89,6 +58,9 @@ impl<T: CarriesShot> IntoResponse for ShotJson<T> {
 
 #[cfg(test)]
 mod tests {
+    use desk_contract::api::Screenshot;
+    use serde::Serialize;
+
     use super::*;
 
     fn shot(png_base64: &str, sha256: &str) -> Screenshot {
@@ -123,7 +95,10 @@ mod tests {
     }
 
     impl CarriesShot for Noted {
-        fn shot_mut(&mut self) -> Option<&mut Screenshot> {
+        fn screenshot(&self) -> Option<&Screenshot> {
+            Some(&self.shot)
+        }
+        fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
             Some(&mut self.shot)
         }
     }

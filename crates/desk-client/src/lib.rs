@@ -331,6 +331,19 @@ impl Client {
         }
     }
 
+    /// `POST /v1/sessions/{id}<suffix>` with `body` as JSON, for `operation`.
+    async fn post_session<B: Serialize, T: DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        session_id: &str,
+        suffix: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        let path = session_path(operation, session_id, suffix)?;
+        let body = Self::json(operation, body)?;
+        self.call(operation, Method::POST, &path, Some(body)).await
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         operation: &'static str,
@@ -403,9 +416,8 @@ impl Client {
         session_id: &str,
         request: &ResetRequest,
     ) -> Result<ResetResponse, ClientError> {
-        let path = session_path("reset", session_id, "/reset")?;
-        let body = Self::json("reset", request)?;
-        self.call("reset", Method::POST, &path, Some(body)).await
+        self.post_session("reset", session_id, "/reset", request)
+            .await
     }
 
     /// `GET /v1/sessions/{id}/screenshot`.
@@ -420,9 +432,7 @@ impl Client {
         session_id: &str,
         request: &ActionRequest,
     ) -> Result<ActionResponse, ClientError> {
-        let path = session_path("execute_action", session_id, "/actions")?;
-        let body = Self::json("execute_action", request)?;
-        self.call("execute_action", Method::POST, &path, Some(body))
+        self.post_session("execute_action", session_id, "/actions", request)
             .await
     }
 
@@ -433,9 +443,7 @@ impl Client {
         session_id: &str,
         body: &serde_json::Value,
     ) -> Result<ActionResponse, ClientError> {
-        let path = session_path("execute_action", session_id, "/actions")?;
-        let body = Self::json("execute_action", body)?;
-        self.call("execute_action", Method::POST, &path, Some(body))
+        self.post_session("execute_action", session_id, "/actions", body)
             .await
     }
 
@@ -446,9 +454,7 @@ impl Client {
         session_id: &str,
         request: &desk_contract::control::ProgramRequest,
     ) -> Result<desk_contract::control::ProgramResponse, ClientError> {
-        let path = session_path("execute_program", session_id, "/programs")?;
-        let body = Self::json("execute_program", request)?;
-        self.call("execute_program", Method::POST, &path, Some(body))
+        self.post_session("execute_program", session_id, "/programs", request)
             .await
     }
 
@@ -467,9 +473,7 @@ impl Client {
         session_id: &str,
         claim: &desk_contract::control::ControlClaim,
     ) -> Result<desk_contract::control::ControlStatus, ClientError> {
-        let path = session_path("claim_control", session_id, "/control")?;
-        let body = Self::json("claim_control", claim)?;
-        self.call("claim_control", Method::POST, &path, Some(body))
+        self.post_session("claim_control", session_id, "/control", claim)
             .await
     }
 
@@ -479,9 +483,7 @@ impl Client {
         session_id: &str,
         claim: &desk_contract::control::ControlClaim,
     ) -> Result<desk_contract::control::ControlStatus, ClientError> {
-        let path = session_path("restart_control", session_id, "/control/restart")?;
-        let body = Self::json("restart_control", claim)?;
-        self.call("restart_control", Method::POST, &path, Some(body))
+        self.post_session("restart_control", session_id, "/control/restart", claim)
             .await
     }
 
@@ -491,9 +493,8 @@ impl Client {
         session_id: &str,
         request: &desk_contract::control::StopRequest,
     ) -> Result<desk_contract::control::StopResponse, ClientError> {
-        let path = session_path("stop", session_id, "/stop")?;
-        let body = Self::json("stop", request)?;
-        self.call("stop", Method::POST, &path, Some(body)).await
+        self.post_session("stop", session_id, "/stop", request)
+            .await
     }
 
     /// `POST /v1/sessions/{id}/zoom`.
@@ -502,9 +503,8 @@ impl Client {
         session_id: &str,
         request: &desk_contract::control::ZoomRequest,
     ) -> Result<desk_contract::api::Screenshot, ClientError> {
-        let path = session_path("zoom", session_id, "/zoom")?;
-        let body = Self::json("zoom", request)?;
-        self.call("zoom", Method::POST, &path, Some(body)).await
+        self.post_session("zoom", session_id, "/zoom", request)
+            .await
     }
 
     /// `GET /v1/capabilities`.

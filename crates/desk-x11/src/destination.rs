@@ -16,7 +16,7 @@ use desk_contract::desktop::FocusFacts;
 use desk_contract::geometry::ScreenPoint;
 use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
-use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, Window};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, GetPropertyReply, Window};
 
 use crate::error::X11Error;
 use crate::session::X11Session;
@@ -148,9 +148,7 @@ impl X11Session {
             }
             let mut next = Vec::new();
             for (owner, tree) in asked {
-                if let Ok(owner) = owner.reply()
-                    && owner.value32().and_then(|mut values| values.next()) == Some(pid)
-                {
+                if owner.reply().is_ok_and(|owner| owned_by(&owner, pid)) {
                     return Ok(true);
                 }
                 if let Ok(tree) = tree.reply() {
@@ -181,13 +179,18 @@ impl X11Session {
                 // The focused window vanished while being read: not the app's.
                 return Ok(false);
             };
-            if owner.value32().and_then(|mut values| values.next()) == Some(pid) {
+            if owned_by(&owner, pid) {
                 return Ok(true);
             }
             window = tree.parent;
         }
         Ok(false)
     }
+}
+
+/// Whether a `_NET_WM_PID` reply names `pid`.
+fn owned_by(owner: &GetPropertyReply, pid: u32) -> bool {
+    owner.value32().and_then(|mut values| values.next()) == Some(pid)
 }
 
 fn refused(message: String) -> WorkerFailure {

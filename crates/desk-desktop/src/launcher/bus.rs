@@ -60,16 +60,7 @@ impl LocalDesktop {
             return Ok(());
         }
         let host_socket = self.run_dir.join(SESSION_BUS_FILE);
-        match std::fs::remove_file(&host_socket) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(BackendError::Spawn {
-                    what: format!("stale bus socket {}", host_socket.display()),
-                    source,
-                });
-            }
-        }
+        super::records::remove_stale_socket(&host_socket, "bus socket")?;
         let address = format!("unix:path={socket}");
         let mut env = self.x_client_env();
         // The AT-SPI bus socket goes below the run directory, not the home directory.

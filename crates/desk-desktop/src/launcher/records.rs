@@ -182,3 +182,16 @@ fn remove_display_file(path: &Path) {
         }
     }
 }
+
+/// Removes a socket file a previous desktop of the session left at `path` (`what` names it in
+/// the error); a missing one is fine.
+pub(crate) fn remove_stale_socket(path: &Path, what: &str) -> Result<(), crate::BackendError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(crate::BackendError::Spawn {
+            what: format!("stale {what} {}", path.display()),
+            source,
+        }),
+    }
+}

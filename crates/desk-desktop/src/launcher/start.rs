@@ -14,7 +14,9 @@ use desk_contract::worker::{
     WORKER_PROTOCOL_VERSION, WORKER_SOCKET_ENV, WORKER_WAIT_WM_ENV, WorkerOp, WorkerValue,
 };
 
-use super::records::{DesktopRecord, RecordedProcess, start_ticks, write_atomically};
+use super::records::{
+    DesktopRecord, RecordedProcess, remove_stale_socket, start_ticks, write_atomically,
+};
 use super::{
     LocalDesktop, Supervised, WM_TIMEOUT, WORKER_ENV_ALLOWLIST, WORKER_SOCKET_FILE, WORKER_TIMEOUT,
     XAUTHORITY_FILE, XVFB_START_TIMEOUT, connect_in, log_file, log_tail, pin_openbox_config,
@@ -188,16 +190,7 @@ impl LocalDesktop {
             ));
         }
         let socket = self.run_dir.join(WORKER_SOCKET_FILE);
-        match std::fs::remove_file(&socket) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(BackendError::Spawn {
-                    what: format!("stale worker socket {}", socket.display()),
-                    source,
-                });
-            }
-        }
+        remove_stale_socket(&socket, "worker socket")?;
         let log = log_file(&self.config.session_dir.log_file("worker"))?;
         // A short socket path whatever the state directory: fixed inside the sandbox, relative
         // to the worker's working directory without it.
