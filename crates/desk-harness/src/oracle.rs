@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 
+use desk_cad::generate3d::PartTask;
 use desk_cad::model::{DimKind, Entity, Geometry, Model, Point};
 use desk_contract::DisplaySize;
 use serde_json::{Value, json};
@@ -301,6 +302,18 @@ impl OracleAgent {
         }
     }
 
+    /// An oracle for a 3D task: the FreeCAD recipe of [`freecad::part_batches`], or
+    /// [`OracleAgent::unsolved`] when the recipe cannot make the part.
+    pub fn for_part(part: &PartTask) -> Self {
+        match freecad::part_batches(part) {
+            Ok(batches) => Self {
+                batches: batches.into(),
+                unsolved: None,
+            },
+            Err(reason) => Self::unsolved(&format!("the FreeCAD recipe cannot make {reason}")),
+        }
+    }
+
     /// An oracle for a task it has no recipe for: it fails at start with `reason` and sends
     /// nothing, so the rollout ends `agent_failed` and the untouched attempt is judged as it is
     /// (never a made-up score).
@@ -364,6 +377,8 @@ impl Agent for OracleAgent {
         })
     }
 }
+
+mod freecad;
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use desk_cad::{Gold, Task, load_task_gold, load_task_list};
+use desk_cad::corpus::GeneratedPart;
+use desk_cad::{
+    CorpusVersion, Gold, Task, generate_corpus_version, load_task_gold, load_task_list,
+};
 use desk_client::Client;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -122,11 +125,13 @@ pub struct Summary {
     pub run: RunInfo,
 }
 
-/// The oracle factory: reads each task's gold from `gold_dir`. A 3D task gets the oracle
-/// without a script ([`OracleAgent::unsolved`]): no FreeCAD GUI recipe is scripted yet.
+/// The oracle factory: reads each task's gold from `gold_dir`. A 3D task's oracle follows the
+/// FreeCAD recipe for the part the corpus generator made for that task id; the task's prompt
+/// must be the generator's, else the oracle fails at start rather than build another part.
 pub fn oracle_factory(
     gold_dir: PathBuf,
 ) -> impl FnMut(&Task) -> Result<Box<dyn Agent>, AgentError> {
+    let mut parts: Option<Vec<GeneratedPart>> = None;
     move |task: &Task| {
         let gold = load_task_gold(&gold_dir, task).map_err(|error| AgentError {
             agent: "oracle".to_owned(),
@@ -134,9 +139,19 @@ pub fn oracle_factory(
         })?;
         Ok(match gold {
             Gold::Drawing(model) => Box::new(OracleAgent::new(&model)) as Box<dyn Agent>,
-            Gold::Part(_) => Box::new(OracleAgent::unsolved(
-                "the oracle has no FreeCAD GUI recipe for 3D tasks yet",
-            )),
+            Gold::Part(_) => {
+                let parts =
+                    parts.get_or_insert_with(|| generate_corpus_version(CorpusVersion::V2).1);
+                match parts
+                    .iter()
+                    .find(|item| item.task.id == task.id && item.task.prompt == task.prompt)
+                {
+                    Some(item) => Box::new(OracleAgent::for_part(&item.part)),
+                    None => Box::new(OracleAgent::unsolved(
+                        "the task is not a corpus v2 part the FreeCAD recipe knows",
+                    )),
+                }
+            }
         })
     }
 }
