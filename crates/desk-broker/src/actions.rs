@@ -116,10 +116,7 @@ impl Inner {
             revoked,
             ..
         } = ran;
-        let (_fence, killed) = self.killed_meanwhile(session_id);
-        if let Some(killed) = killed {
-            return Err(ledger.in_doubt(killed));
-        }
+        let ledger = ledger.fence_kills()?;
         let Some(step) = submitted.pop() else {
             return Err(BrokerError::Internal(
                 "an action ran without its step".to_string(),
@@ -166,26 +163,6 @@ impl Inner {
         let geometry = self.controls.geometry(session_id, dir, id, scope)?;
         let mapped = crate::program::to_screen(action, &geometry)?;
         Ok(validate_action(&mapped, display)?)
-    }
-
-    /// Fences off kills while an action's records are written (the guard, held until it is
-    /// dropped) and says whether a kill came while the action ran (its tombstone exists): then
-    /// the action is closed in doubt, writing no log row or frame, because the kill already
-    /// kept the session's logs and removed its directory; what reached the desktop before the
-    /// kill is unknown.
-    pub(crate) fn killed_meanwhile(
-        &self,
-        session_id: &str,
-    ) -> (Option<std::fs::File>, Option<desk_desktop::BackendError>) {
-        let layout = self.config.layout();
-        let fence = crate::kill::fence(&layout, session_id);
-        let killed = crate::kill::read_tombstone(&layout, session_id).map(|tombstone| {
-            desk_desktop::BackendError::OutcomeUnknown(format!(
-                "the session was killed while the action ran: {}",
-                tombstone.reason
-            ))
-        });
-        (fence, killed)
     }
 
     /// The session's directory must exist before any input: without it the action's frame and

@@ -22,6 +22,12 @@
 //! reconciler and the watchdog, every round) takes the lock, checks the spool again under it and
 //! does steps (2) to (5), so the receipt is written exactly once. What the kill reads of a
 //! session without the broker (the store opened read-only) is in `kill/facts.rs`.
+//!
+//! The kill lock (`kill/lock.rs`) outlives a kill, and the broker's fence creates it for every
+//! session that acts. A killed session keeps its lock file and its tombstone for good. Release
+//! removes the lock file of a session that was never killed, once the session is stored
+//! `released`: under the lock, taken exclusively without waiting, and only when no tombstone
+//! exists; a held lock (a kill under way) or a tombstone leaves it.
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -39,9 +45,11 @@ use crate::workspace::{self, WorkspaceState};
 
 mod facts;
 mod keep;
+mod lock;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
-pub(crate) use keep::fence;
+use lock::kill_lock;
+pub(crate) use lock::{fence, remove_at_release};
 
 /// How long a kill waits for the killed processes to be gone before it records what is left.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -182,37 +190,6 @@ fn new_record_id() -> Result<String, BrokerError> {
     getrandom::fill(&mut bytes)
         .map_err(|error| BrokerError::Internal(format!("failed to draw a record id: {error}")))?;
     Ok(format!("kill-{}", hex::encode(bytes)))
-}
-
-/// Takes session `id`'s kill lock: waits for a kill of it under way (a few seconds at most)
-/// with `blocking`, else `Ok(None)` when it is held.
-fn kill_lock(
-    state: &StateDir,
-    id: &str,
-    blocking: bool,
-) -> Result<Option<std::fs::File>, BrokerError> {
-    create_private_dir(&state.kills())?;
-    let path = state.kill_lock(id);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(BrokerError::io("open the kill lock", &path))?;
-    if blocking {
-        file.lock()
-            .map_err(BrokerError::io("take the kill lock", &path))?;
-        return Ok(Some(file));
-    }
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(error)) => {
-            Err(BrokerError::io("take the kill lock", &path)(error))
-        }
-    }
 }
 
 /// The record ids of every receipt in the spool, each verified.

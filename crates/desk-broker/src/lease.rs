@@ -231,6 +231,8 @@ impl Inner {
         }
         session.lifecycle = released;
         self.store.save_session(&session)?;
+        // After the row says `released`: a kill that comes now refuses it.
+        crate::kill::remove_at_release(&layout, session_id);
         drop(runtime);
         self.forget_slot(session_id);
         tracing::info!(session_id, expired, "session released");

@@ -12,7 +12,9 @@
 //! then `unknown` and the session `error`). Once input was delivered the action counts: a failed
 //! frame file (step 4, `frame_store`), event-log write (step 5, `event_log`) or evidence receipt
 //! (step 6, `evidence`) is an observation failure named in the receipt's `observation_failures`,
-//! and the session continues. Exactly-once rests on the journal (step 7), not on the evidence:
+//! and the session continues. Before its records are written the ledger fences off kills
+//! ([`Ledger::fence_kills`]): an action a kill cut is closed in doubt without new records.
+//! Exactly-once rests on the journal (step 7), not on the evidence:
 //! an identical retry replays the cached response and sends nothing. A frame that could not be
 //! stored is cached inside the journal row instead, so the replay still carries it; an action
 //! whose receipt could not be written stays open in the evidence chain (accepted, never closed).
@@ -82,6 +84,9 @@ pub(crate) struct Ledger<'a> {
     inner: &'a Inner,
     session: SessionRow,
     action_index: u64,
+    /// The shared hold on the session's kill lock from [`Ledger::fence_kills`], released with
+    /// the ledger.
+    fence: Option<std::fs::File>,
 }
 
 impl<'a> Ledger<'a> {
@@ -117,6 +122,7 @@ impl<'a> Ledger<'a> {
             inner,
             session,
             action_index,
+            fence: None,
         };
         if let Err(error) = evidence::action_accepted(
             inner.evidence(),
@@ -224,6 +230,23 @@ impl<'a> Ledger<'a> {
             if !failures.iter().any(|name| name == "event_log") {
                 failures.push("event_log".to_string());
             }
+        }
+    }
+
+    /// Fences off kills until the ledger is closed (a shared hold on the kill lock,
+    /// `kill::fence`), then refuses when a kill came while the action ran (its tombstone
+    /// exists): the action is then closed in doubt, writing no log row or frame, because the
+    /// kill already kept the session's logs and removed its directory; what reached the
+    /// desktop before the kill is unknown. Called before an action's records are written.
+    pub(crate) fn fence_kills(mut self) -> Result<Ledger<'a>, BrokerError> {
+        let layout = self.inner.config.layout();
+        self.fence = crate::kill::fence(&layout, &self.session.id);
+        match crate::kill::read_tombstone(&layout, &self.session.id) {
+            None => Ok(self),
+            Some(tombstone) => Err(self.in_doubt(BackendError::OutcomeUnknown(format!(
+                "the session was killed while the action ran: {}",
+                tombstone.reason
+            )))),
         }
     }
 

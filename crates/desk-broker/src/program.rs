@@ -145,10 +145,7 @@ impl Inner {
                 }),
                 Err(error) if error.input_may_have_been_sent() => {
                     // After a kill the logs are the kill's (kept, then removed): no row is added.
-                    let (_fence, killed) = self.killed_meanwhile(&session_id);
-                    if let Some(killed) = killed {
-                        return Err(ledger.in_doubt(killed));
-                    }
+                    let ledger = ledger.fence_kills()?;
                     let mut failures = Vec::new();
                     for step in &submitted {
                         ledger.log_step(&step.outcome, step.step_index, &mut failures);
@@ -298,10 +295,7 @@ impl Inner {
             failing,
             revoked,
         } = ran;
-        let (_fence, killed) = self.killed_meanwhile(session_id);
-        if let Some(killed) = killed {
-            return Err(ledger.in_doubt(killed));
-        }
+        let ledger = ledger.fence_kills()?;
         let Some(last) = submitted.pop() else {
             return Err(BrokerError::Internal(
                 "a program ran without a step".to_string(),

@@ -64,31 +64,3 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<(), BrokerError> {
         .and_then(|()| std::fs::rename(&staged, path))
         .map_err(BrokerError::io("keep a killed session's log", path))
 }
-
-/// A shared hold on session `id`'s kill lock, taken by the broker while it writes the records
-/// of an action that has run (log rows, frame, receipt): a kill (which holds the lock
-/// exclusively from before its tombstone until its receipt is spooled) waits for those few
-/// milliseconds, and a broker that finds a kill under way waits for it and then sees its
-/// tombstone. `None` (logged) when the lock cannot be opened: the broker then goes on
-/// unfenced, as before the fence existed.
-pub(crate) fn fence(state: &StateDir, id: &str) -> Option<std::fs::File> {
-    let path = state.kill_lock(id);
-    let held = super::create_private_dir(&state.kills()).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|file| file.lock_shared().map(|()| file))
-            .map_err(BrokerError::io("hold the kill lock", &path))
-    });
-    match held {
-        Ok(file) => Some(file),
-        Err(error) => {
-            tracing::error!(session_id = id, %error, "cannot fence the kill lock");
-            None
-        }
-    }
-}

@@ -1,7 +1,8 @@
 //! The kill path's gaps on fake desktops: a kill whose killer died after its tombstone is
 //! finished by the reconciler with exactly one receipt; every refused action is a signed
 //! denial record carrying the refused-action count; a failed session's workspace is `stopped`
-//! (directory kept) until release proves its removal.
+//! (directory kept) until release proves its removal; release removes the kill lock of a
+//! session never killed, and only of such a session.
 
 use axum::http::StatusCode;
 use desk_broker::kill::Tombstone;
@@ -191,4 +192,84 @@ async fn a_failed_sessions_workspace_is_stopped_until_release_destroys_it() {
     // workspace directory) removed.
     harness.broker.reconcile().await.unwrap();
     assert_eq!(harness.status(&id).await["workspace_state"], "destroyed");
+}
+
+fn kill_files(harness: &Harness, id: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let kills = harness.dir.path().join("kills");
+    (
+        kills.join(format!("{id}.lock")),
+        kills.join(format!("{id}.json")),
+    )
+}
+
+#[tokio::test]
+async fn release_removes_the_kill_lock_of_a_session_never_killed() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (lock, tombstone) = kill_files(&harness, &id);
+    assert!(
+        lock.exists(),
+        "the action's records were written under the fence"
+    );
+    let (status, body) = harness
+        .call("DELETE", &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!lock.exists(), "release removed the lock");
+    assert!(!tombstone.exists());
+}
+
+#[tokio::test]
+async fn release_leaves_a_kill_lock_that_is_held() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (lock, _) = kill_files(&harness, &id);
+    // What a kill under way holds (a second open file description conflicts with it).
+    let held = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+    held.lock().unwrap();
+    let (status, body) = harness
+        .call("DELETE", &format!("/v1/sessions/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(lock.exists(), "a held lock is left");
+}
+
+#[tokio::test]
+async fn a_killed_session_keeps_its_tombstone_and_its_lock() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = harness
+        .call(
+            "POST",
+            &format!("/v1/sessions/{id}/kill"),
+            Some(json!({"reason": "operator: test"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let released = harness.broker.release(&id).await.unwrap();
+    assert!(!released.released_now, "a killed session is not released");
+    let (lock, tombstone) = kill_files(&harness, &id);
+    assert!(tombstone.exists());
+    assert!(lock.exists());
+}
+
+#[tokio::test]
+async fn release_leaves_the_lock_when_a_tombstone_exists() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    // A kill landed that the broker has not applied yet (the reaper releases first).
+    let (lock, tombstone) = kill_files(&harness, &id);
+    std::fs::write(&tombstone, b"{}").unwrap();
+    let released = harness.broker.release(&id).await.unwrap();
+    assert!(released.released_now);
+    assert!(lock.exists(), "a tombstone keeps the lock");
+    assert!(tombstone.exists());
 }

@@ -10,9 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use std::os::unix::process::CommandExt;
-
-use super::{LocalDesktop, log_file};
+use super::LocalDesktop;
 use crate::error::BackendError;
 use crate::sandbox::INSIDE_RUN_DIR;
 
@@ -76,28 +74,21 @@ impl LocalDesktop {
         .iter()
         .map(|arg| arg.to_string())
         .collect();
-        let log = log_file(&self.config.session_dir.log_file("session-bus"))?;
-        let mut command = self.desktop_command(&argv, None, &env)?;
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .process_group(0);
-        self.spawn("session_bus", command)?;
+        self.spawn_logged(
+            "session_bus",
+            "session-bus",
+            &argv,
+            None,
+            &env,
+            Stdio::null(),
+        )?;
         wait_for_socket(&host_socket)?;
         env.push(("DBUS_SESSION_BUS_ADDRESS".to_string(), address));
         let argv = vec![
             AT_SPI_BUS_LAUNCHER.to_string(),
             "--launch-immediately".to_string(),
         ];
-        let log = log_file(&self.config.session_dir.log_file("a11y-bus"))?;
-        let mut command = self.desktop_command(&argv, None, &env)?;
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .process_group(0);
-        self.spawn("a11y_bus", command)?;
+        self.spawn_logged("a11y_bus", "a11y-bus", &argv, None, &env, Stdio::null())?;
         Ok(())
     }
 }

@@ -92,15 +92,15 @@ impl LocalDesktop {
                 None => self.config.session_dir.path().to_path_buf(),
             };
             let argv = pin_openbox_config(argv, &dir)?;
-            let log = log_file(&self.config.session_dir.log_file("window-manager"))?;
             let env = self.x_client_env();
-            let mut command = self.desktop_command(&argv, None, &env)?;
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .process_group(0);
-            self.spawn("window_manager", command)?;
+            self.spawn_logged(
+                "window_manager",
+                "window-manager",
+                &argv,
+                None,
+                &env,
+                Stdio::null(),
+            )?;
         }
         self.start_a11y_bus()?;
         self.start_worker()
@@ -108,7 +108,6 @@ impl LocalDesktop {
 
     fn start_xvfb(&mut self) -> Result<(), BackendError> {
         let size = self.config.display;
-        let log = log_file(&self.config.session_dir.log_file("xvfb"))?;
         let argv: Vec<String> = [
             self.config.xvfb_program.as_str(),
             "-displayfd",
@@ -130,13 +129,7 @@ impl LocalDesktop {
         .map(|part| part.to_string())
         .collect();
         let env = vec![("PATH".to_string(), SAFE_PATH.to_string())];
-        let mut command = self.desktop_command(&argv, None, &env)?;
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .process_group(0);
-        let child = self.spawn("xvfb", command)?;
+        let child = self.spawn_logged("xvfb", "xvfb", &argv, None, &env, Stdio::piped())?;
         let stdout = child.stdout.take().ok_or_else(|| {
             BackendError::DesktopFailed("Xvfb stdout was not captured".to_string())
         })?;
@@ -191,7 +184,6 @@ impl LocalDesktop {
         }
         let socket = self.run_dir.join(WORKER_SOCKET_FILE);
         remove_stale_socket(&socket, "worker socket")?;
-        let log = log_file(&self.config.session_dir.log_file("worker"))?;
         // A short socket path whatever the state directory: fixed inside the sandbox, relative
         // to the worker's working directory without it.
         let (inside_socket, cwd) = match &self.sandbox {
@@ -211,13 +203,14 @@ impl LocalDesktop {
                 env.push((name.to_string(), value));
             }
         }
-        let mut command = self.desktop_command(&argv, cwd.as_deref(), &env)?;
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .process_group(0);
-        self.spawn("worker", command)?;
+        self.spawn_logged(
+            "worker",
+            "worker",
+            &argv,
+            cwd.as_deref(),
+            &env,
+            Stdio::null(),
+        )?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
         let stream = loop {
             match connect_in(&self.run_dir, WORKER_SOCKET_FILE) {
@@ -290,6 +283,29 @@ impl LocalDesktop {
             .child
             .as_mut()
             .ok_or_else(|| BackendError::DesktopFailed(format!("{role} was not started")))
+    }
+
+    /// Spawns `argv` as the desktop process `role` ([`LocalDesktop::desktop_command`]: inside
+    /// the sandbox when on, with exactly `env`, in `cwd`), in its own process group and recorded
+    /// ([`LocalDesktop::spawn`]): stdin from `/dev/null`, stdout to `stdout`, stderr to the
+    /// session's log file `log` (`<log>.log`, created anew before anything else).
+    pub(super) fn spawn_logged(
+        &mut self,
+        role: &'static str,
+        log: &str,
+        argv: &[String],
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+        stdout: Stdio,
+    ) -> Result<&mut Child, BackendError> {
+        let log = log_file(&self.config.session_dir.log_file(log))?;
+        let mut command = self.desktop_command(argv, cwd, env)?;
+        command
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(log)
+            .process_group(0);
+        self.spawn(role, command)
     }
 
     pub(super) fn record_processes(&self) {

@@ -11,7 +11,7 @@ use desk_contract::clipboard::ClipboardWriteRequest;
 use desk_evidence::SigningKey;
 use serde_json::{Value, json};
 
-use crate::probe::{act, leased_probe, of_type, probe_events};
+use crate::probe::{ProbeSession, act, leased_probe, of_type, probe_events};
 use crate::support::{Broker, xvfb_available};
 
 const POLICY: &str = r#"schema_version: deskbroker.workspace-policy.v1
@@ -156,17 +156,19 @@ async fn the_default_policy_refuses_the_clipboard_on_a_real_desktop() {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "clipboard-none").await;
+    let probe = ProbeSession::start("clipboard-none").await;
     refused_with(
-        client.clipboard_read(&session, None, None).await,
+        probe
+            .client
+            .clipboard_read(&probe.session, None, None)
+            .await,
         ErrorCode::ClipboardDisabled,
     );
     refused_with(
-        client.clipboard_write(&session, &write_request("x")).await,
+        probe
+            .client
+            .clipboard_write(&probe.session, &write_request("x"))
+            .await,
         ErrorCode::ClipboardDisabled,
     );
 }

@@ -15,8 +15,8 @@ use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, InputFocus, W
 use x11rb::{COPY_DEPTH_FROM_PARENT, CURRENT_TIME};
 
 use crate::escape_gui::open_display;
-use crate::probe::{act, leased_probe, of_type, probe_events, typed_text, wait_for_events};
-use crate::support::{Broker, xvfb_available};
+use crate::probe::{ProbeSession, act, of_type, probe_events, typed_text, wait_for_events};
+use crate::support::xvfb_available;
 
 fn refused_off_app(result: Result<impl std::fmt::Debug, ClientError>, what: &str) {
     match result {
@@ -47,12 +47,8 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
     if !xvfb_available() {
         return;
     }
-    let root_dir = tempfile::tempdir().unwrap();
-    let log = root_dir.path().join("probe.ndjson");
-    let broker = Broker::start(root_dir.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "destination").await;
-    let conn = open_display(&broker.session_dir(&session));
+    let probe = ProbeSession::start("destination").await;
+    let conn = open_display(&probe.broker.session_dir(&probe.session));
     let root = conn.setup().roots[0].root;
     let app_focus = conn.get_input_focus().unwrap().reply().unwrap().focus;
 
@@ -76,7 +72,7 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
     .unwrap();
     conn.map_window(foreign).unwrap();
     conn.get_input_focus().unwrap().reply().unwrap();
-    let logged = probe_events(&log).len();
+    let logged = probe_events(&probe.log).len();
 
     let click = |x: u32, y: u32| json!({"type": "click", "x": x, "y": y, "intent": "click"});
     let drag = json!({"type": "drag", "path": [{"x": 500, "y": 400}, {"x": 150, "y": 150}],
@@ -91,9 +87,9 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
         ("drag-in", drag, "a drag that ends on the foreign window"),
         ("hover", hover, "a move onto the foreign window"),
     ];
-    refused_all(&client, &session, 0, pointer).await;
+    refused_all(&probe.client, &probe.session, 0, pointer).await;
     // The same click beside it reaches the app.
-    act(&client, &session, "beside", 0, click(500, 400))
+    act(&probe.client, &probe.session, "beside", 0, click(500, 400))
         .await
         .expect("a click beside the foreign window reaches the app");
 
@@ -107,7 +103,7 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
         scroll,
         "a scroll with the pointer on the foreign window",
     )];
-    refused_all(&client, &session, 1, scroll).await;
+    refused_all(&probe.client, &probe.session, 1, scroll).await;
 
     // The foreign window takes the keyboard focus: keys and text would go to it.
     conn.set_input_focus(InputFocus::PARENT, foreign, CURRENT_TIME)
@@ -125,7 +121,7 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
             "text with the focus on the foreign window",
         ),
     ];
-    refused_all(&client, &session, 1, keyboard).await;
+    refused_all(&probe.client, &probe.session, 1, keyboard).await;
     // A program: its move runs (a click would give the app the focus back: the window manager
     // focuses on click), its text is refused there, and nothing after it runs.
     let program: ProgramRequest = serde_json::from_value(json!({
@@ -137,7 +133,11 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
         ]
     }))
     .unwrap();
-    let ran = client.program(&session, &program).await.unwrap();
+    let ran = probe
+        .client
+        .program(&probe.session, &program)
+        .await
+        .unwrap();
     assert_eq!(ran.receipt.submitted, 1, "{:?}", ran.receipt);
     let failing = ran
         .receipt
@@ -153,19 +153,19 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
     conn.destroy_window(foreign).unwrap();
     conn.get_input_focus().unwrap().reply().unwrap();
     act(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         "keys-back",
         2,
         json!({"type": "key", "keys": ["b"], "intent": "key"}),
     )
     .await
     .expect("a key with the focus on the app");
-    act(&client, &session, "on-app", 3, click(150, 150))
+    act(&probe.client, &probe.session, "on-app", 3, click(150, 150))
         .await
         .expect("the point the foreign window covered is the app's again");
 
-    let events = wait_for_events(&log, logged + 1);
+    let events = wait_for_events(&probe.log, logged + 1);
     let events = &events[logged..];
     let presses: Vec<(i64, i64)> = of_type(events, "button_press")
         .iter()
@@ -186,14 +186,19 @@ async fn seat_input_onto_another_window_or_focus_is_refused_and_sends_nothing() 
         "b",
         "only the key sent with the app focused"
     );
-    let status = client.status(&session).await.unwrap();
+    let status = probe.client.status(&probe.session).await.unwrap();
     assert_eq!(status.next_action_index, 4);
-    let refused = std::fs::read_to_string(broker.session_dir(&session).join("refused_actions"))
-        .unwrap_or_default();
+    let refused = std::fs::read_to_string(
+        probe
+            .broker
+            .session_dir(&probe.session)
+            .join("refused_actions"),
+    )
+    .unwrap_or_default();
     assert_eq!(
         refused.trim(),
         "7",
         "each refusal counts as a refused action"
     );
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
 }

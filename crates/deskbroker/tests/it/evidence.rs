@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use serde_json::json;
 
-use crate::probe::{act, leased_probe};
+use crate::probe::{ProbeSession, act, leased_probe};
 use crate::support::{Broker, deskbroker, xvfb_available};
 
 /// Changes a copy of a bundle in place.
@@ -107,17 +107,13 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
         return;
     }
     let started = std::time::Instant::now();
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "evidence").await;
-    let key = broker.state_dir.join("evidence").join("evidence.pub");
+    let probe = ProbeSession::start("evidence").await;
+    let key = probe.broker.state_dir.join("evidence").join("evidence.pub");
     assert!(key.is_file(), "the broker publishes its evidence key");
 
     act(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         "click-1",
         0,
         json!({"type": "click", "x": 200, "y": 150, "intent": "focus the probe"}),
@@ -125,8 +121,8 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
     .await
     .unwrap();
     act(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         "type-1",
         1,
         json!({"type": "type", "text": "evidence", "intent": "type a word"}),
@@ -135,38 +131,38 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
     .unwrap();
 
     // Exported while the session is live, the bundle already verifies.
-    let live = root.path().join("live-bundle");
-    export(&broker.state_dir, &session, &live);
+    let live = probe.root.path().join("live-bundle");
+    export(&probe.broker.state_dir, &probe.session, &live);
     let (ok, output) = verify(&live, &key);
     assert!(ok, "live bundle: {output}");
     assert!(output.contains("released: false"), "{output}");
 
     act(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         "key-1",
         2,
         json!({"type": "key", "keys": ["ctrl", "a"], "intent": "select all"}),
     )
     .await
     .unwrap();
-    client.screenshot(&session).await.unwrap();
+    probe.client.screenshot(&probe.session).await.unwrap();
     // The app "saves": the attempt file changes, so the checkpoint is `already_saved`.
-    let session_dir = broker.state_dir.join("sessions").join(&session);
+    let session_dir = probe.broker.state_dir.join("sessions").join(&probe.session);
     let attempt = find_file(&session_dir, "attempt.txt").expect("attempt file");
     std::fs::write(&attempt, "saved by the probe test\n").unwrap();
-    let checkpoint = client.checkpoint(&session).await.unwrap();
-    let artifact = client.artifact(&session).await.unwrap();
+    let checkpoint = probe.client.checkpoint(&probe.session).await.unwrap();
+    let artifact = probe.client.artifact(&probe.session).await.unwrap();
     assert_eq!(artifact.sha256, checkpoint.sha256);
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
     assert!(
         !session_dir.exists(),
         "release deletes the session directory"
     );
 
     // After release, the evidence directory alone yields a complete bundle.
-    let bundle = root.path().join("bundle");
-    export(&broker.state_dir, &session, &bundle);
+    let bundle = probe.root.path().join("bundle");
+    export(&probe.broker.state_dir, &probe.session, &bundle);
     let (ok, output) = verify(&bundle, &key);
     assert!(ok, "bundle: {output}");
     assert!(output.starts_with("OK "), "{output}");
@@ -243,7 +239,8 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
         vec!["line 5 (seq 5, kind action_receipt)"],
     ));
     for (what, tamper, named) in &cases {
-        let copy = root
+        let copy = probe
+            .root
             .path()
             .join(format!("tampered-{}", what.replace(' ', "-")));
         copy_dir(&bundle, &copy);

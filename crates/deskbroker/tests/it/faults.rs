@@ -13,7 +13,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use crate::probe::{act, leased_probe, of_type, probe_events};
+use crate::probe::{ProbeSession, act, leased_probe, of_type, probe_events};
 use crate::support::{Broker, assert_desktop_gone, xvfb_available};
 
 fn click(x: i64, y: i64) -> Value {
@@ -122,16 +122,12 @@ async fn desktop_death_case(role: &str, named: &str) {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, role).await;
-    act(&client, &session, "alive", 0, click(250, 250))
+    let probe = ProbeSession::start(role).await;
+    act(&probe.client, &probe.session, "alive", 0, click(250, 250))
         .await
         .unwrap();
-    assert_eq!(wait_for_press(&log, (250, 250)), 1);
-    let (processes, display) = desktop_of(&broker, &session);
+    assert_eq!(wait_for_press(&probe.log, (250, 250)), 1);
+    let (processes, display) = desktop_of(&probe.broker, &probe.session);
     let victim = processes
         .iter()
         .find(|p| p.role == role)
@@ -144,13 +140,13 @@ async fn desktop_death_case(role: &str, named: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let refused = act(&client, &session, "dead", 1, click(260, 260)).await;
+    let refused = act(&probe.client, &probe.session, "dead", 1, click(260, 260)).await;
     assert_eq!(
         api_code(&refused),
         Some(ErrorCode::DesktopFailed),
         "{refused:?}"
     );
-    let status = client.status(&session).await.unwrap();
+    let status = probe.client.status(&probe.session).await.unwrap();
     assert_eq!(status.state, SessionState::Error);
     let error = status.last_error.expect("a reason");
     assert_eq!(error.code, ErrorCode::DesktopFailed);
@@ -161,11 +157,15 @@ async fn desktop_death_case(role: &str, named: &str) {
         error.message
     );
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(presses(&log).get(&(260, 260)), None, "nothing was sent");
-    let again = act(&client, &session, "dead-2", 1, click(260, 260)).await;
+    assert_eq!(
+        presses(&probe.log).get(&(260, 260)),
+        None,
+        "nothing was sent"
+    );
+    let again = act(&probe.client, &probe.session, "dead-2", 1, click(260, 260)).await;
     assert_eq!(api_code(&again), Some(ErrorCode::InvalidState), "{again:?}");
 
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
     assert_desktop_gone(&processes, &display);
 }
 
@@ -187,19 +187,15 @@ async fn an_unwritable_journal_refuses_the_action_and_sends_nothing() {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "journal-full").await;
-    act(&client, &session, "ok", 0, click(200, 300))
+    let probe = ProbeSession::start("journal-full").await;
+    act(&probe.client, &probe.session, "ok", 0, click(200, 300))
         .await
         .unwrap();
     let limit = |value: &str| {
         let status = std::process::Command::new("prlimit")
             .args([
                 "--pid",
-                &broker.pid().to_string(),
+                &probe.broker.pid().to_string(),
                 &format!("--fsize={value}"),
             ])
             .status()
@@ -208,7 +204,7 @@ async fn an_unwritable_journal_refuses_the_action_and_sends_nothing() {
     };
 
     limit("1:");
-    let refused = act(&client, &session, "blocked", 1, click(220, 320)).await;
+    let refused = act(&probe.client, &probe.session, "blocked", 1, click(220, 320)).await;
     let Err(ClientError::Api(body)) = &refused else {
         panic!("the action must be refused: {refused:?}");
     };
@@ -220,11 +216,11 @@ async fn an_unwritable_journal_refuses_the_action_and_sends_nothing() {
     );
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
-        presses(&log).get(&(220, 320)),
+        presses(&probe.log).get(&(220, 320)),
         None,
         "no input without a journal record"
     );
-    let status = client.status(&session).await.unwrap();
+    let status = probe.client.status(&probe.session).await.unwrap();
     assert_eq!(
         (status.state, status.next_action_index),
         (SessionState::Ready, 1),
@@ -232,12 +228,12 @@ async fn an_unwritable_journal_refuses_the_action_and_sends_nothing() {
     );
 
     limit("unlimited:");
-    let retried = act(&client, &session, "blocked", 1, click(220, 320))
+    let retried = act(&probe.client, &probe.session, "blocked", 1, click(220, 320))
         .await
         .unwrap();
     assert!(!retried.idempotent_replay);
-    assert_eq!(wait_for_press(&log, (220, 320)), 1);
-    client.release(&session).await.unwrap();
+    assert_eq!(wait_for_press(&probe.log, (220, 320)), 1);
+    probe.client.release(&probe.session).await.unwrap();
 }
 
 /// A client that disconnects while its action settles: the action completes and is journaled
@@ -247,16 +243,12 @@ async fn a_client_that_disconnects_mid_request_gets_the_cached_response_on_retry
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "disconnect").await;
+    let probe = ProbeSession::start("disconnect").await;
     // A long settle (the probe window is static, so settling alone takes ~200 ms) and a drop
     // well inside it: the HTTP connection closes while the broker executes.
     let dropped = tokio::time::timeout(
         Duration::from_millis(40),
-        act(&client, &session, "dropped", 0, click(420, 300)),
+        act(&probe.client, &probe.session, "dropped", 0, click(420, 300)),
     )
     .await;
     assert!(
@@ -264,7 +256,7 @@ async fn a_client_that_disconnects_mid_request_gets_the_cached_response_on_retry
         "the request must still be running when dropped"
     );
 
-    let retried = act(&client, &session, "dropped", 0, click(420, 300))
+    let retried = act(&probe.client, &probe.session, "dropped", 0, click(420, 300))
         .await
         .unwrap();
     assert!(
@@ -272,17 +264,17 @@ async fn a_client_that_disconnects_mid_request_gets_the_cached_response_on_retry
         "the retry is answered from the journal"
     );
     assert_eq!(retried.action_index, 0);
-    let next = act(&client, &session, "next", 1, click(440, 310))
+    let next = act(&probe.client, &probe.session, "next", 1, click(440, 310))
         .await
         .unwrap();
     assert_eq!(next.action_index, 1);
-    assert_eq!(wait_for_press(&log, (440, 310)), 1);
+    assert_eq!(wait_for_press(&probe.log, (440, 310)), 1);
     assert_eq!(
-        presses(&log).get(&(420, 300)),
+        presses(&probe.log).get(&(420, 300)),
         Some(&1),
         "exactly one input"
     );
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
 }
 
 /// A lease that expires while an action runs: the action, accepted under a live lease, runs to

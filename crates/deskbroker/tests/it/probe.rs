@@ -1,7 +1,7 @@
 //! Exactly-once through the whole stack: broker process → worker → XTEST → the probe window,
 //! asserting on what the probe recorded, with retried request ids.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use desk_client::{Client, ClientError};
@@ -63,6 +63,38 @@ pub(crate) fn wait_for_events(log: &Path, n: usize) -> Vec<Value> {
     probe_events(log)
 }
 
+/// A broker on a fresh temporary directory with one probe session leased and reset: what most
+/// real-desktop tests start from. Fields drop in declaration order, so the broker is killed
+/// before its directory is removed.
+pub(crate) struct ProbeSession {
+    pub(crate) broker: Broker,
+    pub(crate) client: Client,
+    /// The leased session's id.
+    pub(crate) session: String,
+    /// The probe's recording, one JSON object per received X event.
+    pub(crate) log: PathBuf,
+    /// The broker's socket, profiles and state directory, and the probe's log.
+    pub(crate) root: tempfile::TempDir,
+}
+
+impl ProbeSession {
+    /// [`Broker::start`] without a fault, and [`leased_probe`] of attempt `attempt` on it.
+    pub(crate) async fn start(attempt: &str) -> ProbeSession {
+        let root = tempfile::tempdir().unwrap();
+        let log = root.path().join("probe.ndjson");
+        let broker = Broker::start(root.path(), None, &log);
+        let client = broker.client();
+        let session = leased_probe(&broker, attempt).await;
+        ProbeSession {
+            broker,
+            client,
+            session,
+            log,
+            root,
+        }
+    }
+}
+
 pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
     let client = broker.client();
     let lease = client
@@ -101,21 +133,17 @@ async fn retried_actions_reach_the_probe_exactly_once() {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "exactly-once").await;
-    let baseline = probe_events(&log).len();
+    let probe = ProbeSession::start("exactly-once").await;
+    let baseline = probe_events(&probe.log).len();
 
     // A right click, sent twice with the same request id.
     let click = json!({"type": "click", "x": 321, "y": 234, "button": "right", "intent": "probe right click"});
-    let first = act(&client, &session, "click-1", 0, click.clone())
+    let first = act(&probe.client, &probe.session, "click-1", 0, click.clone())
         .await
         .unwrap();
     assert!(!first.idempotent_replay);
     assert_eq!(first.action_index, 0);
-    let second = act(&client, &session, "click-1", 0, click.clone())
+    let second = act(&probe.client, &probe.session, "click-1", 0, click.clone())
         .await
         .unwrap();
     assert!(
@@ -128,7 +156,7 @@ async fn retried_actions_reach_the_probe_exactly_once() {
     );
     // Same id, different content: a conflict, and nothing sent.
     let moved = json!({"type": "click", "x": 322, "y": 234, "button": "right", "intent": "probe right click"});
-    let conflict = act(&client, &session, "click-1", 0, moved)
+    let conflict = act(&probe.client, &probe.session, "click-1", 0, moved)
         .await
         .unwrap_err();
     assert!(
@@ -139,11 +167,11 @@ async fn retried_actions_reach_the_probe_exactly_once() {
     // Typed text with characters shells and keymaps get wrong, retried once.
     let text = "-<a> \"quoted\" 'single' ~|\\ {x}=1;";
     let typed = json!({"type": "type", "text": text, "intent": "type tricky text"});
-    act(&client, &session, "type-1", 1, typed.clone())
+    act(&probe.client, &probe.session, "type-1", 1, typed.clone())
         .await
         .unwrap();
     assert!(
-        act(&client, &session, "type-1", 1, typed)
+        act(&probe.client, &probe.session, "type-1", 1, typed)
             .await
             .unwrap()
             .idempotent_replay
@@ -151,17 +179,17 @@ async fn retried_actions_reach_the_probe_exactly_once() {
 
     // A chord with a modifier, retried.
     let chord = json!({"type": "key", "keys": ["ctrl", "s"], "intent": "save chord"});
-    act(&client, &session, "key-1", 2, chord.clone())
+    act(&probe.client, &probe.session, "key-1", 2, chord.clone())
         .await
         .unwrap();
     assert!(
-        act(&client, &session, "key-1", 2, chord)
+        act(&probe.client, &probe.session, "key-1", 2, chord)
             .await
             .unwrap()
             .idempotent_replay
     );
 
-    let events = wait_for_events(&log, baseline + 4);
+    let events = wait_for_events(&probe.log, baseline + 4);
     let events = &events[baseline..];
     let presses = of_type(events, "button_press");
     assert_eq!(presses.len(), 1, "exactly one button press: {presses:?}");
@@ -187,7 +215,7 @@ async fn retried_actions_reach_the_probe_exactly_once() {
     );
 
     // Pointer gestures, each retried once: still exactly one of each at the probe.
-    let before_gestures = probe_events(&log).len();
+    let before_gestures = probe_events(&probe.log).len();
     let gestures = [
         json!({"type": "double_click", "x": 400, "y": 300, "button": "left", "intent": "double"}),
         json!({"type": "drag", "path": [{"x": 100, "y": 100}, {"x": 150, "y": 120}, {"x": 220, "y": 180}],
@@ -197,16 +225,28 @@ async fn retried_actions_reach_the_probe_exactly_once() {
     for (offset, gesture) in gestures.iter().enumerate() {
         let index = 3 + offset as u64;
         let request_id = format!("gesture-{index}");
-        act(&client, &session, &request_id, index, gesture.clone())
-            .await
-            .unwrap();
-        let replay = act(&client, &session, &request_id, index, gesture.clone())
-            .await
-            .unwrap();
+        act(
+            &probe.client,
+            &probe.session,
+            &request_id,
+            index,
+            gesture.clone(),
+        )
+        .await
+        .unwrap();
+        let replay = act(
+            &probe.client,
+            &probe.session,
+            &request_id,
+            index,
+            gesture.clone(),
+        )
+        .await
+        .unwrap();
         assert!(replay.idempotent_replay);
     }
     // 2 press/release pairs + 1 drag pair + 3 wheel pairs = 12 button events.
-    let events = wait_for_events(&log, before_gestures + 12);
+    let events = wait_for_events(&probe.log, before_gestures + 12);
     let events = &events[before_gestures..];
     let presses = of_type(events, "button_press");
     let buttons: Vec<i64> = presses
@@ -253,9 +293,9 @@ async fn retried_actions_reach_the_probe_exactly_once() {
         );
     }
 
-    let status = client.status(&session).await.unwrap();
+    let status = probe.client.status(&probe.session).await.unwrap();
     assert_eq!(status.next_action_index, 6);
-    let log_text = client.events(&session).await.unwrap();
+    let log_text = probe.client.events(&probe.session).await.unwrap();
     let records: Vec<Value> = log_text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -281,15 +321,20 @@ async fn retried_actions_reach_the_probe_exactly_once() {
             .sum::<i64>(),
         3
     );
-    let frames = client.frame_events(&session).await.unwrap();
+    let frames = probe.client.frame_events(&probe.session).await.unwrap();
     assert_eq!(
         frames.lines().count(),
         6,
         "one frame row per executed action"
     );
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
     assert!(
-        !client.release(&session).await.unwrap().released_now,
+        !probe
+            .client
+            .release(&probe.session)
+            .await
+            .unwrap()
+            .released_now,
         "release is idempotent"
     );
 }

@@ -16,7 +16,7 @@ use desk_evidence::record::SessionKilled;
 use desk_evidence::{RecordBody, VerifyingKey};
 use serde_json::json;
 
-use crate::probe::{act, leased_probe, probe_events};
+use crate::probe::{ProbeSession, act, leased_probe, probe_events};
 use crate::support::{Broker, xvfb_available};
 
 fn signal(pid: u32, name: &str) {
@@ -279,46 +279,52 @@ async fn a_kill_cut_after_its_tombstone_is_finished_with_exactly_one_receipt() {
         return;
     }
     use std::os::unix::process::ExitStatusExt as _;
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let session = leased_probe(&broker, "cut").await;
-    let dir = broker.session_dir(&session);
+    let probe = ProbeSession::start("cut").await;
+    let dir = probe.broker.session_dir(&probe.session);
     let processes = recorded_processes(&dir);
     let output = std::process::Command::new(crate::support::deskbroker())
-        .args(["kill", &session, "--reason", "operator: cut kill"])
+        .args(["kill", &probe.session, "--reason", "operator: cut kill"])
         .arg("--state-dir")
-        .arg(&broker.state_dir)
+        .arg(&probe.broker.state_dir)
         .env("DESKBROKER_FAULT", "kill_after_tombstone")
         .output()
         .unwrap();
     assert_eq!(output.status.signal(), Some(9), "{output:?}");
-    assert_killed(&broker, &session).await;
+    assert_killed(&probe.broker, &probe.session).await;
     wait_gone(&dir, &processes, Duration::from_secs(8));
-    let receipt = spooled(&broker.state_dir, &session);
+    let receipt = spooled(&probe.broker.state_dir, &probe.session);
     assert_contained(&receipt, None);
     assert_eq!(receipt.reason, "operator: cut kill");
     assert_eq!(receipt.source, "operator");
-    let bodies = wait_replayed(&broker.state_dir, &session, &receipt);
-    assert_eq!(workspace_state(&broker.state_dir, &session), "destroyed");
+    let bodies = wait_replayed(&probe.broker.state_dir, &probe.session, &receipt);
+    assert_eq!(
+        workspace_state(&probe.broker.state_dir, &probe.session),
+        "destroyed"
+    );
 
     // Exactly once: more watchdog rounds, a reconciler round and a second kill add nothing.
-    let again = broker.client().kill(&session, "second").await.unwrap();
+    let again = probe
+        .broker
+        .client()
+        .kill(&probe.session, "second")
+        .await
+        .unwrap();
     assert!(!again.killed_now);
     assert_eq!(again.record_id, receipt.record_id);
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let spool = broker.state_dir.join("spool").join("terminal.ndjson");
-    let receipts = desk_evidence::spool::read(&spool, &public_key(&broker.state_dir)).unwrap();
+    let spool = probe.broker.state_dir.join("spool").join("terminal.ndjson");
+    let receipts =
+        desk_evidence::spool::read(&spool, &public_key(&probe.broker.state_dir)).unwrap();
     assert_eq!(
         receipts
             .iter()
-            .filter(|spooled| spooled.session_id == session)
+            .filter(|spooled| spooled.session_id == probe.session)
             .count(),
         1
     );
     let records = desk_evidence::read_journal(
-        &journal(&broker.state_dir, &session),
-        &public_key(&broker.state_dir),
+        &journal(&probe.broker.state_dir, &probe.session),
+        &public_key(&probe.broker.state_dir),
     )
     .unwrap();
     assert_eq!(records.len(), bodies.len());
@@ -329,31 +335,28 @@ async fn an_operator_kill_during_a_long_action_leaves_no_input_after_its_answer(
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let session = leased_probe(&broker, "long").await;
-    let processes = recorded_processes(broker.session_dir(&session));
-    let client = broker.client();
+    let probe = ProbeSession::start("long").await;
+    let processes = recorded_processes(probe.broker.session_dir(&probe.session));
     let long_move =
         json!({"type": "move", "x": 900, "y": 700, "duration_ms": 5000, "intent": "slow move"});
     let in_flight = {
-        let client = client.clone();
-        let session = session.clone();
+        let client = probe.client.clone();
+        let session = probe.session.clone();
         tokio::spawn(async move { act(&client, &session, "long-0", 0, long_move).await })
     };
     tokio::time::sleep(Duration::from_millis(800)).await;
     let asked = Instant::now();
-    let killed = client
-        .kill(&session, "operator: runaway agent")
+    let killed = probe
+        .client
+        .kill(&probe.session, "operator: runaway agent")
         .await
         .unwrap();
     let answered = asked.elapsed();
-    let events_at_answer = probe_events(&log).len();
+    let events_at_answer = probe_events(&probe.log).len();
     assert!(killed.killed_now);
     assert_eq!(killed.outcome.as_deref(), Some("contained"));
     assert!(processes.iter().all(|process| !process.is_alive()));
-    assert!(!broker.session_dir(&session).exists());
+    assert!(!probe.broker.session_dir(&probe.session).exists());
     eprintln!("kill answered in {answered:?}");
 
     let ended = in_flight.await.unwrap();
@@ -370,19 +373,19 @@ async fn an_operator_kill_during_a_long_action_leaves_no_input_after_its_answer(
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        probe_events(&log).len(),
+        probe_events(&probe.log).len(),
         events_at_answer,
         "input after the kill"
     );
 
-    let again = client.kill(&session, "second").await.unwrap();
+    let again = probe.client.kill(&probe.session, "second").await.unwrap();
     assert!(!again.killed_now);
     assert_eq!(again.reason, "operator: runaway agent");
-    assert_killed(&broker, &session).await;
-    let receipt = spooled(&broker.state_dir, &session);
+    assert_killed(&probe.broker, &probe.session).await;
+    let receipt = spooled(&probe.broker.state_dir, &probe.session);
     assert_contained(&receipt, None);
     assert_eq!(receipt.source, "operator");
-    let bodies = wait_replayed(&broker.state_dir, &session, &receipt);
+    let bodies = wait_replayed(&probe.broker.state_dir, &probe.session, &receipt);
     // Never half-logged: the accepted action is closed by its receipt before the kill's.
     let accepted = bodies
         .iter()
@@ -409,15 +412,11 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let session = leased_probe(&broker, "batch").await;
-    let processes = recorded_processes(broker.session_dir(&session));
-    let client = broker.client();
+    let probe = ProbeSession::start("batch").await;
+    let processes = recorded_processes(probe.broker.session_dir(&probe.session));
     let first = act(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         "before",
         0,
         json!({"type": "click", "x": 100, "y": 100, "intent": "before the program"}),
@@ -448,8 +447,8 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
         steps: serde_json::from_value(steps).unwrap(),
     };
     let in_flight = {
-        let client = client.clone();
-        let session = session.clone();
+        let client = probe.client.clone();
+        let session = probe.session.clone();
         tokio::spawn(async move { client.program(&session, &program).await })
     };
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -458,20 +457,24 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
         "the program ended before the kill"
     );
     let asked = Instant::now();
-    let killed = client
-        .kill(&session, "operator: runaway batch")
+    let killed = probe
+        .client
+        .kill(&probe.session, "operator: runaway batch")
         .await
         .unwrap();
-    let events_at_answer = probe_events(&log).len();
+    let events_at_answer = probe_events(&probe.log).len();
     eprintln!("kill during a program answered in {:?}", asked.elapsed());
     assert!(killed.killed_now);
     // The broker ending the program cut by the kill waits at the kill lock and then writes
     // nothing into the session directory: the removal is proven before the receipt.
     assert_eq!(killed.outcome.as_deref(), Some("contained"), "{killed:?}");
     assert!(processes.iter().all(|process| !process.is_alive()));
-    assert!(!broker.session_dir(&session).exists());
-    assert_eq!(workspace_state(&broker.state_dir, &session), "destroyed");
-    let presses = probe_events(&log)
+    assert!(!probe.broker.session_dir(&probe.session).exists());
+    assert_eq!(
+        workspace_state(&probe.broker.state_dir, &probe.session),
+        "destroyed"
+    );
+    let presses = probe_events(&probe.log)
         .iter()
         .filter(|event| event["type"] == "button_press")
         .count();
@@ -490,17 +493,17 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        probe_events(&log).len(),
+        probe_events(&probe.log).len(),
         events_at_answer,
         "input after the kill"
     );
-    let refused = client.status(&session).await.unwrap_err();
+    let refused = probe.client.status(&probe.session).await.unwrap_err();
     assert!(
         matches!(refused, ClientError::Api(ref body)
             if body.code == ErrorCode::SessionKilled && body.message.contains("operator: runaway batch")),
         "{refused:?}"
     );
-    let receipt = spooled(&broker.state_dir, &session);
+    let receipt = spooled(&probe.broker.state_dir, &probe.session);
     assert_eq!(
         (receipt.control_id.as_str(), receipt.stage.as_str()),
         ("AID-I-008.004-G005", "terminal")
@@ -511,10 +514,10 @@ async fn an_operator_kill_during_a_program_with_held_buttons_leaves_nothing_afte
     );
     assert_eq!(receipt.limit, None);
     assert_eq!(receipt.last_action_index, Some(1));
-    let bodies = wait_replayed_journal(&broker.state_dir, &session, &receipt);
+    let bodies = wait_replayed_journal(&probe.broker.state_dir, &probe.session, &receipt);
     // The kill kept the input logs in the evidence before it destroyed the directory: the
     // bundle, whose receipts name the logs, verifies offline.
-    export_and_verify(&broker.state_dir, &session).unwrap();
+    export_and_verify(&probe.broker.state_dir, &probe.session).unwrap();
     // Never half-logged: both accepted actions (the click, the program) are closed by their
     // receipts, and the kill record comes after them.
     for index in [0, 1] {

@@ -9,8 +9,8 @@ use desk_contract::ErrorCode;
 use desk_contract::control::{PixelRect, ProgramRequest, ZoomRequest};
 use serde_json::json;
 
-use crate::probe::{leased_probe, of_type, wait_for_events};
-use crate::support::{Broker, png_pixels, xvfb_available};
+use crate::probe::{ProbeSession, of_type, wait_for_events};
+use crate::support::{png_pixels, xvfb_available};
 
 fn rgb((bytes, line, channels): &(Vec<u8>, usize, usize), x: u32, y: u32) -> [u8; 3] {
     let at = y as usize * line + x as usize * channels;
@@ -55,12 +55,8 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "zoom").await;
-    let capabilities = client.capabilities().await.unwrap();
+    let probe = ProbeSession::start("zoom").await;
+    let capabilities = probe.client.capabilities().await.unwrap();
     assert!(
         capabilities
             .features
@@ -68,36 +64,37 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
             .any(|feature| feature.feature == "zoom" && feature.supported),
         "{capabilities:?}"
     );
-    let full = client.screenshot(&session).await.unwrap();
+    let full = probe.client.screenshot(&probe.session).await.unwrap();
     let full_id = full.screenshot_id.clone().unwrap();
     let width = full.width;
 
     // Refused before any capture: the sequence does not move.
     let sequence = full.sequence;
     refused(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         region(&full_id, 10, 10, 0, 5),
         ErrorCode::InvalidParams,
     )
     .await;
     refused(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         region(&full_id, width - 10, 10, 20, 5),
         ErrorCode::PointOutsideImage,
     )
     .await;
     refused(
-        &client,
-        &session,
+        &probe.client,
+        &probe.session,
         region("shot_000000000000000000000000", 10, 10, 5, 5),
         ErrorCode::ScreenshotUnknown,
     )
     .await;
 
-    let zoom = client
-        .zoom(&session, &region(&full_id, 100, 100, 50, 40))
+    let zoom = probe
+        .client
+        .zoom(&probe.session, &region(&full_id, 100, 100, 50, 40))
         .await
         .unwrap();
     assert_eq!(zoom.sequence, sequence + 1, "refusals captured nothing");
@@ -138,9 +135,9 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
     // A click in the zoom's pixels lands on the mapped screen pixel; then one in the full
     // screenshot's pixels still does (both images are current).
     let zoom_id = zoom.screenshot_id.clone().unwrap();
-    click(&client, &session, 0, &zoom_id, 200, 160).await;
-    click(&client, &session, 1, &full_id, 300, 200).await;
-    let events = wait_for_events(&log, 4);
+    click(&probe.client, &probe.session, 0, &zoom_id, 200, 160).await;
+    click(&probe.client, &probe.session, 1, &full_id, 300, 200).await;
+    let events = wait_for_events(&probe.log, 4);
     let presses: Vec<(i64, i64)> = of_type(&events, "button_press")
         .iter()
         .map(|event| {
@@ -151,5 +148,5 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
         })
         .collect();
     assert_eq!(presses, vec![(125, 120), (300, 200)]);
-    client.release(&session).await.unwrap();
+    probe.client.release(&probe.session).await.unwrap();
 }
