@@ -18,8 +18,10 @@ use serde_json::Value;
 use super::{click, key, type_text, wait};
 
 mod csg;
+mod sheet;
 
 use csg::{Placed, Primitive, decompose};
+use sheet::{DimTool, EMPTY_PAGE, NOTE_SLOT, PAGE_CENTRE, PAGE_SCALE, ViewPlan, to_screen, view_plans};
 
 /// The workbench selector of the toolbar.
 const WORKBENCH_COMBO: (i64, i64) = (580, 58);
@@ -34,8 +36,29 @@ const TD_INSERT_VIEW: (i64, i64) = (142, 136);
 const MODEL_TAB: (i64, i64) = (29, 189);
 const TREE_ROW_0: (i64, i64) = (79, 264);
 const TREE_ROW_PITCH: i64 = 18;
-/// The MDI tab of the 3D view (the first tab).
+/// The MDI tabs of the 3D view and of the page (the second tab, labelled Layout1).
 const TAB_3D: (i64, i64) = (330, 1034);
+const TAB_PAGE: (i64, i64) = (468, 1034);
+/// TechDraw toolbar: the Horizontal, Vertical and Diameter Dimension tools.
+const TD_DIM_HORIZONTAL: (i64, i64) = (670, 136);
+const TD_DIM_VERTICAL: (i64, i64) = (703, 136);
+const TD_DIM_DIAMETER: (i64, i64) = (769, 136);
+/// TechDraw menu > Annotations > Insert Annotation.
+const TD_MENU: (i64, i64) = (198, 28);
+const TD_MENU_ANNOTATIONS: (i64, i64) = (229, 684);
+const TD_MENU_INSERT_ANNOTATION: (i64, i64) = (570, 685);
+/// The property editor (Data tab) value column: a page's Scale; a view's X and Y; an
+/// annotation's Text (with its "…" button) and X and Y.
+const PROP_PAGE_SCALE: (i64, i64) = (160, 768);
+const PROP_VIEW_X: (i64, i64) = (160, 648);
+const PROP_VIEW_Y: (i64, i64) = (160, 668);
+const PROP_NOTE_TEXT: (i64, i64) = (160, 648);
+const PROP_NOTE_TEXT_EDIT: (i64, i64) = (248, 648);
+const PROP_NOTE_X: (i64, i64) = (160, 817);
+const PROP_NOTE_Y: (i64, i64) = (160, 837);
+/// The string-list dialog the "…" button opens: its editor and OK.
+const LIST_EDITOR: (i64, i64) = (950, 480);
+const LIST_OK: (i64, i64) = (951, 608);
 /// The primitives dialog: Create and Close, the type selector, the parameter column, and the
 /// Location fields (position, rotation axis, angle).
 const DLG_CREATE: (i64, i64) = (152, 232);
@@ -154,6 +177,86 @@ fn view_key(view: View) -> Option<&'static str> {
     })
 }
 
+/// Types `value` into a property editor value cell and commits it.
+fn property(cell: (i64, i64), value: &str, intent: &str) -> Vec<Value> {
+    vec![
+        click(cell, &format!("edit the {intent}")),
+        wait(300, "let the editor open"),
+        key(&["ctrl", "a"], "select the old value"),
+        type_text(value, intent),
+        key(&["return"], "commit the value"),
+        wait(500, "let the document recompute"),
+    ]
+}
+
+/// Moves the view just inserted at the page centre to its slot and dimensions it there.
+fn place_and_dimension(view: View, plan: &ViewPlan) -> Vec<Vec<Value>> {
+    let mut batch = vec![
+        click(TAB_PAGE, "show the page"),
+        wait(500, "let the page show"),
+        click(to_screen(EMPTY_PAGE), "clear the selection"),
+        click(to_screen(plan.grab), &format!("select the {} view", view.label())),
+        wait(300, "let the property editor fill"),
+    ];
+    batch.extend(property(PROP_VIEW_X, &num(plan.slot.0), "view's page X"));
+    batch.extend(property(PROP_VIEW_Y, &num(plan.slot.1), "view's page Y"));
+    let mut batches = vec![batch];
+    for (tool, point) in &plan.dims {
+        let (button, name) = match tool {
+            DimTool::Horizontal => (TD_DIM_HORIZONTAL, "Horizontal Dimension"),
+            DimTool::Vertical => (TD_DIM_VERTICAL, "Vertical Dimension"),
+            DimTool::Diameter => (TD_DIM_DIAMETER, "Diameter Dimension"),
+        };
+        batches.push(vec![
+            click(to_screen(EMPTY_PAGE), "clear the selection"),
+            click(to_screen(*point), "select the edge to dimension"),
+            click(button, name),
+            wait(800, "let the dimension draw"),
+        ]);
+    }
+    batches
+}
+
+/// Inserts the notes annotation at the page centre, types its lines and moves it to its slot.
+fn notes_batches(notes: &[String]) -> Vec<Vec<Value>> {
+    let mut text = vec![
+        click(LIST_EDITOR, "focus the list editor"),
+        key(&["ctrl", "a"], "select the default text"),
+    ];
+    for (index, line) in notes.iter().enumerate() {
+        if index > 0 {
+            text.push(key(&["return"], "next note line"));
+        }
+        text.push(type_text(line, "a note line"));
+    }
+    text.push(click(LIST_OK, "OK: set the note's text"));
+    text.push(wait(800, "let the note redraw"));
+    let mut place = vec![click(to_screen(PAGE_CENTRE), "select the note")];
+    place.push(wait(300, "let the property editor fill"));
+    place.extend(property(PROP_NOTE_X, &num(NOTE_SLOT.0), "note's page X"));
+    place.extend(property(PROP_NOTE_Y, &num(NOTE_SLOT.1), "note's page Y"));
+    vec![
+        vec![
+            click(TAB_PAGE, "show the page"),
+            wait(500, "let the page show"),
+            click(TD_MENU, "open the TechDraw menu"),
+            wait(300, "let the menu open"),
+            click(TD_MENU_ANNOTATIONS, "Annotations"),
+            wait(300, "let the submenu open"),
+            click(TD_MENU_INSERT_ANNOTATION, "Insert Annotation"),
+            wait(1000, "let the annotation draw"),
+            click(to_screen(PAGE_CENTRE), "select the new annotation"),
+            wait(300, "let the property editor fill"),
+            click(PROP_NOTE_TEXT, "select the Text property"),
+            wait(300, "let the editor open"),
+            click(PROP_NOTE_TEXT_EDIT, "open the text list editor"),
+            wait(800, "let the dialog open"),
+        ],
+        text,
+        place,
+    ]
+}
+
 /// The whole script of a 3D task, ending with Ctrl+S and `done`; an error names the shape or
 /// view the recipe cannot make.
 pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
@@ -208,10 +311,24 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
         type_text(&part.sheet.name, "the sheet name the task asks for"),
         key(&["return"], "confirm the label"),
     ]);
-    for view in &part.sheet.views {
-        let Some(digit) = view_key(*view) else {
+    batches.push(property(PROP_PAGE_SCALE, &num(PAGE_SCALE), "page scale"));
+    let plans = view_plans(&part.spec, &part.sheet.views)
+        .ok_or_else(|| "a sheet with more dimensioned views than page slots".to_owned())?;
+    // Dimensioned views first, each moved to its slot; then the notes, moved to theirs; the
+    // isometric view last, left at the page centre.
+    let planned: Vec<View> = plans.iter().map(|(view, _)| *view).collect();
+    let rest = part.sheet.views.iter().filter(|view| !planned.contains(view));
+    let order: Vec<View> = planned.iter().chain(rest).copied().collect();
+    let mut notes_done = false;
+    for view in order {
+        let Some(digit) = view_key(view) else {
             continue;
         };
+        let plan = plans.iter().find(|(planned, _)| *planned == view);
+        if plan.is_none() && !notes_done && !part.sheet.notes.is_empty() {
+            batches.extend(notes_batches(&part.sheet.notes));
+            notes_done = true;
+        }
         batches.push(vec![
             click(TAB_3D, "back to the 3D view"),
             wait(300, "let the 3D view activate"),
@@ -221,7 +338,14 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
             click(TD_INSERT_VIEW, &format!("Insert View: {}", view.label())),
             wait(2000, "let the view project"),
         ]);
+        if let Some((_, plan)) = plan {
+            batches.extend(place_and_dimension(view, plan));
+        }
     }
+    if !notes_done && !part.sheet.notes.is_empty() {
+        batches.extend(notes_batches(&part.sheet.notes));
+    }
+    batches.push(vec![click(TAB_PAGE, "show the finished page")]);
     batches.push(vec![
         key(&["ctrl", "s"], "save the document in place"),
         wait(1500, "let the save finish"),

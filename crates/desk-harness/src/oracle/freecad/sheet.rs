@@ -1,0 +1,252 @@
+//! The FreeCAD recipe's sheet geometry: where each TechDraw view of a corpus part goes on the
+//! `Layout1` page, which edges the recipe dimensions in it (the gold's rule: a horizontal and a
+//! vertical straight edge and a full circle, where the view has them), and where those edges
+//! are on screen.
+//!
+//! The page is TechDraw's default A4 at page scale 0.5. A new view appears centred on the page
+//! at (148.5, 105) mm, its part's bounding-box centre there; the recipe then types the view's
+//! X and Y to move it to its slot. Page millimetres map to screen pixels as the pinned profile
+//! shows the page at 1920x1080: 4.08 px per mm about the page centre at (1087.5, 580).
+
+use desk_cad::generate3d::{Axis, Base, Feature, PartSpec, View};
+
+/// Page scale the recipe types into the page's Scale property.
+pub(crate) const PAGE_SCALE: f64 = 0.5;
+/// Where a new view or annotation appears (page mm).
+pub(crate) const PAGE_CENTRE: (f64, f64) = (148.5, 105.0);
+/// Slots for the dimensioned views, in order, and for the notes (page mm).
+const VIEW_SLOTS: [(f64, f64); 3] = [(65.0, 160.0), (225.0, 160.0), (225.0, 95.0)];
+pub(crate) const NOTE_SLOT: (f64, f64) = (65.0, 60.0);
+/// An empty spot on the page at every step (between the top slots, above the centre).
+pub(crate) const EMPTY_PAGE: (f64, f64) = (148.5, 190.0);
+/// Screen pixels per page millimetre and the page centre on screen.
+const PX_PER_MM: f64 = 4.08;
+const SCREEN_CENTRE: (f64, f64) = (1087.5, 580.0);
+
+/// A TechDraw dimension tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DimTool {
+    /// Horizontal Dimension (`DistanceX`).
+    Horizontal,
+    /// Vertical Dimension (`DistanceY`).
+    Vertical,
+    /// Diameter Dimension.
+    Diameter,
+}
+
+/// One dimensioned view: its slot and, per dimension, the tool and a point on the edge (page
+/// mm, with the view in its slot). The first point also selects the view while it is still at
+/// the page centre: `grab`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ViewPlan {
+    pub slot: (f64, f64),
+    pub grab: (f64, f64),
+    pub dims: Vec<(DimTool, (f64, f64))>,
+}
+
+/// The 3D view's frame for FreeCAD's standard views: screen right and screen up.
+fn camera(view: View) -> Option<([f64; 3], [f64; 3])> {
+    Some(match view {
+        View::Front => ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+        View::Top => ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
+        View::Right => ([0.0, 1.0, 0.0], [0.0, 0.0, 1.0]),
+        View::Back => ([-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+        View::Bottom => ([1.0, 0.0, 0.0], [0.0, -1.0, 0.0]),
+        View::Left => ([0.0, -1.0, 0.0], [0.0, 0.0, 1.0]),
+        View::Isometric | View::Section => return None,
+    })
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn along(point: [f64; 3], direction: [f64; 3], length: f64) -> [f64; 3] {
+    [0, 1, 2].map(|i| point[i] + direction[i] * length)
+}
+
+/// The part's bounding box (min, max).
+fn bounds(spec: &PartSpec) -> ([f64; 3], [f64; 3]) {
+    match &spec.base {
+        Base::ExtrudeXy { profile, height } => {
+            ([0.0; 3], [profile[2][0], profile[2][1], *height])
+        }
+        Base::ExtrudeXz { profile, depth } => ([0.0; 3], [profile[1][0], *depth, profile[4][1]]),
+        Base::Revolve { profile } => {
+            let outer = profile[1][0];
+            ([-outer, -outer, 0.0], [outer, outer, profile[4][1]])
+        }
+    }
+}
+
+/// The first hole along `axes` as (centre on its start, radius).
+fn hole(spec: &PartSpec, axes: &[Axis]) -> Option<([f64; 3], f64)> {
+    spec.features.iter().find_map(|feature| match feature {
+        Feature::Hole {
+            start,
+            axis,
+            diameter,
+            ..
+        } if axes.contains(axis) => Some((*start, diameter / 2.0)),
+        _ => None,
+    })
+}
+
+/// Model points on the edges the view dimensions, by family.
+fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f64; 3])> {
+    let (_, max) = bounds(spec);
+    let along_z = matches!(view, View::Top | View::Bottom);
+    let along_x = matches!(view, View::Right | View::Left);
+    let mut points = Vec::new();
+    match &spec.base {
+        Base::ExtrudeXy { .. } => {
+            let [w, d, t] = max;
+            if along_z {
+                points.push((DimTool::Horizontal, [w / 2.0, 0.0, t]));
+                points.push((DimTool::Vertical, [0.0, d / 2.0, t]));
+            } else if along_x {
+                points.push((DimTool::Horizontal, [w, d / 2.0, t]));
+                points.push((DimTool::Vertical, [w, 0.0, t / 2.0]));
+            } else {
+                points.push((DimTool::Horizontal, [w / 2.0, 0.0, t]));
+                points.push((DimTool::Vertical, [0.0, 0.0, t / 2.0]));
+            }
+            if along_z && let Some((centre, radius)) = hole(spec, &[Axis::Z, Axis::NegZ]) {
+                points.push((DimTool::Diameter, along(centre, right, radius)));
+            }
+        }
+        Base::ExtrudeXz { profile, .. } => {
+            let [length, width, height] = max;
+            let t = profile[2][1];
+            let r = spec.finish.as_ref().map_or(0.0, |finish| finish.size);
+            if along_z {
+                points.push((DimTool::Horizontal, [(t + length) / 2.0, 0.0, height]));
+                points.push((DimTool::Vertical, [length, width / 2.0, t]));
+                if let Some((centre, radius)) = hole(spec, &[Axis::Z, Axis::NegZ]) {
+                    points.push((DimTool::Diameter, along(centre, right, radius)));
+                }
+            } else if along_x {
+                points.push((DimTool::Horizontal, [0.0, width / 2.0, height]));
+                points.push((DimTool::Vertical, [0.0, 0.0, (t + height) / 2.0]));
+                if let Some((centre, radius)) = hole(spec, &[Axis::X, Axis::NegX]) {
+                    points.push((DimTool::Diameter, along(centre, [0.0, 0.0, 1.0], radius)));
+                }
+            } else {
+                points.push((DimTool::Horizontal, [(r + length) / 2.0, 0.0, 0.0]));
+                points.push((DimTool::Vertical, [0.0, 0.0, (r + height) / 2.0]));
+            }
+        }
+        Base::Revolve { profile } => {
+            let (outer, thick) = (profile[1][0], profile[2][1]);
+            if along_z {
+                points.push((DimTool::Diameter, along([0.0; 3], right, -outer)));
+            } else {
+                points.push((DimTool::Horizontal, along([0.0; 3], right, outer - 2.0)));
+                points.push((
+                    DimTool::Vertical,
+                    along([0.0, 0.0, thick / 2.0], right, outer),
+                ));
+            }
+        }
+    }
+    points
+}
+
+/// The plans of a part's dimensioned views, in sheet order (isometric and section views are
+/// not dimensioned and get none); `None` when there are more views than slots.
+pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<(View, ViewPlan)>> {
+    let (min, max) = bounds(spec);
+    let centre = [0, 1, 2].map(|i| (min[i] + max[i]) / 2.0);
+    let mut plans = Vec::new();
+    for view in views {
+        let Some((right, up)) = camera(*view) else {
+            continue;
+        };
+        let slot = *VIEW_SLOTS.get(plans.len())?;
+        let place = |at: (f64, f64), point: [f64; 3]| {
+            (
+                at.0 + PAGE_SCALE * (dot(point, right) - dot(centre, right)),
+                at.1 + PAGE_SCALE * (dot(point, up) - dot(centre, up)),
+            )
+        };
+        let points = edge_points(spec, *view, right);
+        let grab = place(PAGE_CENTRE, points.first()?.1);
+        let dims = points
+            .into_iter()
+            .map(|(tool, point)| (tool, place(slot, point)))
+            .collect();
+        plans.push((*view, ViewPlan { slot, grab, dims }));
+    }
+    Some(plans)
+}
+
+/// Page millimetres to screen pixels.
+pub(crate) fn to_screen((x, y): (f64, f64)) -> (i64, i64) {
+    let sx = SCREEN_CENTRE.0 + PX_PER_MM * (x - PAGE_CENTRE.0);
+    let sy = SCREEN_CENTRE.1 - PX_PER_MM * (y - PAGE_CENTRE.1);
+    // Page points stay on the 1920x1080 screen: the casts cannot truncate.
+    #[allow(clippy::cast_possible_truncation)]
+    (sx.round() as i64, sy.round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use desk_cad::generate3d::generate_part;
+
+    use super::*;
+
+    /// The part's page footprint in a slot: half extents (page mm) of its projected box.
+    fn half_extents(spec: &PartSpec, view: View) -> (f64, f64) {
+        let (min, max) = bounds(spec);
+        let (right, up) = camera(view).expect("an orthographic view");
+        let size = [0, 1, 2].map(|i| max[i] - min[i]);
+        (
+            PAGE_SCALE * dot(size, right.map(f64::abs)) / 2.0,
+            PAGE_SCALE * dot(size, up.map(f64::abs)) / 2.0,
+        )
+    }
+
+    #[test]
+    fn every_corpus_view_fits_its_slot_and_its_edge_points_lie_on_its_outline_box() {
+        for index in 0..29 {
+            let part = generate_part(index);
+            let plans = view_plans(&part.spec, &part.views).expect("enough slots");
+            let dimensioned = part
+                .views
+                .iter()
+                .filter(|view| camera(**view).is_some())
+                .count();
+            assert_eq!(plans.len(), dimensioned, "part {index}");
+            for (view, plan) in &plans {
+                let (hx, hy) = half_extents(&part.spec, *view);
+                // Inside the page's drawing frame and clear of the title block and the
+                // page centre, where the next view appears.
+                let (x, y) = plan.slot;
+                assert!(x - hx > 10.0 && x + hx < 287.0 && y - hy > 10.0 && y + hy < 200.0);
+                assert!(!(x + hx > 140.0 && y - hy < 60.0), "title block: {view:?}");
+                assert!((x - PAGE_CENTRE.0).abs() > hx + 20.0, "part {index} {view:?}");
+                assert!(!plan.dims.is_empty(), "part {index} {view:?}");
+                for (_, (px, py)) in &plan.dims {
+                    assert!(
+                        (px - x).abs() <= hx + 1e-9 && (py - y).abs() <= hy + 1e-9,
+                        "part {index} {view:?}: ({px}, {py}) outside the view"
+                    );
+                }
+                let (gx, gy) = plan.grab;
+                assert!((gx - PAGE_CENTRE.0).abs() <= hx + 1e-9);
+                assert!((gy - PAGE_CENTRE.1).abs() <= hy + 1e-9);
+                let (ex, ey) = EMPTY_PAGE;
+                assert!((ex - x).abs() > hx || (ey - y).abs() > hy, "empty spot covered");
+            }
+        }
+    }
+
+    #[test]
+    fn page_points_map_to_the_measured_screen_positions() {
+        // Measured: a 100 x 60 mm box's top view at page scale 1, centred on the page, has
+        // its left edge at x = 883.5 and its top edge at y = 457.5.
+        assert_eq!(to_screen(PAGE_CENTRE), (1088, 580));
+        let (left, top) = to_screen((PAGE_CENTRE.0 - 50.0, PAGE_CENTRE.1 + 30.0));
+        assert!((left - 884).abs() <= 1 && (top - 458).abs() <= 1, "{left} {top}");
+    }
+}
