@@ -1,6 +1,7 @@
-//! The oracle agent: solves a task from its gold drawing through the same `computer_action`
-//! path a model uses, as a person at LibreCAD's command line and mouse would, following
-//! `docs/librecad-recipes.md` exactly.
+//! The oracle agent: solves a task from its gold through the same `computer_action` path a
+//! model uses. A 2D task as a person at LibreCAD's command line and mouse would, following
+//! `docs/librecad-recipes.md` exactly (this file); a 3D task through FreeCAD's Part and
+//! TechDraw GUI, following `docs/freecad-recipes.md` ([`freecad`]).
 //!
 //! Every entity is a short deterministic keyboard batch that starts with `ctrl+m` (focus the
 //! command line) and ends with two Escapes. Steps that depend on a dialog, a selection click or

@@ -5,9 +5,9 @@
 //! primitives typed into Part's "Geometric Primitives" dialog (boxes, cylinders, a quarter
 //! cylinder for a bend round, 45°-turned boxes for chamfers), one Union of the material, one
 //! Union of everything cut away, and one Cut. The sheet is TechDraw's default page renamed
-//! `Layout1`, with one view per reference view taken from the 3D view's standard directions
-//! (keys 0–6). Section views, dimensions and notes are not scripted yet, so the sheet scores
-//! only part of its category (see the module's tests and the closing notes of issue 10).
+//! `Layout1` at page scale 0.5, with one view per reference view taken from the 3D view's
+//! standard directions (keys 0–6) or, for a section, cut from its plan view; each moved to a
+//! slot and dimensioned on edges `sheet.rs` computes from the part; the notes as an annotation.
 //!
 //! Every position is a widget measured on the pinned `freecad` profile at 1920x1080 (the combo
 //! view docked left at its default width); the script never reads the screen.
@@ -21,7 +21,10 @@ mod csg;
 mod sheet;
 
 use csg::{Placed, Primitive, decompose};
-use sheet::{DimTool, EMPTY_PAGE, NOTE_SLOT, PAGE_CENTRE, PAGE_SCALE, ViewPlan, to_screen, view_plans};
+use sheet::{
+    DimTool, EMPTY_PAGE, NOTE_SLOT, PAGE_CENTRE, PAGE_SCALE, SectionStep, ViewPlan, to_screen,
+    view_plans,
+};
 
 /// The workbench selector of the toolbar.
 const WORKBENCH_COMBO: (i64, i64) = (580, 58);
@@ -43,8 +46,13 @@ const TAB_PAGE: (i64, i64) = (468, 1034);
 const TD_DIM_HORIZONTAL: (i64, i64) = (670, 136);
 const TD_DIM_VERTICAL: (i64, i64) = (703, 136);
 const TD_DIM_DIAMETER: (i64, i64) = (769, 136);
-/// TechDraw menu > Annotations > Insert Annotation.
+/// TechDraw menu > Annotations > Insert Annotation, and > Insert Section View with its task
+/// panel's OK and first two Section Orientation buttons (Up, Down).
 const TD_MENU: (i64, i64) = (198, 28);
+const TD_MENU_SECTION: (i64, i64) = (250, 190);
+const TASK_OK: (i64, i64) = (102, 232);
+const SECTION_UP: (i64, i64) = (61, 475);
+const SECTION_DOWN: (i64, i64) = (117, 475);
 const TD_MENU_ANNOTATIONS: (i64, i64) = (229, 684);
 const TD_MENU_INSERT_ANNOTATION: (i64, i64) = (570, 685);
 /// The property editor (Data tab) value column: a page's Scale; a view's X and Y; an
@@ -189,13 +197,42 @@ fn property(cell: (i64, i64), value: &str, intent: &str) -> Vec<Value> {
     ]
 }
 
+/// Cuts the section from its base plan view (already in its slot): select the base, TechDraw
+/// > Insert Section View, the orientation button, OK. The section appears at the page centre.
+fn section_batch(step: &SectionStep) -> Vec<Value> {
+    let (button, name) = if step.looking_up {
+        (SECTION_UP, "Section Orientation: Up")
+    } else {
+        (SECTION_DOWN, "Section Orientation: Down")
+    };
+    vec![
+        click(TAB_PAGE, "show the page"),
+        wait(500, "let the page show"),
+        click(to_screen(EMPTY_PAGE), "clear the selection"),
+        click(to_screen(step.base_point), "select the plan view to cut"),
+        wait(300, "let the selection settle"),
+        click(TD_MENU, "open the TechDraw menu"),
+        wait(300, "let the menu open"),
+        click(TD_MENU_SECTION, "Insert Section View"),
+        wait(1500, "let the task panel open"),
+        click(button, name),
+        wait(2000, "let the section compute"),
+        click(TASK_OK, "OK: keep the section"),
+        wait(1500, "let the task panel close"),
+    ]
+}
+
 /// Moves the view just inserted at the page centre to its slot and dimensions it there.
-fn place_and_dimension(view: View, plan: &ViewPlan) -> Vec<Vec<Value>> {
+fn place_and_dimension(plan: &ViewPlan) -> Vec<Vec<Value>> {
+    let view = plan.view;
     let mut batch = vec![
         click(TAB_PAGE, "show the page"),
         wait(500, "let the page show"),
         click(to_screen(EMPTY_PAGE), "clear the selection"),
-        click(to_screen(plan.grab), &format!("select the {} view", view.label())),
+        click(
+            to_screen(plan.grab),
+            &format!("select the {} view", view.label()),
+        ),
         wait(300, "let the property editor fill"),
     ];
     batch.extend(property(PROP_VIEW_X, &num(plan.slot.0), "view's page X"));
@@ -312,34 +349,44 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
         key(&["return"], "confirm the label"),
     ]);
     batches.push(property(PROP_PAGE_SCALE, &num(PAGE_SCALE), "page scale"));
-    let plans = view_plans(&part.spec, &part.sheet.views)
-        .ok_or_else(|| "a sheet with more dimensioned views than page slots".to_owned())?;
-    // Dimensioned views first, each moved to its slot; then the notes, moved to theirs; the
-    // isometric view last, left at the page centre.
-    let planned: Vec<View> = plans.iter().map(|(view, _)| *view).collect();
-    let rest = part.sheet.views.iter().filter(|view| !planned.contains(view));
-    let order: Vec<View> = planned.iter().chain(rest).copied().collect();
+    let plans = view_plans(&part.spec, &part.sheet.views).ok_or_else(|| {
+        "a sheet with more dimensioned views than page slots, or a section without a plan view"
+            .to_owned()
+    })?;
+    // Dimensioned views first, each moved to its slot (a section after its plan view); then
+    // the notes, moved to theirs; the isometric view last, left at the page centre.
+    let rest = part
+        .sheet
+        .views
+        .iter()
+        .filter(|view| !plans.iter().any(|plan| plan.view == **view));
+    let order: Vec<View> = plans
+        .iter()
+        .map(|plan| plan.view)
+        .chain(rest.copied())
+        .collect();
     let mut notes_done = false;
     for view in order {
-        let Some(digit) = view_key(view) else {
-            continue;
-        };
-        let plan = plans.iter().find(|(planned, _)| *planned == view);
+        let plan = plans.iter().find(|plan| plan.view == view);
         if plan.is_none() && !notes_done && !part.sheet.notes.is_empty() {
             batches.extend(notes_batches(&part.sheet.notes));
             notes_done = true;
         }
-        batches.push(vec![
-            click(TAB_3D, "back to the 3D view"),
-            wait(300, "let the 3D view activate"),
-            key(&[digit], &format!("standard view: {}", view.label())),
-            wait(300, "let the camera turn"),
-            click(tree_row(0), "select the solid"),
-            click(TD_INSERT_VIEW, &format!("Insert View: {}", view.label())),
-            wait(2000, "let the view project"),
-        ]);
-        if let Some((_, plan)) = plan {
-            batches.extend(place_and_dimension(view, plan));
+        match (plan.and_then(|plan| plan.section.as_ref()), view_key(view)) {
+            (Some(step), _) => batches.push(section_batch(step)),
+            (None, Some(digit)) => batches.push(vec![
+                click(TAB_3D, "back to the 3D view"),
+                wait(300, "let the 3D view activate"),
+                key(&[digit], &format!("standard view: {}", view.label())),
+                wait(300, "let the camera turn"),
+                click(tree_row(0), "select the solid"),
+                click(TD_INSERT_VIEW, &format!("Insert View: {}", view.label())),
+                wait(2000, "let the view project"),
+            ]),
+            (None, None) => return Err(format!("a {} view", view.label())),
+        }
+        if let Some(plan) = plan {
+            batches.extend(place_and_dimension(plan));
         }
     }
     if !notes_done && !part.sheet.notes.is_empty() {

@@ -36,12 +36,25 @@ pub(crate) enum DimTool {
 
 /// One dimensioned view: its slot and, per dimension, the tool and a point on the edge (page
 /// mm, with the view in its slot). The first point also selects the view while it is still at
-/// the page centre: `grab`.
+/// the page centre: `grab`. A section view is made from its base plan view instead of the 3D
+/// view: `section` says where to click the base (in its slot) and which orientation to press.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ViewPlan {
+    pub view: View,
     pub slot: (f64, f64),
     pub grab: (f64, f64),
     pub dims: Vec<(DimTool, (f64, f64))>,
+    pub section: Option<SectionStep>,
+}
+
+/// How the recipe makes the section A-A (a cut on Y = 0 seen along +Y) from a plan view.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SectionStep {
+    /// A point on the base view's outline, the base in its slot.
+    pub base_point: (f64, f64),
+    /// The Section Orientation button: `Up` on a top view, `Down` on a bottom view (both make
+    /// the section's direction -Y, TechDraw's `getSectionVector`).
+    pub looking_up: bool,
 }
 
 /// The 3D view's frame for FreeCAD's standard views: screen right and screen up.
@@ -53,7 +66,9 @@ fn camera(view: View) -> Option<([f64; 3], [f64; 3])> {
         View::Back => ([-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
         View::Bottom => ([1.0, 0.0, 0.0], [0.0, -1.0, 0.0]),
         View::Left => ([0.0, -1.0, 0.0], [0.0, 0.0, 1.0]),
-        View::Isometric | View::Section => return None,
+        // The section looks along +Y like a front view.
+        View::Section => ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+        View::Isometric => return None,
     })
 }
 
@@ -68,9 +83,7 @@ fn along(point: [f64; 3], direction: [f64; 3], length: f64) -> [f64; 3] {
 /// The part's bounding box (min, max).
 fn bounds(spec: &PartSpec) -> ([f64; 3], [f64; 3]) {
     match &spec.base {
-        Base::ExtrudeXy { profile, height } => {
-            ([0.0; 3], [profile[2][0], profile[2][1], *height])
-        }
+        Base::ExtrudeXy { profile, height } => ([0.0; 3], [profile[2][0], profile[2][1], *height]),
         Base::ExtrudeXz { profile, depth } => ([0.0; 3], [profile[1][0], *depth, profile[4][1]]),
         Base::Revolve { profile } => {
             let outer = profile[1][0];
@@ -152,13 +165,18 @@ fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f
     points
 }
 
-/// The plans of a part's dimensioned views, in sheet order (isometric and section views are
-/// not dimensioned and get none); `None` when there are more views than slots.
-pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<(View, ViewPlan)>> {
+/// The plans of a part's dimensioned views: the standard views in sheet order, then a section
+/// (after the plan view it is cut from); the isometric view gets none. `None` when there are
+/// more views than slots or a section has no plan view to start from.
+pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<ViewPlan>> {
     let (min, max) = bounds(spec);
     let centre = [0, 1, 2].map(|i| (min[i] + max[i]) / 2.0);
-    let mut plans = Vec::new();
-    for view in views {
+    let ordered = views
+        .iter()
+        .filter(|view| **view != View::Section)
+        .chain(views.iter().filter(|view| **view == View::Section));
+    let mut plans: Vec<ViewPlan> = Vec::new();
+    for view in ordered {
         let Some((right, up)) = camera(*view) else {
             continue;
         };
@@ -175,9 +193,40 @@ pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<(View, V
             .into_iter()
             .map(|(tool, point)| (tool, place(slot, point)))
             .collect();
-        plans.push((*view, ViewPlan { slot, grab, dims }));
+        let section = if *view == View::Section {
+            let base = plans
+                .iter()
+                .find(|plan| matches!(plan.view, View::Top | View::Bottom))?;
+            Some(SectionStep {
+                base_point: base_outline_point(spec, base, centre)?,
+                looking_up: base.view == View::Top,
+            })
+        } else {
+            None
+        };
+        plans.push(ViewPlan {
+            view: *view,
+            slot,
+            grab,
+            dims,
+            section,
+        });
     }
     Some(plans)
+}
+
+/// A point on a revolved part's outer circle in its plan view, opposite the diameter
+/// dimension's pick so the dimension does not cover it.
+fn base_outline_point(spec: &PartSpec, base: &ViewPlan, centre: [f64; 3]) -> Option<(f64, f64)> {
+    let Base::Revolve { profile } = &spec.base else {
+        return None;
+    };
+    let (right, up) = camera(base.view)?;
+    let point = along([0.0; 3], right, profile[1][0]);
+    Some((
+        base.slot.0 + PAGE_SCALE * (dot(point, right) - dot(centre, right)),
+        base.slot.1 + PAGE_SCALE * (dot(point, up) - dot(centre, up)),
+    ))
 }
 
 /// Page millimetres to screen pixels.
@@ -217,14 +266,22 @@ mod tests {
                 .filter(|view| camera(**view).is_some())
                 .count();
             assert_eq!(plans.len(), dimensioned, "part {index}");
-            for (view, plan) in &plans {
+            if part.views.contains(&View::Section) {
+                let section = plans.last().and_then(|plan| plan.section.as_ref());
+                assert!(section.is_some(), "part {index}: the section comes last");
+            }
+            for plan in &plans {
+                let view = &plan.view;
                 let (hx, hy) = half_extents(&part.spec, *view);
                 // Inside the page's drawing frame and clear of the title block and the
                 // page centre, where the next view appears.
                 let (x, y) = plan.slot;
                 assert!(x - hx > 10.0 && x + hx < 287.0 && y - hy > 10.0 && y + hy < 200.0);
                 assert!(!(x + hx > 140.0 && y - hy < 60.0), "title block: {view:?}");
-                assert!((x - PAGE_CENTRE.0).abs() > hx + 20.0, "part {index} {view:?}");
+                assert!(
+                    (x - PAGE_CENTRE.0).abs() > hx + 20.0,
+                    "part {index} {view:?}"
+                );
                 assert!(!plan.dims.is_empty(), "part {index} {view:?}");
                 for (_, (px, py)) in &plan.dims {
                     assert!(
@@ -236,7 +293,10 @@ mod tests {
                 assert!((gx - PAGE_CENTRE.0).abs() <= hx + 1e-9);
                 assert!((gy - PAGE_CENTRE.1).abs() <= hy + 1e-9);
                 let (ex, ey) = EMPTY_PAGE;
-                assert!((ex - x).abs() > hx || (ey - y).abs() > hy, "empty spot covered");
+                assert!(
+                    (ex - x).abs() > hx || (ey - y).abs() > hy,
+                    "empty spot covered"
+                );
             }
         }
     }
@@ -247,6 +307,9 @@ mod tests {
         // its left edge at x = 883.5 and its top edge at y = 457.5.
         assert_eq!(to_screen(PAGE_CENTRE), (1088, 580));
         let (left, top) = to_screen((PAGE_CENTRE.0 - 50.0, PAGE_CENTRE.1 + 30.0));
-        assert!((left - 884).abs() <= 1 && (top - 458).abs() <= 1, "{left} {top}");
+        assert!(
+            (left - 884).abs() <= 1 && (top - 458).abs() <= 1,
+            "{left} {top}"
+        );
     }
 }
