@@ -20,7 +20,8 @@
 //! - `iou` (0.40): `1 - (1 - IoU) / 0.1`, floored at 0 (an IoU of 0.9 scores 0), where IoU is
 //!   the common volume over the union volume of the fused candidate and gold parts after the
 //!   allowed alignment: a translation putting the candidate's centre of mass on the gold's
-//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given). A
+//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given), with
+//!   OCCT's fuzzy boolean at 0.01 mm so near-coincident faces are not lost. A
 //!   whole part's IoU barely moves when one small feature is off, hence the steep scale.
 //!
 //! When the gold has a TechDraw page labelled `Layout1`, a `sheet` category weighs
@@ -50,7 +51,10 @@ const JUDGE: &str = include_str!("solid/judge_fcstd.py");
 const GOLD_READ: &str = "DESKGOLD read";
 
 /// Version of these scoring rules.
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v1";
+/// v2: the common volume of the IoU is a fuzzy boolean (0.01 mm), see `solid/judge_fcstd.py`.
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v2";
+/// Every version of these rules; a stored report of any of them reads back as a 3D report.
+pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.
 pub const REL_SPAN: f64 = 0.1;
 /// Shortfall of the IoU below 1 at which the `iou` category reaches 0.

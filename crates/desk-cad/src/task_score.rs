@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::CadError;
 use crate::corpus::{ArtifactKind, Gold};
 use crate::score::{ScoreReport, ZeroReason, score};
-use crate::score3d::{SOLID_SCORER_VERSION, SolidScoreReport, SolidZeroReason, score_fcstd};
+use crate::score3d::{SOLID_SCORER_PREFIX, SolidScoreReport, SolidZeroReason, score_fcstd};
 
 /// Either judge's report.
 #[derive(Clone, Debug, PartialEq)]
@@ -147,7 +147,7 @@ impl<'de> Deserialize<'de> for TaskScore {
         let solid = value
             .get("scorer_version")
             .and_then(serde_json::Value::as_str)
-            == Some(SOLID_SCORER_VERSION);
+            .is_some_and(|version| version.starts_with(SOLID_SCORER_PREFIX));
         if solid {
             SolidScoreReport::deserialize(value)
                 .map(TaskScore::Part)

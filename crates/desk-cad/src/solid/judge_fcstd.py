@@ -3,6 +3,14 @@
 # (the candidate translated so its centre of mass lies on the gold's; no rotation, no scaling),
 # computed with OCCT's boolean on shapes read from BREP. One DESKJSON line, preceded by a
 # "DESKGOLD read" line once the gold is read.
+#
+# The boolean is fuzzy (FUZZ mm): after the alignment, a candidate that matches the gold to a few
+# microns has faces a hair apart from the gold's everywhere, and OCCT's exact common of such
+# near-coincident faces can come back silently empty (an IoU of 0 for a near-perfect part).
+# Entities within FUZZ are taken as coincident; features are millimetres apart, so no real
+# difference is hidden.
+
+FUZZ = 0.01
 
 
 def fused(solids):
@@ -35,7 +43,7 @@ def judge():
             shift = gold_part.CenterOfMass.sub(candidate_part.CenterOfMass)
             moved = candidate_part.copy()
             moved.translate(shift)
-            common = gold_part.common(moved)
+            common = gold_part.common(moved, FUZZ)
             overlap = dict(status="ok", gold_volume=gold_part.Volume,
                            candidate_volume=candidate_part.Volume, common_volume=common.Volume,
                            shift=[shift.x, shift.y, shift.z])

@@ -208,7 +208,7 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
         assert!(dir.join("attempt.FCStd").is_file());
         assert_eq!(
             record["score"]["scorer_version"],
-            "deskbroker-cad-solid-scorer-v1"
+            "deskbroker-cad-solid-scorer-v2"
         );
         assert!(record["score"]["zero_reason"].is_null(), "{task}");
         // The part through Part primitives and booleans, the sheet through TechDraw: every
@@ -240,7 +240,7 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
         &cache,
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["scorer_version"], "deskbroker-cad-solid-scorer-v1");
+    assert_eq!(report["scorer_version"], "deskbroker-cad-solid-scorer-v2");
     assert!(report["score"].as_f64().unwrap() >= 0.999, "{report}");
     for row in &rows[..3] {
         let task = row["task_id"].as_str().unwrap();
