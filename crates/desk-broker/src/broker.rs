@@ -29,6 +29,7 @@ use crate::session::Failure;
 use crate::store::{SessionRow, Store};
 use crate::util::now_ms;
 
+mod reap;
 mod run;
 
 /// The in-memory part of a session: its desktop, when one was created.
@@ -140,7 +141,7 @@ impl Broker {
         let mut slots = HashMap::new();
         let unreleased = store.unreleased_sessions()?;
         let known: HashSet<SessionDir> = unreleased.iter().map(SessionRow::dir).collect();
-        reap_unknown_desktops(&sessions_dir, &known, &factory);
+        reap::reap_unknown_desktops(&sessions_dir, &known, &factory);
         for mut session in unreleased {
             let session_dir = session.dir();
             let adoptable = !in_doubt.contains(&session.id)
@@ -351,31 +352,6 @@ impl Inner {
             }
         }
         Ok(())
-    }
-}
-
-/// Reaps what runs for every session directory on disk that the store does not know as an
-/// unreleased session (a lost or replaced journal, a release interrupted after the row was
-/// written): nothing could ever release those desktops otherwise.
-fn reap_unknown_desktops(
-    sessions_dir: &std::path::Path,
-    known: &HashSet<SessionDir>,
-    factory: &impl BackendFactory,
-) {
-    let entries = match std::fs::read_dir(sessions_dir) {
-        Ok(entries) => entries,
-        Err(error) => {
-            tracing::warn!(dir = %sessions_dir.display(), error = %error, "cannot list session directories");
-            return;
-        }
-    };
-    for entry in entries.flatten() {
-        let dir = SessionDir::at(entry.path());
-        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) || known.contains(&dir) {
-            continue;
-        }
-        let n_reaped = factory.reap_orphans(&dir);
-        tracing::warn!(dir = %dir.path().display(), n_reaped, "reaped a desktop unknown to the journal");
     }
 }
 
