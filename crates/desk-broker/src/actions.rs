@@ -20,6 +20,7 @@ use desk_contract::{InputAction, SettleOutcome, validate_action};
 use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
 use crate::frames;
+use crate::ids::SessionId;
 use crate::journal::JournalStatus;
 use crate::ledger::Answer;
 use crate::program::{Plan, Ran, Submitted};
@@ -48,7 +49,7 @@ impl Inner {
     /// Without a control token it acts only while nobody claimed the session's control.
     fn execute(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
         self.load(session_id)?;
@@ -153,7 +154,7 @@ impl Inner {
     /// target revision) and validated there.
     fn bound_to_screenshot(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &desk_desktop::SessionDir,
         id: &str,
         action: &desk_contract::Action,
@@ -175,7 +176,7 @@ impl Inner {
             Ok(metadata) if metadata.is_dir() => Ok(()),
             found => {
                 let message = "the session directory is missing; its logs and frames are gone";
-                tracing::error!(session_id = session.id, dir = %dir.display(), "{message}");
+                tracing::error!(session_id = %session.id, dir = %dir.display(), "{message}");
                 self.mark_error(&session.id, desk_contract::ErrorCode::Internal, message)?;
                 let source = match found {
                     Err(error) => error,
@@ -190,7 +191,7 @@ impl Inner {
     /// `action_sequence_conflict` (the content differs, whatever it is); otherwise `refusal`.
     pub(crate) fn conflict_or(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request_id: &str,
         refusal: BrokerError,
     ) -> BrokerError {
@@ -329,11 +330,11 @@ impl Broker {
     /// already used in the session, else `refusal`. Nothing is sent either way.
     pub(crate) async fn refused_action(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request_id: String,
         refusal: BrokerError,
     ) -> BrokerError {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         let outcome = self
             .run(None, move |inner| {
                 Ok(inner.conflict_or(&session_id, &request_id, refusal))
@@ -345,10 +346,10 @@ impl Broker {
     /// `execute_action`: validates and executes exactly one action.
     pub async fn execute(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.execute(&session_id, request)
         })

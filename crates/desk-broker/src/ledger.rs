@@ -138,7 +138,7 @@ impl<'a> Ledger<'a> {
             return Err(error);
         }
         tracing::debug!(
-            session_id = ledger.session.id,
+            session_id = %ledger.session.id,
             action_index,
             begin_action_us,
             evidence_accepted_us = micros(started),
@@ -221,7 +221,7 @@ impl<'a> Ledger<'a> {
             None,
         ) {
             tracing::error!(
-                session_id = self.session.id,
+                session_id = %self.session.id,
                 action_index = self.action_index,
                 step_index,
                 %error,
@@ -280,7 +280,7 @@ impl<'a> Ledger<'a> {
     /// Names a failed observation of a delivered action in its receipt; the action counts.
     fn observation_failed(&self, response: &mut impl Answer, id: &str, error: &BrokerError) {
         tracing::error!(
-            session_id = self.session.id,
+            session_id = %self.session.id,
             action_index = self.action_index,
             observation = id,
             %error,
@@ -377,7 +377,7 @@ impl<'a> Ledger<'a> {
             .store
             .complete_action(&self.session, self.action_index, &cached)?;
         tracing::debug!(
-            session_id = self.session.id,
+            session_id = %self.session.id,
             action_index = self.action_index,
             records_us = micros(started),
             frame_store_us,

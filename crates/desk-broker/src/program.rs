@@ -23,6 +23,7 @@ use crate::broker::{Broker, Inner};
 use crate::control::Scope;
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
+use crate::ids::SessionId;
 use crate::ledger::{Accepted, Ledger};
 use crate::store::SessionRow;
 use crate::util::{check_identifier, now_ms};
@@ -75,7 +76,7 @@ fn step_failure(step_index: u64, error: &BrokerError) -> StepFailure {
 impl Inner {
     /// Input the worker refused because it would have left the app (`destination_not_app`)
     /// counts as a refused action, toward the policy's limit, like any other escape attempt.
-    fn count_off_app(&self, session_id: &str, request_id: &str, error: &BrokerError) {
+    fn count_off_app(&self, session_id: &SessionId, request_id: &str, error: &BrokerError) {
         if error.status_and_code().1 == ErrorCode::DestinationNotApp {
             self.count_refused(session_id, request_id, error);
         }
@@ -97,7 +98,7 @@ impl Inner {
         self.check_session_dir(&session)?;
         let accepted_at_ms = now_ms();
         tracing::info!(
-            session_id,
+            %session_id,
             action_index,
             action_type = plan.journal_type,
             n_steps = plan.steps.len(),
@@ -122,7 +123,7 @@ impl Inner {
                 if submitted.is_empty() {
                     return Err(ledger.withdrawn(refusal));
                 }
-                tracing::info!(session_id, action_index, step_index, %refusal, "program halted");
+                tracing::info!(%session_id, action_index, step_index, %refusal, "program halted");
                 failing = Some(step_failure(step_index, &refusal));
                 break;
             }
@@ -163,7 +164,7 @@ impl Inner {
                         source: error,
                     };
                     self.count_off_app(&session_id, &plan.request_id, &error);
-                    tracing::warn!(session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
+                    tracing::warn!(%session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
                     failing = Some(step_failure(step_index, &error));
                     break;
                 }
@@ -183,7 +184,7 @@ impl Inner {
 
     fn execute_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
         check_identifier("request_id", &request.request_id)?;
@@ -279,7 +280,7 @@ impl Inner {
     /// the ledger.
     fn finish_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &desk_desktop::SessionDir,
         display: desk_contract::DisplaySize,
         ran: Ran<'_>,
@@ -364,10 +365,10 @@ impl Broker {
     /// `execute_program`: validates a whole program, then runs it exactly once.
     pub async fn execute_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.execute_program(&session_id, request)
         })
