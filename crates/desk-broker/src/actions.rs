@@ -20,12 +20,12 @@ use desk_contract::{InputAction, SettleOutcome, validate_action};
 use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
 use crate::frames;
-use crate::ids::SessionId;
+use crate::ids::{RequestId, SessionId};
 use crate::journal::JournalStatus;
 use crate::ledger::Answer;
 use crate::program::{Plan, Ran, Submitted};
 use crate::store::SessionRow;
-use crate::util::{check_identifier, now_ms, sha256_hex};
+use crate::util::{now_ms, sha256_hex};
 
 /// SHA-256 of the RFC 8785 (JCS) bytes of `{expected_action_index, action}`: what a journal
 /// row keeps to recognise a retried request id. Journals written with the earlier sorted-keys
@@ -66,13 +66,13 @@ impl Inner {
             ),
             Some(id) => Err(id.as_str()),
         };
-        check_identifier("request_id", &request.request_id)?;
+        let request_id = RequestId::parse(&request.request_id)?;
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
         let digest = request_digest(&request)?;
         if let Some(replayed) = self.replay::<ActionResponse>(
             &session,
-            &request.request_id,
+            &request_id,
             request.expected_action_index,
             &digest,
         )? {
@@ -98,7 +98,7 @@ impl Inner {
                 }));
         };
         let plan = Plan {
-            request_id: request.request_id.clone(),
+            request_id,
             expected_action_index: request.expected_action_index,
             digest,
             evidence_request: serde_json::to_value(&request)
@@ -195,7 +195,12 @@ impl Inner {
         request_id: &str,
         refusal: BrokerError,
     ) -> BrokerError {
-        match self.store.action_by_request(session_id, request_id) {
+        // A request id that is not valid was never journaled.
+        let used = match RequestId::parse(request_id) {
+            Ok(checked) => self.store.action_by_request(session_id, &checked),
+            Err(_) => Ok(None),
+        };
+        match used {
             Ok(Some(entry)) => BrokerError::SequenceConflict(format!(
                 "request_id {request_id:?} was already used for action {} with different content",
                 entry.action_index
@@ -215,7 +220,7 @@ impl Inner {
     pub(crate) fn replay<A: Answer + serde::de::DeserializeOwned>(
         &self,
         session: &SessionRow,
-        request_id: &str,
+        request_id: &RequestId,
         expected_action_index: u64,
         digest: &str,
     ) -> Result<Option<A>, BrokerError> {
@@ -223,6 +228,7 @@ impl Inner {
             return Ok(None);
         };
         if entry.request_digest != digest || entry.action_index != expected_action_index {
+            let request_id = request_id.as_str();
             return Err(BrokerError::SequenceConflict(format!(
                 "request_id {request_id:?} was already used for action {} with different content",
                 entry.action_index

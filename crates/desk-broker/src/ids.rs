@@ -1,9 +1,10 @@
-//! Typed ids: the one home of [`SessionId`], so a request id, lease token, task id or attempt id
-//! cannot be passed where a session id is expected.
+//! Typed ids: the one home of [`SessionId`] and [`RequestId`], so a request id, lease token, task
+//! id or attempt id cannot be passed where a session id is expected, nor a session id where an
+//! action's request id is.
 //!
-//! On the wire and in SQLite a session id stays a plain string (`#[serde(transparent)]`, stored
-//! as `TEXT`); only the broker's generator ([`SessionId::generate`]), the wire parser
-//! ([`SessionId::parse`]) and the store's reader (its `FromSql`) construct one.
+//! On the wire and in SQLite both stay plain strings (`#[serde(transparent)]`, stored as `TEXT`);
+//! only the broker's generator ([`SessionId::generate`]), the parsers of received ids
+//! ([`SessionId::parse`], [`RequestId::parse`]) and the store's reader (`FromSql`) construct one.
 
 use std::fmt;
 
@@ -11,6 +12,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::BrokerError;
+use crate::util::check_identifier;
 
 /// Longest accepted session id, in bytes.
 pub(crate) const MAX_SESSION_ID_BYTES: usize = 64;
@@ -106,6 +108,50 @@ impl FromSql for SessionId {
     }
 }
 
+/// An action's or program's `request_id`, once checked: 1 to 200 printable ASCII characters
+/// without spaces. Every journaled action has one; a refused request's raw id (never checked)
+/// stays a `&str`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub(crate) struct RequestId(String);
+
+impl RequestId {
+    /// A request id received from a client, refused with `invalid_request` unless valid.
+    pub(crate) fn parse(text: &str) -> Result<Self, BrokerError> {
+        check_identifier("request_id", text)?;
+        Ok(Self(text.to_string()))
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RequestId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl ToSql for RequestId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.0.as_str()))
+    }
+}
+
+impl FromSql for RequestId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        Self::parse(text).map_err(|error| FromSqlError::Other(error.to_string().into()))
+    }
+}
+
 /// A session id for unit tests, from a literal known to be a plain token.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -129,6 +175,24 @@ mod tests {
         assert_eq!(SessionId::parse(id.as_str())?, id);
         assert_eq!(serde_json::to_string(&id).ok(), Some(format!("\"{id}\"")));
         assert!(SessionId::parse("../etc").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn request_ids_are_printable_ascii_tokens() -> Result<(), BrokerError> {
+        let id = RequestId::parse("req-1/a:b")?;
+        assert_eq!(
+            serde_json::to_string(&id).ok(),
+            Some("\"req-1/a:b\"".to_string())
+        );
+        for refused in [
+            String::new(),
+            "a b".to_string(),
+            "é".to_string(),
+            "a".repeat(201),
+        ] {
+            assert!(RequestId::parse(&refused).is_err(), "{refused:?}");
+        }
         Ok(())
     }
 }

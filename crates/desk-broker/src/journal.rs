@@ -16,7 +16,7 @@ use desk_contract::ErrorCode;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::BrokerError;
-use crate::ids::SessionId;
+use crate::ids::{RequestId, SessionId};
 use crate::session::Failure;
 use crate::store::{SessionRow, Store, from_sql, save_session_on, session_on, to_sql};
 use crate::util::now_ms;
@@ -53,7 +53,7 @@ impl JournalStatus {
 pub(crate) struct JournalEntry {
     pub(crate) session_id: SessionId,
     pub(crate) action_index: u64,
-    pub(crate) request_id: String,
+    pub(crate) request_id: RequestId,
     /// SHA-256 of the canonical JSON of `{expected_action_index, action}`.
     pub(crate) request_digest: String,
     pub(crate) action_type: String,
@@ -124,7 +124,7 @@ impl Store {
     pub(crate) fn action_by_request(
         &self,
         session_id: &SessionId,
-        request_id: &str,
+        request_id: &RequestId,
     ) -> Result<Option<JournalEntry>, BrokerError> {
         self.lock()
             .query_row(
@@ -135,7 +135,7 @@ impl Store {
                     Ok(JournalEntry {
                         session_id: session_id.clone(),
                         action_index: from_sql(row.get(0)?),
-                        request_id: request_id.to_string(),
+                        request_id: request_id.clone(),
                         request_digest: row.get(1)?,
                         action_type: row.get(2)?,
                         intent: row.get(3)?,

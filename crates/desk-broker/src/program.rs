@@ -23,14 +23,14 @@ use crate::broker::{Broker, Inner};
 use crate::control::Scope;
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
-use crate::ids::SessionId;
+use crate::ids::{RequestId, SessionId};
 use crate::ledger::{Accepted, Ledger};
 use crate::store::SessionRow;
-use crate::util::{check_identifier, now_ms};
+use crate::util::now_ms;
 
 /// What an accepted request runs: its validated steps and how it is journaled.
 pub(crate) struct Plan {
-    pub(crate) request_id: String,
+    pub(crate) request_id: RequestId,
     pub(crate) expected_action_index: u64,
     pub(crate) digest: String,
     /// The request as received, for the signed evidence.
@@ -155,7 +155,7 @@ impl Inner {
                 }
                 Err(error) if submitted.is_empty() => {
                     let refusal = ledger.not_injected(error);
-                    self.count_off_app(&session_id, &plan.request_id, &refusal);
+                    self.count_off_app(&session_id, plan.request_id.as_str(), &refusal);
                     return Err(refusal);
                 }
                 Err(error) => {
@@ -163,7 +163,7 @@ impl Inner {
                         operation: "execute_program",
                         source: error,
                     };
-                    self.count_off_app(&session_id, &plan.request_id, &error);
+                    self.count_off_app(&session_id, plan.request_id.as_str(), &error);
                     tracing::warn!(%session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
                     failing = Some(step_failure(step_index, &error));
                     break;
@@ -187,7 +187,7 @@ impl Inner {
         session_id: &SessionId,
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
-        check_identifier("request_id", &request.request_id)?;
+        let request_id = RequestId::parse(&request.request_id)?;
         let session = self.load(session_id)?;
         let dir = session.dir();
         let slot = self.slot(session_id);
@@ -220,7 +220,7 @@ impl Inner {
         let digest = program_digest(&request)?;
         if let Some(replayed) = self.replay::<ProgramResponse>(
             &session,
-            &request.request_id,
+            &request_id,
             request.expected_action_index,
             &digest,
         )? {
@@ -255,7 +255,7 @@ impl Inner {
         };
         let intents: Vec<&str> = request.steps.iter().map(ProgramStep::intent).collect();
         let plan = Plan {
-            request_id: request.request_id.clone(),
+            request_id,
             expected_action_index: request.expected_action_index,
             digest,
             evidence_request: serde_json::to_value(&request)

@@ -325,7 +325,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
             &crate::journal::JournalEntry {
                 session_id: session_id.clone(),
                 action_index: 0,
-                request_id: request.request_id.clone(),
+                request_id: crate::ids::RequestId::parse(&request.request_id).unwrap(),
                 request_digest: "0".repeat(64),
                 action_type: "click".to_string(),
                 intent: String::new(),
