@@ -10,6 +10,7 @@ use desk_contract::api::{AccessibilityResponse, WindowsResponse};
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::journal::store_unavailable;
 
 /// Parses `max_nodes` and `max_depth` from a raw query string; unknown, repeated or
@@ -53,7 +54,11 @@ pub(crate) fn parse_limits(query: Option<&str>) -> Result<AxLimits, BrokerError>
 }
 
 impl Inner {
-    fn accessibility(&self, session_id: &str, limits: AxLimits) -> Result<AxTree, BrokerError> {
+    fn accessibility(
+        &self,
+        session_id: &SessionId,
+        limits: AxLimits,
+    ) -> Result<AxTree, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
@@ -73,7 +78,7 @@ impl Inner {
         self.renew(&mut session);
         self.store.save_session(&session)?;
         tracing::info!(
-            session_id,
+            %session_id,
             observation_id = %tree.observation_id,
             nodes = tree.nodes.len(),
             truncated = tree.truncated,
@@ -83,7 +88,7 @@ impl Inner {
         Ok(tree)
     }
 
-    fn windows(&self, session_id: &str) -> Result<WindowsResponse, BrokerError> {
+    fn windows(&self, session_id: &SessionId) -> Result<WindowsResponse, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
@@ -107,10 +112,10 @@ impl Broker {
     /// `get_accessibility`.
     pub async fn accessibility(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         limits: AxLimits,
     ) -> Result<AccessibilityResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.accessibility(&session_id, limits)
         })
@@ -120,8 +125,8 @@ impl Broker {
     }
 
     /// `get_windows`.
-    pub async fn windows(&self, session_id: &str) -> Result<WindowsResponse, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn windows(&self, session_id: &SessionId) -> Result<WindowsResponse, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.windows(&session_id)
         })

@@ -20,11 +20,12 @@ use desk_contract::{InputAction, SettleOutcome, validate_action};
 use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
 use crate::frames;
+use crate::ids::{RequestId, SessionId};
 use crate::journal::JournalStatus;
 use crate::ledger::Answer;
 use crate::program::{Plan, Ran, Submitted};
 use crate::store::SessionRow;
-use crate::util::{check_identifier, now_ms, sha256_hex};
+use crate::util::{now_ms, sha256_hex};
 
 /// SHA-256 of the RFC 8785 (JCS) bytes of `{expected_action_index, action}`: what a journal
 /// row keeps to recognise a retried request id. Journals written with the earlier sorted-keys
@@ -48,7 +49,7 @@ impl Inner {
     /// Without a control token it acts only while nobody claimed the session's control.
     fn execute(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
         self.load(session_id)?;
@@ -65,13 +66,13 @@ impl Inner {
             ),
             Some(id) => Err(id.as_str()),
         };
-        check_identifier("request_id", &request.request_id)?;
+        let request_id = RequestId::parse(&request.request_id)?;
         let session = self.load(session_id)?;
         self.check_live(&session, "execute_action")?;
         let digest = request_digest(&request)?;
         if let Some(replayed) = self.replay::<ActionResponse>(
             &session,
-            &request.request_id,
+            &request_id,
             request.expected_action_index,
             &digest,
         )? {
@@ -97,7 +98,7 @@ impl Inner {
                 }));
         };
         let plan = Plan {
-            request_id: request.request_id.clone(),
+            request_id,
             expected_action_index: request.expected_action_index,
             digest,
             evidence_request: serde_json::to_value(&request)
@@ -153,7 +154,7 @@ impl Inner {
     /// target revision) and validated there.
     fn bound_to_screenshot(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &desk_desktop::SessionDir,
         id: &str,
         action: &desk_contract::Action,
@@ -175,7 +176,7 @@ impl Inner {
             Ok(metadata) if metadata.is_dir() => Ok(()),
             found => {
                 let message = "the session directory is missing; its logs and frames are gone";
-                tracing::error!(session_id = session.id, dir = %dir.display(), "{message}");
+                tracing::error!(session_id = %session.id, dir = %dir.display(), "{message}");
                 self.mark_error(&session.id, desk_contract::ErrorCode::Internal, message)?;
                 let source = match found {
                     Err(error) => error,
@@ -190,11 +191,16 @@ impl Inner {
     /// `action_sequence_conflict` (the content differs, whatever it is); otherwise `refusal`.
     pub(crate) fn conflict_or(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request_id: &str,
         refusal: BrokerError,
     ) -> BrokerError {
-        match self.store.action_by_request(session_id, request_id) {
+        // A request id that is not valid was never journaled.
+        let used = match RequestId::parse(request_id) {
+            Ok(checked) => self.store.action_by_request(session_id, &checked),
+            Err(_) => Ok(None),
+        };
+        match used {
             Ok(Some(entry)) => BrokerError::SequenceConflict(format!(
                 "request_id {request_id:?} was already used for action {} with different content",
                 entry.action_index
@@ -214,7 +220,7 @@ impl Inner {
     pub(crate) fn replay<A: Answer + serde::de::DeserializeOwned>(
         &self,
         session: &SessionRow,
-        request_id: &str,
+        request_id: &RequestId,
         expected_action_index: u64,
         digest: &str,
     ) -> Result<Option<A>, BrokerError> {
@@ -222,6 +228,7 @@ impl Inner {
             return Ok(None);
         };
         if entry.request_digest != digest || entry.action_index != expected_action_index {
+            let request_id = request_id.as_str();
             return Err(BrokerError::SequenceConflict(format!(
                 "request_id {request_id:?} was already used for action {} with different content",
                 entry.action_index
@@ -329,11 +336,11 @@ impl Broker {
     /// already used in the session, else `refusal`. Nothing is sent either way.
     pub(crate) async fn refused_action(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request_id: String,
         refusal: BrokerError,
     ) -> BrokerError {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         let outcome = self
             .run(None, move |inner| {
                 Ok(inner.conflict_or(&session_id, &request_id, refusal))
@@ -345,10 +352,10 @@ impl Broker {
     /// `execute_action`: validates and executes exactly one action.
     pub async fn execute(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.execute(&session_id, request)
         })

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// One session's queue: its permit and how many requests hold or wait for it.
 struct Gate {
@@ -35,7 +36,7 @@ struct Gate {
 /// some request holds or waits for its permit.
 #[derive(Default)]
 pub(crate) struct Admission {
-    gates: Mutex<HashMap<String, Gate>>,
+    gates: Mutex<HashMap<SessionId, Gate>>,
 }
 
 /// A session's turn: held by the operation for its whole run; dropping it lets the next
@@ -48,7 +49,7 @@ pub(crate) struct Turn {
 /// A place in a session's queue, held while waiting and during the turn; dropping it leaves.
 struct Place {
     admission: Arc<Admission>,
-    session_id: String,
+    session_id: SessionId,
 }
 
 impl Drop for Place {
@@ -58,7 +59,7 @@ impl Drop for Place {
 }
 
 impl Admission {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Gate>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Gate>> {
         self.gates.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -67,17 +68,17 @@ impl Admission {
     /// request dropped while waiting leaves the queue.
     pub(crate) async fn enter(
         self: &Arc<Self>,
-        session_id: &str,
+        session_id: &SessionId,
         limit: usize,
     ) -> Result<Turn, BrokerError> {
         let (place, permit) = {
             let mut gates = self.lock();
-            let gate = gates.entry(session_id.to_string()).or_insert_with(|| Gate {
+            let gate = gates.entry(session_id.clone()).or_insert_with(|| Gate {
                 permit: Arc::new(Semaphore::new(1)),
                 n_holders: 0,
             });
             if gate.n_holders > limit {
-                tracing::debug!(session_id, n_waiting = limit, "session queue full");
+                tracing::debug!(%session_id, n_waiting = limit, "session queue full");
                 return Err(BrokerError::SessionBusy(format!(
                     "session {session_id} already has {limit} requests waiting; retry later"
                 )));
@@ -85,7 +86,7 @@ impl Admission {
             gate.n_holders += 1;
             let place = Place {
                 admission: Arc::clone(self),
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
             };
             (place, Arc::clone(&gate.permit))
         };
@@ -99,7 +100,7 @@ impl Admission {
         })
     }
 
-    fn leave(&self, session_id: &str) {
+    fn leave(&self, session_id: &SessionId) {
         let mut gates = self.lock();
         if let Some(gate) = gates.get_mut(session_id) {
             gate.n_holders = gate.n_holders.saturating_sub(1);
@@ -111,7 +112,7 @@ impl Admission {
 
     /// How many requests hold or wait for `session_id`'s turn.
     #[cfg(test)]
-    pub(crate) fn n_holders(&self, session_id: &str) -> usize {
+    pub(crate) fn n_holders(&self, session_id: &SessionId) -> usize {
         self.lock().get(session_id).map_or(0, |gate| gate.n_holders)
     }
 }

@@ -39,6 +39,7 @@ use crate::broker::{Broker, Inner};
 use crate::config::AuthConfig;
 use crate::credential::{self, Scope};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::store::SessionRow;
 use crate::util::{now_ms, sha256_hex};
 
@@ -82,7 +83,10 @@ impl Connected<axum::serve::IncomingStream<'_, tokio::net::UnixListener>> for Pe
 pub(crate) enum Target {
     /// A session route; `keeps_after_end` for status and release, which stay usable after the
     /// lease ended.
-    Session { id: String, keeps_after_end: bool },
+    Session {
+        id: SessionId,
+        keeps_after_end: bool,
+    },
     /// A route that needs a scope over TCP without a client certificate.
     Scoped(Scope),
     /// The OpenAPI document and unknown paths.
@@ -118,9 +122,14 @@ pub(crate) fn classify(method: &Method, path: &str) -> Target {
         if !plain_segment(id) {
             return Target::BadSession;
         }
+        // A segment that is no session id (a `.`, a `~`, over 64 bytes) has no lease token:
+        // refused like one without a token.
+        let Ok(id) = SessionId::parse(id) else {
+            return Target::BadSession;
+        };
         let keeps_after_end = !has_suffix && (method == Method::GET || method == Method::DELETE);
         return Target::Session {
-            id: id.to_string(),
+            id,
             keeps_after_end,
         };
     }
@@ -264,14 +273,17 @@ pub(crate) fn check_session_state(
     if session.expired()
         || (session.state() != SessionState::Released && session.expires_at_ms < now_ms)
     {
-        return Err(BrokerError::LeaseExpired(session.id.clone()));
+        return Err(BrokerError::LeaseExpired(session.id.to_string()));
     }
     Ok(())
 }
 
 impl Inner {
     /// Mints a lease token for `session_id` and stores its hash before returning it.
-    pub(crate) fn mint_lease_token(&self, session_id: &str) -> Result<LeaseToken, BrokerError> {
+    pub(crate) fn mint_lease_token(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<LeaseToken, BrokerError> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|error| {
             BrokerError::Internal(format!("failed to draw a lease token: {error}"))
@@ -284,7 +296,7 @@ impl Inner {
 
     fn authorize_session(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         token: Option<&str>,
         keeps_after_end: bool,
     ) -> Result<(), BrokerError> {

@@ -17,18 +17,18 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use desk_contract::api::{Screenshot, SessionState};
 use desk_contract::desktop::Frame;
 use desk_contract::{DisplaySize, ErrorCode, b64};
-use desk_desktop::{BackendError, DesktopBackend};
-
-use desk_desktop::{BackendFactory, BackendRequest, SessionDir};
+use desk_desktop::{BackendError, BackendFactory, BackendRequest, DesktopBackend, SessionDir};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::evidence::{Evidence, Journals};
+use crate::ids::SessionId;
 use crate::journal::recovered_message;
 use crate::session::Failure;
 use crate::store::{SessionRow, Store};
 use crate::util::now_ms;
 
+mod reap;
 mod run;
 
 /// The in-memory part of a session: its desktop, when one was created.
@@ -66,7 +66,7 @@ pub(crate) struct Inner {
     pub(crate) config: BrokerConfig,
     pub(crate) factory: Arc<dyn BackendFactory>,
     pub(crate) store: Store,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
     /// Serializes lease creation so identity checks and capacity counts are race-free.
     pub(crate) lease_lock: Mutex<()>,
     /// Request metrics and the change counter the status long-poll waits on.
@@ -129,7 +129,7 @@ impl Broker {
         let mut in_doubt = HashSet::new();
         for (session_id, action_index) in store.recover_pending()? {
             tracing::warn!(
-                session_id,
+                %session_id,
                 action_index,
                 "{}",
                 recovered_message(action_index)
@@ -140,7 +140,7 @@ impl Broker {
         let mut slots = HashMap::new();
         let unreleased = store.unreleased_sessions()?;
         let known: HashSet<SessionDir> = unreleased.iter().map(SessionRow::dir).collect();
-        reap_unknown_desktops(&sessions_dir, &known, &factory);
+        reap::reap_unknown_desktops(&sessions_dir, &known, &factory);
         for mut session in unreleased {
             let session_dir = session.dir();
             let adoptable = !in_doubt.contains(&session.id)
@@ -151,7 +151,7 @@ impl Broker {
             let mut lost_because = None;
             if adoptable {
                 let request = BackendRequest {
-                    session_id: session.id.clone(),
+                    session_id: session.id.to_string(),
                     session_dir: session_dir.clone(),
                     display: config.display,
                     // A running sandbox keeps the binds it started with.
@@ -217,7 +217,7 @@ impl Broker {
     pub async fn detach_backends(&self) {
         let _ = self
             .run(None, |inner| {
-                let slots: Vec<(String, Arc<Slot>)> = inner
+                let slots: Vec<(SessionId, Arc<Slot>)> = inner
                     .lock_slots()
                     .iter()
                     .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
@@ -225,7 +225,7 @@ impl Broker {
                 for (session_id, slot) in slots {
                     if let Some(mut backend) = slot.lock().backend.take() {
                         backend.detach();
-                        tracing::info!(session_id, "detached from a running desktop");
+                        tracing::info!(%session_id, "detached from a running desktop");
                     }
                 }
                 Ok(())
@@ -238,7 +238,7 @@ impl Broker {
     pub async fn shutdown_backends(&self) {
         let _ = self
             .run(None, |inner| {
-                let slots: Vec<(String, Arc<Slot>)> = inner
+                let slots: Vec<(SessionId, Arc<Slot>)> = inner
                     .lock_slots()
                     .iter()
                     .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
@@ -247,7 +247,7 @@ impl Broker {
                     if let Some(mut backend) = slot.lock().backend.take()
                         && let Err(error) = backend.shutdown()
                     {
-                        tracing::warn!(session_id, error = %error, "failed to shut down a desktop");
+                        tracing::warn!(%session_id, error = %error, "failed to shut down a desktop");
                     }
                 }
                 Ok(())
@@ -257,17 +257,17 @@ impl Broker {
 }
 
 impl Inner {
-    fn lock_slots(&self) -> MutexGuard<'_, HashMap<String, Arc<Slot>>> {
+    fn lock_slots(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<Slot>>> {
         self.slots
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The slot of an existing session, created on first use.
-    pub(crate) fn slot(&self, session_id: &str) -> Arc<Slot> {
+    pub(crate) fn slot(&self, session_id: &SessionId) -> Arc<Slot> {
         let mut slots = self.lock_slots();
         let slot = slots
-            .entry(session_id.to_string())
+            .entry(session_id.clone())
             .or_insert_with(|| Slot::new(None, self.config.display));
         Arc::clone(slot)
     }
@@ -275,30 +275,30 @@ impl Inner {
     /// A process of the session's desktop died (the operation sent nothing): the session goes
     /// to `error` with `desktop_failed` and a message naming the process. Release still cleans
     /// up what is left.
-    pub(crate) fn fail_if_desktop_died(&self, session_id: &str, error: &BrokerError) {
+    pub(crate) fn fail_if_desktop_died(&self, session_id: &SessionId, error: &BrokerError) {
         if let BrokerError::Desktop {
             source: BackendError::ProcessDied(reason),
             ..
         } = error
         {
             let message = format!("a process of the session's desktop died: {reason}");
-            tracing::warn!(session_id, "{message}");
+            tracing::warn!(%session_id, "{message}");
             if let Err(error) = self.mark_error(session_id, ErrorCode::DesktopFailed, &message) {
-                tracing::error!(session_id, error = %error, "failed to record a dead desktop");
+                tracing::error!(%session_id, error = %error, "failed to record a dead desktop");
             }
         }
     }
 
-    pub(crate) fn forget_slot(&self, session_id: &str) {
+    pub(crate) fn forget_slot(&self, session_id: &SessionId) {
         self.controls.forget(session_id);
         self.lock_slots().remove(session_id);
     }
 
     /// Loads a session or answers `not_found`.
-    pub(crate) fn load(&self, session_id: &str) -> Result<SessionRow, BrokerError> {
+    pub(crate) fn load(&self, session_id: &SessionId) -> Result<SessionRow, BrokerError> {
         self.store
             .session(session_id)?
-            .ok_or_else(|| BrokerError::NotFound(format!("session {session_id:?}")))
+            .ok_or_else(|| BrokerError::NotFound(format!("session {:?}", session_id.as_str())))
     }
 
     /// Refuses released and expired sessions.
@@ -332,14 +332,14 @@ impl Inner {
             .div_ceil(1000);
         if let Err(error) = desk_desktop::sandbox::set_lease_deadline(session.dir(), deadline_secs)
         {
-            tracing::warn!(session_id = session.id, %error, "failed to record the desktop's lease deadline");
+            tracing::warn!(session_id = %session.id, %error, "failed to record the desktop's lease deadline");
         }
     }
 
     /// Records a failure on a session and moves it to `error`.
     pub(crate) fn mark_error(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         code: ErrorCode,
         message: &str,
     ) -> Result<(), BrokerError> {
@@ -351,31 +351,6 @@ impl Inner {
             }
         }
         Ok(())
-    }
-}
-
-/// Reaps what runs for every session directory on disk that the store does not know as an
-/// unreleased session (a lost or replaced journal, a release interrupted after the row was
-/// written): nothing could ever release those desktops otherwise.
-fn reap_unknown_desktops(
-    sessions_dir: &std::path::Path,
-    known: &HashSet<SessionDir>,
-    factory: &impl BackendFactory,
-) {
-    let entries = match std::fs::read_dir(sessions_dir) {
-        Ok(entries) => entries,
-        Err(error) => {
-            tracing::warn!(dir = %sessions_dir.display(), error = %error, "cannot list session directories");
-            return;
-        }
-    };
-    for entry in entries.flatten() {
-        let dir = SessionDir::at(entry.path());
-        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) || known.contains(&dir) {
-            continue;
-        }
-        let n_reaped = factory.reap_orphans(&dir);
-        tracing::warn!(dir = %dir.path().display(), n_reaped, "reaped a desktop unknown to the journal");
     }
 }
 

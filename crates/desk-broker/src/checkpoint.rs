@@ -26,6 +26,7 @@ use crate::artifact;
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
 use crate::evidence;
+use crate::ids::SessionId;
 use crate::logs::{EventLogs, FrameTiming};
 use crate::reset::file_digest;
 use crate::store::SessionRow;
@@ -53,7 +54,7 @@ fn checkpoint_copy_path(session: &SessionRow, attempt_path: &Path) -> PathBuf {
 }
 
 impl Inner {
-    fn checkpoint(&self, session_id: &str) -> Result<CheckpointResponse, BrokerError> {
+    fn checkpoint(&self, session_id: &SessionId) -> Result<CheckpointResponse, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
@@ -86,7 +87,7 @@ impl Inner {
                 SaveMethod::AlreadySaved
             };
             return Ok(CheckpointResponse {
-                session_id: session.id.clone(),
+                session_id: session.id.to_string(),
                 method,
                 sha256: saved.sha256,
                 size: saved.size,
@@ -142,7 +143,7 @@ impl Inner {
             let Some(backend) = runtime.backend.as_mut() else {
                 return Err(BrokerError::Internal("desktop vanished".to_string()));
             };
-            tracing::info!(session_id, keys = ?profile.save_keys, stale, "checkpoint: controller save");
+            tracing::info!(%session_id, keys = ?profile.save_keys, stale, "checkpoint: controller save");
             let outcome = backend
                 .execute(validated.input(), self.config.settle)
                 .map_err(BrokerError::desktop("send the save gesture"))?;
@@ -196,14 +197,14 @@ impl Inner {
         self.renew(&mut session);
         self.store.save_session(&session)?;
         tracing::info!(
-            session_id,
+            %session_id,
             sha256,
             size,
             method = method_name(method),
             "checkpointed"
         );
         Ok(CheckpointResponse {
-            session_id: session.id.clone(),
+            session_id: session.id.to_string(),
             method,
             sha256,
             size,
@@ -211,7 +212,7 @@ impl Inner {
         })
     }
 
-    fn artifact(&self, session_id: &str) -> Result<ArtifactResponse, BrokerError> {
+    fn artifact(&self, session_id: &SessionId) -> Result<ArtifactResponse, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let _runtime = slot.lock();
@@ -244,7 +245,7 @@ impl Inner {
         })
     }
 
-    fn log_text(&self, session_id: &str, frame_aligned: bool) -> Result<String, BrokerError> {
+    fn log_text(&self, session_id: &SessionId, frame_aligned: bool) -> Result<String, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let _runtime = slot.lock();
@@ -343,8 +344,11 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), BrokerError> {
 
 impl Broker {
     /// `checkpoint_save`.
-    pub async fn checkpoint(&self, session_id: &str) -> Result<CheckpointResponse, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn checkpoint(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<CheckpointResponse, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.checkpoint(&session_id)
         })
@@ -353,8 +357,8 @@ impl Broker {
     }
 
     /// `retrieve_artifact`: the checkpointed bytes; `checkpoint_required` before a checkpoint.
-    pub async fn artifact(&self, session_id: &str) -> Result<ArtifactResponse, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn artifact(&self, session_id: &SessionId) -> Result<ArtifactResponse, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.artifact(&session_id)
         })
@@ -362,8 +366,8 @@ impl Broker {
     }
 
     /// `retrieve_events`: `events.json` as NDJSON text.
-    pub async fn events(&self, session_id: &str) -> Result<String, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn events(&self, session_id: &SessionId) -> Result<String, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.log_text(&session_id, false)
         })
@@ -371,8 +375,8 @@ impl Broker {
     }
 
     /// `retrieve_frame_events`: `frame_events.json` as NDJSON text.
-    pub async fn frame_events(&self, session_id: &str) -> Result<String, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn frame_events(&self, session_id: &SessionId) -> Result<String, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.log_text(&session_id, true)
         })

@@ -29,7 +29,8 @@ use desk_policy::ClipboardMode;
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
 use crate::evidence;
-use crate::extract::{SessionId, read_body_within};
+use crate::extract::read_body_within;
+use crate::ids::SessionId;
 use crate::store::SessionRow;
 
 /// The largest `PUT .../clipboard` body: the 16 MiB ceiling of text, each byte escaped in at
@@ -146,7 +147,7 @@ impl Inner {
     /// The checks before the desktop is asked, in order; records a refusal.
     fn admit_clipboard(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         direction: Direction,
         limits: impl FnOnce() -> Result<(), BrokerError>,
         token: Option<&ControlToken>,
@@ -176,7 +177,7 @@ impl Inner {
 
     fn clipboard_read(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         query: &ClipboardQuery,
     ) -> Result<ClipboardText, BrokerError> {
         let cap = read_cap(query.max_output_bytes);
@@ -224,7 +225,7 @@ impl Inner {
 
     fn clipboard_write(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: &ClipboardWriteRequest,
     ) -> Result<ClipboardWritten, BrokerError> {
         let limits = || {
@@ -294,7 +295,7 @@ impl<S: Send + Sync> FromRequest<S> for ClipboardBody {
 /// `GET /v1/sessions/{id}/clipboard?max_output_bytes=N&owner=O&generation=G`.
 pub(crate) async fn get_clipboard(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     RawQuery(query): RawQuery,
 ) -> Result<Json<ClipboardText>, BrokerError> {
     let query = parse_query(query.as_deref())
@@ -305,7 +306,7 @@ pub(crate) async fn get_clipboard(
 /// `PUT /v1/sessions/{id}/clipboard` with `{"text", "control"?}`.
 pub(crate) async fn put_clipboard(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ClipboardBody(request): ClipboardBody,
 ) -> Result<Json<ClipboardWritten>, BrokerError> {
     broker.clipboard_write(&id, request).await.map(Json)
@@ -315,10 +316,10 @@ impl Broker {
     /// `GET /v1/sessions/{id}/clipboard`.
     pub(crate) async fn clipboard_read(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         query: ClipboardQuery,
     ) -> Result<ClipboardText, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(Some(id.clone()), move |inner| {
             inner.clipboard_read(&id, &query)
         })
@@ -328,10 +329,10 @@ impl Broker {
     /// `PUT /v1/sessions/{id}/clipboard`.
     pub(crate) async fn clipboard_write(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ClipboardWriteRequest,
     ) -> Result<ClipboardWritten, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(Some(id.clone()), move |inner| {
             inner.clipboard_write(&id, &request)
         })

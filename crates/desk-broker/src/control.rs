@@ -29,6 +29,7 @@ use desk_desktop::SessionDir;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::util::check_identifier;
 
 pub(crate) mod ax;
@@ -80,7 +81,7 @@ struct State {
 /// Every session's control state.
 #[derive(Default)]
 pub(crate) struct Controls {
-    states: Mutex<HashMap<String, State>>,
+    states: Mutex<HashMap<SessionId, State>>,
 }
 
 fn refusal(code: ErrorCode, message: impl Into<String>) -> BrokerError {
@@ -91,7 +92,7 @@ fn refusal(code: ErrorCode, message: impl Into<String>) -> BrokerError {
 }
 
 impl State {
-    fn status(&self, session_id: &str) -> ControlStatus {
+    fn status(&self, session_id: &SessionId) -> ControlStatus {
         let persisted = &self.persisted;
         ControlStatus {
             session_id: session_id.to_string(),
@@ -206,7 +207,7 @@ impl State {
 }
 
 impl Controls {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, State>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, State>> {
         self.states
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -217,7 +218,7 @@ impl Controls {
     /// write leaves the state as it was.
     fn with<T>(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         operation: impl FnOnce(&mut State) -> Result<T, BrokerError>,
     ) -> Result<T, BrokerError> {
@@ -225,7 +226,7 @@ impl Controls {
         if !states.contains_key(session_id) {
             let persisted = persist::load(dir)?;
             states.insert(
-                session_id.to_string(),
+                session_id.clone(),
                 State {
                     persisted,
                     shots: shots::History::default(),
@@ -250,7 +251,7 @@ impl Controls {
     /// The session's control state.
     pub(crate) fn status(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
     ) -> Result<ControlStatus, BrokerError> {
         self.with(session_id, dir, |state| Ok(state.status(session_id)))
@@ -260,7 +261,7 @@ impl Controls {
     /// the owner's own one (same generation).
     pub(crate) fn claim(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         claim: &ControlClaim,
     ) -> Result<ControlStatus, BrokerError> {
@@ -296,7 +297,7 @@ impl Controls {
     /// for `claim.owner`.
     pub(crate) fn restart(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         claim: &ControlClaim,
     ) -> Result<ControlStatus, BrokerError> {
@@ -322,7 +323,7 @@ impl Controls {
     /// returns). A second Stop changes nothing.
     pub(crate) fn stop(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         reason: StopReason,
     ) -> Result<ControlStatus, BrokerError> {
@@ -338,8 +339,8 @@ impl Controls {
     }
 
     /// A reset bound the app window again: a new target revision.
-    pub(crate) fn rebind(&self, session_id: &str, dir: &SessionDir) -> Result<(), BrokerError> {
-        self.with(session_id, dir, |state| {
+    pub(crate) fn rebind(&self, id: &SessionId, dir: &SessionDir) -> Result<(), BrokerError> {
+        self.with(id, dir, |state| {
             state.persisted.target_revision = state.persisted.target_revision.saturating_add(1);
             Ok(())
         })
@@ -348,7 +349,7 @@ impl Controls {
     /// Admission: whether a request with `token` may send input now, and under which scope.
     pub(crate) fn admit(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         token: Option<&ControlToken>,
     ) -> Result<Scope, BrokerError> {
@@ -358,7 +359,7 @@ impl Controls {
     /// [`Controls::admit`] for work that only reads, which observe mode allows.
     pub(crate) fn admit_read(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         token: Option<&ControlToken>,
     ) -> Result<Scope, BrokerError> {
@@ -368,7 +369,7 @@ impl Controls {
     /// The current generation and target revision, without admission's checks.
     pub(crate) fn scope_now(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
     ) -> Result<Scope, BrokerError> {
         self.with(session_id, dir, |state| Ok(state.scope()))
@@ -378,7 +379,7 @@ impl Controls {
     /// `scope` may still run.
     pub(crate) fn recheck(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         scope: Scope,
     ) -> Result<(), BrokerError> {
@@ -386,7 +387,7 @@ impl Controls {
     }
 
     /// Forgets a released session's in-memory state.
-    pub(crate) fn forget(&self, session_id: &str) {
+    pub(crate) fn forget(&self, session_id: &SessionId) {
         self.lock().remove(session_id);
     }
 }

@@ -38,6 +38,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use crate::store::SessionRow;
 use crate::util::now_ms;
@@ -87,19 +88,9 @@ pub fn public_key_path(state_dir: &Path) -> PathBuf {
     evidence_dir(state_dir).join(PUBLIC_KEY_FILE)
 }
 
-fn session_evidence_dir(state_dir: &Path, session_id: &str) -> Result<PathBuf, EvidenceError> {
-    let safe = !session_id.is_empty()
-        && session_id.len() <= 128
-        && session_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !safe {
-        return Err(EvidenceError::Export {
-            path: evidence_dir(state_dir),
-            reason: format!("{session_id:?} is not a session id"),
-        });
-    }
-    Ok(StateDir::new(state_dir).session_evidence(session_id))
+/// A [`SessionId`] is a plain token, so the directory is always inside `evidence/`.
+fn session_evidence_dir(state_dir: &Path, session_id: &SessionId) -> PathBuf {
+    StateDir::new(state_dir).session_evidence(session_id.as_str())
 }
 
 fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError {
@@ -329,7 +320,7 @@ pub(crate) fn session_released(
     lock(&evidence.journals.open).remove(&session.id);
     if let Err(error) = released {
         tracing::error!(
-            session_id = session.id,
+            session_id = %session.id,
             error = %error_chain(&error),
             "failed to close the session's evidence journal; releasing anyway"
         );
@@ -354,14 +345,14 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 pub(crate) fn action_in_doubt(
     evidence: Evidence<'_>,
     store: &crate::store::Store,
-    session_id: &str,
+    session_id: &SessionId,
     action_index: u64,
 ) {
     let session = match store.session(session_id) {
         Ok(Some(session)) => session,
         Ok(None) => return,
         Err(error) => {
-            tracing::error!(session_id, error = %error_chain(&error), "failed to load a session for its in-doubt receipt");
+            tracing::error!(%session_id, error = %error_chain(&error), "failed to load a session for its in-doubt receipt");
             return;
         }
     };
@@ -380,13 +371,13 @@ pub(crate) fn action_in_doubt(
     });
     match result {
         Ok(true) => tracing::info!(
-            session_id = session.id,
+            session_id = %session.id,
             action_index,
             "in-doubt receipt written"
         ),
         Ok(false) => {}
         Err(error) => tracing::error!(
-            session_id = session.id,
+            session_id = %session.id,
             action_index,
             error = %error_chain(&error),
             "failed to write the in-doubt receipt"

@@ -22,12 +22,10 @@ use desk_contract::request::{self, RequestError, RequestPart};
 use serde::de::DeserializeOwned;
 
 use crate::error::BrokerError;
+use crate::ids::{MAX_SESSION_ID_BYTES, SessionId};
 
 /// The largest accepted request body.
 pub const BODY_LIMIT_BYTES: usize = 256 * 1024;
-
-/// Longest accepted session id, in bytes.
-pub(crate) const MAX_SESSION_ID_BYTES: usize = 64;
 
 /// A JSON body parsed strictly into `T` (a request type without an action inside).
 #[derive(Debug)]
@@ -193,20 +191,7 @@ impl<S: Send + Sync> FromRequest<S> for ProgramBody {
     }
 }
 
-/// Whether `id` can be a session id at all: 1 to [`MAX_SESSION_ID_BYTES`] ASCII letters, digits,
-/// `_` or `-`. Anything else is refused before any lookup.
-pub(crate) fn is_plain_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_SESSION_ID_BYTES
-        && id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
-}
-
-/// The `{id}` path segment, checked by [`is_plain_id`].
-#[derive(Debug)]
-pub(crate) struct SessionId(pub(crate) String);
-
+/// The `{id}` path segment, a plain token ([`SessionId::parse`]).
 impl<S: Send + Sync> FromRequestParts<S> for SessionId {
     type Rejection = BrokerError;
 
@@ -214,13 +199,12 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
         let Path(id) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| BrokerError::InvalidRequest("bad session id in the path".to_string()))?;
-        if !is_plain_id(&id) {
-            return Err(BrokerError::InvalidRequest(format!(
+        SessionId::parse(&id).map_err(|_| {
+            BrokerError::InvalidRequest(format!(
                 "bad session id in the path: expected 1 to {MAX_SESSION_ID_BYTES} letters, \
                  digits, '_' or '-'"
-            )));
-        }
-        Ok(SessionId(id))
+            ))
+        })
     }
 }
 

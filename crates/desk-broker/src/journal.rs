@@ -16,6 +16,7 @@ use desk_contract::ErrorCode;
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::BrokerError;
+use crate::ids::{RequestId, SessionId};
 use crate::session::Failure;
 use crate::store::{SessionRow, Store, from_sql, save_session_on, session_on, to_sql};
 use crate::util::now_ms;
@@ -50,9 +51,9 @@ impl JournalStatus {
 /// One journaled action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct JournalEntry {
-    pub(crate) session_id: String,
+    pub(crate) session_id: SessionId,
     pub(crate) action_index: u64,
-    pub(crate) request_id: String,
+    pub(crate) request_id: RequestId,
     /// SHA-256 of the canonical JSON of `{expected_action_index, action}`.
     pub(crate) request_digest: String,
     pub(crate) action_type: String,
@@ -122,19 +123,19 @@ fn journal_unavailable(error: BrokerError) -> BrokerError {
 impl Store {
     pub(crate) fn action_by_request(
         &self,
-        session_id: &str,
-        request_id: &str,
+        session_id: &SessionId,
+        request_id: &RequestId,
     ) -> Result<Option<JournalEntry>, BrokerError> {
         self.lock()
             .query_row(
                 "SELECT action_index, request_digest, action_type, intent, status, response \
                  FROM actions WHERE session_id = ?1 AND request_id = ?2",
-                [session_id, request_id],
+                params![session_id, request_id],
                 |row| {
                     Ok(JournalEntry {
-                        session_id: session_id.to_string(),
+                        session_id: session_id.clone(),
                         action_index: from_sql(row.get(0)?),
-                        request_id: request_id.to_string(),
+                        request_id: request_id.clone(),
                         request_digest: row.get(1)?,
                         action_type: row.get(2)?,
                         intent: row.get(3)?,
@@ -262,18 +263,18 @@ impl Store {
 
     /// Turns every `pending` action into `unknown` and its session into `error`; returns the
     /// affected `(session_id, action_index)` pairs.
-    pub(crate) fn recover_pending(&self) -> Result<Vec<(String, u64)>, BrokerError> {
+    pub(crate) fn recover_pending(&self) -> Result<Vec<(SessionId, u64)>, BrokerError> {
         let mut connection = self.lock();
         let tx = connection
             .transaction()
             .map_err(BrokerError::store("recover the journal"))?;
-        let pending: Vec<(String, u64)> = {
+        let pending: Vec<(SessionId, u64)> = {
             let mut statement = tx
                 .prepare("SELECT session_id, action_index FROM actions WHERE status = 'pending'")
                 .map_err(BrokerError::store("recover the journal"))?;
             let rows = statement
                 .query_map([], |row| {
-                    Ok((row.get::<_, String>(0)?, from_sql(row.get(1)?)))
+                    Ok((row.get::<_, SessionId>(0)?, from_sql(row.get(1)?)))
                 })
                 .map_err(BrokerError::store("recover the journal"))?;
             rows.collect::<Result<_, _>>()

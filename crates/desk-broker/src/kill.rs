@@ -40,6 +40,7 @@ use desk_evidence::record::{KILL_CONTROL_ID, SessionKilled};
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::util::now_ms;
 use crate::workspace::{self, WorkspaceState};
 
@@ -94,7 +95,7 @@ pub enum KillSource {
 #[serde(deny_unknown_fields)]
 pub struct Tombstone {
     /// The killed session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Why.
     pub reason: String,
     /// The terminal receipt's id.
@@ -122,15 +123,6 @@ pub enum KillOutcome {
     AlreadyKilled(Tombstone),
 }
 
-/// Whether `id` may name a file: a broker session id (`[A-Za-z0-9_-]`, at most 128).
-pub(crate) fn plain_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
 /// Checks an operator's reason: 1 to 256 bytes, no control characters.
 pub fn check_reason(reason: &str) -> Result<(), BrokerError> {
     if reason.trim().is_empty() || reason.len() > 256 || reason.chars().any(char::is_control) {
@@ -142,11 +134,8 @@ pub fn check_reason(reason: &str) -> Result<(), BrokerError> {
 }
 
 /// The tombstone of `id`, if it was killed.
-pub fn read_tombstone(state: &StateDir, id: &str) -> Option<Tombstone> {
-    if !plain_id(id) {
-        return None;
-    }
-    let bytes = std::fs::read(state.kill_record(id)).ok()?;
+pub fn read_tombstone(state: &StateDir, id: &SessionId) -> Option<Tombstone> {
+    let bytes = std::fs::read(state.kill_record(id.as_str())).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -161,7 +150,7 @@ fn create_private_dir(path: &Path) -> Result<(), BrokerError> {
 /// Creates the tombstone exclusively; `Ok(false)` when it already exists.
 fn write_tombstone(state: &StateDir, tombstone: &Tombstone) -> Result<bool, BrokerError> {
     create_private_dir(&state.kills())?;
-    let path = state.kill_record(&tombstone.session_id);
+    let path = state.kill_record(tombstone.session_id.as_str());
     let mut file = match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -214,14 +203,11 @@ fn spooled_ids(state: &StateDir, key: &SigningKey) -> Result<Vec<String>, Broker
 pub fn kill_session(
     state: &StateDir,
     key: &SigningKey,
-    session_id: &str,
+    session_id: &SessionId,
     reason: &str,
     source: &KillSource,
 ) -> Result<KillOutcome, BrokerError> {
     check_reason(reason)?;
-    if !plain_id(session_id) {
-        return Err(BrokerError::NotFound("session".to_string()));
-    }
     let Some(_lock) = kill_lock(state, session_id, true)? else {
         return Err(BrokerError::Internal(
             "a blocking lock was not taken".to_string(),
@@ -233,11 +219,11 @@ pub fn kill_session(
         }
         return finish_kill(state, key, &tombstone).map(KillOutcome::Killed);
     }
-    let torn = state.kill_record(session_id);
+    let torn = state.kill_record(session_id.as_str());
     if torn.exists() {
         // Unreadable under the lock: its killer died while writing it, before the kill began
         // (a tombstone counts once it is complete and fsynced). It is written again below.
-        tracing::warn!(session_id, "removing a torn tombstone");
+        tracing::warn!(%session_id, "removing a torn tombstone");
         std::fs::remove_file(&torn).map_err(BrokerError::io("remove a torn tombstone", &torn))?;
     }
     let facts = session_facts(&open_read_only(&state.database())?, session_id)?
@@ -249,7 +235,7 @@ pub fn kill_session(
         });
     }
     let tombstone = Tombstone {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
         reason: reason.to_string(),
         record_id: new_record_id()?,
         killed_at_ms: now_ms(),
@@ -279,7 +265,7 @@ fn finish_kill(
     key: &SigningKey,
     tombstone: &Tombstone,
 ) -> Result<SessionKilled, BrokerError> {
-    let session_id = tombstone.session_id.as_str();
+    let session_id = &tombstone.session_id;
     let facts = session_facts(&open_read_only(&state.database())?, session_id)?
         .ok_or_else(|| BrokerError::NotFound("session".to_string()))?;
     let session_dir = SessionDir::at(&facts.session_dir);
@@ -309,14 +295,14 @@ fn finish_kill(
         lease_revoked: true,
         storage_destroyed: !removal.directory_left && !removal.workspace_left,
     };
-    desk_evidence::spool::append(&state.spool(), key, session_id, &receipt).map_err(|source| {
-        BrokerError::Evidence {
+    desk_evidence::spool::append(&state.spool(), key, session_id.as_str(), &receipt).map_err(
+        |source| BrokerError::Evidence {
             operation: "kill_session",
             source: Box::new(source),
-        }
-    })?;
+        },
+    )?;
     tracing::warn!(
-        session_id,
+        %session_id,
         reason = tombstone.reason,
         outcome = receipt.outcome,
         "session killed"
@@ -332,7 +318,7 @@ pub(crate) fn tombstones(state: &StateDir) -> Vec<Tombstone> {
                 .filter_map(Result::ok)
                 .filter_map(|entry| {
                     let name = entry.file_name().into_string().ok()?;
-                    read_tombstone(state, name.strip_suffix(".json")?)
+                    read_tombstone(state, &SessionId::parse(name.strip_suffix(".json")?).ok()?)
                 })
                 .collect()
         })
@@ -361,13 +347,13 @@ pub fn finish_interrupted_kills(
             continue;
         }
         tracing::warn!(
-            session_id = tombstone.session_id,
+            session_id = %tombstone.session_id,
             "finishing a kill interrupted before its receipt"
         );
         match finish_kill(state, key, &tombstone) {
             Ok(receipt) => finished.push(receipt),
             Err(error) => tracing::error!(
-                session_id = tombstone.session_id,
+                session_id = %tombstone.session_id,
                 error = %error,
                 "failed to finish an interrupted kill"
             ),

@@ -16,10 +16,11 @@ use desk_contract::api::{
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::journal::store_unavailable;
 use crate::session::Lifecycle;
 use crate::store::SessionRow;
-use crate::util::{check_identifier, new_session_id, now_ms, rfc3339};
+use crate::util::{check_identifier, now_ms, rfc3339};
 
 fn lease_response(
     session: &SessionRow,
@@ -28,7 +29,7 @@ fn lease_response(
     policy_sha256: Option<String>,
 ) -> LeaseResponse {
     LeaseResponse {
-        session_id: session.id.clone(),
+        session_id: session.id.to_string(),
         state: session.state(),
         expires_at: rfc3339(session.expires_at_ms),
         task_id: session.task_id.clone(),
@@ -94,8 +95,8 @@ impl Inner {
         self.factory
             .check_available()
             .map_err(BrokerError::desktop("lease"))?;
-        let session_id = new_session_id()?;
-        let session_dir = self.config.layout().session(&session_id);
+        let session_id = SessionId::generate()?;
+        let session_dir = self.config.layout().session(session_id.as_str());
         let mut session = SessionRow {
             id: session_id,
             task_id: request.task_id,
@@ -123,14 +124,14 @@ impl Inner {
         let token = self.mint_lease_token(&session.id)?;
         crate::evidence::session_started(self.evidence(), &session, &policy_sha256)?;
         tracing::info!(
-            session_id = session.id,
+            session_id = %session.id,
             task_id = session.task_id,
             "lease granted"
         );
         Ok(lease_response(&session, false, token, Some(policy_sha256)))
     }
 
-    fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
+    fn status(&self, session_id: &SessionId) -> Result<StatusResponse, BrokerError> {
         let session = self.load(session_id)?;
         let last_error = session
             .lifecycle
@@ -144,7 +145,7 @@ impl Inner {
             _ => None,
         };
         Ok(StatusResponse {
-            session_id: session.id.clone(),
+            session_id: session.id.to_string(),
             state: session.state(),
             task_id: session.task_id.clone(),
             attempt_id: session.attempt_id.clone(),
@@ -174,7 +175,7 @@ impl Inner {
 
     pub(crate) fn release(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         expired: bool,
     ) -> Result<ReleaseResponse, BrokerError> {
         self.load(session_id)?;
@@ -183,7 +184,7 @@ impl Inner {
         let mut session = self.load(session_id)?;
         let Some(released) = session.lifecycle.release(expired) else {
             return Ok(ReleaseResponse {
-                session_id: session.id,
+                session_id: session.id.to_string(),
                 state: SessionState::Released,
                 released_now: false,
             });
@@ -198,19 +199,19 @@ impl Inner {
             crate::workspace::WorkspaceState::RemovalPending,
             &remains,
         ) {
-            tracing::warn!(session_id, error = %error, "failed to record removal_pending");
+            tracing::warn!(%session_id, error = %error, "failed to record removal_pending");
         }
         match runtime.backend.take() {
             Some(mut backend) => {
                 if let Err(error) = backend.shutdown() {
-                    tracing::warn!(session_id, error = %error, "failed to shut down a desktop on release");
+                    tracing::warn!(%session_id, error = %error, "failed to shut down a desktop on release");
                 }
             }
             None => {
                 let n_reaped = self.factory.reap_orphans(&session.dir());
                 if n_reaped > 0 {
                     tracing::info!(
-                        session_id,
+                        %session_id,
                         n_reaped,
                         "reaped processes left by an earlier broker run"
                     );
@@ -227,7 +228,7 @@ impl Inner {
                 &remains,
             )
         {
-            tracing::warn!(session_id, error = %error, "failed to record destroyed");
+            tracing::warn!(%session_id, error = %error, "failed to record destroyed");
         }
         session.lifecycle = released;
         self.store.save_session(&session)?;
@@ -235,16 +236,16 @@ impl Inner {
         crate::kill::remove_at_release(&layout, session_id);
         drop(runtime);
         self.forget_slot(session_id);
-        tracing::info!(session_id, expired, "session released");
+        tracing::info!(%session_id, expired, "session released");
         Ok(ReleaseResponse {
-            session_id: session.id,
+            session_id: session.id.to_string(),
             state: SessionState::Released,
             released_now: true,
         })
     }
 
     /// The unreleased sessions whose lease expired.
-    fn expired_sessions(&self) -> Result<Vec<String>, BrokerError> {
+    fn expired_sessions(&self) -> Result<Vec<SessionId>, BrokerError> {
         let now = now_ms();
         Ok(self
             .store
@@ -273,14 +274,14 @@ impl Broker {
     }
 
     /// `get_status`.
-    pub async fn status(&self, session_id: &str) -> Result<StatusResponse, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn status(&self, session_id: &SessionId) -> Result<StatusResponse, BrokerError> {
+        let session_id = session_id.clone();
         self.run(None, move |inner| inner.status(&session_id)).await
     }
 
     /// `release_session`: idempotent; shuts the desktop down and deletes the session directory.
-    pub async fn release(&self, session_id: &str) -> Result<ReleaseResponse, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn release(&self, session_id: &SessionId) -> Result<ReleaseResponse, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.release(&session_id, false)
         })

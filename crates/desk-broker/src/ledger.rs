@@ -32,6 +32,7 @@ use crate::broker::Inner;
 use crate::error::BrokerError;
 use crate::evidence::{self, ActionEnd};
 use crate::frames::{self, CarriesShot};
+use crate::ids::RequestId;
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::session::{Failure, Lifecycle};
@@ -70,7 +71,7 @@ impl Answer for ProgramResponse {
 
 /// What an accepted action is journaled as.
 pub(crate) struct Accepted<'a> {
-    pub(crate) request_id: &'a str,
+    pub(crate) request_id: &'a RequestId,
     /// The request as received, for its digest in the signed evidence.
     pub(crate) request: serde_json::Value,
     pub(crate) request_digest: String,
@@ -108,7 +109,7 @@ impl<'a> Ledger<'a> {
             &JournalEntry {
                 session_id: session.id.clone(),
                 action_index,
-                request_id: accepted.request_id.to_string(),
+                request_id: accepted.request_id.clone(),
                 request_digest: accepted.request_digest,
                 action_type: accepted.action_type.to_string(),
                 intent: accepted.intent.to_string(),
@@ -128,7 +129,7 @@ impl<'a> Ledger<'a> {
             inner.evidence(),
             &ledger.session,
             action_index,
-            accepted.request_id,
+            accepted.request_id.as_str(),
             &accepted.request,
             accepted.action_type,
             accepted.intent,
@@ -138,7 +139,7 @@ impl<'a> Ledger<'a> {
             return Err(error);
         }
         tracing::debug!(
-            session_id = ledger.session.id,
+            session_id = %ledger.session.id,
             action_index,
             begin_action_us,
             evidence_accepted_us = micros(started),
@@ -221,7 +222,7 @@ impl<'a> Ledger<'a> {
             None,
         ) {
             tracing::error!(
-                session_id = self.session.id,
+                session_id = %self.session.id,
                 action_index = self.action_index,
                 step_index,
                 %error,
@@ -280,7 +281,7 @@ impl<'a> Ledger<'a> {
     /// Names a failed observation of a delivered action in its receipt; the action counts.
     fn observation_failed(&self, response: &mut impl Answer, id: &str, error: &BrokerError) {
         tracing::error!(
-            session_id = self.session.id,
+            session_id = %self.session.id,
             action_index = self.action_index,
             observation = id,
             %error,
@@ -377,7 +378,7 @@ impl<'a> Ledger<'a> {
             .store
             .complete_action(&self.session, self.action_index, &cached)?;
         tracing::debug!(
-            session_id = self.session.id,
+            session_id = %self.session.id,
             action_index = self.action_index,
             records_us = micros(started),
             frame_store_us,

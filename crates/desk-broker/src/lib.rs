@@ -33,6 +33,7 @@ mod evidence;
 mod extract;
 mod fault;
 mod frames;
+mod ids;
 mod journal;
 pub mod kill;
 mod lease;
@@ -71,6 +72,7 @@ pub use evidence::{
 };
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
+pub use ids::SessionId;
 pub use openapi::OPENAPI_JSON;
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};
 pub use private::restrict_umask;

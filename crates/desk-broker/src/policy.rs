@@ -21,6 +21,7 @@ use rusqlite::{OptionalExtension as _, params};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::store::Store;
 
 /// The broker's policy signing key inside [`policy_dir`].
@@ -196,7 +197,7 @@ impl Store {
     /// Records the policy `session_id` is leased under (before its session row).
     pub(crate) fn record_session_policy(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         policy_sha256: &str,
     ) -> Result<(), BrokerError> {
         self.lock()
@@ -210,7 +211,10 @@ impl Store {
     }
 
     /// The policy `session_id` was leased under; `None` for sessions of older brokers.
-    pub(crate) fn session_policy(&self, session_id: &str) -> Result<Option<String>, BrokerError> {
+    pub(crate) fn session_policy(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<String>, BrokerError> {
         self.lock()
             .query_row(
                 "SELECT policy_sha256 FROM session_policies WHERE session_id = ?1",

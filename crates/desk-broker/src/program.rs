@@ -23,13 +23,14 @@ use crate::broker::{Broker, Inner};
 use crate::control::Scope;
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
+use crate::ids::{RequestId, SessionId};
 use crate::ledger::{Accepted, Ledger};
 use crate::store::SessionRow;
-use crate::util::{check_identifier, now_ms};
+use crate::util::now_ms;
 
 /// What an accepted request runs: its validated steps and how it is journaled.
 pub(crate) struct Plan {
-    pub(crate) request_id: String,
+    pub(crate) request_id: RequestId,
     pub(crate) expected_action_index: u64,
     pub(crate) digest: String,
     /// The request as received, for the signed evidence.
@@ -75,7 +76,7 @@ fn step_failure(step_index: u64, error: &BrokerError) -> StepFailure {
 impl Inner {
     /// Input the worker refused because it would have left the app (`destination_not_app`)
     /// counts as a refused action, toward the policy's limit, like any other escape attempt.
-    fn count_off_app(&self, session_id: &str, request_id: &str, error: &BrokerError) {
+    fn count_off_app(&self, session_id: &SessionId, request_id: &str, error: &BrokerError) {
         if error.status_and_code().1 == ErrorCode::DestinationNotApp {
             self.count_refused(session_id, request_id, error);
         }
@@ -97,7 +98,7 @@ impl Inner {
         self.check_session_dir(&session)?;
         let accepted_at_ms = now_ms();
         tracing::info!(
-            session_id,
+            %session_id,
             action_index,
             action_type = plan.journal_type,
             n_steps = plan.steps.len(),
@@ -122,7 +123,7 @@ impl Inner {
                 if submitted.is_empty() {
                     return Err(ledger.withdrawn(refusal));
                 }
-                tracing::info!(session_id, action_index, step_index, %refusal, "program halted");
+                tracing::info!(%session_id, action_index, step_index, %refusal, "program halted");
                 failing = Some(step_failure(step_index, &refusal));
                 break;
             }
@@ -154,7 +155,7 @@ impl Inner {
                 }
                 Err(error) if submitted.is_empty() => {
                     let refusal = ledger.not_injected(error);
-                    self.count_off_app(&session_id, &plan.request_id, &refusal);
+                    self.count_off_app(&session_id, plan.request_id.as_str(), &refusal);
                     return Err(refusal);
                 }
                 Err(error) => {
@@ -162,8 +163,8 @@ impl Inner {
                         operation: "execute_program",
                         source: error,
                     };
-                    self.count_off_app(&session_id, &plan.request_id, &error);
-                    tracing::warn!(session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
+                    self.count_off_app(&session_id, plan.request_id.as_str(), &error);
+                    tracing::warn!(%session_id, action_index, step_index, %error, "program step failed; nothing was sent for it");
                     failing = Some(step_failure(step_index, &error));
                     break;
                 }
@@ -183,10 +184,10 @@ impl Inner {
 
     fn execute_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
-        check_identifier("request_id", &request.request_id)?;
+        let request_id = RequestId::parse(&request.request_id)?;
         let session = self.load(session_id)?;
         let dir = session.dir();
         let slot = self.slot(session_id);
@@ -219,7 +220,7 @@ impl Inner {
         let digest = program_digest(&request)?;
         if let Some(replayed) = self.replay::<ProgramResponse>(
             &session,
-            &request.request_id,
+            &request_id,
             request.expected_action_index,
             &digest,
         )? {
@@ -254,7 +255,7 @@ impl Inner {
         };
         let intents: Vec<&str> = request.steps.iter().map(ProgramStep::intent).collect();
         let plan = Plan {
-            request_id: request.request_id.clone(),
+            request_id,
             expected_action_index: request.expected_action_index,
             digest,
             evidence_request: serde_json::to_value(&request)
@@ -279,7 +280,7 @@ impl Inner {
     /// the ledger.
     fn finish_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &desk_desktop::SessionDir,
         display: desk_contract::DisplaySize,
         ran: Ran<'_>,
@@ -364,10 +365,10 @@ impl Broker {
     /// `execute_program`: validates a whole program, then runs it exactly once.
     pub async fn execute_program(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.execute_program(&session_id, request)
         })

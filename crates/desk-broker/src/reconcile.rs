@@ -22,6 +22,7 @@ use desk_evidence::record::SessionKilled;
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::kill::Tombstone;
 use crate::workspace::{self, WorkspaceState};
 
@@ -64,7 +65,7 @@ impl Inner {
         drop(runtime);
         self.forget_slot(id);
         tracing::warn!(
-            session_id = id,
+            session_id = %id,
             reason = tombstone.reason,
             "session marked killed"
         );
@@ -74,7 +75,7 @@ impl Inner {
     /// Stops every process of the desktop of failed session `id` (keeping its directory) and
     /// records its workspace `stopped` once none is left. `Ok(false)` when the session is not
     /// (or no longer) in `error`, or a process is still there (retried on the next round).
-    fn stop_failed(&self, id: &str) -> Result<bool, BrokerError> {
+    fn stop_failed(&self, id: &SessionId) -> Result<bool, BrokerError> {
         let slot = self.slot(id);
         let mut runtime = slot.lock();
         let Some(session) = self.store.session(id)? else {
@@ -86,7 +87,7 @@ impl Inner {
         match runtime.backend.take() {
             Some(mut backend) => {
                 if let Err(error) = backend.shutdown() {
-                    tracing::warn!(session_id = id, %error, "failed to stop a failed session's desktop");
+                    tracing::warn!(session_id = %id, %error, "failed to stop a failed session's desktop");
                 }
             }
             None => {
@@ -97,19 +98,19 @@ impl Inner {
         let left = destroy::check(&remains).processes_left;
         if !left.is_empty() {
             tracing::warn!(
-                session_id = id,
+                session_id = %id,
                 ?left,
                 "a failed session's desktop is not stopped yet"
             );
             return Ok(false);
         }
         workspace::record(&self.config.layout(), id, WorkspaceState::Stopped, &remains)?;
-        tracing::info!(session_id = id, "failed session's desktop stopped");
+        tracing::info!(session_id = %id, "failed session's desktop stopped");
         Ok(true)
     }
 
     /// The `launching`/`running` workspaces whose session is in `error`.
-    fn failed_workspaces(&self) -> Vec<String> {
+    fn failed_workspaces(&self) -> Vec<SessionId> {
         workspace::all(&self.config.layout())
             .into_iter()
             .filter(|(_, record)| {
@@ -139,9 +140,9 @@ impl Inner {
                             SessionState::Released | SessionState::Killed
                         )
                         .then(|| session.dir()),
-                        Ok(None) => Some(SessionDir::at(layout.sessions().join(&id))),
+                        Ok(None) => Some(SessionDir::at(layout.sessions().join(id.as_str()))),
                         Err(error) => {
-                            tracing::warn!(session_id = id, error = %error, "reconciler cannot read a session");
+                            tracing::warn!(session_id = %id, error = %error, "reconciler cannot read a session");
                             None
                         }
                     };
@@ -150,7 +151,7 @@ impl Inner {
                     if let Err(error) =
                         workspace::record(&layout, &id, WorkspaceState::RemovalPending, &remains)
                     {
-                        tracing::warn!(session_id = id, error = %error, "reconciler cannot record");
+                        tracing::warn!(session_id = %id, error = %error, "reconciler cannot record");
                         continue;
                     }
                     remains
@@ -163,10 +164,10 @@ impl Inner {
             if removal.proven()
                 && workspace::record(&layout, &id, WorkspaceState::Destroyed, &remains).is_ok()
             {
-                tracing::info!(session_id = id, "workspace removal proven");
+                tracing::info!(session_id = %id, "workspace removal proven");
                 done.destroyed += 1;
             } else {
-                tracing::warn!(session_id = id, left = ?removal, "workspace removal not proven yet");
+                tracing::warn!(session_id = %id, left = ?removal, "workspace removal not proven yet");
                 done.pending += 1;
             }
         }
@@ -179,11 +180,11 @@ impl Broker {
     /// queue ([`crate::kill::kill_session`]), then applies the kill in the session's turn.
     pub async fn kill(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         reason: &str,
     ) -> Result<desk_contract::api::KillResponse, BrokerError> {
         let config = self.config().clone();
-        let id = session_id.to_string();
+        let id = session_id.clone();
         let reason = reason.to_string();
         let outcome = tokio::task::spawn_blocking(move || {
             let key = crate::evidence::load_signing_key(

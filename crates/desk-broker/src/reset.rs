@@ -15,6 +15,7 @@ use crate::broker::{Broker, Inner, screenshot};
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
+use crate::ids::SessionId;
 use crate::journal::store_unavailable;
 use crate::logs::EventLogs;
 use crate::session::Failure;
@@ -28,7 +29,11 @@ pub(crate) fn file_digest(path: &Path) -> Result<(String, u64, Vec<u8>), BrokerE
 }
 
 impl Inner {
-    fn reset(&self, session_id: &str, request: ResetRequest) -> Result<ResetResponse, BrokerError> {
+    fn reset(
+        &self,
+        session_id: &SessionId,
+        request: ResetRequest,
+    ) -> Result<ResetResponse, BrokerError> {
         check_identifier("request_id", &request.request_id)?;
         self.load(session_id)?;
         let slot = self.slot(session_id);
@@ -135,7 +140,7 @@ impl Inner {
         let sequence = session.last_sequence + 1;
         let display = backend.display_size();
         let mut response = ResetResponse {
-            session_id: session.id.clone(),
+            session_id: session.id.to_string(),
             state: SessionState::Ready,
             window: handoff.window.clone(),
             screenshot: screenshot(&handoff.frame, sequence),
@@ -176,11 +181,11 @@ impl Inner {
             crate::workspace::WorkspaceState::Running,
             &desk_desktop::destroy::Remains::default(),
         )?;
-        tracing::info!(session_id, elapsed_ms = handoff.elapsed_ms, "session reset");
+        tracing::info!(%session_id, elapsed_ms = handoff.elapsed_ms, "session reset");
         Ok(response)
     }
 
-    fn screenshot(&self, session_id: &str) -> Result<Screenshot, BrokerError> {
+    fn screenshot(&self, session_id: &SessionId) -> Result<Screenshot, BrokerError> {
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
@@ -210,10 +215,10 @@ impl Broker {
     /// `reset_session`: prepares the attempt, starts the app and returns the handoff screenshot.
     pub async fn reset(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ResetRequest,
     ) -> Result<ResetResponse, BrokerError> {
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.reset(&session_id, request)
         })
@@ -222,8 +227,8 @@ impl Broker {
     }
 
     /// `get_screenshot`.
-    pub async fn screenshot(&self, session_id: &str) -> Result<Screenshot, BrokerError> {
-        let session_id = session_id.to_string();
+    pub async fn screenshot(&self, session_id: &SessionId) -> Result<Screenshot, BrokerError> {
+        let session_id = session_id.clone();
         self.run(Some(session_id.clone()), move |inner| {
             inner.screenshot(&session_id)
         })

@@ -23,7 +23,8 @@ use tracing::Instrument;
 use crate::auth::authorize;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody, SessionId};
+use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody};
+use crate::ids::SessionId;
 use crate::metrics::operation;
 use crate::openapi::OPENAPI_JSON;
 use crate::shot_json::ShotJson;
@@ -75,7 +76,7 @@ async fn lease(
 
 async fn reset(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(request): ApiJson<ResetRequest>,
 ) -> ShotResult<desk_contract::api::ResetResponse> {
     broker.reset(&id, request).await.map(ShotJson)
@@ -83,14 +84,14 @@ async fn reset(
 
 async fn screenshot(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ShotResult<desk_contract::api::Screenshot> {
     broker.screenshot(&id).await.map(ShotJson)
 }
 
 async fn execute(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     body: ActionBody,
 ) -> ShotResult<desk_contract::api::ActionResponse> {
     match body {
@@ -103,7 +104,7 @@ async fn execute(
 
 async fn accessibility(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     RawQuery(query): RawQuery,
 ) -> ApiResult<desk_contract::api::AccessibilityResponse> {
     let limits = crate::a11y::parse_limits(query.as_deref())?;
@@ -112,21 +113,21 @@ async fn accessibility(
 
 async fn windows(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::api::WindowsResponse> {
     broker.windows(&id).await.map(Json)
 }
 
 async fn checkpoint(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::api::CheckpointResponse> {
     broker.checkpoint(&id).await.map(Json)
 }
 
 async fn artifact(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::api::ArtifactResponse> {
     broker.artifact(&id).await.map(Json)
 }
@@ -140,23 +141,20 @@ fn ndjson(text: String) -> Response {
     response
 }
 
-async fn events(
-    State(broker): State<Broker>,
-    SessionId(id): SessionId,
-) -> Result<Response, BrokerError> {
+async fn events(State(broker): State<Broker>, id: SessionId) -> Result<Response, BrokerError> {
     broker.events(&id).await.map(ndjson)
 }
 
 async fn frame_events(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> Result<Response, BrokerError> {
     broker.frame_events(&id).await.map(ndjson)
 }
 
 async fn status(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     RawQuery(query): RawQuery,
 ) -> ApiResult<desk_contract::api::StatusResponse> {
     let wait = StatusWait::parse(query.as_deref())?;
@@ -165,14 +163,14 @@ async fn status(
 
 async fn release(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::api::ReleaseResponse> {
     broker.release(&id).await.map(Json)
 }
 
 async fn kill(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(request): ApiJson<desk_contract::api::KillRequest>,
 ) -> ApiResult<desk_contract::api::KillResponse> {
     broker.kill(&id, &request.reason).await.map(Json)
@@ -199,7 +197,7 @@ async fn openapi() -> Response {
 
 async fn program(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ProgramBody(request): ProgramBody,
 ) -> ShotResult<desk_contract::control::ProgramResponse> {
     broker.execute_program(&id, request).await.map(ShotJson)
@@ -207,14 +205,14 @@ async fn program(
 
 async fn control_status(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::control::ControlStatus> {
     broker.control_status(&id).await.map(Json)
 }
 
 async fn claim_control(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(claim): ApiJson<desk_contract::control::ControlClaim>,
 ) -> ApiResult<desk_contract::control::ControlStatus> {
     broker.claim_control(&id, claim).await.map(Json)
@@ -222,7 +220,7 @@ async fn claim_control(
 
 async fn restart_control(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(claim): ApiJson<desk_contract::control::ControlClaim>,
 ) -> ApiResult<desk_contract::control::ControlStatus> {
     broker.restart_control(&id, claim).await.map(Json)
@@ -230,7 +228,7 @@ async fn restart_control(
 
 async fn zoom(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(request): ApiJson<desk_contract::control::ZoomRequest>,
 ) -> ShotResult<desk_contract::api::Screenshot> {
     broker.zoom(&id, request).await.map(ShotJson)
@@ -238,7 +236,7 @@ async fn zoom(
 
 async fn stop(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
     ApiJson(request): ApiJson<desk_contract::control::StopRequest>,
 ) -> ApiResult<desk_contract::control::StopResponse> {
     broker.stop(&id, request).await.map(Json)
@@ -246,7 +244,7 @@ async fn stop(
 
 async fn session_capabilities(
     State(broker): State<Broker>,
-    SessionId(id): SessionId,
+    id: SessionId,
 ) -> ApiResult<desk_contract::control::Capabilities> {
     broker.session_capabilities(&id).await.map(Json)
 }
@@ -274,15 +272,7 @@ async fn wrong_method() -> Response {
 /// The session id as logged: the path segment when it is a plain identifier (ids are not
 /// credentials), else a placeholder.
 fn loggable_session_id(id: &str) -> String {
-    let plain = id.len() <= 64
-        && id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
-    if plain {
-        id.to_string()
-    } else {
-        "(invalid)".to_string()
-    }
+    SessionId::parse(id).map_or_else(|_| "(invalid)".to_string(), |id| id.to_string())
 }
 
 /// Reads back an error response's body to learn its `code`, and rebuilds the response. Only a

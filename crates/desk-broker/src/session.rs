@@ -19,6 +19,7 @@ use desk_contract::ErrorCode;
 use desk_contract::api::SessionState;
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// Why a session failed (or why its last reset failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +197,7 @@ impl Lifecycle {
     /// Refuses released and expired sessions (`expires_at_ms` is the lease's end).
     pub(crate) fn check_live(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         expires_at_ms: u64,
         now_ms: u64,
         operation: &'static str,

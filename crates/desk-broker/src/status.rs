@@ -8,15 +8,16 @@ use desk_contract::api::StatusResponse;
 
 use crate::broker::Broker;
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::metrics::Gauges;
 use crate::watch::{StatusWait, View, answers};
 
 impl Broker {
-    async fn view(&self, session_id: &str) -> Result<View, BrokerError> {
+    async fn view(&self, session_id: &SessionId) -> Result<View, BrokerError> {
         // Reads the row directly, not through `run`, so that a waiter's own reads bump nothing
         // and cannot wake the other waiters.
         let inner = Arc::clone(&self.inner);
-        let session_id = session_id.to_string();
+        let session_id = session_id.clone();
         tokio::task::spawn_blocking(move || {
             let session = inner.load(&session_id)?;
             let generation = match session.state() {
@@ -43,7 +44,7 @@ impl Broker {
     /// `wait.wait` has passed, with the status at that moment.
     pub(crate) async fn status_wait(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         wait: StatusWait,
     ) -> Result<StatusResponse, BrokerError> {
         if wait.wait.is_zero() {

@@ -16,6 +16,7 @@ use desk_desktop::SessionDir;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::session::{Lifecycle, StoredLifecycle};
 
 const MIGRATIONS: &[&str] = &[
@@ -82,7 +83,7 @@ CREATE TABLE session_policies (
 /// One session row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SessionRow {
-    pub(crate) id: String,
+    pub(crate) id: SessionId,
     pub(crate) task_id: String,
     pub(crate) attempt_id: String,
     pub(crate) profile: String,
@@ -273,7 +274,10 @@ impl Store {
         save_session_on(&self.lock(), session)
     }
 
-    pub(crate) fn session(&self, session_id: &str) -> Result<Option<SessionRow>, BrokerError> {
+    pub(crate) fn session(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<SessionRow>, BrokerError> {
         session_on(&self.lock(), session_id)
     }
 
@@ -295,7 +299,7 @@ impl Store {
     /// Records the SHA-256 (hex) of a lease token minted for `session_id`.
     pub(crate) fn insert_lease_token(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         token_sha256: &str,
         now_ms: u64,
     ) -> Result<(), BrokerError> {
@@ -310,7 +314,10 @@ impl Store {
     }
 
     /// The SHA-256 (hex) of every lease token of `session_id`; empty for an unknown session.
-    pub(crate) fn lease_token_hashes(&self, session_id: &str) -> Result<Vec<String>, BrokerError> {
+    pub(crate) fn lease_token_hashes(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Vec<String>, BrokerError> {
         let connection = self.lock();
         let mut statement = connection
             .prepare("SELECT token_sha256 FROM lease_tokens WHERE session_id = ?1")
@@ -340,7 +347,7 @@ impl Store {
 
 pub(crate) fn session_on(
     connection: &Connection,
-    session_id: &str,
+    session_id: &SessionId,
 ) -> Result<Option<SessionRow>, BrokerError> {
     connection
         .query_row(

@@ -167,7 +167,7 @@ mod auth {
     #[test]
     fn routes_are_classified_by_path() {
         let session = |id: &str, keeps: bool| Target::Session {
-            id: id.to_string(),
+            id: crate::ids::sid(id),
             keeps_after_end: keeps,
         };
         let cases = [
@@ -385,7 +385,7 @@ mod auth {
 
     fn session(state: SessionState, expires_at_ms: u64, expired: bool) -> SessionRow {
         SessionRow {
-            id: "s_1".into(),
+            id: crate::ids::sid("s_1"),
             task_id: "t".into(),
             attempt_id: "a".into(),
             profile: "p".into(),

@@ -35,14 +35,6 @@ pub(crate) fn rfc3339(epoch_ms: u64) -> String {
     )
 }
 
-/// A fresh random session id: `s_` and 32 lowercase hex digits.
-pub(crate) fn new_session_id() -> Result<String, BrokerError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|error| BrokerError::Internal(format!("failed to draw a session id: {error}")))?;
-    Ok(format!("s_{}", hex::encode(bytes)))
-}
-
 /// Lowercase hex SHA-256: desk-evidence's, the one the evidence chain uses.
 pub(crate) use desk_evidence::sha256_hex;
 

@@ -21,6 +21,7 @@ use desk_desktop::launcher::RecordedProcess;
 
 use crate::config::SessionLimits;
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::kill::{KillOutcome, KillSource, Limit, SessionFacts, kill_session};
 use crate::util::now_ms;
 
@@ -103,7 +104,12 @@ impl crate::broker::Inner {
     /// session's evidence (`action_refused`, with the new count) before the refusal is
     /// answered. A count or record that cannot be written is logged; the refusal itself stands
     /// (it changed nothing).
-    pub(crate) fn count_refused(&self, session_id: &str, request_id: &str, refusal: &BrokerError) {
+    pub(crate) fn count_refused(
+        &self,
+        session_id: &SessionId,
+        request_id: &str,
+        refusal: &BrokerError,
+    ) {
         let Ok(Some(session)) = self.store.session(session_id) else {
             return;
         };
@@ -129,7 +135,7 @@ impl crate::broker::Inner {
         let count = match counted {
             Ok(count) => Some(count),
             Err(error) => {
-                tracing::warn!(session_id, error = %error, "failed to count a refused action");
+                tracing::warn!(%session_id, error = %error, "failed to count a refused action");
                 None
             }
         };
@@ -137,7 +143,7 @@ impl crate::broker::Inner {
         if let Err(error) =
             crate::evidence::action_refused(self.evidence(), &session, request_id, code, count)
         {
-            tracing::warn!(session_id, error = %error, "failed to record a refused action");
+            tracing::warn!(%session_id, error = %error, "failed to record a refused action");
         }
     }
 }
@@ -285,7 +291,7 @@ fn round(
         };
         match kill_session(state, key, &facts.id, &reason, &KillSource::Watchdog(limit)) {
             Ok(KillOutcome::Killed(receipt)) => tracing::warn!(
-                session_id = facts.id,
+                session_id = %facts.id,
                 limit = limit.as_str(),
                 outcome = receipt.outcome,
                 "watchdog killed a session"
@@ -293,7 +299,7 @@ fn round(
             Ok(KillOutcome::AlreadyKilled(_)) => {}
             Err(error) => {
                 live += 1;
-                tracing::error!(session_id = facts.id, error = %error, "watchdog kill failed");
+                tracing::error!(session_id = %facts.id, error = %error, "watchdog kill failed");
             }
         }
     }
@@ -306,7 +312,7 @@ mod tests {
 
     fn facts() -> SessionFacts {
         SessionFacts {
-            id: "s_1".to_string(),
+            id: crate::ids::sid("s_1"),
             state: "ready".to_string(),
             session_dir: "/nonexistent".to_string(),
             next_action_index: 2,

@@ -14,6 +14,7 @@ use desk_desktop::destroy::Remains;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::util::now_ms;
 
 pub use desk_contract::api::WorkspaceState;
@@ -31,7 +32,7 @@ pub(crate) struct WorkspaceRecord {
 /// Writes `state` for session `id`'s workspace.
 pub(crate) fn record(
     state_dir: &StateDir,
-    id: &str,
+    id: &SessionId,
     state: WorkspaceState,
     remains: &Remains,
 ) -> Result<(), BrokerError> {
@@ -41,7 +42,7 @@ pub(crate) fn record(
         .mode(0o700)
         .create(&directory)
         .map_err(BrokerError::io("create", &directory))?;
-    let path = state_dir.workspace_state(id);
+    let path = state_dir.workspace_state(id.as_str());
     let temporary = path.with_extension("json.tmp");
     let text = serde_json::to_vec(&WorkspaceRecord {
         state,
@@ -69,13 +70,13 @@ pub(crate) fn record(
 }
 
 /// The recorded state of session `id`'s workspace, if any.
-pub(crate) fn read(state_dir: &StateDir, id: &str) -> Option<WorkspaceRecord> {
-    let bytes = std::fs::read(state_dir.workspace_state(id)).ok()?;
+pub(crate) fn read(state_dir: &StateDir, id: &SessionId) -> Option<WorkspaceRecord> {
+    let bytes = std::fs::read(state_dir.workspace_state(id.as_str())).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
 /// Every recorded workspace, by session id.
-pub(crate) fn all(state_dir: &StateDir) -> Vec<(String, WorkspaceRecord)> {
+pub(crate) fn all(state_dir: &StateDir) -> Vec<(SessionId, WorkspaceRecord)> {
     let Ok(entries) = std::fs::read_dir(state_dir.workspaces()) else {
         return Vec::new();
     };
@@ -83,7 +84,8 @@ pub(crate) fn all(state_dir: &StateDir) -> Vec<(String, WorkspaceRecord)> {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let name = entry.file_name().into_string().ok()?;
-            let id = name.strip_suffix(".json")?.to_string();
+            // Files not named by a session id are no workspace records.
+            let id = SessionId::parse(name.strip_suffix(".json")?).ok()?;
             let record = read(state_dir, &id)?;
             Some((id, record))
         })

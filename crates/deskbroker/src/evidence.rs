@@ -45,6 +45,9 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             signing_key,
         } => {
             let state_dir = state_dir.unwrap_or_else(crate::paths::default_state_dir);
+            let session = desk_broker::SessionId::parse(&session).with_context(|| {
+                format!("evidence export failed: {session:?} is not a session id")
+            })?;
             let manifest = tokio::task::spawn_blocking({
                 let out = out.clone();
                 move || {

@@ -118,10 +118,13 @@ pub(crate) fn kill(args: KillArgs) -> Result<()> {
     desk_broker::restrict_umask();
     let state_dir = args.state_dir.unwrap_or_else(default_state_dir);
     let key = desk_broker::load_signing_key(&state_dir, None)?;
+    // Not a session id at all: no such session, as for any unknown id.
+    let session_id = desk_broker::SessionId::parse(&args.session_id)
+        .map_err(|_| desk_broker::BrokerError::NotFound("session".to_string()))?;
     let outcome = kill_session(
         &StateDir::new(&state_dir),
         &key,
-        &args.session_id,
+        &session_id,
         &args.reason,
         &KillSource::Operator,
     )?;

@@ -8,6 +8,7 @@ use desk_contract::ErrorCode;
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 impl Broker {
     /// Runs `operation` on the blocking pool.
@@ -18,7 +19,7 @@ impl Broker {
     /// a panic inside it marks the session `error`.
     pub(crate) async fn run<R: Send + 'static>(
         &self,
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
         let turn = match &session_id {
@@ -37,7 +38,7 @@ impl Broker {
     /// queue for it, and is never refused with `session_busy`.
     pub(crate) async fn run_unbounded<R: Send + 'static>(
         &self,
-        session_id: String,
+        session_id: SessionId,
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
         let turn = self.inner.admission.enter(&session_id, usize::MAX).await?;
@@ -50,7 +51,7 @@ impl Broker {
     /// session `error`.
     pub(crate) async fn run_in_turn<R: Send + 'static>(
         &self,
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         turn: Option<crate::admission::Turn>,
         operation: impl FnOnce(&Inner) -> Result<R, BrokerError> + Send + 'static,
     ) -> Result<R, BrokerError> {
@@ -72,7 +73,7 @@ impl Broker {
         match outcome {
             Ok(result) => result,
             Err(join_error) => {
-                tracing::error!(error = %join_error, session_id, "broker operation panicked");
+                tracing::error!(error = %join_error, session_id = session_id.as_ref().map(SessionId::as_str), "broker operation panicked");
                 if let Some(session_id) = session_id {
                     let inner = Arc::clone(&self.inner);
                     let _ = tokio::task::spawn_blocking(move || {

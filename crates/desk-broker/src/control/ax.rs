@@ -13,6 +13,7 @@ use desk_desktop::SessionDir;
 
 use super::{Controls, Scope, refusal};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// What the broker keeps of the current observation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +83,7 @@ impl Controls {
     /// Records `tree` as the session's current observation, under the current scope.
     pub(crate) fn observed(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         tree: &AxTree,
     ) -> Result<(), BrokerError> {
@@ -99,7 +100,7 @@ impl Controls {
     /// The session's current observation, if any.
     pub(crate) fn observation(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
     ) -> Result<Option<Observation>, BrokerError> {
         self.with(session_id, dir, |state| Ok(state.ax.clone()))

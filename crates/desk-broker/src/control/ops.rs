@@ -13,6 +13,7 @@ use desk_contract::{ActionType, ErrorCode};
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use crate::routes::ROUTES;
 
 /// Features a client may ask for: `(name, supported, note)`.
@@ -175,7 +176,7 @@ impl Inner {
     /// Runs a control operation on a live session.
     fn with_control<T>(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         operation: &'static str,
         apply: impl FnOnce(&Inner, &desk_desktop::SessionDir) -> Result<T, BrokerError>,
     ) -> Result<T, BrokerError> {
@@ -199,9 +200,9 @@ impl Broker {
     /// `GET /v1/sessions/{id}/control`.
     pub(crate) async fn control_status(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<ControlStatus, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(None, move |inner| {
             inner.with_control(&id, "control_status", |inner, dir| {
                 inner.controls.status(&id, dir)
@@ -213,15 +214,15 @@ impl Broker {
     /// `POST /v1/sessions/{id}/control`.
     pub(crate) async fn claim_control(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         claim: ControlClaim,
     ) -> Result<ControlStatus, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(None, move |inner| {
             inner.with_control(&id, "claim_control", |inner, dir| {
                 let status = inner.controls.claim(&id, dir, &claim)?;
                 tracing::info!(
-                    session_id = id,
+                    session_id = %id,
                     generation = status.generation,
                     mode = status.mode.as_str(),
                     "control claimed"
@@ -235,15 +236,15 @@ impl Broker {
     /// `POST /v1/sessions/{id}/control/restart`.
     pub(crate) async fn restart_control(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         claim: ControlClaim,
     ) -> Result<ControlStatus, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(None, move |inner| {
             inner.with_control(&id, "restart_control", |inner, dir| {
                 let status = inner.controls.restart(&id, dir, &claim)?;
                 tracing::info!(
-                    session_id = id,
+                    session_id = %id,
                     generation = status.generation,
                     "control restarted"
                 );
@@ -259,10 +260,10 @@ impl Broker {
     /// waits its turn to release held keys and buttons.
     pub(crate) async fn stop(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: StopRequest,
     ) -> Result<StopResponse, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         let control = self
             .run(None, move |inner| {
                 inner.with_control(&id, "stop", |inner, dir| {
@@ -272,10 +273,10 @@ impl Broker {
                     if let Err(error) =
                         desk_desktop::sandbox::workspace::signal_stop(dir, status.generation)
                     {
-                        tracing::warn!(session_id = id, %error, "stop could not signal the worker; the step settles in full");
+                        tracing::warn!(session_id = %id, %error, "stop could not signal the worker; the step settles in full");
                     }
                     tracing::info!(
-                        session_id = id,
+                        session_id = %id,
                         generation = status.generation,
                         reason = request.reason.as_str(),
                         "control stopped"
@@ -284,7 +285,7 @@ impl Broker {
                 })
             })
             .await?;
-        let id = session_id.to_string();
+        let id = session_id.clone();
         let released = self
             .run(Some(id.clone()), move |inner| {
                 let slot = inner.slot(&id);
@@ -301,7 +302,7 @@ impl Broker {
         let released_held = match released {
             Ok(released) => released,
             Err(error) => {
-                tracing::warn!(session_id, %error, "stop could not release held input; every step releases its own");
+                tracing::warn!(%session_id, %error, "stop could not release held input; every step releases its own");
                 None
             }
         };
@@ -314,7 +315,7 @@ impl Broker {
     /// `GET /v1/sessions/{id}/capabilities`: the broker's document with the session's control.
     pub(crate) async fn session_capabilities(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<Capabilities, BrokerError> {
         let mut document = self.capabilities();
         document.control = Some(self.control_status(session_id).await?);

@@ -17,6 +17,7 @@ use desk_contract::{DisplaySize, ErrorCode};
 
 use super::{Controls, Scope, refusal};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 use desk_desktop::SessionDir;
 
 /// Geometry entries kept per session.
@@ -144,7 +145,7 @@ impl Controls {
     /// records that geometry under the session's current scope.
     pub(crate) fn identify(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         screenshot: &mut Screenshot,
         display: DisplaySize,
@@ -162,7 +163,7 @@ impl Controls {
     /// `bounds`, a zoom's) and records that geometry under the session's current scope.
     pub(crate) fn identify_region(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         screenshot: &mut Screenshot,
         bounds: PixelRect,
@@ -199,7 +200,7 @@ impl Controls {
     /// The geometry of screenshot `id`, which must have been issued under `scope`.
     pub(crate) fn geometry(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         dir: &SessionDir,
         id: &str,
         scope: Scope,

@@ -10,6 +10,7 @@ use desk_desktop::SessionDir;
 use super::shots::HISTORY;
 use super::{Controls, Scope};
 use crate::error::BrokerError;
+use crate::ids::sid;
 
 fn code(error: BrokerError) -> ErrorCode {
     error.status_and_code().1
@@ -56,19 +57,23 @@ fn owner_generation_stop_and_restart() {
     let dir = SessionDir::at(dir.path());
     let controls = Controls::default();
     // Unowned: requests without a token act; a token is refused.
-    let first = controls.admit("s", &dir, None).unwrap();
+    let first = controls.admit(&sid("s"), &dir, None).unwrap();
     assert_eq!(first.generation, 1);
     assert_eq!(
-        code(controls.admit("s", &dir, Some(&token("a", 1))).unwrap_err()),
+        code(
+            controls
+                .admit(&sid("s"), &dir, Some(&token("a", 1)))
+                .unwrap_err()
+        ),
         ErrorCode::ControlBusy
     );
     let owned = controls
-        .claim("s", &dir, &claim("a", ControlMode::Act))
+        .claim(&sid("s"), &dir, &claim("a", ControlMode::Act))
         .unwrap();
     assert_eq!(owned.generation, 2);
     // The old unowned scope is gone: work admitted under it stops.
     assert_eq!(
-        code(controls.recheck("s", &dir, first).unwrap_err()),
+        code(controls.recheck(&sid("s"), &dir, first).unwrap_err()),
         ErrorCode::ControlStaleGeneration
     );
     let cases = [
@@ -78,68 +83,80 @@ fn owner_generation_stop_and_restart() {
     ];
     for (sent, expected) in cases {
         assert_eq!(
-            code(controls.admit("s", &dir, sent.as_ref()).unwrap_err()),
+            code(controls.admit(&sid("s"), &dir, sent.as_ref()).unwrap_err()),
             expected
         );
     }
     assert_eq!(
         code(
             controls
-                .claim("s", &dir, &claim("b", ControlMode::Act))
+                .claim(&sid("s"), &dir, &claim("b", ControlMode::Act))
                 .unwrap_err()
         ),
         ErrorCode::ControlBusy
     );
-    let scope = controls.admit("s", &dir, Some(&token("a", 2))).unwrap();
+    let scope = controls
+        .admit(&sid("s"), &dir, Some(&token("a", 2)))
+        .unwrap();
     // Observe mode: no input; the owner switches back without a new generation.
     controls
-        .claim("s", &dir, &claim("a", ControlMode::Observe))
+        .claim(&sid("s"), &dir, &claim("a", ControlMode::Observe))
         .unwrap();
     assert_eq!(
-        code(controls.admit("s", &dir, Some(&token("a", 2))).unwrap_err()),
+        code(
+            controls
+                .admit(&sid("s"), &dir, Some(&token("a", 2)))
+                .unwrap_err()
+        ),
         ErrorCode::ControlObserveOnly
     );
     controls
-        .claim("s", &dir, &claim("a", ControlMode::Act))
+        .claim(&sid("s"), &dir, &claim("a", ControlMode::Act))
         .unwrap();
-    controls.recheck("s", &dir, scope).unwrap();
+    controls.recheck(&sid("s"), &dir, scope).unwrap();
     // Stop advances the generation first; a second Stop changes nothing.
-    let stopped = controls.stop("s", &dir, StopReason::UserStopped).unwrap();
+    let stopped = controls
+        .stop(&sid("s"), &dir, StopReason::UserStopped)
+        .unwrap();
     assert_eq!((stopped.generation, stopped.stopped), (3, true));
     assert_eq!(
-        controls.stop("s", &dir, StopReason::AgentStopped).unwrap(),
+        controls
+            .stop(&sid("s"), &dir, StopReason::AgentStopped)
+            .unwrap(),
         stopped
     );
     assert_eq!(
-        code(controls.recheck("s", &dir, scope).unwrap_err()),
+        code(controls.recheck(&sid("s"), &dir, scope).unwrap_err()),
         ErrorCode::ControlStopped
     );
     for sent in [None, Some(token("a", 2)), Some(token("a", 3))] {
         assert_eq!(
-            code(controls.admit("s", &dir, sent.as_ref()).unwrap_err()),
+            code(controls.admit(&sid("s"), &dir, sent.as_ref()).unwrap_err()),
             ErrorCode::ControlStopped
         );
     }
     assert_eq!(
         code(
             controls
-                .claim("s", &dir, &claim("a", ControlMode::Act))
+                .claim(&sid("s"), &dir, &claim("a", ControlMode::Act))
                 .unwrap_err()
         ),
         ErrorCode::ControlStopped
     );
     // Persisted: a restarted broker (a fresh `Controls`) sees the stopped generation.
     let reloaded = Controls::default();
-    assert_eq!(reloaded.status("s", &dir).unwrap(), stopped);
+    assert_eq!(reloaded.status(&sid("s"), &dir).unwrap(), stopped);
     let restarted = reloaded
-        .restart("s", &dir, &claim("c", ControlMode::Act))
+        .restart(&sid("s"), &dir, &claim("c", ControlMode::Act))
         .unwrap();
     assert_eq!((restarted.generation, restarted.stopped), (4, false));
-    reloaded.admit("s", &dir, Some(&token("c", 4))).unwrap();
+    reloaded
+        .admit(&sid("s"), &dir, Some(&token("c", 4)))
+        .unwrap();
     assert_eq!(
         code(
             reloaded
-                .restart("s", &dir, &claim("c", ControlMode::Act))
+                .restart(&sid("s"), &dir, &claim("c", ControlMode::Act))
                 .unwrap_err()
         ),
         ErrorCode::InvalidState
@@ -156,16 +173,18 @@ fn screenshot_ids_are_scoped_bounded_and_never_clamp() {
     let dir = tempfile::tempdir().unwrap();
     let dir = SessionDir::at(dir.path());
     let controls = Controls::default();
-    controls.rebind("s", &dir).unwrap();
+    controls.rebind(&sid("s"), &dir).unwrap();
     let mut first = shot(640, 400);
-    controls.identify("s", &dir, &mut first, DISPLAY).unwrap();
+    controls
+        .identify(&sid("s"), &dir, &mut first, DISPLAY)
+        .unwrap();
     let id = first.screenshot_id.clone().unwrap();
     assert!(id.starts_with("shot_"));
     let scope = Scope {
         generation: 1,
         target_revision: 1,
     };
-    let geometry = controls.geometry("s", &dir, &id, scope).unwrap();
+    let geometry = controls.geometry(&sid("s"), &dir, &id, scope).unwrap();
     assert_eq!(geometry.to_screen("point", 0, 0).unwrap(), (0, 0));
     assert_eq!(geometry.to_screen("point", 639, 399).unwrap(), (639, 399));
     for (x, y) in [(640, 0), (0, 400), (-1, 5), (5, -1), (10_000, 10_000)] {
@@ -177,9 +196,16 @@ fn screenshot_ids_are_scoped_bounded_and_never_clamp() {
     }
     // A half-size image maps each pixel onto the display once (exact integer scaling).
     let mut half = shot(320, 200);
-    controls.identify("s", &dir, &mut half, DISPLAY).unwrap();
+    controls
+        .identify(&sid("s"), &dir, &mut half, DISPLAY)
+        .unwrap();
     let half = controls
-        .geometry("s", &dir, half.screenshot_id.as_deref().unwrap(), scope)
+        .geometry(
+            &sid("s"),
+            &dir,
+            half.screenshot_id.as_deref().unwrap(),
+            scope,
+        )
         .unwrap();
     assert_eq!(half.to_screen("point", 160, 100).unwrap(), (320, 200));
     assert_eq!(half.to_screen("point", 319, 199).unwrap(), (638, 398));
@@ -192,41 +218,47 @@ fn screenshot_ids_are_scoped_bounded_and_never_clamp() {
     assert_eq!(
         code(
             controls
-                .geometry("s", &dir, "shot_nope", scope)
+                .geometry(&sid("s"), &dir, "shot_nope", scope)
                 .unwrap_err()
         ),
         ErrorCode::ScreenshotUnknown
     );
-    controls.rebind("s", &dir).unwrap();
+    controls.rebind(&sid("s"), &dir).unwrap();
     let rebound = Scope {
         generation: 1,
         target_revision: 2,
     };
     assert_eq!(
-        code(controls.geometry("s", &dir, &id, rebound).unwrap_err()),
+        code(
+            controls
+                .geometry(&sid("s"), &dir, &id, rebound)
+                .unwrap_err()
+        ),
         ErrorCode::ScreenshotStale
     );
     // Only the last HISTORY geometries are kept.
     for _ in 0..HISTORY {
         controls
-            .identify("s", &dir, &mut shot(640, 400), DISPLAY)
+            .identify(&sid("s"), &dir, &mut shot(640, 400), DISPLAY)
             .unwrap();
     }
     assert_eq!(
-        code(controls.geometry("s", &dir, &id, scope).unwrap_err()),
+        code(controls.geometry(&sid("s"), &dir, &id, scope).unwrap_err()),
         ErrorCode::ScreenshotUnknown
     );
     // A named image becomes the most recent: read from by every item of a long batch, it
     // outlives the frames those items return.
     let mut read_from = shot(640, 400);
     controls
-        .identify("s", &dir, &mut read_from, DISPLAY)
+        .identify(&sid("s"), &dir, &mut read_from, DISPLAY)
         .unwrap();
     let read_from = read_from.screenshot_id.unwrap();
     for _ in 0..2 * HISTORY {
         controls
-            .identify("s", &dir, &mut shot(640, 400), DISPLAY)
+            .identify(&sid("s"), &dir, &mut shot(640, 400), DISPLAY)
             .unwrap();
-        controls.geometry("s", &dir, &read_from, rebound).unwrap();
+        controls
+            .geometry(&sid("s"), &dir, &read_from, rebound)
+            .unwrap();
     }
 }

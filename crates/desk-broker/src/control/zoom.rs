@@ -23,6 +23,7 @@ use desk_contract::control::{PixelRect, ZoomInfo, ZoomRequest};
 use super::refusal;
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// The largest enlargement: output pixels per screen pixel.
 pub(crate) const MAX_SCALE: u32 = 8;
@@ -104,7 +105,11 @@ fn crop_and_enlarge(png: &[u8], region: PixelRect, scale: u32) -> Result<Vec<u8>
 }
 
 impl Inner {
-    fn zoom(&self, session_id: &str, request: &ZoomRequest) -> Result<Screenshot, BrokerError> {
+    fn zoom(
+        &self,
+        session_id: &SessionId,
+        request: &ZoomRequest,
+    ) -> Result<Screenshot, BrokerError> {
         if request.width == 0 || request.height == 0 {
             return Err(refusal(
                 ErrorCode::InvalidParams,
@@ -164,7 +169,7 @@ impl Inner {
         });
         self.controls
             .identify_region(session_id, &dir, &mut shot, region)?;
-        tracing::info!(session_id, ?region, scale, "zoom");
+        tracing::info!(%session_id, ?region, scale, "zoom");
         Ok(shot)
     }
 }
@@ -173,10 +178,10 @@ impl Broker {
     /// `POST /v1/sessions/{id}/zoom`.
     pub(crate) async fn zoom(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: ZoomRequest,
     ) -> Result<Screenshot, BrokerError> {
-        let id = session_id.to_string();
+        let id = session_id.clone();
         self.run(Some(id.clone()), move |inner| inner.zoom(&id, &request))
             .await
     }

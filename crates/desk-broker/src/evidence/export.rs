@@ -1,15 +1,16 @@
 //! Exporting and verifying a session's evidence bundle (`deskbroker evidence export|verify`).
 
 use super::*;
+use crate::ids::SessionId;
 
 /// Where [`export_evidence`] takes a session's files from: the journal, frames and artifact in
 /// `<state_dir>/evidence/<id>/`; the logs from there once released, else from the live session
 /// directory `<state_dir>/sessions/<id>/`.
 pub(crate) fn export_inputs(
     state_dir: &Path,
-    session_id: &str,
+    session_id: &SessionId,
 ) -> Result<ExportInputs, EvidenceError> {
-    let directory = session_evidence_dir(state_dir, session_id)?;
+    let directory = session_evidence_dir(state_dir, session_id);
     let journal = directory.join(JOURNAL_FILE);
     if !journal.is_file() {
         return Err(EvidenceError::Export {
@@ -17,7 +18,7 @@ pub(crate) fn export_inputs(
             reason: format!("session {session_id} has no evidence journal"),
         });
     }
-    let session_dir = StateDir::new(state_dir).session(session_id);
+    let session_dir = StateDir::new(state_dir).session(session_id.as_str());
     let log = |name: &str, live: PathBuf| {
         let kept = directory.join(name);
         if kept.is_file() { kept } else { live }
@@ -45,7 +46,7 @@ pub(crate) fn export_inputs(
 /// only; safe while the broker runs.
 pub fn export_evidence(
     state_dir: &Path,
-    session_id: &str,
+    session_id: &SessionId,
     signing_key: Option<&Path>,
     out_dir: &Path,
 ) -> Result<Manifest, EvidenceError> {

@@ -8,7 +8,7 @@ use super::*;
 #[derive(Default)]
 pub(crate) struct Journals {
     pub(super) key: Mutex<Option<SigningKey>>,
-    pub(super) open: Mutex<HashMap<String, Arc<Mutex<SessionJournal>>>>,
+    pub(super) open: Mutex<HashMap<SessionId, Arc<Mutex<SessionJournal>>>>,
 }
 
 /// Length and running SHA-256 of an append-only log, updated with the bytes added since.
@@ -162,7 +162,7 @@ pub(super) fn started_body(
     policy_sha256: Option<&str>,
 ) -> RecordBody {
     RecordBody::SessionStarted(SessionStarted {
-        lease_id: session.id.clone(),
+        lease_id: session.id.to_string(),
         backend: session.profile.clone(),
         screen_width: config.display.width,
         screen_height: config.display.height,
@@ -180,7 +180,7 @@ pub(super) fn open_journal(
 ) -> Result<SessionJournal, EvidenceError> {
     let config = evidence.config;
     let key = signing_key(evidence)?;
-    let directory = session_evidence_dir(&config.state_dir, &session.id)?;
+    let directory = session_evidence_dir(&config.state_dir, &session.id);
     create_private_dir(&directory)?;
     let path = directory.join(JOURNAL_FILE);
     let empty = match std::fs::metadata(&path) {
@@ -205,7 +205,7 @@ pub(super) fn open_journal(
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(io_error("remove", &path)(error)),
         }
-        let mut writer = EvidenceWriter::create(&path, key.clone(), &session.id)?;
+        let mut writer = EvidenceWriter::create(&path, key.clone(), session.id.as_str())?;
         writer.set_sandbox(config.sandbox);
         let mut journal = make(writer);
         journal.append(started_body(config, session, &key, policy_sha256))?;

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
+use crate::ids::{SessionId, sid};
 use crate::{Broker, PUBLIC_KEY_FILE};
 use desk_desktop::BackendRequest;
 
@@ -66,10 +67,10 @@ impl Setup {
         Setup { dir, broker, fake }
     }
 
-    async fn ready(&self, attempt: &str) -> String {
+    async fn ready(&self, attempt: &str) -> SessionId {
         let lease: LeaseRequest =
             serde_json::from_value(json!({"task_id": "task-1", "attempt_id": attempt})).unwrap();
-        let session_id = self.broker.lease(lease).await.unwrap().session_id;
+        let session_id = sid(&self.broker.lease(lease).await.unwrap().session_id);
         self.broker
             .reset(
                 &session_id,
@@ -82,7 +83,11 @@ impl Setup {
         session_id
     }
 
-    async fn click(&self, session_id: &str, index: u64) -> Result<ActionResponse, BrokerError> {
+    async fn click(
+        &self,
+        session_id: &SessionId,
+        index: u64,
+    ) -> Result<ActionResponse, BrokerError> {
         let request = ActionRequest {
             request_id: format!("click-{index}-{}", self.fake.n_inputs()),
             expected_action_index: index,
@@ -95,11 +100,11 @@ impl Setup {
         self.broker.execute(session_id, request).await
     }
 
-    fn journal_path(&self, session_id: &str) -> PathBuf {
+    fn journal_path(&self, session_id: &SessionId) -> PathBuf {
         self.dir
             .path()
             .join("evidence")
-            .join(session_id)
+            .join(session_id.as_str())
             .join("evidence.ndjson")
     }
 
@@ -107,11 +112,11 @@ impl Setup {
         VerifyingKey::read(&self.dir.path().join("evidence").join(PUBLIC_KEY_FILE)).unwrap()
     }
 
-    fn records(&self, session_id: &str) -> Vec<VerifiedRecord> {
+    fn records(&self, session_id: &SessionId) -> Vec<VerifiedRecord> {
         read_journal(&self.journal_path(session_id), &self.public_key()).unwrap()
     }
 
-    fn kinds(&self, session_id: &str) -> Vec<String> {
+    fn kinds(&self, session_id: &SessionId) -> Vec<String> {
         self.records(session_id)
             .iter()
             .map(|record| match &record.record().body {
@@ -190,7 +195,14 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
     );
 
     // The session directory is gone; the evidence directory is enough for a bundle.
-    assert!(!setup.dir.path().join("sessions").join(&session_id).exists());
+    assert!(
+        !setup
+            .dir
+            .path()
+            .join("sessions")
+            .join(session_id.as_str())
+            .exists()
+    );
     let bundle = setup.dir.path().join("bundle");
     crate::export_evidence(setup.dir.path(), &session_id, None, &bundle).unwrap();
     let report = crate::verify_evidence(
@@ -313,7 +325,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
             &crate::journal::JournalEntry {
                 session_id: session_id.clone(),
                 action_index: 0,
-                request_id: request.request_id.clone(),
+                request_id: crate::ids::RequestId::parse(&request.request_id).unwrap(),
                 request_digest: "0".repeat(64),
                 action_type: "click".to_string(),
                 intent: String::new(),
@@ -346,7 +358,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
             .dir
             .path()
             .join("evidence")
-            .join(&session_id)
+            .join(session_id.as_str())
             .join("evidence.ndjson"),
         &VerifyingKey::read(&setup.dir.path().join("evidence").join(PUBLIC_KEY_FILE)).unwrap(),
     )

@@ -2,7 +2,8 @@
 
 use axum::http::{HeaderMap, HeaderValue, header};
 
-use super::{MAX_SESSION_ID_BYTES, check_content_type, is_plain_id};
+use super::check_content_type;
+use crate::ids::{MAX_SESSION_ID_BYTES, is_plain_id};
 
 #[test]
 fn only_json_or_no_content_type_is_accepted() {

@@ -5,14 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// What the kill path needs of a session, read from the store without the broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SessionFacts {
-    pub(crate) id: String,
+    pub(crate) id: SessionId,
     pub(crate) state: String,
     pub(crate) session_dir: String,
     pub(crate) next_action_index: u64,
@@ -60,10 +61,10 @@ fn facts_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionFacts> {
 /// The facts of session `id`, if the store knows it.
 pub(crate) fn session_facts(
     connection: &Connection,
-    id: &str,
+    id: &SessionId,
 ) -> Result<Option<SessionFacts>, BrokerError> {
     connection
-        .query_row(&format!("{FACTS} WHERE s.id = ?1"), [id], facts_of)
+        .query_row(&format!("{FACTS} WHERE s.id = ?1"), params![id], facts_of)
         .optional()
         .map_err(BrokerError::store("read a session"))
 }

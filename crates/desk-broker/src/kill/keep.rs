@@ -10,24 +10,25 @@ use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use desk_desktop::{SessionDir, StateDir};
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// Copies both logs of `session_dir` into `<state>/evidence/<session_id>/` (0600, written
 /// through a temporary file, fsynced, renamed). A log already kept (a release got there
 /// first) is left as it is; a session without an evidence directory or without logs keeps
 /// nothing. A failure is logged and the kill goes on (containment first); the session's
 /// bundle then lacks the logs.
-pub(crate) fn keep_logs(state: &StateDir, session_id: &str, session_dir: &SessionDir) {
+pub(crate) fn keep_logs(state: &StateDir, session_id: &SessionId, session_dir: &SessionDir) {
     if let Err(error) = copy_logs(state, session_id, session_dir) {
-        tracing::error!(session_id, %error, "failed to keep a killed session's logs");
+        tracing::error!(%session_id, %error, "failed to keep a killed session's logs");
     }
 }
 
 fn copy_logs(
     state: &StateDir,
-    session_id: &str,
+    session_id: &SessionId,
     session_dir: &SessionDir,
 ) -> Result<(), BrokerError> {
-    let evidence = state.session_evidence(session_id);
+    let evidence = state.session_evidence(session_id.as_str());
     if !evidence.is_dir() {
         return Ok(());
     }

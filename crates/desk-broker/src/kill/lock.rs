@@ -8,16 +8,17 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use desk_desktop::StateDir;
 
 use crate::error::BrokerError;
+use crate::ids::SessionId;
 
 /// Takes session `id`'s kill lock: waits for a kill of it under way (a few seconds at most)
 /// with `blocking`, else `Ok(None)` when it is held.
 pub(super) fn kill_lock(
     state: &StateDir,
-    id: &str,
+    id: &SessionId,
     blocking: bool,
 ) -> Result<Option<std::fs::File>, BrokerError> {
     super::create_private_dir(&state.kills())?;
-    let path = state.kill_lock(id);
+    let path = state.kill_lock(id.as_str());
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -46,8 +47,8 @@ pub(super) fn kill_lock(
 /// milliseconds, and a broker that finds a kill under way waits for it and then sees its
 /// tombstone. `None` (logged) when the lock cannot be opened: the broker then goes on
 /// unfenced, as before the fence existed.
-pub(crate) fn fence(state: &StateDir, id: &str) -> Option<std::fs::File> {
-    let path = state.kill_lock(id);
+pub(crate) fn fence(state: &StateDir, id: &SessionId) -> Option<std::fs::File> {
+    let path = state.kill_lock(id.as_str());
     let held = super::create_private_dir(&state.kills()).and_then(|()| {
         std::fs::OpenOptions::new()
             .read(true)
@@ -62,7 +63,7 @@ pub(crate) fn fence(state: &StateDir, id: &str) -> Option<std::fs::File> {
     match held {
         Ok(file) => Some(file),
         Err(error) => {
-            tracing::error!(session_id = id, %error, "cannot fence the kill lock");
+            tracing::error!(session_id = %id, %error, "cannot fence the kill lock");
             None
         }
     }
@@ -74,11 +75,8 @@ pub(crate) fn fence(state: &StateDir, id: &str) -> Option<std::fs::File> {
 /// a missing lock file is not created. Best effort: a failure is logged, and the file is only
 /// left behind. A killer that opened the file before the unlink (and takes its lock after it)
 /// or creates it anew finds the session released and kills nothing.
-pub(crate) fn remove_at_release(state: &StateDir, id: &str) {
-    if !super::plain_id(id) {
-        return;
-    }
-    let path = state.kill_lock(id);
+pub(crate) fn remove_at_release(state: &StateDir, id: &SessionId) {
+    let path = state.kill_lock(id.as_str());
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -87,7 +85,7 @@ pub(crate) fn remove_at_release(state: &StateDir, id: &str) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
         Err(error) => {
-            tracing::warn!(session_id = id, %error, "cannot open the kill lock to remove it");
+            tracing::warn!(session_id = %id, %error, "cannot open the kill lock to remove it");
             return;
         }
     };
@@ -95,17 +93,17 @@ pub(crate) fn remove_at_release(state: &StateDir, id: &str) {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return,
         Err(std::fs::TryLockError::Error(error)) => {
-            tracing::warn!(session_id = id, %error, "cannot take the kill lock to remove it");
+            tracing::warn!(session_id = %id, %error, "cannot take the kill lock to remove it");
             return;
         }
     }
-    match std::fs::symlink_metadata(state.kill_record(id)) {
+    match std::fs::symlink_metadata(state.kill_record(id.as_str())) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         // A tombstone, or one that cannot be ruled out: the lock stays.
         _ => return,
     }
     if let Err(error) = std::fs::remove_file(&path) {
-        tracing::warn!(session_id = id, %error, "failed to remove the kill lock");
+        tracing::warn!(session_id = %id, %error, "failed to remove the kill lock");
     }
     drop(file);
 }

@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use super::{Failure, Lifecycle, Phase, StoredLifecycle};
 use crate::error::BrokerError;
+use crate::ids::sid;
 
 fn failure(code: ErrorCode) -> Failure {
     Failure::new(code, "why")
@@ -114,19 +115,19 @@ fn a_lost_desktop_fails_only_sessions_that_need_it() {
 #[test]
 fn liveness_refuses_expired_and_released_sessions() {
     let live = ready();
-    assert!(live.check_live("s", 10, 5, "status").is_ok());
+    assert!(live.check_live(&sid("s"), 10, 5, "status").is_ok());
     assert!(matches!(
-        live.check_live("s", 4, 5, "status"),
+        live.check_live(&sid("s"), 4, 5, "status"),
         Err(BrokerError::LeaseExpired(_))
     ));
     let released = live.release(false).unwrap();
     assert!(matches!(
-        released.check_live("s", 4, 5, "status"),
+        released.check_live(&sid("s"), 4, 5, "status"),
         Err(BrokerError::InvalidState { .. })
     ));
     let reaped = ready().release(true).unwrap();
     assert!(matches!(
-        reaped.check_live("s", 10, 5, "status"),
+        reaped.check_live(&sid("s"), 10, 5, "status"),
         Err(BrokerError::LeaseExpired(_))
     ));
 }
@@ -323,7 +324,7 @@ fn kill_ends_every_live_phase_for_good() {
             Some(ErrorCode::SessionKilled)
         );
         assert!(matches!(
-            killed.check_live("s", u64::MAX, 0, "reset"),
+            killed.check_live(&sid("s"), u64::MAX, 0, "reset"),
             Err(BrokerError::SessionKilled { ref reason, .. }) if reason == "operator: runaway"
         ));
         assert_eq!(killed.kill("again"), None, "a second kill changes nothing");

@@ -42,7 +42,7 @@ async fn a_kill_cut_after_its_tombstone_is_finished_once_by_the_reconciler() {
     assert_eq!(status, StatusCode::OK);
     // What a killer leaves when it dies right after its tombstone: no receipt, no destruction.
     let tombstone = Tombstone {
-        session_id: id.clone(),
+        session_id: desk_broker::SessionId::parse(&id).unwrap(),
         reason: "operator: cut".to_string(),
         record_id: "kill-0123456789abcdef0123456789abcdef".to_string(),
         killed_at_ms: 1,
@@ -252,7 +252,11 @@ async fn a_killed_session_keeps_its_tombstone_and_its_lock() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let released = harness.broker.release(&id).await.unwrap();
+    let released = harness
+        .broker
+        .release(&desk_broker::SessionId::parse(&id).unwrap())
+        .await
+        .unwrap();
     assert!(!released.released_now, "a killed session is not released");
     let (lock, tombstone) = kill_files(&harness, &id);
     assert!(tombstone.exists());
@@ -268,7 +272,11 @@ async fn release_leaves_the_lock_when_a_tombstone_exists() {
     // A kill landed that the broker has not applied yet (the reaper releases first).
     let (lock, tombstone) = kill_files(&harness, &id);
     std::fs::write(&tombstone, b"{}").unwrap();
-    let released = harness.broker.release(&id).await.unwrap();
+    let released = harness
+        .broker
+        .release(&desk_broker::SessionId::parse(&id).unwrap())
+        .await
+        .unwrap();
     assert!(released.released_now);
     assert!(lock.exists(), "a tombstone keeps the lock");
     assert!(tombstone.exists());

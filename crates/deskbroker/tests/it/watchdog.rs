@@ -112,7 +112,8 @@ fn export_and_verify(state_dir: &Path, session: &str) -> Result<(), desk_evidenc
         .parent()
         .unwrap()
         .join(format!("bundle-{session}"));
-    desk_broker::export_evidence(state_dir, session, None, &bundle)?;
+    let session = desk_broker::SessionId::parse(session).unwrap();
+    desk_broker::export_evidence(state_dir, &session, None, &bundle)?;
     desk_broker::verify_evidence(&bundle, &state_dir.join("evidence").join("evidence.pub"))
         .map(|_| ())
 }
