@@ -21,7 +21,8 @@
 //!   the common volume over the union volume of the fused candidate and gold parts after the
 //!   allowed alignment: a translation putting the candidate's centre of mass on the gold's
 //!   (no rotation: the views fix the orientation; no scaling: the dimensions are given), with
-//!   OCCT's fuzzy boolean at 0.01 mm so near-coincident faces are not lost. A
+//!   the larger common of OCCT's exact and fuzzy (0.01 mm) booleans, so near-coincident faces
+//!   are not lost. A
 //!   whole part's IoU barely moves when one small feature is off, hence the steep scale.
 //!
 //! When the gold has a TechDraw page labelled `Layout1`, a `sheet` category weighs
@@ -51,7 +52,8 @@ const JUDGE: &str = include_str!("solid/judge_fcstd.py");
 const GOLD_READ: &str = "DESKGOLD read";
 
 /// Version of these scoring rules.
-/// v2: the common volume of the IoU is a fuzzy boolean (0.01 mm), see `solid/judge_fcstd.py`.
+/// v2: the IoU's common volume is the larger of an exact and a fuzzy (0.01 mm) boolean, see
+/// `solid/judge_fcstd.py`.
 pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v2";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
