@@ -249,6 +249,9 @@ fn place_and_dimension(plan: &ViewPlan) -> Vec<Vec<Value>> {
             click(to_screen(*point), "select the edge to dimension"),
             click(button, name),
             wait(800, "let the dimension draw"),
+            // Were the pick to miss its edge, the tool would open a modal "Wrong selection"
+            // box; Escape closes it so one lost dimension does not take the rest of the sheet.
+            key(&["escape"], "close a refusal, if any"),
         ]);
     }
     batches

@@ -150,11 +150,19 @@ fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f
             }
         }
         Base::Revolve { profile } => {
-            let (outer, thick) = (profile[1][0], profile[2][1]);
+            let (outer, thick, hub, total) =
+                (profile[1][0], profile[2][1], profile[3][0], profile[4][1]);
             if along_z {
                 points.push((DimTool::Diameter, along([0.0; 3], right, -outer)));
             } else {
-                points.push((DimTool::Horizontal, along([0.0; 3], right, outer - 2.0)));
+                // The hub's top edge, halfway between the bore and the hub's side (a section
+                // splits it at the bore): far from the outer side the vertical dimension
+                // takes, so neither dimension's lines cover the other's pick.
+                let bore = hole(spec, &[Axis::Z]).map_or(0.0, |(_, radius)| radius);
+                points.push((
+                    DimTool::Horizontal,
+                    along([0.0, 0.0, total], right, (hub + bore) / 2.0),
+                ));
                 points.push((
                     DimTool::Vertical,
                     along([0.0, 0.0, thick / 2.0], right, outer),
