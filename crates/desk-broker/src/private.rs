@@ -8,10 +8,35 @@
 //! can swap the socket). Anything else is refused with a message saying what to change; the only
 //! directory ever chmod-ed is an empty state directory of our own, which holds nothing yet.
 
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::fs::File;
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::Path;
 
 use crate::error::BrokerError;
+
+/// Opens a file used as a lock or a counter, read-write, creating it 0600 when missing and never
+/// truncating it.
+pub(crate) fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates (or truncates) a private 0600 file for writing.
+pub(crate) fn create_file(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
 
 /// What a directory is for, which decides the permission bits group and others may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,6 @@
 //! state directory is gone, or when its broker is gone and no session is live.
 
 use std::io::{Read as _, Seek as _, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -114,24 +113,17 @@ impl crate::broker::Inner {
             return;
         };
         let path = session.dir().refused_actions_file();
-        let counted = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|mut file| {
-                file.lock()?;
-                let mut text = String::new();
-                file.read_to_string(&mut text)?;
-                let count = text.trim().parse::<u64>().unwrap_or(0).saturating_add(1);
-                file.set_len(0)?;
-                file.rewind()?;
-                write!(file, "{count}")?;
-                file.sync_all()?;
-                Ok(count)
-            });
+        let counted = crate::private::open_lock_file(&path).and_then(|mut file| {
+            file.lock()?;
+            let mut text = String::new();
+            file.read_to_string(&mut text)?;
+            let count = text.trim().parse::<u64>().unwrap_or(0).saturating_add(1);
+            file.set_len(0)?;
+            file.rewind()?;
+            write!(file, "{count}")?;
+            file.sync_all()?;
+            Ok(count)
+        });
         let count = match counted {
             Ok(count) => Some(count),
             Err(error) => {
@@ -160,14 +152,7 @@ fn broker_process(pid: Option<u32>) -> Option<RecordedProcess> {
 /// Takes `<state_dir>/watchdog.lock`, asking an older watchdog holding it to stop first.
 fn take_lock(state: &StateDir) -> Result<std::fs::File, BrokerError> {
     let path = state.watchdog_lock();
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(BrokerError::io("open", &path))?;
+    let mut file = crate::private::open_lock_file(&path).map_err(BrokerError::io("open", &path))?;
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut asked = false;
     loop {

@@ -7,7 +7,7 @@
 //! `removal_pending` workspace to `destroyed` once it proves the removal.
 
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 
 use desk_desktop::StateDir;
 use desk_desktop::destroy::Remains;
@@ -53,13 +53,8 @@ pub(crate) fn record(
         operation: "encode a workspace state",
         source,
     })?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temporary)
-        .map_err(BrokerError::io("create", &temporary))?;
+    let mut file =
+        crate::private::create_file(&temporary).map_err(BrokerError::io("create", &temporary))?;
     file.write_all(&text)
         .and_then(|()| file.sync_all())
         .map_err(BrokerError::io("write", &temporary))?;

@@ -2,7 +2,6 @@
 //! through a temporary file and a rename, fsynced, before the answer that changed it.
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 
 use desk_desktop::SessionDir;
 
@@ -27,12 +26,7 @@ pub(super) fn save(dir: &SessionDir, persisted: &Persisted) -> Result<(), Broker
     let bytes =
         serde_json::to_vec(persisted).map_err(BrokerError::json("encode the control state"))?;
     let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&temporary)?;
+        let mut file = crate::private::create_file(&temporary)?;
         file.write_all(&bytes)?;
         file.sync_all()?;
         std::fs::rename(&temporary, &path)

@@ -127,13 +127,7 @@ impl SessionJournal {
         let staging = self.directory.join(STAGING_DIR);
         create_private_dir(&staging)?;
         let path = staging.join(name);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io_error("create", &path))?;
+        let mut file = crate::private::create_file(&path).map_err(io_error("create", &path))?;
         file.write_all(bytes).map_err(io_error("write", &path))?;
         file.sync_data().map_err(io_error("fsync", &path))?;
         Ok(path)

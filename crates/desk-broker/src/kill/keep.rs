@@ -3,7 +3,6 @@
 //! them too, so that the session's evidence bundle still carries the logs its receipts name.
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
 use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
@@ -52,12 +51,7 @@ fn copy_logs(
 
 fn write_new(path: &Path, bytes: &[u8]) -> Result<(), BrokerError> {
     let staged = path.with_extension("kill-tmp");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&staged)
+    crate::private::create_file(&staged)
         .and_then(|mut file| {
             file.write_all(bytes)?;
             file.sync_all()

@@ -3,8 +3,6 @@
 //! while it writes an action's records ([`fence`]), and removed at release when the session was
 //! never killed ([`remove_at_release`]). A lock is released by the kernel when its holder dies.
 
-use std::os::unix::fs::OpenOptionsExt as _;
-
 use desk_desktop::StateDir;
 
 use crate::error::BrokerError;
@@ -19,13 +17,7 @@ pub(super) fn kill_lock(
 ) -> Result<Option<std::fs::File>, BrokerError> {
     super::create_private_dir(&state.kills())?;
     let path = state.kill_lock(id.as_str());
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
+    let file = crate::private::open_lock_file(&path)
         .map_err(BrokerError::io("open the kill lock", &path))?;
     if blocking {
         file.lock()
@@ -50,13 +42,7 @@ pub(super) fn kill_lock(
 pub(crate) fn fence(state: &StateDir, id: &SessionId) -> Option<std::fs::File> {
     let path = state.kill_lock(id.as_str());
     let held = super::create_private_dir(&state.kills()).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
+        crate::private::open_lock_file(&path)
             .and_then(|file| file.lock_shared().map(|()| file))
             .map_err(BrokerError::io("hold the kill lock", &path))
     });
