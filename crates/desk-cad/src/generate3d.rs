@@ -44,6 +44,37 @@ pub enum Base {
     },
 }
 
+/// The plate's profile: the rectangle `w` x `d` from the origin.
+pub fn rectangle_profile(w: f64, d: f64) -> Vec<[f64; 2]> {
+    vec![[0.0, 0.0], [w, 0.0], [w, d], [0.0, d]]
+}
+
+/// The L-bracket's (x, z) profile: a leg `length` long in X and one `height` high in Z, both
+/// `t` thick, the upright at the low-X end.
+pub fn l_profile(length: f64, t: f64, height: f64) -> Vec<[f64; 2]> {
+    vec![
+        [0.0, 0.0],
+        [length, 0.0],
+        [length, t],
+        [t, t],
+        [t, height],
+        [0.0, height],
+    ]
+}
+
+/// The flange's (r, z) profile: a disc of radius `outer` and thickness `thick` under a hub of
+/// radius `hub` up to `total`.
+pub fn hub_profile(outer: f64, thick: f64, hub: f64, total: f64) -> Vec<[f64; 2]> {
+    vec![
+        [0.0, 0.0],
+        [outer, 0.0],
+        [outer, thick],
+        [hub, thick],
+        [hub, total],
+        [0.0, total],
+    ]
+}
+
 /// Rounded or chamfered edges along the extrusion direction at some profile corners.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finish {

@@ -2,7 +2,10 @@
 //! [`PartSpec`] with the task sentences that give every dimension and the views its drawing
 //! shows. Sizes keep every feature inside the part and clear of the others.
 
-use super::{Axis, Base, Feature, Finish, FinishKind, PartSpec, View};
+use super::{
+    Axis, Base, Feature, Finish, FinishKind, PartSpec, View, hub_profile, l_profile,
+    rectangle_profile,
+};
 use crate::generate::Rng;
 use crate::model::format_value;
 
@@ -91,7 +94,7 @@ pub(super) fn plate(rng: &mut Rng, steps: &mut Vec<String>) -> (PartSpec, Vec<Vi
     }
     let spec = PartSpec {
         base: Base::ExtrudeXy {
-            profile: vec![[0.0, 0.0], [w, 0.0], [w, d], [0.0, d]],
+            profile: rectangle_profile(w, d),
             height: t,
         },
         finish: Some(Finish {
@@ -159,14 +162,7 @@ pub(super) fn bracket(rng: &mut Rng, steps: &mut Vec<String>) -> (PartSpec, Vec<
     ));
     let spec = PartSpec {
         base: Base::ExtrudeXz {
-            profile: vec![
-                [0.0, 0.0],
-                [length, 0.0],
-                [length, t],
-                [t, t],
-                [t, height],
-                [0.0, height],
-            ],
+            profile: l_profile(length, t, height),
             depth: width,
         },
         finish: Some(Finish {
@@ -228,14 +224,7 @@ pub(super) fn flange(rng: &mut Rng, steps: &mut Vec<String>) -> (PartSpec, Vec<V
     ));
     let spec = PartSpec {
         base: Base::Revolve {
-            profile: vec![
-                [0.0, 0.0],
-                [outer, 0.0],
-                [outer, thick],
-                [hub, thick],
-                [hub, total],
-                [0.0, total],
-            ],
+            profile: hub_profile(outer, thick, hub, total),
         },
         finish: None,
         features,

@@ -15,7 +15,7 @@
 use desk_cad::generate3d::{PartTask, View};
 use serde_json::Value;
 
-use super::{click, key, type_text, wait};
+use super::{click, key, num, type_text, wait};
 
 mod csg;
 mod sheet;
@@ -81,11 +81,6 @@ const LOC_X: i64 = 211;
 const LOC_POSITION: [i64; 3] = [743, 776, 809];
 const LOC_AXIS: [i64; 3] = [907, 936, 965];
 const LOC_ANGLE: i64 = 996;
-
-/// A number as typed into a quantity field: up to six decimals, trailing zeros trimmed.
-fn num(value: f64) -> String {
-    super::num(value)
-}
 
 fn field((x, y): (i64, i64), value: f64, intent: &str) -> Vec<Value> {
     vec![

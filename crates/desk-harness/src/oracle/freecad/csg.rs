@@ -3,7 +3,9 @@
 //! position, a rotation axis and an angle), the union of the material minus the union of what
 //! is cut away. Exact for the corpus families: no approximation of the gold's shape.
 
-use desk_cad::generate3d::{Axis, Base, Feature, FinishKind, PartSpec};
+use desk_cad::generate3d::{
+    Axis, Base, Feature, FinishKind, PartSpec, hub_profile, l_profile, rectangle_profile,
+};
 
 /// One parametric primitive with its placement (position, rotation axis and angle in degrees).
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +73,7 @@ pub(crate) fn decompose(spec: &PartSpec) -> Result<Csg, String> {
     match &spec.base {
         Base::ExtrudeXy { profile, height } => {
             let (w, d) = (profile[2][0], profile[2][1]);
-            if !profile_is(profile, &[[0.0, 0.0], [w, 0.0], [w, d], [0.0, d]]) {
+            if !profile_is(profile, &rectangle_profile(w, d)) {
                 return Err("an XY profile that is not an origin rectangle".to_owned());
             }
             let t = *height;
@@ -137,15 +139,7 @@ pub(crate) fn decompose(spec: &PartSpec) -> Result<Csg, String> {
         }
         Base::ExtrudeXz { profile, depth } => {
             let (length, t, height) = (profile[1][0], profile[2][1], profile[4][1]);
-            let expected = [
-                [0.0, 0.0],
-                [length, 0.0],
-                [length, t],
-                [t, t],
-                [t, height],
-                [0.0, height],
-            ];
-            if !profile_is(profile, &expected) {
+            if !profile_is(profile, &l_profile(length, t, height)) {
                 return Err("an XZ profile that is not an L".to_owned());
             }
             let r = match &spec.finish {
@@ -186,15 +180,8 @@ pub(crate) fn decompose(spec: &PartSpec) -> Result<Csg, String> {
         Base::Revolve { profile } => {
             let (outer, thick, hub, total) =
                 (profile[1][0], profile[2][1], profile[3][0], profile[4][1]);
-            let expected = [
-                [0.0, 0.0],
-                [outer, 0.0],
-                [outer, thick],
-                [hub, thick],
-                [hub, total],
-                [0.0, total],
-            ];
-            if !profile_is(profile, &expected) || spec.finish.is_some() {
+            if !profile_is(profile, &hub_profile(outer, thick, hub, total)) || spec.finish.is_some()
+            {
                 return Err("a revolved profile that is not a disc with a hub".to_owned());
             }
             for (radius, height) in [(outer, thick), (hub, total)] {

@@ -189,12 +189,7 @@ pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<ViewPlan
             continue;
         };
         let slot = *VIEW_SLOTS.get(plans.len())?;
-        let place = |at: (f64, f64), point: [f64; 3]| {
-            (
-                at.0 + PAGE_SCALE * (dot(point, right) - dot(centre, right)),
-                at.1 + PAGE_SCALE * (dot(point, up) - dot(centre, up)),
-            )
-        };
+        let place = |at: (f64, f64), point: [f64; 3]| on_page(at, (right, up), centre, point);
         let points = edge_points(spec, *view, right);
         let grab = place(PAGE_CENTRE, points.first()?.1);
         let dims = points
@@ -229,12 +224,23 @@ fn base_outline_point(spec: &PartSpec, base: &ViewPlan, centre: [f64; 3]) -> Opt
     let Base::Revolve { profile } = &spec.base else {
         return None;
     };
-    let (right, up) = camera(base.view)?;
-    let point = along([0.0; 3], right, profile[1][0]);
-    Some((
-        base.slot.0 + PAGE_SCALE * (dot(point, right) - dot(centre, right)),
-        base.slot.1 + PAGE_SCALE * (dot(point, up) - dot(centre, up)),
-    ))
+    let frame = camera(base.view)?;
+    let point = along([0.0; 3], frame.0, profile[1][0]);
+    Some(on_page(base.slot, frame, centre, point))
+}
+
+/// Where model `point` lies on the page when a view with camera `frame` (right, up) has the
+/// part's box centre `centre` at page point `at`.
+fn on_page(
+    at: (f64, f64),
+    (right, up): ([f64; 3], [f64; 3]),
+    centre: [f64; 3],
+    point: [f64; 3],
+) -> (f64, f64) {
+    (
+        at.0 + PAGE_SCALE * (dot(point, right) - dot(centre, right)),
+        at.1 + PAGE_SCALE * (dot(point, up) - dot(centre, up)),
+    )
 }
 
 /// Page millimetres to screen pixels.
