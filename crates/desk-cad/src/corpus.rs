@@ -6,11 +6,13 @@
 //! writing the corpus twice gives identical public bytes (and identical 2D gold; a 3D gold is
 //! a FreeCAD document, which FreeCAD stamps).
 //!
-//! Versions ([`CorpusVersion`]): `v1`, 28 2D tasks (dev 4), and `v2` (the default, the
-//! benchmark contract's shape): 50 tasks, `task-001`..`task-021` 2D (the first five variants
-//! of levels L1-L3 and six of L4 from v1's generator) and `task-022`..`task-050` 3D (the
-//! seeded parts of [`crate::generate3d`], in FreeCAD, budget 1,800 s); dev 7 (3 2D + 4 3D),
-//! eval 43 (18 + 25).
+//! Versions ([`CorpusVersion`]): `v1`, 28 2D tasks (dev 4); `v2`, the benchmark contract's
+//! shape: 50 tasks, `task-001`..`task-021` 2D (the first five variants of levels L1-L3 and six
+//! of L4 from v1's generator) and `task-022`..`task-050` 3D (the seeded parts of
+//! [`crate::generate3d`], in FreeCAD, budget 1,800 s), dev 7 (3 2D + 4 3D), eval 43 (18 + 25);
+//! and `v3` (the default), v2 with the drafting categories added to its L3 and L4 drawings
+//! (leaders, angular dimensions, centre and hidden linetypes, hatched sections, multi-line
+//! notes); its 3D tasks are v2's.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -18,7 +20,7 @@ use std::fmt;
 use crate::error::CadError;
 
 /// Version of the default generated corpus; bump when generation changes.
-pub const CORPUS_VERSION: &str = CorpusVersion::V2.as_str();
+pub const CORPUS_VERSION: &str = CorpusVersion::V3.as_str();
 /// Version of the benchmark contract these tasks follow.
 pub const CONTRACT_VERSION: &str = "deskbroker-bench-contract-v1";
 /// File name of the public task list inside the public directory.
@@ -75,23 +77,27 @@ pub enum CorpusVersion {
     /// 28 2D tasks, dev 4 (`deskbroker-cad-corpus-v1`).
     V1,
     /// 50 tasks, 21 2D + 29 3D, dev 7 (`deskbroker-cad-corpus-v2`).
-    #[default]
     V2,
+    /// v2 with the drafting categories in its L3 and L4 drawings
+    /// (`deskbroker-cad-corpus-v3`).
+    #[default]
+    V3,
 }
 
 impl CorpusVersion {
     /// Every version, oldest first.
-    pub const ALL: [CorpusVersion; 2] = [CorpusVersion::V1, CorpusVersion::V2];
+    pub const ALL: [CorpusVersion; 3] = [CorpusVersion::V1, CorpusVersion::V2, CorpusVersion::V3];
 
     /// The version's full name, as written in `tasks.json` and every result.
     pub const fn as_str(self) -> &'static str {
         match self {
             CorpusVersion::V1 => "deskbroker-cad-corpus-v1",
             CorpusVersion::V2 => "deskbroker-cad-corpus-v2",
+            CorpusVersion::V3 => "deskbroker-cad-corpus-v3",
         }
     }
 
-    /// Parses a full name or its short form (`v1`, `v2`).
+    /// Parses a full name or its short form (`v1`, `v2`, `v3`).
     pub fn parse(name: &str) -> Result<Self, CadError> {
         Self::ALL
             .into_iter()

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::dxf_write::write_dxf;
 use crate::error::CadError;
-use crate::model::{DimKind, Entity, Geometry, Model, Point};
+use crate::model::{DimKind, Entity, Geometry, Model, Point, normalize_linetype};
 
 /// Forbidden content found in a DXF.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -77,9 +77,20 @@ pub fn read_dxf_bytes(bytes: &[u8]) -> Result<ReadOutcome, String> {
             }
         }
     }
+    let layers = LayerLinetypes::of(&drawing);
     for entity in drawing.entities() {
-        convert_entity(&drawing, entity, &mut outcome);
+        convert_entity(&drawing, &layers, entity, &mut outcome);
     }
+    let raw = crate::dxf_raw::scan(bytes);
+    for entity in raw.entities {
+        let linetype = layers.resolve(&entity.layer, entity.linetype.as_deref().unwrap_or(""));
+        outcome.model.entities.push(Entity {
+            layer: entity.layer,
+            linetype,
+            geometry: entity.geometry,
+        });
+    }
+    outcome.notes.extend(raw.notes);
     outcome.forbidden.sort();
     outcome.forbidden.dedup();
     Ok(outcome)
@@ -123,16 +134,55 @@ fn raw_forbidden_scan(bytes: &[u8]) -> Vec<Forbidden> {
     found
 }
 
+/// Each layer's linetype, to resolve an entity's `ByLayer`.
+struct LayerLinetypes(Vec<(String, Option<String>)>);
+
+impl LayerLinetypes {
+    fn of(drawing: &Drawing) -> Self {
+        Self(
+            drawing
+                .layers()
+                .map(|layer| {
+                    (
+                        layer.name.to_ascii_uppercase(),
+                        normalize_linetype(&layer.line_type_name),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The effective linetype of an entity on `layer` whose own linetype is `own`.
+    fn resolve(&self, layer: &str, own: &str) -> Option<String> {
+        let own = own.trim();
+        if own.is_empty() || own.eq_ignore_ascii_case("BYLAYER") {
+            let layer = layer.to_ascii_uppercase();
+            self.0
+                .iter()
+                .find(|(name, _)| *name == layer)
+                .and_then(|(_, linetype)| linetype.clone())
+        } else {
+            normalize_linetype(own)
+        }
+    }
+}
+
 fn model_point(p: &dxf::Point) -> Point {
     Point::new(p.x, p.y)
 }
 
-fn convert_entity(drawing: &Drawing, entity: &dx::Entity, outcome: &mut ReadOutcome) {
+fn convert_entity(
+    drawing: &Drawing,
+    layers: &LayerLinetypes,
+    entity: &dx::Entity,
+    outcome: &mut ReadOutcome,
+) {
     let layer = if entity.common.layer.is_empty() {
         "0".to_owned()
     } else {
         entity.common.layer.clone()
     };
+    let linetype = layers.resolve(&layer, &entity.common.line_type_name);
     if let Some(kind) = forbidden_kind(&entity.specific) {
         outcome.forbidden.push(kind);
         return;
@@ -146,6 +196,7 @@ fn convert_entity(drawing: &Drawing, entity: &dx::Entity, outcome: &mut ReadOutc
     let mut push = |geometry: Geometry| {
         outcome.model.entities.push(Entity {
             layer: layer.clone(),
+            linetype: linetype.clone(),
             geometry,
         });
     };
@@ -192,17 +243,22 @@ fn convert_entity(drawing: &Drawing, entity: &dx::Entity, outcome: &mut ReadOutc
         EntityType::Text(text) => push(Geometry::Text {
             insert: model_point(&text.location),
             height: text.text_height,
-            value: text.value.clone(),
+            value: decode_text(&text.value),
         }),
         EntityType::MText(mtext) => {
             let mut raw = mtext.extended_text.concat();
             raw.push_str(&mtext.text);
-            push(Geometry::Text {
+            push(Geometry::MText {
                 insert: model_point(&mtext.insertion_point),
                 height: mtext.initial_text_height,
-                value: strip_mtext(&raw),
+                value: strip_mtext(&decode_text(&raw)),
             });
         }
+        EntityType::Leader(leader) => push(Geometry::Leader {
+            points: leader.vertices.iter().map(model_point).collect(),
+        }),
+        // Read from the raw pairs by `crate::dxf_raw`, in both forms.
+        EntityType::AngularThreePointDimension(_) => {}
         EntityType::RotatedDimension(dim) => push(linear_dimension(dim)),
         EntityType::RadialDimension(dim) => push(Geometry::RadialDim {
             center: model_point(&dim.dimension_base.definition_point_1),
@@ -321,7 +377,44 @@ fn bulge_arc(start: Point, end: Point, bulge: f64) -> Option<Geometry> {
     })
 }
 
-/// Removes MTEXT formatting codes: `\P` becomes a space, `{`/`}` vanish, `\X...;` codes go.
+/// Text as drawn: AutoCAD's control codes (`%%c` Ø, `%%d` °, `%%p` ±, `%%%` %), `\U+XXXX`
+/// escapes and the diameter sign U+2300 become the characters they show (Ø for a diameter).
+fn decode_text(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(c) = rest.chars().next() {
+        let lower = rest.get(..3).map(str::to_ascii_lowercase);
+        let shown = match lower.as_deref() {
+            Some("%%c") => Some('Ø'),
+            Some("%%d") => Some('°'),
+            Some("%%p") => Some('±'),
+            Some("%%%") => Some('%'),
+            _ => None,
+        };
+        if let Some(shown) = shown {
+            out.push(shown);
+            rest = &rest[3..];
+            continue;
+        }
+        let escaped = rest
+            .strip_prefix("\\U+")
+            .or_else(|| rest.strip_prefix("\\u+"))
+            .and_then(|hex| hex.get(..4))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .and_then(char::from_u32);
+        if let Some(escaped) = escaped {
+            out.push(if escaped == '\u{2300}' { 'Ø' } else { escaped });
+            rest = &rest[7..];
+            continue;
+        }
+        out.push(if c == '\u{2300}' { 'Ø' } else { c });
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Removes MTEXT formatting codes: `\P` becomes a line break, `{`/`}` vanish, `\X...;`
+/// codes go.
 fn strip_mtext(raw: &str) -> String {
     let mut out = String::new();
     let mut chars = raw.chars().peekable();
@@ -329,7 +422,8 @@ fn strip_mtext(raw: &str) -> String {
         match c {
             '{' | '}' => {}
             '\\' => match chars.next() {
-                Some('P') | Some('~') => out.push(' '),
+                Some('P') => out.push('\n'),
+                Some('~') => out.push(' '),
                 Some('\\') => out.push('\\'),
                 Some('{') => out.push('{'),
                 Some('}') => out.push('}'),

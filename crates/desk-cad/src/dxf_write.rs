@@ -1,8 +1,10 @@
 //! DXF writing of gold drawings.
 //!
 //! Output is R2007 (LibreCAD's own save format) in millimetres with every used layer in the
-//! LAYER table. Invariant: the bytes depend only on the model: the header's clock-derived
-//! dates and random GUIDs are pinned to fixed values.
+//! LAYER table and every used linetype in the LTYPE table. Hatches and angular dimensions,
+//! which the `dxf` crate has no type for, are spliced in as raw pairs by
+//! [`crate::dxf_raw`]. Invariant: the bytes depend only on the model: the header's
+//! clock-derived dates and random GUIDs are pinned to fixed values.
 
 use std::path::Path;
 
@@ -11,17 +13,46 @@ use dxf::enums::{AcadVersion, DimensionType, Units};
 use dxf::{Drawing, LwPolylineVertex};
 
 use crate::error::CadError;
-use crate::model::{DimKind, Geometry, Model, Point};
+use crate::model::{DimKind, Geometry, Model, Point, dash_pattern};
 
 /// Writes `model` as a DXF R2007 file in millimetres.
 pub fn write_dxf(model: &Model, path: &Path) -> Result<(), CadError> {
-    let drawing = to_drawing(model);
-    drawing.save_file(path).map_err(|err| CadError::Dxf {
+    let failed = |message: String| CadError::Dxf {
         op: "write",
         path: path.to_owned(),
-        message: err.to_string(),
+        message,
+    };
+    let drawing = to_drawing(model);
+    let mut bytes = Vec::new();
+    drawing
+        .save(&mut bytes)
+        .map_err(|err| failed(err.to_string()))?;
+    let mut raw = String::new();
+    for (idx, entity) in model.entities.iter().enumerate() {
+        if let Some(pairs) = crate::dxf_raw::write_pairs(
+            &entity.layer,
+            entity.linetype.as_deref(),
+            &entity.geometry,
+            RAW_HANDLE_BASE + idx as u64,
+        ) {
+            raw.push_str(&pairs);
+        }
+    }
+    if !raw.is_empty() {
+        let text = String::from_utf8(bytes).map_err(|err| failed(err.to_string()))?;
+        bytes = crate::dxf_raw::splice_entities(&text, &raw)
+            .ok_or_else(|| failed("no ENTITIES section to extend".to_owned()))?
+            .into_bytes();
+    }
+    std::fs::write(path, bytes).map_err(|source| CadError::Io {
+        op: "write",
+        path: path.to_owned(),
+        source,
     })
 }
+
+/// Handles of raw-written entities start here, far above what the crate assigns.
+const RAW_HANDLE_BASE: u64 = 0xD000_0000;
 
 /// Builds the `dxf` drawing for `model`.
 pub(crate) fn to_drawing(model: &Model) -> Drawing {
@@ -37,11 +68,31 @@ pub(crate) fn to_drawing(model: &Model) -> Drawing {
             });
         }
     }
+    for name in model.linetypes() {
+        let Some(pattern) = dash_pattern(&name) else {
+            continue;
+        };
+        drawing.add_line_type(dxf::tables::LineType {
+            name,
+            element_count: pattern.len() as i32,
+            total_pattern_length: pattern.iter().map(|v| v.abs()).sum(),
+            dash_dot_space_lengths: pattern.to_vec(),
+            complex_line_type_element_types: vec![0; pattern.len()],
+            alignment_code: i32::from(b'A'),
+            ..Default::default()
+        });
+    }
     for entity in &model.entities {
-        let specific = to_specific(&entity.geometry);
+        let Some(specific) = to_specific(&entity.geometry) else {
+            continue;
+        };
         drawing.add_entity(dx::Entity {
             common: dx::EntityCommon {
                 layer: entity.layer.clone(),
+                line_type_name: entity
+                    .linetype
+                    .clone()
+                    .unwrap_or_else(|| "BYLAYER".to_owned()),
                 ..Default::default()
             },
             specific,
@@ -72,9 +123,10 @@ fn dxf_point(p: Point) -> dxf::Point {
     dxf::Point::new(p.x, p.y, 0.0)
 }
 
-fn to_specific(geometry: &Geometry) -> EntityType {
+/// The crate's entity for `geometry`; `None` for what [`crate::dxf_raw`] writes.
+fn to_specific(geometry: &Geometry) -> Option<EntityType> {
     let measured = geometry.measured_value().unwrap_or(0.0);
-    match geometry {
+    Some(match geometry {
         Geometry::Line { a, b } => EntityType::Line(dx::Line::new(dxf_point(*a), dxf_point(*b))),
         Geometry::Circle { center, r } => {
             EntityType::Circle(dx::Circle::new(dxf_point(*center), *r))
@@ -98,6 +150,29 @@ fn to_specific(geometry: &Geometry) -> EntityType {
                 .collect();
             EntityType::LwPolyline(poly)
         }
+        Geometry::Hatch { .. } | Geometry::AngularDim { .. } => return None,
+        Geometry::Leader { points } => {
+            let mut leader = dx::Leader {
+                dimension_style_name: "Standard".to_owned(),
+                use_arrowheads: true,
+                ..Default::default()
+            };
+            leader.vertices = points.iter().map(|p| dxf_point(*p)).collect();
+            leader.vertex_count = points.len() as i32;
+            EntityType::Leader(leader)
+        }
+        Geometry::MText {
+            insert,
+            height,
+            value,
+        } => EntityType::MText(dx::MText {
+            insertion_point: dxf_point(*insert),
+            initial_text_height: *height,
+            attachment_point: dxf::enums::AttachmentPoint::TopLeft,
+            text: value.replace('\n', "\\P"),
+            text_style_name: "Standard".to_owned(),
+            ..Default::default()
+        }),
         Geometry::Text {
             insert,
             height,
@@ -163,5 +238,5 @@ fn to_specific(geometry: &Geometry) -> EntityType {
                 EntityType::RadialDimension(dim)
             }
         }
-    }
+    })
 }

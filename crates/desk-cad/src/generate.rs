@@ -4,10 +4,21 @@
 //! coordinate lies on a 5 mm grid inside 0..300 x 0..200 (dimension label positions and
 //! derived arc/diameter points excepted); feature sizes stay within 10..200 mm. Seven tasks
 //! per level: L1 lines and rectangles, L2 adds circles and arcs, L3 adds linear and radial
-//! dimensions, L4 adds text and named layers.
+//! dimensions, L4 adds text and named layers. With [`Drafting::On`] (corpus v3) the same
+//! drawings also carry the drafting categories of [`drafting`]: leaders and callouts, angular
+//! dimensions, centre and hidden linetypes, a hatched section view and a multi-line note.
 
 use crate::corpus::Level;
 use crate::model::{DimKind, Entity, Geometry, Model, Point, format_value};
+
+mod drafting;
+
+/// Whether generated drawings carry the drafting categories (corpus v3 onwards).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drafting {
+    Off,
+    On,
+}
 
 /// Base seed of corpus v1.
 const SEED: u64 = 0x00de_5cb0_cad0_0001;
@@ -53,14 +64,25 @@ struct Builder {
     steps: Vec<String>,
 }
 
+/// A linetype for an entity the builder adds.
+const CONTINUOUS: Option<&str> = None;
+
 fn fmt_point(p: Point) -> String {
     format!("({}, {})", format_value(p.x), format_value(p.y))
 }
 
 impl Builder {
     fn add(&mut self, layer: &str, geometry: Geometry) {
+        self.add_styled(layer, CONTINUOUS, geometry);
+    }
+
+    fn add_styled(&mut self, layer: &str, linetype: Option<&str>, geometry: Geometry) {
         let layer = if self.layers { layer } else { "0" };
-        self.entities.push(Entity::on_layer(layer, geometry));
+        let entity = Entity::on_layer(layer, geometry);
+        self.entities.push(match linetype {
+            Some(linetype) => entity.with_linetype(linetype),
+            None => entity,
+        });
     }
 
     fn step(&mut self, sentence: String) {
@@ -94,20 +116,20 @@ enum Corner {
     Chamfered(f64),
 }
 
-pub(crate) fn generate_all() -> Vec<Generated> {
+pub(crate) fn generate_all(drafting: Drafting) -> Vec<Generated> {
     let levels = [Level::L1, Level::L2, Level::L3, Level::L4];
     let mut out = Vec::new();
     for (level_idx, level) in levels.into_iter().enumerate() {
         for variant in 0..TASKS_PER_LEVEL {
             let task_idx = (level_idx * TASKS_PER_LEVEL + variant) as u64;
             let mut rng = Rng(SEED ^ task_idx.wrapping_mul(0x0100_0000_01b3));
-            out.push(generate_one(level, variant, &mut rng));
+            out.push(generate_one(level, variant, &mut rng, drafting));
         }
     }
     out
 }
 
-fn generate_one(level: Level, variant: usize, rng: &mut Rng) -> Generated {
+fn generate_one(level: Level, variant: usize, rng: &mut Rng, drafting: Drafting) -> Generated {
     let mut builder = Builder {
         layers: level == Level::L4,
         entities: Vec::new(),
@@ -124,15 +146,21 @@ fn generate_one(level: Level, variant: usize, rng: &mut Rng) -> Generated {
         (Level::L3 | Level::L4, 2) => Corner::Chamfered(rng.grid(10, 20)),
         _ => Corner::Square,
     };
-    let as_polyline = rng.coin();
+    // An angular dimension picks the chamfer and the top edge as lines.
+    let angled = drafting == Drafting::On && matches!(corner, Corner::Chamfered(_));
+    let as_polyline = rng.coin() && !angled;
     outline(&mut builder, plate, corner, as_polyline);
+    let mut holes_drawn = Vec::new();
     if level == Level::L1 {
         l1_extras(&mut builder, plate, variant, rng);
     } else {
-        let holes = holes(&mut builder, plate, corner, variant, rng);
+        holes_drawn = holes(&mut builder, plate, corner, variant, rng);
         if level >= Level::L3 {
-            dimensions(&mut builder, plate, corner, &holes);
+            dimensions(&mut builder, plate, corner, &holes_drawn);
         }
+    }
+    if drafting == Drafting::On && level >= Level::L3 {
+        drafting::add(&mut builder, level, plate, corner, &holes_drawn);
     }
     if level == Level::L4 {
         let title = format!(
@@ -153,11 +181,13 @@ fn generate_one(level: Level, variant: usize, rng: &mut Rng) -> Generated {
             "Add the single-line text \"{title}\" with height 5 mm and insertion point {} (left baseline).",
             fmt_point(insert)
         ));
-        builder.step(
-            "Put the outline on layer OUTLINE, the circles on layer HOLES, the dimensions on \
-             layer DIMS and the text on layer TEXT (create these layers)."
+        builder.step(match drafting {
+            Drafting::Off => "Put the outline on layer OUTLINE, the circles on layer HOLES, the \
+                              dimensions on layer DIMS and the text on layer TEXT (create these \
+                              layers)."
                 .to_owned(),
-        );
+            Drafting::On => drafting::LAYERS_STEP.to_owned(),
+        });
     }
     let mut prompt = "Recreate the 2D drawing shown in the reference image ({reference}) in \
                       LibreCAD. Units are millimetres; all coordinates are absolute drawing \

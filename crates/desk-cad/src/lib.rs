@@ -11,6 +11,7 @@
 
 pub mod corpus;
 pub mod dxf_io;
+mod dxf_raw;
 mod dxf_write;
 mod error;
 mod generate;
@@ -32,7 +33,7 @@ pub use corpus::{
 };
 pub use dxf_io::{Forbidden, ReadOutcome, read_dxf, read_dxf_bytes, write_dxf};
 pub use error::CadError;
-pub use model::{DimKind, Entity, Geometry, Model, Point};
+pub use model::{DimKind, Entity, Geometry, HatchPattern, Model, Point};
 pub use render::overlay::{render_overlay_png, render_overlay_svg};
 pub use render::{render_png, render_svg};
 pub use score::{CategoryScore, ScoreReport, ZeroReason, score, score_model};

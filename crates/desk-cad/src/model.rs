@@ -38,6 +38,17 @@ impl Point {
     }
 }
 
+/// A hatch pattern's name and transform. `pattern` is upper-case (`ANSI31`, `SOLID`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HatchPattern {
+    /// Pattern name, upper-case; `SOLID` is a solid fill.
+    pub pattern: String,
+    /// Pattern scale (1 = the pattern's own spacing).
+    pub scale: f64,
+    /// Pattern rotation in degrees.
+    pub angle_deg: f64,
+}
+
 /// Kind of a linear dimension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -106,6 +117,36 @@ pub enum Geometry {
         /// What the dimension measures.
         kind: DimKind,
     },
+    /// An angle between two lines, dimensioned in the sector that holds `arc_point`.
+    AngularDim {
+        /// Two points on the first line.
+        line1: (Point, Point),
+        /// Two points on the second line.
+        line2: (Point, Point),
+        /// A point on the dimension arc; it picks which of the four angles is meant.
+        arc_point: Point,
+    },
+    /// A leader: an arrowhead at `points[0]`, then straight segments through the rest.
+    Leader {
+        /// Vertices, arrowhead first.
+        points: Vec<Point>,
+    },
+    /// A multi-line text block (MTEXT), attached at its top-left corner.
+    MText {
+        /// Top-left corner of the text block.
+        insert: Point,
+        /// Cap height in mm.
+        height: f64,
+        /// The lines, separated by `\n`.
+        value: String,
+    },
+    /// A hatched region bounded by closed polygon loops (the first is the outer one).
+    Hatch {
+        /// Closed loops, each without its closing vertex repeated.
+        loops: Vec<Vec<Point>>,
+        /// What fills them.
+        pattern: HatchPattern,
+    },
     /// A radius (or diameter) dimension of a circle or arc.
     RadialDim {
         /// Circle center.
@@ -134,18 +175,84 @@ impl Geometry {
                 let r = center.dist(*point_on_circle);
                 Some(if *diameter { 2.0 * r } else { r })
             }
+            Geometry::AngularDim { .. } => self.angle().map(|angle| angle.sweep_deg),
             _ => None,
         }
+    }
+
+    /// An angular dimension's vertex and rays, `None` for other geometry or parallel lines.
+    pub fn angle(&self) -> Option<Angle> {
+        let Geometry::AngularDim {
+            line1,
+            line2,
+            arc_point,
+        } = self
+        else {
+            return None;
+        };
+        Angle::between(*line1, *line2, *arc_point)
     }
 
     /// The label a dimension shows: `120`, `R20`, `Ø40` (up to two decimals, trimmed).
     pub fn dimension_label(&self) -> Option<String> {
         let value = format_value(self.measured_value()?);
         Some(match self {
+            Geometry::AngularDim { .. } => format!("{value}°"),
             Geometry::RadialDim { diameter: true, .. } => format!("Ø{value}"),
             Geometry::RadialDim { .. } => format!("R{value}"),
             _ => value,
         })
+    }
+}
+
+/// The angle an angular dimension measures: from the ray at `start_deg` counter-clockwise
+/// through `sweep_deg` (0 < sweep < 180) about `vertex`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Angle {
+    /// Where the two lines cross.
+    pub vertex: Point,
+    /// Direction of the first ray, degrees in `[0, 360)`.
+    pub start_deg: f64,
+    /// The angle itself, degrees.
+    pub sweep_deg: f64,
+}
+
+impl Angle {
+    /// The angle between two lines (each given by two points) in the sector holding
+    /// `arc_point`; `None` when the lines are parallel or degenerate.
+    pub fn between(
+        line1: (Point, Point),
+        line2: (Point, Point),
+        arc_point: Point,
+    ) -> Option<Angle> {
+        let d1 = Point::new(line1.1.x - line1.0.x, line1.1.y - line1.0.y);
+        let d2 = Point::new(line2.1.x - line2.0.x, line2.1.y - line2.0.y);
+        let cross = d1.x * d2.y - d1.y * d2.x;
+        let norms = d1.x.hypot(d1.y) * d2.x.hypot(d2.y);
+        if norms < 1e-12 || cross.abs() < 1e-9 * norms {
+            return None;
+        }
+        let t = ((line2.0.x - line1.0.x) * d2.y - (line2.0.y - line1.0.y) * d2.x) / cross;
+        let vertex = Point::new(line1.0.x + t * d1.x, line1.0.y + t * d1.y);
+        let dir = |d: Point| d.y.atan2(d.x).to_degrees().rem_euclid(360.0);
+        let (a1, a2) = (dir(d1), dir(d2));
+        let at = dir(Point::new(arc_point.x - vertex.x, arc_point.y - vertex.y));
+        // The four rays are a1, a1 + 180, a2, a2 + 180; the arc point lies in exactly one of
+        // the four sectors they bound.
+        let mut rays = [a1, (a1 + 180.0) % 360.0, a2, (a2 + 180.0) % 360.0];
+        rays.sort_by(f64::total_cmp);
+        for idx in 0..4 {
+            let start = rays[idx];
+            let sweep = (rays[(idx + 1) % 4] - start).rem_euclid(360.0);
+            if (at - start).rem_euclid(360.0) <= sweep {
+                return Some(Angle {
+                    vertex,
+                    start_deg: start,
+                    sweep_deg: sweep,
+                });
+            }
+        }
+        None
     }
 }
 
@@ -160,13 +267,41 @@ pub fn format_value(value: f64) -> String {
     }
 }
 
-/// One entity: geometry on a layer.
+/// One entity: geometry on a layer, drawn in a linetype.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entity {
     /// Layer name; `0` is the default layer.
     pub layer: String,
+    /// The effective linetype, upper-case (`CENTER`, `HIDDEN`, ...); `None` is continuous.
+    /// A DXF entity's `ByLayer` is resolved through its layer when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linetype: Option<String>,
     /// The geometry.
     pub geometry: Geometry,
+}
+
+/// The DXF linetypes drawings use, with their dash patterns in mm (dash positive, gap
+/// negative), as in the standard `acad.lin` at scale 1.
+pub const LINETYPES: [(&str, &[f64]); 4] = [
+    ("CENTER", &[31.75, -6.35, 6.35, -6.35]),
+    ("HIDDEN", &[6.35, -3.175]),
+    ("DASHED", &[12.7, -6.35]),
+    ("PHANTOM", &[31.75, -6.35, 6.35, -6.35, 6.35, -6.35]),
+];
+
+/// The dash pattern of `linetype` (upper-case), `None` when continuous or unknown.
+pub fn dash_pattern(linetype: &str) -> Option<&'static [f64]> {
+    LINETYPES
+        .iter()
+        .find(|(name, _)| *name == linetype)
+        .map(|(_, pattern)| *pattern)
+}
+
+/// Normalizes a linetype name read from a file: upper-case, `None` for continuous.
+pub fn normalize_linetype(name: &str) -> Option<String> {
+    let upper = name.trim().to_ascii_uppercase();
+    (!upper.is_empty() && upper != "CONTINUOUS" && upper != "BYLAYER" && upper != "BYBLOCK")
+        .then_some(upper)
 }
 
 impl Entity {
@@ -175,12 +310,19 @@ impl Entity {
         Self::on_layer("0", geometry)
     }
 
-    /// An entity on `layer`.
+    /// An entity on `layer`, continuous.
     pub fn on_layer(layer: &str, geometry: Geometry) -> Self {
         Self {
             layer: layer.to_owned(),
+            linetype: None,
             geometry,
         }
+    }
+
+    /// The same entity drawn in `linetype`.
+    pub fn with_linetype(mut self, linetype: &str) -> Self {
+        self.linetype = normalize_linetype(linetype);
+        self
     }
 }
 
@@ -195,6 +337,23 @@ impl Model {
     /// Layer names used by entities, sorted and deduplicated, `0` included if used.
     pub fn layers(&self) -> Vec<String> {
         let mut names: Vec<String> = self.entities.iter().map(|e| e.layer.clone()).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Whether any entity is drawn in a linetype other than continuous.
+    pub fn uses_linetypes(&self) -> bool {
+        self.entities.iter().any(|e| e.linetype.is_some())
+    }
+
+    /// Linetypes used by entities, sorted and deduplicated.
+    pub fn linetypes(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .entities
+            .iter()
+            .filter_map(|e| e.linetype.clone())
+            .collect();
         names.sort();
         names.dedup();
         names

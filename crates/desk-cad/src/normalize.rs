@@ -2,12 +2,16 @@
 //!
 //! Polylines become their straight edges (so lines and polylines are interchangeable),
 //! zero-length edges vanish, arcs are described by center, radius and end points, text is
-//! whitespace-normalized, and layer names are upper-cased (DXF layer names are
-//! case-insensitive). Tolerances come from [`mod@crate::score`].
+//! whitespace-normalized line by line (TEXT and MTEXT alike), an angular dimension becomes
+//! its vertex, its two rays and its angle, a hatch loop loses repeated and collinear
+//! vertices, and layer names are upper-cased (DXF layer names are case-insensitive).
+//! Tolerances come from [`mod@crate::score`].
 
 use crate::model::{DimKind, Geometry, Model, Point};
 use crate::render::arc_sweep;
-use crate::score::{Category, POINT_TOL_MM, TEXT_TOL_MM, VALUE_TOL_REL};
+use crate::score::{
+    ANGLE_TOL_DEG, Category, POINT_TOL_MM, SCALE_TOL_REL, TEXT_TOL_MM, VALUE_TOL_REL,
+};
 
 /// A normalized, scorable item.
 #[derive(Clone, Debug)]
@@ -31,9 +35,22 @@ pub(crate) enum Item {
         center: Point,
         value: f64,
     },
+    Angular {
+        vertex: Point,
+        /// The two ray directions in degrees, `[0, 360)`.
+        rays: [f64; 2],
+        value: f64,
+    },
     Text {
         insert: Point,
         value: String,
+    },
+    Leader(Vec<Point>),
+    Hatch {
+        pattern: String,
+        scale: f64,
+        angle_deg: f64,
+        loops: Vec<Vec<Point>>,
     },
 }
 
@@ -41,17 +58,73 @@ impl Item {
     pub(crate) fn category(&self) -> Category {
         match self {
             Item::Segment(..) | Item::Circle(..) | Item::Arc { .. } => Category::Geometry,
-            Item::Linear { .. } | Item::Radial { .. } => Category::Dimensions,
-            Item::Text { .. } => Category::Annotations,
+            Item::Linear { .. } | Item::Radial { .. } | Item::Angular { .. } => {
+                Category::Dimensions
+            }
+            Item::Text { .. } | Item::Leader(..) => Category::Annotations,
+            Item::Hatch { .. } => Category::Hatching,
         }
     }
 }
 
-/// Items with their layer.
-pub(crate) fn items(model: &Model) -> Vec<(Item, String)> {
+/// A normalized item with the entity's layer (upper-case) and linetype.
+pub(crate) struct Placed {
+    pub(crate) item: Item,
+    pub(crate) layer: String,
+    pub(crate) linetype: Option<String>,
+}
+
+/// Text with each line trimmed and its inner whitespace collapsed; empty lines dropped.
+fn normalize_text(value: &str) -> String {
+    value
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A closed loop without repeated vertices or vertices in the middle of a straight run.
+fn simplify_loop(points: &[Point]) -> Vec<Point> {
+    let mut out: Vec<Point> = Vec::with_capacity(points.len());
+    for p in points {
+        if out.last().is_none_or(|last| last.dist(*p) > 1e-9) {
+            out.push(*p);
+        }
+    }
+    while out.len() > 1 && out[0].dist(out[out.len() - 1]) <= 1e-9 {
+        out.pop();
+    }
+    loop {
+        let n = out.len();
+        if n < 4 {
+            return out;
+        }
+        let collinear = (0..n).find(|&idx| {
+            let (a, b, c) = (out[(idx + n - 1) % n], out[idx], out[(idx + 1) % n]);
+            let cross = (b.x - a.x) * (c.y - b.y) - (b.y - a.y) * (c.x - b.x);
+            cross.abs() <= 1e-9 * a.dist(b).max(1.0) * b.dist(c).max(1.0)
+        });
+        match collinear {
+            Some(idx) => {
+                out.remove(idx);
+            }
+            None => return out,
+        }
+    }
+}
+
+/// Items with their layer and linetype.
+pub(crate) fn items(model: &Model) -> Vec<Placed> {
     let mut out = Vec::new();
     for entity in &model.entities {
-        let mut push = |item: Item| out.push((item, entity.layer.to_ascii_uppercase()));
+        let mut push = |item: Item| {
+            out.push(Placed {
+                item,
+                layer: entity.layer.to_ascii_uppercase(),
+                linetype: entity.linetype.clone(),
+            })
+        };
         match &entity.geometry {
             Geometry::Line { a, b } => {
                 if a.dist(*b) > 1e-9 {
@@ -87,9 +160,44 @@ pub(crate) fn items(model: &Model) -> Vec<(Item, String)> {
                     end: center.polar(*r, start_deg + sweep),
                 });
             }
-            Geometry::Text { insert, value, .. } => push(Item::Text {
-                insert: *insert,
-                value: value.split_whitespace().collect::<Vec<_>>().join(" "),
+            Geometry::Text { insert, value, .. } | Geometry::MText { insert, value, .. } => {
+                push(Item::Text {
+                    insert: *insert,
+                    value: normalize_text(value),
+                })
+            }
+            Geometry::Leader { points } => {
+                let mut kept: Vec<Point> = Vec::with_capacity(points.len());
+                for p in points {
+                    if kept.last().is_none_or(|last| last.dist(*p) > 1e-9) {
+                        kept.push(*p);
+                    }
+                }
+                if kept.len() >= 2 {
+                    push(Item::Leader(kept));
+                }
+            }
+            Geometry::AngularDim { .. } => {
+                if let Some(angle) = entity.geometry.angle() {
+                    push(Item::Angular {
+                        vertex: angle.vertex,
+                        rays: [
+                            angle.start_deg,
+                            (angle.start_deg + angle.sweep_deg).rem_euclid(360.0),
+                        ],
+                        value: angle.sweep_deg,
+                    });
+                }
+            }
+            Geometry::Hatch { loops, pattern } => push(Item::Hatch {
+                pattern: pattern.pattern.to_ascii_uppercase(),
+                scale: pattern.scale,
+                angle_deg: pattern.angle_deg,
+                loops: loops
+                    .iter()
+                    .map(|points| simplify_loop(points))
+                    .filter(|points| points.len() >= 3)
+                    .collect(),
             }),
             Geometry::LinearDim { p1, p2, kind, .. } => push(Item::Linear {
                 kind: *kind,
@@ -111,6 +219,54 @@ pub(crate) fn items(model: &Model) -> Vec<(Item, String)> {
 
 fn value_ok(gold: f64, candidate: f64) -> bool {
     (gold - candidate).abs() <= (gold.abs() * VALUE_TOL_REL).max(POINT_TOL_MM)
+}
+
+/// Distance between two directions in degrees, in `[0, 180]`.
+fn angle_gap(a: f64, b: f64) -> f64 {
+    let gap = (a - b).rem_euclid(360.0);
+    gap.min(360.0 - gap)
+}
+
+/// How far apart two closed loops are: the largest vertex distance under the best cyclic
+/// shift, in either direction; `None` when their vertex counts differ.
+fn loop_cost(gold: &[Point], candidate: &[Point]) -> Option<f64> {
+    let n = gold.len();
+    if n != candidate.len() || n == 0 {
+        return None;
+    }
+    let mut best = f64::INFINITY;
+    for shift in 0..n {
+        for reversed in [false, true] {
+            let cost = (0..n)
+                .map(|idx| {
+                    let other = if reversed {
+                        candidate[(shift + n - idx) % n]
+                    } else {
+                        candidate[(shift + idx) % n]
+                    };
+                    gold[idx].dist(other)
+                })
+                .fold(0.0, f64::max);
+            best = best.min(cost);
+        }
+    }
+    Some(best)
+}
+
+/// Loops matched 1:1 in any order: the worst matched cost, `None` unless all match.
+fn loops_cost(gold: &[Vec<Point>], candidate: &[Vec<Point>]) -> Option<f64> {
+    if gold.len() != candidate.len() {
+        return None;
+    }
+    let pairs = crate::matching::greedy_match(gold.len(), candidate.len(), |g, c| {
+        loop_cost(&gold[g], &candidate[c]).filter(|cost| *cost <= POINT_TOL_MM)
+    });
+    (pairs.len() == gold.len()).then(|| {
+        pairs
+            .iter()
+            .filter_map(|(g, c)| loop_cost(&gold[*g], &candidate[*c]))
+            .fold(0.0, f64::max)
+    })
 }
 
 fn within(cost: f64, tol: f64) -> Option<f64> {
@@ -186,6 +342,61 @@ pub(crate) fn item_cost(gold: &Item, candidate: &Item) -> Option<f64> {
                 return None;
             }
             within(center.dist(*c2), POINT_TOL_MM)
+        }
+        (
+            Item::Angular {
+                vertex,
+                rays,
+                value,
+            },
+            Item::Angular {
+                vertex: v2,
+                rays: r2,
+                value: value2,
+            },
+        ) => {
+            if (value - value2).abs() > (value * VALUE_TOL_REL).max(ANGLE_TOL_DEG) {
+                return None;
+            }
+            let same = angle_gap(rays[0], r2[0]).max(angle_gap(rays[1], r2[1]));
+            let swapped = angle_gap(rays[0], r2[1]).max(angle_gap(rays[1], r2[0]));
+            if same.min(swapped) > ANGLE_TOL_DEG {
+                return None;
+            }
+            within(vertex.dist(*v2), POINT_TOL_MM)
+        }
+        (Item::Leader(gold), Item::Leader(candidate)) => {
+            if gold.len() != candidate.len() {
+                return None;
+            }
+            let cost = gold
+                .iter()
+                .zip(candidate)
+                .map(|(g, c)| g.dist(*c))
+                .fold(0.0, f64::max);
+            within(cost, TEXT_TOL_MM)
+        }
+        (
+            Item::Hatch {
+                pattern,
+                scale,
+                angle_deg,
+                loops,
+            },
+            Item::Hatch {
+                pattern: p2,
+                scale: s2,
+                angle_deg: a2,
+                loops: l2,
+            },
+        ) => {
+            if pattern != p2
+                || (scale - s2).abs() > scale.abs() * SCALE_TOL_REL
+                || angle_gap(*angle_deg, *a2) > ANGLE_TOL_DEG
+            {
+                return None;
+            }
+            loops_cost(loops, l2)
         }
         (
             Item::Text { insert, value },

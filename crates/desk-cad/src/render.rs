@@ -2,8 +2,10 @@
 //!
 //! Fixed 1600x1200 raster, white background, black strokes, extents fit with a 120 px
 //! margin. Dimensions are drawn with extension lines, dimension lines, arrowheads and their
-//! measured value (`120`, `R20`, `Ø40`); text entities are drawn as text in DejaVu Sans from
-//! the system font database. Output bytes depend only on the model and the installed fonts.
+//! measured value (`120`, `R20`, `Ø40`, `45°`); text entities are drawn as text in DejaVu Sans
+//! from the system font database; linetypes as dash patterns, hatches, leaders and
+//! multi-line text by [`drafting`]. Output bytes depend only on the model and the installed
+//! fonts. [`presentation`] compares two renders for the scorer.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
@@ -13,7 +15,9 @@ use resvg::{tiny_skia, usvg};
 use crate::error::CadError;
 use crate::model::{DimKind, Geometry, Model, Point};
 
+mod drafting;
 pub mod overlay;
+pub(crate) mod presentation;
 
 /// Raster width in pixels.
 pub const WIDTH: u32 = 1600;
@@ -28,14 +32,14 @@ const FONT: &str = "DejaVu Sans";
 
 /// World-to-pixel mapping (y flipped).
 #[derive(Clone, Copy)]
-struct View {
+pub(crate) struct View {
     scale: f64,
     min: Point,
     offset: Point,
 }
 
 impl View {
-    fn fit(model: &Model) -> View {
+    pub(crate) fn fit(model: &Model) -> View {
         let points: Vec<Point> = model
             .entities
             .iter()
@@ -62,7 +66,7 @@ impl View {
         View { scale, min, offset }
     }
 
-    fn px(&self, p: Point) -> Point {
+    pub(crate) fn px(&self, p: Point) -> Point {
         Point::new(
             (p.x - self.min.x) * self.scale + self.offset.x,
             f64::from(HEIGHT) - ((p.y - self.min.y) * self.scale + self.offset.y),
@@ -112,6 +116,7 @@ fn extent_points(geometry: &Geometry) -> Vec<Point> {
             point_on_circle,
             ..
         } => vec![*center, *point_on_circle],
+        other => drafting::extent_points(other),
     }
 }
 
@@ -289,6 +294,7 @@ fn draw(svg: &mut String, view: &View, geometry: &Geometry) {
             point_on_circle,
             diameter,
         } => draw_radial_dim(svg, view, *center, *point_on_circle, *diameter, geometry),
+        other => drafting::draw(svg, view, other),
     }
 }
 
@@ -365,7 +371,11 @@ fn draw_radial_dim(
 
 /// Renders `model` as an SVG document of [`WIDTH`] x [`HEIGHT`] pixels.
 pub fn render_svg(model: &Model) -> String {
-    let view = View::fit(model);
+    svg_in_view(model, &View::fit(model))
+}
+
+/// Renders `model` as an SVG document through `view`.
+pub(crate) fn svg_in_view(model: &Model, view: &View) -> String {
     let mut svg = String::new();
     put!(
         svg,
@@ -374,7 +384,17 @@ pub fn render_svg(model: &Model) -> String {
          <g fill=\"none\" stroke=\"black\" stroke-linecap=\"round\" stroke-linejoin=\"round\">\n"
     );
     for entity in &model.entities {
-        draw(&mut svg, &view, &entity.geometry);
+        let dashes = entity
+            .linetype
+            .as_deref()
+            .and_then(|name| drafting::dasharray(name, view));
+        if let Some(dashes) = &dashes {
+            put!(svg, "<g stroke-dasharray=\"{dashes}\">\n");
+        }
+        draw(&mut svg, view, &entity.geometry);
+        if dashes.is_some() {
+            svg.push_str("</g>\n");
+        }
     }
     svg.push_str("</g>\n</svg>\n");
     svg
@@ -400,6 +420,13 @@ pub fn render_png(model: &Model) -> Result<Vec<u8>, CadError> {
 
 /// Rasterizes an SVG document of [`WIDTH`] x [`HEIGHT`] pixels to PNG bytes.
 pub(crate) fn svg_to_png(svg: &str) -> Result<Vec<u8>, CadError> {
+    svg_to_pixmap(svg)?
+        .encode_png()
+        .map_err(|err| CadError::Render(format!("failed to encode png: {err}")))
+}
+
+/// Rasterizes an SVG document of [`WIDTH`] x [`HEIGHT`] pixels.
+pub(crate) fn svg_to_pixmap(svg: &str) -> Result<tiny_skia::Pixmap, CadError> {
     let options = usvg::Options {
         fontdb: font_database(),
         font_family: FONT.to_owned(),
@@ -415,7 +442,5 @@ pub(crate) fn svg_to_png(svg: &str) -> Result<Vec<u8>, CadError> {
         tiny_skia::Transform::identity(),
         &mut pixmap.as_mut(),
     );
-    pixmap
-        .encode_png()
-        .map_err(|err| CadError::Render(format!("failed to encode png: {err}")))
+    Ok(pixmap)
 }

@@ -40,19 +40,26 @@ use crate::model::Model;
 use crate::normalize::{Item, item_cost, items};
 
 /// Version of these scoring rules.
-pub const SCORER_VERSION: &str = "deskbroker-cad-scorer-v1";
+pub const SCORER_VERSION: &str = "deskbroker-cad-scorer-v2";
 /// Point and radius tolerance in mm.
 pub const POINT_TOL_MM: f64 = 0.05;
 /// Relative tolerance on dimension values.
 pub const VALUE_TOL_REL: f64 = 0.005;
 /// Text insertion point tolerance in mm.
 pub const TEXT_TOL_MM: f64 = 0.5;
+/// Angle tolerance in degrees: angular dimension rays and values, hatch pattern angles.
+pub const ANGLE_TOL_DEG: f64 = 0.5;
+/// Relative tolerance on hatch pattern scales.
+pub const SCALE_TOL_REL: f64 = 0.01;
 /// Category weights before renormalization.
-pub const WEIGHTS: [(Category, f64); 4] = [
-    (Category::Geometry, 0.50),
-    (Category::Dimensions, 0.25),
+pub const WEIGHTS: [(Category, f64); 7] = [
+    (Category::Geometry, 0.40),
+    (Category::Dimensions, 0.20),
     (Category::Annotations, 0.10),
-    (Category::Layers, 0.15),
+    (Category::Layers, 0.10),
+    (Category::Linetypes, 0.05),
+    (Category::Hatching, 0.05),
+    (Category::Presentation, 0.10),
 ];
 
 /// Why a submission scored zero outright.
@@ -81,12 +88,18 @@ pub enum ZeroReason {
 pub enum Category {
     /// Segments, circles and arcs.
     Geometry,
-    /// Linear, radius and diameter dimensions.
+    /// Linear, angular, radius and diameter dimensions.
     Dimensions,
-    /// Text.
+    /// Text (single- and multi-line) and leaders.
     Annotations,
     /// Layer assignment of matched items.
     Layers,
+    /// Linetype (centre, hidden, ...) of matched items.
+    Linetypes,
+    /// Hatched regions: pattern, scale, angle and boundary.
+    Hatching,
+    /// How alike the trusted renders of gold and candidate look.
+    Presentation,
 }
 
 /// One category's result.
@@ -228,10 +241,11 @@ fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
 }
 
 /// The categories whose items are matched 1:1 (layers are judged on their matched pairs).
-pub(crate) const MATCHED_CATEGORIES: [Category; 3] = [
+pub(crate) const MATCHED_CATEGORIES: [Category; 4] = [
     Category::Geometry,
     Category::Dimensions,
     Category::Annotations,
+    Category::Hatching,
 ];
 
 /// One category's matching: the gold's and the candidate's items of the category, in their
@@ -278,40 +292,54 @@ pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {
     let candidate_items = items(candidate);
     let mut categories = Vec::new();
     let mut flags = Vec::new();
-    let mut n_layer_correct = 0;
+    let (mut n_layer_correct, mut n_linetype_correct) = (0, 0);
     for category in MATCHED_CATEGORIES {
         let CategoryMatch {
             gold: gold_of,
             candidate: candidate_of,
             pairs,
-        } = match_by_category(category, &gold_items, &candidate_items, |(item, _)| item);
-        n_layer_correct += pairs
-            .iter()
-            .filter(|(g, c)| gold_of[*g].1 == candidate_of[*c].1)
-            .count();
+        } = match_by_category(category, &gold_items, &candidate_items, |placed| {
+            &placed.item
+        });
+        for (g, c) in &pairs {
+            n_layer_correct += usize::from(gold_of[*g].layer == candidate_of[*c].layer);
+            n_linetype_correct += usize::from(gold_of[*g].linetype == candidate_of[*c].linetype);
+        }
         let included = !gold_of.is_empty();
         if !included && !candidate_of.is_empty() {
             flags.push(format!("ignored_extra_{category:?}").to_ascii_lowercase());
         }
-        categories.push(CategoryScore {
+        categories.push(counted(
             category,
             included,
-            weight: 0.0,
-            gold: gold_of.len(),
-            candidate: candidate_of.len(),
-            matched: pairs.len(),
-            f1: f1(pairs.len(), gold_of.len(), candidate_of.len()),
-        });
+            pairs.len(),
+            gold_of.len(),
+            candidate_of.len(),
+        ));
     }
-    let layers_included = gold.uses_named_layers();
+    let (n_gold, n_candidate) = (gold_items.len(), candidate_items.len());
+    categories.push(counted(
+        Category::Layers,
+        gold.uses_named_layers(),
+        n_layer_correct,
+        n_gold,
+        n_candidate,
+    ));
+    categories.push(counted(
+        Category::Linetypes,
+        gold.uses_linetypes(),
+        n_linetype_correct,
+        n_gold,
+        n_candidate,
+    ));
     categories.push(CategoryScore {
-        category: Category::Layers,
-        included: layers_included,
+        category: Category::Presentation,
+        included: !gold.entities.is_empty(),
         weight: 0.0,
-        gold: gold_items.len(),
-        candidate: candidate_items.len(),
-        matched: n_layer_correct,
-        f1: f1(n_layer_correct, gold_items.len(), candidate_items.len()),
+        gold: gold.entities.len(),
+        candidate: candidate.entities.len(),
+        matched: 0,
+        f1: crate::render::presentation::similarity(gold, candidate),
     });
     let total_weight: f64 = categories
         .iter()
@@ -332,12 +360,32 @@ pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {
     flags.dedup();
     ScoreReport {
         scorer_version: SCORER_VERSION.to_owned(),
-        score: overall.clamp(0.0, 1.0),
+        // Rounded so renormalized weights' float noise never shows (0.9999999999999997).
+        score: ((overall * 1e9).round() / 1e9).clamp(0.0, 1.0),
         zero_reason: None,
         message: None,
         categories,
         flags,
         notes: Vec::new(),
+    }
+}
+
+/// A category scored by F1 over counted items.
+fn counted(
+    category: Category,
+    included: bool,
+    matched: usize,
+    n_gold: usize,
+    n_candidate: usize,
+) -> CategoryScore {
+    CategoryScore {
+        category,
+        included,
+        weight: 0.0,
+        gold: n_gold,
+        candidate: n_candidate,
+        matched,
+        f1: f1(matched, n_gold, n_candidate),
     }
 }
 

@@ -22,20 +22,21 @@ use crate::agent::{
 };
 
 /// Layer List dock: the "Add layer" button, the filter field and the first row (1920x1080).
+/// The broker's desktop puts "+" at (1817, 529); (1807, 525) opens the dialog as well.
 const ADD_LAYER: (i64, i64) = (1807, 525);
 const LAYER_FILTER: (i64, i64) = (1767, 492);
 const LAYER_ROW_0: (i64, i64) = (1830, 558);
 /// An empty canvas spot (drawing ≈ (352, 190)), outside every corpus entity.
 const EMPTY_CANVAS: (i64, i64) = (1500, 150);
 
-/// Drawing millimetres → screen pixels of a fresh, never zoomed LibreCAD at 1920x1080:
-/// `px = 92 + 4·x`, `py = 911 − 4·y` (recipes, section 5).
+/// Drawing millimetres → screen pixels of a fresh, never zoomed LibreCAD at 1920x1080 on the
+/// broker's desktop: `px = 91 + 4·x`, `py = 912 − 4·y` (recipes, section 11).
 pub fn drawing_to_screen(point: Point) -> (i64, i64) {
     // Corpus coordinates stay inside 0..375 x 0..200, so the rounded values fit easily.
     #[allow(clippy::cast_possible_truncation)]
-    let px = (92.0 + 4.0 * point.x).round() as i64;
+    let px = (91.0 + 4.0 * point.x).round() as i64;
     #[allow(clippy::cast_possible_truncation)]
-    let py = (911.0 - 4.0 * point.y).round() as i64;
+    let py = (912.0 - 4.0 * point.y).round() as i64;
     (px, py)
 }
 
@@ -48,6 +49,14 @@ fn num(value: f64) -> String {
     } else {
         text.to_owned()
     }
+}
+
+/// Text as typed: the `type` action takes printable ASCII only, so Ø, ° and ± go in as the
+/// DXF control codes `%%c`, `%%d` and `%%p`, which LibreCAD keeps and the reader decodes.
+fn typeable(text: &str) -> String {
+    text.replace('Ø', "%%c")
+        .replace('°', "%%d")
+        .replace('±', "%%p")
 }
 
 fn pt(point: Point) -> String {
@@ -89,13 +98,23 @@ fn command(name: &str, entries: &[(String, &str)]) -> Vec<Value> {
 /// The scripted batches of a whole drawing, ending with Ctrl+S and `done`.
 pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
     let mut batches = vec![vec![click(EMPTY_CANVAS, "give the drawing window focus")]];
-    let mut created: Vec<String> = vec!["0".to_owned()];
+    // Layers made so far, with the linetype each was given.
+    let mut created: Vec<(String, Option<String>)> = vec![("0".to_owned(), None)];
     let mut current_layer = "0".to_owned();
     let mut entity_idx = 0;
     while let Some(entity) = gold.entities.get(entity_idx) {
         if !entity.layer.eq_ignore_ascii_case(&current_layer) {
-            layer_batches(&entity.layer, &mut created, &mut batches);
+            layer_batches(entity, &mut created, &mut batches);
             current_layer.clone_from(&entity.layer);
+        }
+        // A linetype its layer does not give: set the pen for this entity, then reset it.
+        let by_layer = created
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(&entity.layer))
+            .and_then(|(_, linetype)| linetype.clone());
+        let own_linetype = (entity.linetype != by_layer).then_some(entity.linetype.as_deref());
+        if let Some(linetype) = own_linetype {
+            batches.push(drafting::pen_linetype(linetype));
         }
         // Consecutive connected lines on one layer become one `line` command.
         let mut chain = vec![entity];
@@ -111,6 +130,9 @@ pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
             }
         }
         entity_batches(&chain, &mut batches);
+        if own_linetype.is_some() {
+            batches.push(drafting::pen_linetype(None));
+        }
         entity_idx += 1;
     }
     batches.push(vec![
@@ -121,10 +143,18 @@ pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
     batches
 }
 
-/// Makes `layer` current: create it through the dock (it becomes current) or pick it through
-/// the filter.
-fn layer_batches(layer: &str, created: &mut Vec<String>, batches: &mut Vec<Vec<Value>>) {
-    if created.iter().any(|name| name.eq_ignore_ascii_case(layer)) {
+/// Makes the entity's layer current: create it through the dock (it becomes current, with the
+/// entity's linetype) or pick it through the filter.
+fn layer_batches(
+    entity: &Entity,
+    created: &mut Vec<(String, Option<String>)>,
+    batches: &mut Vec<Vec<Value>>,
+) {
+    let layer = entity.layer.as_str();
+    if created
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case(layer))
+    {
         batches.push(vec![
             click(LAYER_FILTER, "focus the layer filter"),
             key(&["ctrl", "a"], "select the filter text"),
@@ -139,15 +169,17 @@ fn layer_batches(layer: &str, created: &mut Vec<String>, batches: &mut Vec<Vec<V
     } else {
         batches.push(vec![click(ADD_LAYER, "open the Add layer dialog")]);
         batches.push(vec![wait(500, "let the Layer Settings dialog map")]);
-        batches.push(vec![
-            type_text(layer, &format!("name the new layer {layer}")),
-            key(
-                &["return"],
-                "confirm the dialog; the new layer becomes current",
-            ),
-        ]);
+        let mut batch = vec![type_text(layer, &format!("name the new layer {layer}"))];
+        if let Some(linetype) = &entity.linetype {
+            batch.extend(drafting::layer_linetype(linetype));
+        }
+        batch.push(key(
+            &["return"],
+            "confirm the dialog; the new layer becomes current",
+        ));
+        batches.push(batch);
         batches.push(vec![wait(200, "let the dialog close")]);
-        created.push(layer.to_owned());
+        created.push((layer.to_owned(), entity.linetype.clone()));
     }
 }
 
@@ -224,6 +256,7 @@ fn entity_batches(chain: &[&Entity], batches: &mut Vec<Vec<Value>>) {
             height,
             value,
         } => text_batches(*insert, *height, value, batches),
+        other => drafting::batches(other, batches),
     }
 }
 
@@ -267,7 +300,7 @@ fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<V
     batches.push(vec![wait(500, "let the Text dialog map")]);
     batches.push(vec![
         key(&["ctrl", "a"], "select the old text"),
-        type_text(value, "the text"),
+        type_text(&typeable(value), "the text"),
         key(&["tab"], "to the Height field"),
         key(&["ctrl", "a"], "select the old height"),
         type_text(&num(height), "text height"),
@@ -379,6 +412,7 @@ impl Agent for OracleAgent {
     }
 }
 
+mod drafting;
 mod freecad;
 
 #[cfg(test)]

@@ -140,15 +140,15 @@ pub fn oracle_factory(
         Ok(match gold {
             Gold::Drawing(model) => Box::new(OracleAgent::new(&model)) as Box<dyn Agent>,
             Gold::Part(_) => {
-                let parts =
-                    parts.get_or_insert_with(|| generate_corpus_version(CorpusVersion::V2).1);
+                let parts = parts
+                    .get_or_insert_with(|| generate_corpus_version(CorpusVersion::default()).1);
                 match parts
                     .iter()
                     .find(|item| item.task.id == task.id && item.task.prompt == task.prompt)
                 {
                     Some(item) => Box::new(OracleAgent::for_part(&item.part)),
                     None => Box::new(OracleAgent::unsolved(
-                        "the task is not a corpus v2 part the FreeCAD recipe knows",
+                        "the task is not a corpus part the FreeCAD recipe knows",
                     )),
                 }
             }

@@ -3,7 +3,7 @@
 //! `score` scores any file against a task's gold with the judge of the task's kind (DXF: the
 //! 2D judge; FCStd: the sandboxed 3D judge), `corpus` writes the corpus.
 //!
-//! The corpus (`--corpus-version v1|v2`, default v2) is generated deterministically into a
+//! The corpus (`--corpus-version v1|v2|v3`, default v3) is generated deterministically into a
 //! cache (`$XDG_CACHE_HOME/deskbroker/corpus/<version>/{public,private}`, else `~/.cache/…`)
 //! when absent. Gold (`private/`) is read only here for the scorer and the oracle; it is never
 //! handed to the broker or the desktop.
@@ -93,8 +93,9 @@ pub(crate) struct CorpusLocation {
     /// Scorer-private gold directory. [default: the cache's private/]
     #[arg(long)]
     pub(crate) gold: Option<PathBuf>,
-    /// The corpus version the cache holds: v1 (28 2D tasks) or v2 (50 tasks, 21 2D + 29 3D).
-    #[arg(long, value_parser = parse_corpus_version, default_value = "v2")]
+    /// The corpus version the cache holds: v1 (28 2D tasks), v2 (50 tasks, 21 2D + 29 3D) or
+    /// v3 (v2 with hatches, leaders, angular dimensions, linetypes and notes in its 2D tasks).
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
     pub(crate) corpus_version: CorpusVersion,
 }
 
@@ -152,8 +153,8 @@ pub(crate) struct CorpusArgs {
     /// Where to write the gold files, DXF and FCStd (keep this private).
     #[arg(long)]
     pub(crate) gold_out: Option<PathBuf>,
-    /// The corpus version to write: v1 or v2.
-    #[arg(long, value_parser = parse_corpus_version, default_value = "v2")]
+    /// The corpus version to write: v1, v2 or v3.
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
     pub(crate) corpus_version: CorpusVersion,
 }
 

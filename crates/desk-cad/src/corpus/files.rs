@@ -10,16 +10,16 @@ use super::{
 };
 use crate::dxf_io::{read_dxf, write_dxf};
 use crate::error::CadError;
-use crate::generate::{TASKS_PER_LEVEL, generate_all};
+use crate::generate::{Drafting, TASKS_PER_LEVEL, generate_all};
 use crate::generate3d::{PartTask, generate_part};
 use crate::model::Model;
 use crate::part_task::{build_part, render_views_png};
 use crate::render::render_png;
 
-/// Corpus v2's 2D tasks: how many of each level's v1 variants (L1..L4) it keeps, first ones
-/// first.
+/// Corpus v2's (and v3's) 2D tasks: how many of each level's v1 variants (L1..L4) it keeps,
+/// first ones first.
 const V2_DRAWINGS_PER_LEVEL: [usize; 4] = [5, 5, 5, 6];
-/// Corpus v2's 3D tasks.
+/// Corpus v2's (and v3's) 3D tasks.
 const V2_PARTS: u64 = 29;
 /// Gold parts built at once when writing a corpus.
 const BUILD_JOBS: usize = 2;
@@ -72,17 +72,19 @@ pub fn generate_corpus() -> Vec<GeneratedTask> {
 /// Generates one corpus version in memory, deterministically: its 2D tasks, then its 3D ones
 /// (ids continue after the 2D tasks).
 pub fn generate_corpus_version(version: CorpusVersion) -> (Vec<GeneratedTask>, Vec<GeneratedPart>) {
-    let all = generate_all();
     let (drawings, profile_2d) = match version {
-        CorpusVersion::V1 => (all, None),
-        CorpusVersion::V2 => (
-            all.into_iter()
-                .enumerate()
-                .filter(|(idx, _)| {
-                    idx % TASKS_PER_LEVEL < V2_DRAWINGS_PER_LEVEL[idx / TASKS_PER_LEVEL]
-                })
-                .map(|(_, generated)| generated)
-                .collect(),
+        CorpusVersion::V1 => (generate_all(Drafting::Off), None),
+        CorpusVersion::V2 | CorpusVersion::V3 => (
+            generate_all(if version == CorpusVersion::V2 {
+                Drafting::Off
+            } else {
+                Drafting::On
+            })
+            .into_iter()
+            .enumerate()
+            .filter(|(idx, _)| idx % TASKS_PER_LEVEL < V2_DRAWINGS_PER_LEVEL[idx / TASKS_PER_LEVEL])
+            .map(|(_, generated)| generated)
+            .collect(),
             Some("librecad".to_owned()),
         ),
     };
@@ -112,7 +114,7 @@ pub fn generate_corpus_version(version: CorpusVersion) -> (Vec<GeneratedTask>, V
         .collect();
     let n_parts = match version {
         CorpusVersion::V1 => 0,
-        CorpusVersion::V2 => V2_PARTS,
+        CorpusVersion::V2 | CorpusVersion::V3 => V2_PARTS,
     };
     let first_number = drawings.len() + 1;
     let parts = (0..n_parts)

@@ -41,8 +41,12 @@ fn bulged_polyline_splits_into_lines_and_arcs() {
 
 #[test]
 fn mtext_codes_are_stripped() {
-    assert_eq!(strip_mtext("{\\fArial|b0;PLATE}\\PA"), "PLATE A");
+    assert_eq!(strip_mtext("{\\fArial|b0;PLATE}\\PA"), "PLATE\nA");
     assert_eq!(strip_mtext("\\A1;Hello"), "Hello");
+    assert_eq!(decode_text("2X %%c10 THRU"), "2X Ø10 THRU");
+    assert_eq!(decode_text("%%C5 %%d %%p0.1 100%%%"), "Ø5 ° ±0.1 100%");
+    assert_eq!(decode_text("\\U+2300 12 \\U+00B0 ⌀"), "Ø 12 ° Ø");
+    assert_eq!(decode_text("%%"), "%%");
 }
 
 #[test]

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::{HEIGHT, View, WIDTH, draw, svg_to_png};
 use crate::error::CadError;
-use crate::model::{Entity, Geometry, Model};
-use crate::normalize::{Item, items};
+use crate::model::{Geometry, Model};
+use crate::normalize::{Item, Placed, items};
 use crate::score::{CategoryMatch, MATCHED_CATEGORIES, match_by_category};
 
 /// Matched items (the candidate's), in green.
@@ -23,12 +23,9 @@ fn parts(model: &Model) -> Vec<(Item, Geometry)> {
     let mut out = Vec::new();
     for entity in &model.entities {
         let single = Model {
-            entities: vec![Entity {
-                layer: entity.layer.clone(),
-                geometry: entity.geometry.clone(),
-            }],
+            entities: vec![entity.clone()],
         };
-        for (item, _) in items(&single) {
+        for Placed { item, .. } in items(&single) {
             let geometry = match &item {
                 Item::Segment(a, b) => Geometry::Line { a: *a, b: *b },
                 _ => entity.geometry.clone(),
@@ -118,7 +115,7 @@ pub fn render_overlay_png(gold: &Model, candidate: &Model) -> Result<Vec<u8>, Ca
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Point;
+    use crate::model::{Entity, Point};
 
     fn line(ax: f64, ay: f64, bx: f64, by: f64) -> Entity {
         Entity::new(Geometry::Line {

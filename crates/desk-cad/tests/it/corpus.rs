@@ -93,7 +93,37 @@ fn tasks_have_levels_splits_and_prompts() {
 
 #[test]
 fn coordinates_stay_on_grid_and_in_bounds() {
+    // v3's drafting additions: on a 0.5 mm grid (a leader's arrowhead, on its circle,
+    // excepted), and everything the oracle clicks inside LibreCAD's first view.
     for item in generate_corpus() {
+        for entity in &item.gold.entities {
+            let (clicked, gridded): (Vec<desk_cad::Point>, Vec<desk_cad::Point>) =
+                match &entity.geometry {
+                    desk_cad::Geometry::Line { a, b } => (vec![*a, *b], vec![*a, *b]),
+                    desk_cad::Geometry::Polyline { points, .. } => (points.clone(), points.clone()),
+                    desk_cad::Geometry::Circle { center, .. } => (vec![*center], vec![*center]),
+                    desk_cad::Geometry::Leader { points } => (vec![], points[1..].to_vec()),
+                    desk_cad::Geometry::MText { insert, .. }
+                    | desk_cad::Geometry::Text { insert, .. } => (vec![], vec![*insert]),
+                    _ => (vec![], vec![]),
+                };
+            for p in clicked {
+                assert!(
+                    (0.0..=370.0).contains(&p.x) && (0.0..=195.0).contains(&p.y),
+                    "{}: {p:?}",
+                    item.task.id
+                );
+            }
+            for p in gridded {
+                assert!(
+                    (p.x * 2.0).fract() == 0.0 && (p.y * 2.0).fract() == 0.0,
+                    "{}: {p:?}",
+                    item.task.id
+                );
+            }
+        }
+    }
+    for item in generate_corpus_version(CorpusVersion::V2).0 {
         for entity in &item.gold.entities {
             let points: Vec<desk_cad::Point> = match &entity.geometry {
                 desk_cad::Geometry::Line { a, b } => vec![*a, *b],
@@ -131,7 +161,7 @@ fn gold_scores_one_against_itself_for_every_task() {
 }
 
 #[test]
-fn v1_keeps_its_bytes_and_v2_has_the_contract_shape() {
+fn v1_keeps_its_bytes_and_v2_and_v3_have_the_contract_shape() {
     // v1 is reproducible by name: its tasks carry no profile, so tasks.json reads as before.
     let dir = tempfile::tempdir().unwrap();
     write_v1(&dir.path().join("public"), &dir.path().join("gold"));
@@ -144,12 +174,24 @@ fn v1_keeps_its_bytes_and_v2_has_the_contract_shape() {
         CorpusVersion::parse("deskbroker-cad-corpus-v2").unwrap(),
         CorpusVersion::V2
     );
-    assert!(CorpusVersion::parse("v3").is_err());
-    assert_eq!(desk_cad::CORPUS_VERSION, "deskbroker-cad-corpus-v2");
+    assert_eq!(CorpusVersion::parse("v3").unwrap(), CorpusVersion::V3);
+    assert!(CorpusVersion::parse("v4").is_err());
+    assert_eq!(desk_cad::CORPUS_VERSION, "deskbroker-cad-corpus-v3");
 
-    let (drawings, parts) = generate_corpus_version(CorpusVersion::V2);
+    let (v2_drawings, v2_parts) = generate_corpus_version(CorpusVersion::V2);
+    let (drawings, parts) = generate_corpus_version(CorpusVersion::V3);
     assert_eq!((drawings.len(), parts.len()), (21, 29));
-    assert_eq!(generate_corpus(), drawings, "the default is v2");
+    assert_eq!(generate_corpus(), drawings, "the default is v3");
+    // v3 keeps v2's 3D tasks and its L1/L2 drawings; its L3/L4 drawings grow.
+    assert_eq!(parts, v2_parts);
+    for (v2, v3) in v2_drawings.iter().zip(&drawings) {
+        assert_eq!(v2.task.id, v3.task.id);
+        if v2.task.level <= Level::L2 {
+            assert_eq!(v2, v3);
+        } else {
+            assert!(v3.gold.entities.len() > v2.gold.entities.len());
+        }
+    }
     let tasks: Vec<&desk_cad::Task> = drawings
         .iter()
         .map(|item| &item.task)

@@ -101,3 +101,82 @@ fn librecad_mixed_drawing() {
     );
     assert!(matches!(geometries[7], Geometry::Text { value, .. } if value == "PLATE A"));
 }
+
+/// `librecad_drafting.dxf` (recipes sections 11-18, through the broker): on layer `center`
+/// (linetype CENTER), a two-line MTEXT, a three-point leader, two lines with a 45° angular
+/// dimension, hatches of a polyline rectangle (ANSI31), of four lines (SOLID) and of a circle
+/// (ANSI31 at scale 2 and 45°, which LibreCAD writes in radians).
+#[test]
+fn librecad_drafting_entities() {
+    let outcome = read_dxf(&fixture("librecad_drafting.dxf")).unwrap();
+    assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
+    let find = |pred: &dyn Fn(&Geometry) -> bool| {
+        outcome
+            .model
+            .entities
+            .iter()
+            .filter(|e| pred(&e.geometry))
+            .collect::<Vec<_>>()
+    };
+    let mtext = find(&|g| matches!(g, Geometry::MText { .. }));
+    assert_eq!(
+        mtext[0].geometry,
+        Geometry::MText {
+            insert: p(10.0, 190.0),
+            height: 2.5,
+            value: "LINE ONE\nLINE TWO".to_owned()
+        }
+    );
+    assert_eq!(mtext[0].layer, "center");
+    assert_eq!(mtext[0].linetype.as_deref(), Some("CENTER"));
+    let leader = find(&|g| matches!(g, Geometry::Leader { .. }));
+    assert_eq!(
+        leader[0].geometry,
+        Geometry::Leader {
+            points: vec![p(200.0, 150.0), p(220.0, 170.0), p(240.0, 170.0)]
+        }
+    );
+    let angular = find(&|g| matches!(g, Geometry::AngularDim { .. }));
+    assert_eq!(angular.len(), 1);
+    let value = angular[0].geometry.measured_value().unwrap();
+    assert!((value - 45.0).abs() < 1e-9, "{value}");
+    let hatches = find(&|g| matches!(g, Geometry::Hatch { .. }));
+    let patterns: Vec<&str> = hatches
+        .iter()
+        .map(|e| match &e.geometry {
+            Geometry::Hatch { pattern, .. } => pattern.pattern.as_str(),
+            _ => "",
+        })
+        .collect();
+    assert_eq!(patterns, ["ANSI31", "SOLID", "ANSI31"]);
+    // The polyline rectangle's hatch scores as the gold hatch of that rectangle.
+    let rect = vec![
+        p(100.0, 20.0),
+        p(140.0, 20.0),
+        p(140.0, 50.0),
+        p(100.0, 50.0),
+    ];
+    let gold = Model {
+        entities: vec![
+            Entity::on_layer(
+                "center",
+                Geometry::Hatch {
+                    loops: vec![rect],
+                    pattern: desk_cad::HatchPattern {
+                        pattern: "ANSI31".to_owned(),
+                        scale: 1.0,
+                        angle_deg: 0.0,
+                    },
+                },
+            )
+            .with_linetype("CENTER"),
+        ],
+    };
+    let report = score(&gold, &fixture("librecad_drafting.dxf"));
+    let hatching = report
+        .categories
+        .iter()
+        .find(|c| c.category == desk_cad::score::Category::Hatching)
+        .unwrap();
+    assert_eq!((hatching.gold, hatching.matched), (1, 1), "{report:?}");
+}

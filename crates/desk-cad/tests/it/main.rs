@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod corpus;
+mod drafting;
 mod fixtures;
 mod parts3d;
 mod scoring;

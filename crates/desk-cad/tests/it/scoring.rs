@@ -89,8 +89,24 @@ fn assert_lower(candidate: &Model, what: &str) {
 fn gold_against_itself_is_one() {
     let report = score_model(&gold(), &gold());
     assert_eq!(report.score, 1.0);
-    assert_eq!(report.categories.len(), 4);
-    assert!(report.categories.iter().all(|c| c.included && c.f1 == 1.0));
+    assert_eq!(report.categories.len(), 7);
+    assert!(report.categories.iter().all(|c| !c.included || c.f1 == 1.0));
+    let included: Vec<Category> = report
+        .categories
+        .iter()
+        .filter(|c| c.included)
+        .map(|c| c.category)
+        .collect();
+    assert_eq!(
+        included,
+        [
+            Category::Geometry,
+            Category::Dimensions,
+            Category::Annotations,
+            Category::Layers,
+            Category::Presentation
+        ]
+    );
 }
 
 #[test]
@@ -193,7 +209,7 @@ fn perturbations_score_strictly_lower() {
 }
 
 #[test]
-fn dimension_line_position_is_not_scored() {
+fn dimension_line_position_counts_only_for_presentation() {
     let moved_dim_line = with(
         gold(),
         3,
@@ -204,7 +220,17 @@ fn dimension_line_position_is_not_scored() {
             kind: DimKind::Horizontal,
         },
     );
-    assert_eq!(score_model(&gold(), &moved_dim_line).score, 1.0);
+    let report = score_model(&gold(), &moved_dim_line);
+    let f1 = |category: Category| {
+        report
+            .categories
+            .iter()
+            .find(|c| c.category == category)
+            .map(|c| c.f1)
+    };
+    assert_eq!(f1(Category::Dimensions), Some(1.0));
+    let presentation = f1(Category::Presentation).unwrap();
+    assert!(presentation < 1.0 && presentation > 0.5, "{report:?}");
 }
 
 #[test]
@@ -222,18 +248,25 @@ fn absent_categories_are_excluded_and_renormalized() {
         value: "x".to_owned(),
     }));
     let report = score_model(&gold, &candidate);
-    assert_eq!(report.score, 1.0);
     assert!(
         report
             .flags
             .contains(&"ignored_extra_annotations".to_owned())
     );
-    let geometry = report
-        .categories
-        .iter()
-        .find(|c| c.category == Category::Geometry)
-        .unwrap();
-    assert_eq!(geometry.weight, 1.0);
+    let weight = |category: Category| {
+        report
+            .categories
+            .iter()
+            .find(|c| c.category == category)
+            .map(|c| (c.weight, c.f1))
+    };
+    // Geometry 0.40 and presentation 0.10, renormalized; the extra text shows only in the
+    // render.
+    assert_eq!(weight(Category::Geometry), Some((0.8, 1.0)));
+    let (presentation_weight, presentation) = weight(Category::Presentation).unwrap();
+    assert!((presentation_weight - 0.2).abs() < 1e-12);
+    assert!(presentation < 1.0, "{report:?}");
+    assert!((report.score - (0.8 + 0.2 * presentation)).abs() < 1e-9);
 }
 
 #[test]

@@ -31,8 +31,9 @@ fn every_corpus_script_passes_the_batching_rule() {
 
 #[test]
 fn the_view_transform_matches_the_recipes() {
-    assert_eq!(drawing_to_screen(Point::new(225.0, 50.0)), (992, 711));
-    assert_eq!(drawing_to_screen(Point::new(175.0, 50.0)), (792, 711));
+    // The broker desktop's picks of recipes section 14.
+    assert_eq!(drawing_to_screen(Point::new(60.0, 20.0)), (331, 832));
+    assert_eq!(drawing_to_screen(Point::new(40.0, 40.0)), (251, 752));
 }
 
 #[test]
