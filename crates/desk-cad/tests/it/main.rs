@@ -6,3 +6,4 @@ mod fixtures;
 mod parts3d;
 mod scoring;
 mod solid;
+mod validity;
