@@ -2,7 +2,7 @@
 //! over corpus v2's dev split with `--jobs 2` on real desktops: the three 2D tasks in LibreCAD
 //! (each at least 0.99, rows in task order) and the four 3D tasks in FreeCAD (the oracle's GUI
 //! recipe: each at least 0.99, every solid and sheet category full), then the 3D gold scored
-//! through `bench score` and a replay of one recorded rollout.
+//! through `bench score` and a replay of one recorded rollout; `bench validity` on two 2D tasks.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -301,4 +301,38 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["task_id"], "task-004");
     assert!(rows[0]["score"].as_f64().unwrap() >= 0.99, "{}", rows[0]);
+}
+
+/// `bench validity` on two 2D tasks (pure Rust, no FreeCAD): the table, `validity.json`, and a
+/// refused unknown task.
+#[test]
+fn validity_subcommand_checks_the_judges() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("validity");
+    let out_arg = out.to_str().unwrap();
+    let args = [
+        "validity", "--task", "task-001", "--task", "task-021", "--jobs", "2",
+    ];
+    let output = bench(&[&args[..], &["--out", out_arg]].concat(), root.path());
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("min margin"), "{table}");
+    assert!(table.contains("task-021   2d"), "{table}");
+    let report = read_json(&out.join("validity.json"));
+    assert_eq!(report["passed"], true, "{report}");
+    let tasks = report["tasks"].as_array().unwrap();
+    let ids: Vec<&str> = tasks.iter().map(|t| t["task"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["task-001", "task-021"]);
+    assert!(tasks.iter().all(|t| t["gold_score"] == 1.0));
+    assert!(
+        !out.join("files").exists(),
+        "case files are removed unless kept"
+    );
+    let refused = Command::new(deskbroker())
+        .args([
+            "--log", "warn", "bench", "validity", "--task", "task-999", "--out", out_arg,
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown task task-999"));
 }
