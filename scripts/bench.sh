@@ -6,6 +6,9 @@
 # Usage: scripts/bench.sh [OUT_DIR] [extra `deskbroker bench run` flags...]
 #   scripts/bench.sh runs/all --split all --jobs 2    # all 50 tasks (about an hour on 2 cores)
 # Without --split or --task the dev split runs.
+# The judges' own check (no desktop, no agent; every task's gold against held-out perturbations,
+# about 2 minutes for all 50 tasks on 2 cores; docs/scoring.md, "Judge validity"):
+#   cargo run --release -p deskbroker -- bench validity --split all --jobs 2 --out runs/validity
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-runs/bench-dev}

@@ -5,7 +5,8 @@
 //! the deterministic task corpus ([`corpus`]), the reference renderer ([`render`]) and the
 //! similarity scorer ([`mod@score`]); for 3D parts, the sandboxed FreeCAD inspector ([`solid`]),
 //! the seeded part generator ([`generate3d`]), gold builds and reference sheets
-//! ([`part_task`]) and the 3D judge ([`score3d`]). Every output is a pure function of its
+//! ([`part_task`]) and the 3D judge ([`score3d`]); [`validity`] checks both judges against
+//! held-out perturbations of each task's gold. Every output is a pure function of its
 //! inputs: no clock, no randomness outside the seeded generators, no hash-map iteration order.
 #![forbid(unsafe_code)]
 
@@ -25,6 +26,7 @@ pub mod score;
 pub mod score3d;
 pub mod solid;
 pub mod task_score;
+pub mod validity;
 
 pub use corpus::{
     ArtifactKind, Budgets, CONTRACT_VERSION, CORPUS_VERSION, CorpusVersion, DrawingType, Gold,

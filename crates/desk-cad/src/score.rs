@@ -14,21 +14,29 @@
 //!   circles (center and radius), arcs (center, radius, start and end points).
 //! - **dimensions**: linear dimensions match on kind (horizontal, vertical, aligned), the two
 //!   extension-line origins (either order) and the measured value; radius and diameter
-//!   dimensions on kind, center and value. Where the dimension line sits is not scored.
-//! - **annotations**: text value (trimmed, inner whitespace collapsed, case-sensitive) and
-//!   insertion point.
-//! - **layers**: only when the gold uses a layer other than `0`: a matched pair from the three
-//!   categories above counts when both sit on the same layer (case-insensitive).
+//!   dimensions on kind, center and value; angular dimensions on vertex, rays and angle.
+//!   Where the dimension line sits is not matched (it shows in presentation).
+//! - **annotations**: text (TEXT and MTEXT) by its lines and insertion point; leaders by their
+//!   vertices in order.
+//! - **hatching**: pattern, scale, angle and boundary loops.
+//! - **layers**, **linetypes**: only when the gold uses a layer other than `0` (a linetype
+//!   other than continuous): a matched pair from the categories above counts when both sit on
+//!   the same layer (are drawn in the same effective linetype).
+//! - **presentation**: the ink F1 of trusted renders of gold and candidate
+//!   (`render::presentation`).
 //!
 //! # Tolerances
 //! Points and radii: [`POINT_TOL_MM`] (0.05 mm). Dimension values: [`VALUE_TOL_REL`] (0.5 %)
-//! of the gold value, at least 0.05 mm. Text insertion points: [`TEXT_TOL_MM`] (0.5 mm).
+//! of the gold value, at least 0.05 mm (0.5° for angles). Text insertion points and leader
+//! vertices: [`TEXT_TOL_MM`] (0.5 mm). Angles: [`ANGLE_TOL_DEG`]; hatch scales:
+//! [`SCALE_TOL_REL`].
 //!
 //! # Weights
 //! Per category F1 = 2·matched / (gold + candidate). Overall = weighted mean of the F1 of the
-//! categories the gold contains: geometry 0.50, dimensions 0.25, annotations 0.10, layers
-//! 0.15, renormalized over the included categories. Candidate items in a category the gold
-//! lacks are ignored for the score and reported as a flag.
+//! categories the gold contains ([`WEIGHTS`]: geometry 0.40, dimensions 0.20, annotations
+//! 0.10, layers 0.10, linetypes 0.05, hatching 0.05, presentation 0.10), renormalized over
+//! the included categories. Candidate items in a category the gold lacks are ignored for that
+//! category and reported as a flag. `docs/scoring.md` has the full rules.
 
 use std::path::Path;
 

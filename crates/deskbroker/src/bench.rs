@@ -1,7 +1,8 @@
 //! `deskbroker bench …`: the CAD benchmark. `run` starts an in-process broker and plays tasks
 //! with an agent (each task in the app profile it names: LibreCAD for 2D, FreeCAD for 3D),
 //! `score` scores any file against a task's gold with the judge of the task's kind (DXF: the
-//! 2D judge; FCStd: the sandboxed 3D judge), `corpus` writes the corpus.
+//! 2D judge; FCStd: the sandboxed 3D judge), `corpus` writes the corpus, `validity` checks both
+//! judges against held-out perturbations of every task's gold (`bench/validity.rs`).
 //!
 //! The corpus (`--corpus-version v1|v2|v3`, default v3) is generated deterministically into a
 //! cache (`$XDG_CACHE_HOME/deskbroker/corpus/<version>/{public,private}`, else `~/.cache/…`)
@@ -30,6 +31,7 @@ use desk_harness::{
 mod corpus;
 mod memory;
 mod multi;
+mod validity;
 
 use corpus::{corpus, corpus_dirs};
 
@@ -51,6 +53,28 @@ pub(crate) enum BenchCommand {
     Merge(multi::MergeArgs),
     /// Write a page comparing two runs task by task (status, score change, candidate renders).
     Compare(multi::CompareArgs),
+    /// Check the judges: each task's gold must outscore held-out perturbations of itself.
+    ///
+    /// For every selected task, the gold is judged against itself (exactly 1, the same report
+    /// twice), then perturbed copies of it must score strictly between 0 and the gold, and
+    /// invalid files exactly 0 with the expected zero reason:
+    ///
+    /// 2D (DXF, written by desk-cad's writer, scored through the file path): a moved and a
+    /// scaled entity (a circle where there is one), a removed entity, an extra line, a removed
+    /// and a changed dimension, changed text and a wrong layer where the gold has them; an empty
+    /// file, a non-DXF, a raster IMAGE, an xref and a missing file score 0.
+    ///
+    /// 3D (FCStd, made by trusted FreeCAD in the judge's sandbox; the gold is rebuilt from its
+    /// spec): a moved, removed, extra and scaled hole or feature, a view missing from the
+    /// sheet, the sheet under another name, the solid without its sheet; a mesh of the gold, a
+    /// Part::FeaturePython trap, a lone face, the sheet alone, a shape member failing its CRC,
+    /// a garbage zip, a non-zip, a symlink, an empty and a missing file score 0. About 10 s of
+    /// freecadcmd per 3D task.
+    ///
+    /// Prints a table (task, kind, cases passed, gold score, min margin = the gold's score minus
+    /// the best perturbed score, time) and writes --out/validity.json; exits non-zero when any
+    /// case fails. Example: deskbroker bench validity --split all --jobs 2
+    Validity(validity::ValidityArgs),
 }
 
 /// Which tasks to run.
@@ -165,6 +189,7 @@ pub(crate) async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Corpus(args) => corpus(&args),
         BenchCommand::Merge(args) => multi::merge(&args),
         BenchCommand::Compare(args) => multi::compare(&args),
+        BenchCommand::Validity(args) => validity::validity(&args),
     }
 }
 
@@ -323,7 +348,19 @@ pub(crate) async fn run_with_factory(
             let broker = LocalBroker::start(&broker_args, socket).await?;
             let sampler = broker_args.state_dir.as_deref().map(memory::Sampler::start);
             plan.memory = sampler.as_ref().map(memory::Sampler::reading);
-            let result = run_suite_with(&broker.client(), tasks, &config, &plan, factory).await;
+            // An interrupted run (SIGINT, SIGTERM) still stops its desktops, rather than
+            // leaving them to the lease expiry.
+            let client = broker.client();
+            let result = tokio::select! {
+                result = run_suite_with(&client, tasks, &config, &plan, factory) => {
+                    result.map_err(anyhow::Error::from)
+                }
+                () = crate::local::shutdown_signal() => Err(anyhow::anyhow!(
+                    "interrupted by a signal: the run stopped and its desktops were shut down; \
+                     rollouts finished so far are in {}",
+                    out.display()
+                )),
+            };
             if let Some(sampler) = sampler {
                 sampler.stop();
             }

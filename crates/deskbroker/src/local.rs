@@ -167,12 +167,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let shutdown_signal = async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match terminate.as_mut() { Some(signal) => { signal.recv().await; } None => std::future::pending().await } } => {}
-        }
+        shutdown_signal().await;
         tracing::info!("shutting down");
         let _ = stop.send(true);
     };
@@ -272,6 +267,24 @@ impl LocalBroker {
         let _ = (&mut self.task).await;
         self.reaper.abort();
         self.broker.shutdown_backends().await;
+    }
+}
+
+/// Resolves at the first SIGINT (Ctrl+C) or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match terminate.as_mut() {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
     }
 }
 

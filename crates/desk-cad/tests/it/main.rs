@@ -7,3 +7,4 @@ mod fixtures;
 mod parts3d;
 mod scoring;
 mod solid;
+mod validity;

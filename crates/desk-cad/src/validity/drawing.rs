@@ -1,0 +1,410 @@
+//! 2D judge validity: perturbations of a gold [`Model`] (a moved circle, a removed entity, an
+//! extra line, a scaled circle, a removed or changed dimension, changed text, a wrong layer,
+//! and where the gold has them a moved or repatterned hatch, a changed angle, a moved leader,
+//! a changed note and a lost linetype),
+//! written as DXF by desk-cad's writer and scored through the file path, and invalid files
+//! (empty, not DXF, a raster IMAGE, an external reference) that must score 0.
+//!
+//! Invariant: a geometry kind these transforms do not know is left as it is (every match ends
+//! in a `_` arm), and a case whose gold has nothing to perturb (no dimension, no text, no
+//! named layer) is skipped, not failed.
+
+use std::path::Path;
+use std::time::Instant;
+
+use dxf::entities::{self as dx, EntityType};
+
+use super::{Expected, TaskValidity, case, ms_since, reason_name, unmade};
+use crate::corpus::DrawingType;
+use crate::dxf_write::to_drawing;
+use crate::model::{Entity, Geometry, Model, Point};
+use crate::score::{ScoreReport, ZeroReason, score};
+use crate::write_dxf;
+
+/// How far a moved entity goes (mm): well past the matcher's 0.05 mm tolerance.
+const MOVE: Point = Point::new(3.0, 2.0);
+/// How much a scaled entity grows.
+const SCALE: f64 = 1.5;
+
+/// Makes and judges every 2D case of `gold` in `work`.
+pub fn validate_drawing(task: &str, gold: &Model, work: &Path) -> TaskValidity {
+    let started = Instant::now();
+    let mut cases = Vec::new();
+    let gold_path = work.join("gold.dxf");
+    let first = match write_dxf(gold, &gold_path) {
+        Ok(()) => score(gold, &gold_path),
+        Err(error) => ScoreReport::zero(ZeroReason::Unreadable, error.to_string(), Vec::new()),
+    };
+    let gold_score = first.score;
+    cases.push(case(
+        "gold",
+        Expected::Maximum,
+        judged(&first),
+        1.0,
+        started,
+    ));
+    let again_started = Instant::now();
+    let again = score(gold, &gold_path);
+    let mut same = case(
+        "gold again",
+        Expected::SameReport,
+        judged(&again),
+        gold_score,
+        again_started,
+    );
+    same.pass = again == first;
+    cases.push(same);
+    for (name, model) in perturbations(gold) {
+        let case_started = Instant::now();
+        let path = work.join(format!("{}.dxf", name.replace(' ', "-")));
+        cases.push(match write_dxf(&model, &path) {
+            Ok(()) => case(
+                name,
+                Expected::BelowGold,
+                judged(&score(gold, &path)),
+                gold_score,
+                case_started,
+            ),
+            Err(error) => unmade(name, Expected::BelowGold, error.to_string(), case_started),
+        });
+    }
+    for (name, reason) in invalid_files(gold, work) {
+        let case_started = Instant::now();
+        let path = work.join(format!("{}.dxf", name.replace(' ', "-")));
+        let expected = Expected::Zero {
+            reason: reason_name(&reason),
+        };
+        let report = score(gold, &path);
+        cases.push(case(
+            name,
+            expected,
+            judged(&report),
+            gold_score,
+            case_started,
+        ));
+    }
+    TaskValidity {
+        task: task.to_owned(),
+        kind: DrawingType::TwoD,
+        gold_score,
+        cases,
+        elapsed_ms: ms_since(started),
+    }
+}
+
+fn judged(report: &ScoreReport) -> (f64, Option<String>) {
+    (report.score, report.zero_reason.as_ref().map(reason_name))
+}
+
+/// The held-out perturbations of `gold`; each is a real change of one scored item.
+pub fn perturbations(gold: &Model) -> Vec<(&'static str, Model)> {
+    let mut out = Vec::new();
+    let circle = |g: &Geometry| matches!(g, Geometry::Circle { .. });
+    let drawn = |g: &Geometry| {
+        matches!(
+            g,
+            Geometry::Line { .. }
+                | Geometry::Circle { .. }
+                | Geometry::Arc { .. }
+                | Geometry::Polyline { .. }
+        )
+    };
+    let dimension = |g: &Geometry| g.measured_value().is_some();
+    // A circle where the gold has one, else the first drawn entity.
+    let target = first_index(gold, circle).or_else(|| first_index(gold, drawn));
+    if let Some(moved) = target.and_then(|idx| with_changed(gold, idx, moved)) {
+        out.push(("moved entity", moved));
+    }
+    if let Some(idx) = gold.entities.iter().rposition(|e| drawn(&e.geometry)) {
+        let mut removed = gold.clone();
+        removed.entities.remove(idx);
+        out.push(("removed entity", removed));
+    }
+    let mut extra = gold.clone();
+    let layer = gold.entities.first().map_or("0", |e| e.layer.as_str());
+    extra.entities.push(Entity::on_layer(
+        layer,
+        Geometry::Line {
+            a: Point::new(-37.25, -41.75),
+            b: Point::new(-12.5, -29.25),
+        },
+    ));
+    out.push(("extra line", extra));
+    if let Some(scaled) = target.and_then(|idx| with_changed(gold, idx, scaled)) {
+        out.push(("scaled entity", scaled));
+    }
+    if let Some(idx) = first_index(gold, dimension) {
+        let mut removed = gold.clone();
+        removed.entities.remove(idx);
+        out.push(("removed dimension", removed));
+        if let Some(changed) = with_changed(gold, idx, changed_dimension) {
+            out.push(("changed dimension", changed));
+        }
+    }
+    let text = |g: &Geometry| matches!(g, Geometry::Text { .. });
+    if let Some(changed) =
+        first_index(gold, text).and_then(|idx| with_changed(gold, idx, changed_text))
+    {
+        out.push(("changed text", changed));
+    }
+    out.extend(drafting_perturbations(gold));
+    if gold.uses_named_layers()
+        && let Some(entity) = gold.entities.first()
+    {
+        let mut wrong = gold.clone();
+        wrong.entities[0].layer = if entity.layer == "WRONG" {
+            "0"
+        } else {
+            "WRONG"
+        }
+        .to_owned();
+        out.push(("wrong layer", wrong));
+    }
+    out
+}
+
+/// A drafting perturbation: its name, which geometry it applies to, and the change.
+type DraftingCase = (
+    &'static str,
+    fn(&Geometry) -> bool,
+    fn(&Geometry) -> Option<Geometry>,
+);
+
+/// The drafting categories' perturbations, each where the gold has the kind.
+fn drafting_perturbations(gold: &Model) -> Vec<(&'static str, Model)> {
+    let mut out = Vec::new();
+    let hatch = |g: &Geometry| matches!(g, Geometry::Hatch { .. });
+    let angular = |g: &Geometry| matches!(g, Geometry::AngularDim { .. });
+    let leader = |g: &Geometry| matches!(g, Geometry::Leader { .. });
+    let note = |g: &Geometry| matches!(g, Geometry::MText { .. });
+    let cases: [DraftingCase; 5] = [
+        ("moved hatch", hatch, moved),
+        ("repatterned hatch", hatch, repatterned),
+        ("changed angle", angular, changed_dimension),
+        ("moved leader", leader, moved),
+        ("changed note", note, changed_text),
+    ];
+    for (name, wanted, change) in cases {
+        if let Some(changed) =
+            first_index(gold, wanted).and_then(|idx| with_changed(gold, idx, change))
+        {
+            out.push((name, changed));
+        }
+    }
+    if let Some(idx) = gold.entities.iter().position(|e| e.linetype.is_some()) {
+        let mut continuous = gold.clone();
+        continuous.entities[idx].linetype = None;
+        out.push(("lost linetype", continuous));
+    }
+    out
+}
+
+fn repatterned(geometry: &Geometry) -> Option<Geometry> {
+    match geometry.clone() {
+        Geometry::Hatch { loops, mut pattern } => {
+            pattern.pattern = if pattern.pattern == "ANSI37" {
+                "ANSI31"
+            } else {
+                "ANSI37"
+            }
+            .to_owned();
+            Some(Geometry::Hatch { loops, pattern })
+        }
+        _ => None,
+    }
+}
+
+fn first_index(model: &Model, wanted: impl Fn(&Geometry) -> bool) -> Option<usize> {
+    model.entities.iter().position(|e| wanted(&e.geometry))
+}
+
+/// `model` with entity `idx`'s geometry changed by `change` (None when it does not apply).
+fn with_changed(
+    model: &Model,
+    idx: usize,
+    change: fn(&Geometry) -> Option<Geometry>,
+) -> Option<Model> {
+    let geometry = change(&model.entities.get(idx)?.geometry)?;
+    let mut changed = model.clone();
+    changed.entities[idx].geometry = geometry;
+    Some(changed)
+}
+
+fn shift(p: Point) -> Point {
+    Point::new(p.x + MOVE.x, p.y + MOVE.y)
+}
+
+fn moved(geometry: &Geometry) -> Option<Geometry> {
+    Some(match geometry.clone() {
+        Geometry::Line { a, b } => Geometry::Line {
+            a: shift(a),
+            b: shift(b),
+        },
+        Geometry::Circle { center, r } => Geometry::Circle {
+            center: shift(center),
+            r,
+        },
+        Geometry::Arc {
+            center,
+            r,
+            start_deg,
+            end_deg,
+        } => Geometry::Arc {
+            center: shift(center),
+            r,
+            start_deg,
+            end_deg,
+        },
+        Geometry::Polyline { points, closed } => Geometry::Polyline {
+            points: points.into_iter().map(shift).collect(),
+            closed,
+        },
+        Geometry::Leader { points } => Geometry::Leader {
+            points: points.into_iter().map(shift).collect(),
+        },
+        Geometry::Hatch { loops, pattern } => Geometry::Hatch {
+            loops: loops
+                .into_iter()
+                .map(|points| points.into_iter().map(shift).collect())
+                .collect(),
+            pattern,
+        },
+        _ => return None,
+    })
+}
+
+fn scaled(geometry: &Geometry) -> Option<Geometry> {
+    let about =
+        |c: Point, p: Point| Point::new(c.x + SCALE * (p.x - c.x), c.y + SCALE * (p.y - c.y));
+    Some(match geometry.clone() {
+        Geometry::Line { a, b } => Geometry::Line { a, b: about(a, b) },
+        Geometry::Circle { center, r } => Geometry::Circle {
+            center,
+            r: r * SCALE,
+        },
+        Geometry::Arc {
+            center,
+            r,
+            start_deg,
+            end_deg,
+        } => Geometry::Arc {
+            center,
+            r: r * SCALE,
+            start_deg,
+            end_deg,
+        },
+        Geometry::Polyline { points, closed } => {
+            let first = *points.first()?;
+            Geometry::Polyline {
+                points: points.into_iter().map(|p| about(first, p)).collect(),
+                closed,
+            }
+        }
+        _ => return None,
+    })
+}
+
+fn changed_dimension(geometry: &Geometry) -> Option<Geometry> {
+    Some(match geometry.clone() {
+        Geometry::LinearDim {
+            p1,
+            p2,
+            dim_line_point,
+            kind,
+        } => Geometry::LinearDim {
+            p1,
+            p2: shift(p2),
+            dim_line_point,
+            kind,
+        },
+        Geometry::RadialDim {
+            center,
+            point_on_circle,
+            diameter,
+        } => Geometry::RadialDim {
+            center,
+            point_on_circle: Point::new(
+                center.x + SCALE * (point_on_circle.x - center.x),
+                center.y + SCALE * (point_on_circle.y - center.y),
+            ),
+            diameter,
+        },
+        // The second line turns about the vertex: the angle changes by about 10°.
+        Geometry::AngularDim {
+            line1,
+            line2,
+            arc_point,
+        } => {
+            let angle = geometry.angle()?;
+            let turn = |p: Point| {
+                let (dx, dy) = (p.x - angle.vertex.x, p.y - angle.vertex.y);
+                let (sin, cos) = 10f64.to_radians().sin_cos();
+                Point::new(
+                    angle.vertex.x + dx * cos - dy * sin,
+                    angle.vertex.y + dx * sin + dy * cos,
+                )
+            };
+            Geometry::AngularDim {
+                line1,
+                line2: (turn(line2.0), turn(line2.1)),
+                arc_point,
+            }
+        }
+        _ => return None,
+    })
+}
+
+fn changed_text(geometry: &Geometry) -> Option<Geometry> {
+    match geometry.clone() {
+        Geometry::Text {
+            insert,
+            height,
+            value,
+        } => Some(Geometry::Text {
+            insert,
+            height,
+            value: format!("{value} CHANGED"),
+        }),
+        Geometry::MText {
+            insert,
+            height,
+            value,
+        } => Some(Geometry::MText {
+            insert,
+            height,
+            value: format!("{value}\nCHANGED"),
+        }),
+        _ => None,
+    }
+}
+
+/// Writes the invalid files into `work`: (case name, the zero reason it must get). A file that
+/// cannot be written is left absent, so its case fails on `missing`.
+fn invalid_files(gold: &Model, work: &Path) -> Vec<(&'static str, ZeroReason)> {
+    let at = |name: &str| work.join(format!("{}.dxf", name.replace(' ', "-")));
+    let _ = std::fs::write(at("empty file"), b"");
+    let _ = std::fs::write(at("not dxf"), b"\x89PNG\r\n\x1a\n not a drawing\n");
+    let mut raster = to_drawing(gold);
+    raster.add_entity(dx::Entity::new(EntityType::Image(dx::Image::default())));
+    let _ = raster.save_file(at("raster image"));
+    let mut xref = to_drawing(gold);
+    let mut block = dxf::Block {
+        name: "PARTS".to_owned(),
+        xref_path_name: "parts.dxf".to_owned(),
+        ..Default::default()
+    };
+    block.set_is_xref(true);
+    xref.add_block(block);
+    xref.add_entity(dx::Entity::new(EntityType::Insert(dx::Insert {
+        name: "PARTS".to_owned(),
+        ..Default::default()
+    })));
+    let _ = xref.save_file(at("xref"));
+    vec![
+        ("empty file", ZeroReason::Empty),
+        ("not dxf", ZeroReason::Unreadable),
+        ("raster image", ZeroReason::Raster),
+        ("xref", ZeroReason::Xref),
+        ("missing file", ZeroReason::Missing),
+    ]
+}

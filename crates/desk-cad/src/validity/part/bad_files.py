@@ -1,0 +1,48 @@
+# Trusted maker of judge-validity files, run by freecadcmd inside the judge's sandbox. Input:
+# /in/gold.FCStd, a gold made by desk-cad's own builder (one Part::Feature "Part" and its
+# Layout1 sheet). Output in /out: a mesh of the gold alone, the gold's solid beside a
+# Part::FeaturePython, a lone face, the gold with its solid hidden (the sheet alone), and the
+# gold with one flipped byte in its stored shape member (the zip's CRC check fails).
+import zipfile
+
+import FreeCAD
+import Mesh
+import Part
+
+GOLD = "/in/gold.FCStd"
+shape = Part.Shape()
+shape.importBrepFromString(zipfile.ZipFile(GOLD).read("PartShape.brp").decode("latin-1"))
+
+mesh = FreeCAD.newDocument("mesh")
+mesh.addObject("Mesh::Feature", "Mesh").Mesh = Mesh.Mesh(shape.tessellate(0.05))
+mesh.saveAs("/out/mesh.FCStd")
+
+
+class Trap:
+    def __init__(self, obj):
+        obj.Proxy = self
+
+
+trap = FreeCAD.newDocument("trap")
+trap.addObject("Part::Feature", "Part").Shape = shape
+Trap(trap.addObject("Part::FeaturePython", "Trap"))
+trap.saveAs("/out/python-feature.FCStd")
+
+flat = FreeCAD.newDocument("flat")
+flat.addObject("Part::Feature", "Face").Shape = Part.makePlane(40, 30)
+flat.saveAs("/out/face-only.FCStd")
+
+sheet = FreeCAD.openDocument(GOLD)
+sheet.getObject("Part").Visibility = False
+sheet.saveAs("/out/sheet-only.FCStd")
+
+source = zipfile.ZipFile(GOLD)
+path = "/out/corrupt-member.FCStd"
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+    for info in source.infolist():
+        out.writestr(info.filename, source.read(info.filename))
+info = zipfile.ZipFile(path).getinfo("PartShape.brp")
+raw = bytearray(open(path, "rb").read())
+raw[info.header_offset + 30 + len(info.filename) + len(info.extra) + 100] ^= 0xFF
+open(path, "wb").write(bytes(raw))
+print("\nDESKJSON {\"status\": \"ok\"}")
