@@ -8,10 +8,14 @@
 //! Tolerances come from [`mod@crate::score`].
 
 use crate::model::{DimKind, Geometry, Model, Point};
+
+mod loops;
+
 use crate::render::arc_sweep;
 use crate::score::{
     ANGLE_TOL_DEG, Category, POINT_TOL_MM, SCALE_TOL_REL, TEXT_TOL_MM, VALUE_TOL_REL,
 };
+use loops::loops_cost;
 
 /// A normalized, scorable item.
 #[derive(Clone, Debug)]
@@ -225,48 +229,6 @@ fn value_ok(gold: f64, candidate: f64) -> bool {
 fn angle_gap(a: f64, b: f64) -> f64 {
     let gap = (a - b).rem_euclid(360.0);
     gap.min(360.0 - gap)
-}
-
-/// How far apart two closed loops are: the largest vertex distance under the best cyclic
-/// shift, in either direction; `None` when their vertex counts differ.
-fn loop_cost(gold: &[Point], candidate: &[Point]) -> Option<f64> {
-    let n = gold.len();
-    if n != candidate.len() || n == 0 {
-        return None;
-    }
-    let mut best = f64::INFINITY;
-    for shift in 0..n {
-        for reversed in [false, true] {
-            let cost = (0..n)
-                .map(|idx| {
-                    let other = if reversed {
-                        candidate[(shift + n - idx) % n]
-                    } else {
-                        candidate[(shift + idx) % n]
-                    };
-                    gold[idx].dist(other)
-                })
-                .fold(0.0, f64::max);
-            best = best.min(cost);
-        }
-    }
-    Some(best)
-}
-
-/// Loops matched 1:1 in any order: the worst matched cost, `None` unless all match.
-fn loops_cost(gold: &[Vec<Point>], candidate: &[Vec<Point>]) -> Option<f64> {
-    if gold.len() != candidate.len() {
-        return None;
-    }
-    let pairs = crate::matching::greedy_match(gold.len(), candidate.len(), |g, c| {
-        loop_cost(&gold[g], &candidate[c]).filter(|cost| *cost <= POINT_TOL_MM)
-    });
-    (pairs.len() == gold.len()).then(|| {
-        pairs
-            .iter()
-            .filter_map(|(g, c)| loop_cost(&gold[*g], &candidate[*c]))
-            .fold(0.0, f64::max)
-    })
 }
 
 fn within(cost: f64, tol: f64) -> Option<f64> {

@@ -43,9 +43,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::dxf_io::{Forbidden, read_dxf_bytes};
-use crate::matching::greedy_match;
+pub(crate) use crate::matching::{CategoryMatch, match_by_category};
 use crate::model::Model;
-use crate::normalize::{Item, item_cost, items};
+use crate::normalize::items;
 
 /// Version of these scoring rules.
 pub const SCORER_VERSION: &str = "deskbroker-cad-scorer-v2";
@@ -255,44 +255,6 @@ pub(crate) const MATCHED_CATEGORIES: [Category; 4] = [
     Category::Annotations,
     Category::Hatching,
 ];
-
-/// One category's matching: the gold's and the candidate's items of the category, in their
-/// order, and the matched pairs as indices into those two lists.
-pub(crate) struct CategoryMatch<'a, T> {
-    /// The gold's items of the category.
-    pub(crate) gold: Vec<&'a T>,
-    /// The candidate's items of the category.
-    pub(crate) candidate: Vec<&'a T>,
-    /// Matched `(gold, candidate)` indices.
-    pub(crate) pairs: Vec<(usize, usize)>,
-}
-
-/// Matches the items of `category` in `gold` and `candidate` (each element carrying an item,
-/// reached through `item`) with the scorer's greedy matcher: the one matching the score, the
-/// overlay and anything else that shows what was matched use.
-pub(crate) fn match_by_category<'a, T>(
-    category: Category,
-    gold: &'a [T],
-    candidate: &'a [T],
-    item: impl Fn(&T) -> &Item,
-) -> CategoryMatch<'a, T> {
-    let gold: Vec<&T> = gold
-        .iter()
-        .filter(|element| item(element).category() == category)
-        .collect();
-    let candidate: Vec<&T> = candidate
-        .iter()
-        .filter(|element| item(element).category() == category)
-        .collect();
-    let pairs = greedy_match(gold.len(), candidate.len(), |g, c| {
-        item_cost(item(gold[g]), item(candidate[c]))
-    });
-    CategoryMatch {
-        gold,
-        candidate,
-        pairs,
-    }
-}
 
 /// Scores an already-read candidate model against `gold`.
 pub fn score_model(gold: &Model, candidate: &Model) -> ScoreReport {

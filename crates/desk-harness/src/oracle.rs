@@ -104,7 +104,7 @@ pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
     let mut entity_idx = 0;
     while let Some(entity) = gold.entities.get(entity_idx) {
         if !entity.layer.eq_ignore_ascii_case(&current_layer) {
-            layer_batches(entity, &mut created, &mut batches);
+            layers::layer_batches(entity, &mut created, &mut batches);
             current_layer.clone_from(&entity.layer);
         }
         // A linetype its layer does not give: set the pen for this entity, then reset it.
@@ -141,46 +141,6 @@ pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
         json!({"type": "done", "intent": "the drawing matches the reference"}),
     ]);
     batches
-}
-
-/// Makes the entity's layer current: create it through the dock (it becomes current, with the
-/// entity's linetype) or pick it through the filter.
-fn layer_batches(
-    entity: &Entity,
-    created: &mut Vec<(String, Option<String>)>,
-    batches: &mut Vec<Vec<Value>>,
-) {
-    let layer = entity.layer.as_str();
-    if created
-        .iter()
-        .any(|(name, _)| name.eq_ignore_ascii_case(layer))
-    {
-        batches.push(vec![
-            click(LAYER_FILTER, "focus the layer filter"),
-            key(&["ctrl", "a"], "select the filter text"),
-            type_text(layer, &format!("filter the layer list to {layer}")),
-        ]);
-        batches.push(vec![click(LAYER_ROW_0, &format!("make {layer} current"))]);
-        batches.push(vec![
-            click(LAYER_FILTER, "focus the layer filter"),
-            key(&["ctrl", "a"], "select the filter text"),
-            key(&["backspace"], "clear the filter"),
-        ]);
-    } else {
-        batches.push(vec![click(ADD_LAYER, "open the Add layer dialog")]);
-        batches.push(vec![wait(500, "let the Layer Settings dialog map")]);
-        let mut batch = vec![type_text(layer, &format!("name the new layer {layer}"))];
-        if let Some(linetype) = &entity.linetype {
-            batch.extend(drafting::layer_linetype(linetype));
-        }
-        batch.push(key(
-            &["return"],
-            "confirm the dialog; the new layer becomes current",
-        ));
-        batches.push(batch);
-        batches.push(vec![wait(200, "let the dialog close")]);
-        created.push((layer.to_owned(), entity.linetype.clone()));
-    }
 }
 
 fn entity_batches(chain: &[&Entity], batches: &mut Vec<Vec<Value>>) {
@@ -414,6 +374,7 @@ impl Agent for OracleAgent {
 
 mod drafting;
 mod freecad;
+mod layers;
 
 #[cfg(test)]
 mod tests;

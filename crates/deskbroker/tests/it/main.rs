@@ -20,6 +20,7 @@ mod evidence;
 mod fake_server;
 mod faults;
 mod freecad;
+mod interrupt;
 mod librecad;
 mod load;
 mod perf;
