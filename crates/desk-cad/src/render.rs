@@ -67,6 +67,18 @@ impl View {
         View { scale, min, offset }
     }
 
+    /// The view that fits two drawings together (gold and candidate, for comparing them).
+    pub(crate) fn fit_both(first: &Model, second: &Model) -> View {
+        View::fit(&Model {
+            entities: first
+                .entities
+                .iter()
+                .chain(&second.entities)
+                .cloned()
+                .collect(),
+        })
+    }
+
     pub(crate) fn px(&self, p: Point) -> Point {
         Point::new(
             (p.x - self.min.x) * self.scale + self.offset.x,

@@ -174,6 +174,30 @@ pub(crate) fn case(
     }
 }
 
+/// The gold's two cases: it scores the maximum, and judged again (`again`) it gives the same
+/// report.
+pub(crate) fn gold_cases<R: PartialEq, E>(
+    started: Instant,
+    first: &R,
+    again: impl FnOnce() -> Result<R, E>,
+    judged: impl Fn(&R) -> (f64, Option<String>),
+) -> Result<Vec<CaseResult>, E> {
+    let gold_score = judged(first).0;
+    let mut cases = vec![case("gold", Expected::Maximum, judged(first), 1.0, started)];
+    let again_started = Instant::now();
+    let again = again()?;
+    let mut same = case(
+        "gold again",
+        Expected::SameReport,
+        judged(&again),
+        gold_score,
+        again_started,
+    );
+    same.pass = again == *first;
+    cases.push(same);
+    Ok(cases)
+}
+
 /// A case that could not be made: it fails, with why.
 pub(crate) fn unmade(name: &str, expected: Expected, why: String, started: Instant) -> CaseResult {
     CaseResult {

@@ -38,15 +38,7 @@ fn parts(model: &Model) -> Vec<(Item, Geometry)> {
 
 /// The overlay as an SVG document of [`WIDTH`] x [`HEIGHT`] pixels.
 pub fn render_overlay_svg(gold: &Model, candidate: &Model) -> String {
-    let union = Model {
-        entities: gold
-            .entities
-            .iter()
-            .chain(&candidate.entities)
-            .cloned()
-            .collect(),
-    };
-    let view = View::fit(&union);
+    let view = View::fit_both(gold, candidate);
     let (gold_parts, candidate_parts) = (parts(gold), parts(candidate));
     let mut layers = [String::new(), String::new(), String::new()];
     for category in MATCHED_CATEGORIES {

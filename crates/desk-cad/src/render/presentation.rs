@@ -16,15 +16,7 @@ const TOLERANCE_PX: usize = 3;
 
 /// The presentation F1 in `[0, 1]`; 0 when either drawing cannot be rendered.
 pub(crate) fn similarity(gold: &Model, candidate: &Model) -> f64 {
-    let union = Model {
-        entities: gold
-            .entities
-            .iter()
-            .chain(&candidate.entities)
-            .cloned()
-            .collect(),
-    };
-    let view = View::fit(&union);
+    let view = View::fit_both(gold, candidate);
     let (Some(gold_ink), Some(candidate_ink)) = (ink(gold, &view), ink(candidate, &view)) else {
         return 0.0;
     };

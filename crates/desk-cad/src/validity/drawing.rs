@@ -16,7 +16,7 @@ mod drafting;
 
 use dxf::entities::{self as dx, EntityType};
 
-use super::{Expected, TaskValidity, case, ms_since, reason_name, unmade};
+use super::{Expected, TaskValidity, case, gold_cases, ms_since, reason_name, unmade};
 use crate::corpus::DrawingType;
 use crate::dxf_write::to_drawing;
 use crate::model::{Entity, Geometry, Model, Point};
@@ -31,31 +31,14 @@ const SCALE: f64 = 1.5;
 /// Makes and judges every 2D case of `gold` in `work`.
 pub fn validate_drawing(task: &str, gold: &Model, work: &Path) -> TaskValidity {
     let started = Instant::now();
-    let mut cases = Vec::new();
     let gold_path = work.join("gold.dxf");
     let first = match write_dxf(gold, &gold_path) {
         Ok(()) => score(gold, &gold_path),
         Err(error) => ScoreReport::zero(ZeroReason::Unreadable, error.to_string(), Vec::new()),
     };
     let gold_score = first.score;
-    cases.push(case(
-        "gold",
-        Expected::Maximum,
-        judged(&first),
-        1.0,
-        started,
-    ));
-    let again_started = Instant::now();
-    let again = score(gold, &gold_path);
-    let mut same = case(
-        "gold again",
-        Expected::SameReport,
-        judged(&again),
-        gold_score,
-        again_started,
-    );
-    same.pass = again == first;
-    cases.push(same);
+    let again = || Ok::<_, std::convert::Infallible>(score(gold, &gold_path));
+    let Ok(mut cases) = gold_cases(started, &first, again, judged);
     for (name, model) in perturbations(gold) {
         let case_started = Instant::now();
         let path = work.join(format!("{}.dxf", name.replace(' ', "-")));

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{CaseResult, Expected, TaskValidity, case, ms_since, reason_name, unmade};
+use super::{CaseResult, Expected, TaskValidity, case, gold_cases, ms_since, reason_name, unmade};
 use crate::CadError;
 use crate::corpus::DrawingType;
 use crate::generate3d::{Axis, Base, Feature, PartSpec, PartTask, SheetSpec};
@@ -43,24 +43,7 @@ pub fn validate_part(task: &str, part: &PartTask, work: &Path) -> Result<TaskVal
     let built = build_part(&part.spec, Some(&part.sheet), &[], &gold)?;
     let first = score_fcstd(&gold, &gold)?;
     let gold_score = first.score;
-    let mut cases = vec![case(
-        "gold",
-        Expected::Maximum,
-        judged(&first),
-        1.0,
-        started,
-    )];
-    let again_started = Instant::now();
-    let again = score_fcstd(&gold, &gold)?;
-    let mut same = case(
-        "gold again",
-        Expected::SameReport,
-        judged(&again),
-        gold_score,
-        again_started,
-    );
-    same.pass = again == first;
-    cases.push(same);
+    let mut cases = gold_cases(started, &first, || score_fcstd(&gold, &gold), judged)?;
     for perturbation in perturbations(part) {
         cases.push(perturbed(
             &gold,

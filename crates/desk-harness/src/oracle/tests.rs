@@ -79,3 +79,49 @@ fn connected_lines_share_one_command_and_layers_are_created_once() {
     let types = all_types(&batches);
     assert_eq!(types.last().map(String::as_str), Some("done"));
 }
+
+#[test]
+fn linetypes_go_on_new_layers_or_through_the_pen_and_text_is_typeable() {
+    let line = |y: f64| Geometry::Line {
+        a: Point::new(0.0, y),
+        b: Point::new(10.0, y),
+    };
+    let gold = Model {
+        entities: vec![
+            Entity::on_layer("CENTER", line(0.0)).with_linetype("CENTER"),
+            // On layer 0 (continuous): the pen's line type, then back to By Layer.
+            Entity::on_layer("0", line(5.0)).with_linetype("DASHED"),
+            Entity::on_layer(
+                "0",
+                Geometry::Text {
+                    insert: Point::new(0.0, 10.0),
+                    height: 3.5,
+                    value: "2X Ø10 THRU ±0.1".to_owned(),
+                },
+            ),
+        ],
+    };
+    let batches = oracle_batches(&gold);
+    let texts: Vec<&str> = batches
+        .iter()
+        .flatten()
+        .filter_map(|action| action["text"].as_str())
+        .collect();
+    // Center on the new layer's dialog, Dash through the pen, never HIDDEN (LibreCAD has none).
+    assert_eq!(
+        texts.iter().filter(|t| **t == "Center").count(),
+        1,
+        "{texts:?}"
+    );
+    assert_eq!(texts.iter().filter(|t| **t == "Dash").count(), 1);
+    assert!(texts.contains(&"2X %%c10 THRU %%p0.1"), "{texts:?}");
+    let pen_opens = batches
+        .iter()
+        .flatten()
+        .filter(|action| action["type"] == "click" && action["x"] == 370 && action["y"] == 96)
+        .count();
+    assert_eq!(pen_opens, 2, "set the pen, then reset it to By Layer");
+    for batch in &batches {
+        check_batch(batch, DisplaySize::FULL_HD, 5000).unwrap();
+    }
+}
