@@ -316,3 +316,6 @@ fn angular(entity: &[Pair]) -> Option<Geometry> {
 mod write;
 
 pub(crate) use write::{splice_entities, write_pairs};
+
+#[cfg(test)]
+mod tests;
