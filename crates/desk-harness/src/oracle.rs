@@ -252,12 +252,7 @@ fn radial_batches(center: Point, edge: Point, diameter: bool, batches: &mut Vec<
 }
 
 fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<Value>>) {
-    batches.push(vec![
-        key(&["ctrl", "m"], "focus the command line"),
-        type_text("text", "start the text command"),
-        key(&["return"], "open the Text dialog"),
-    ]);
-    batches.push(vec![wait(500, "let the Text dialog map")]);
+    open_dialog("text", "Text", batches);
     batches.push(vec![
         key(&["ctrl", "a"], "select the old text"),
         type_text(&typeable(value), "the text"),
@@ -269,15 +264,40 @@ fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<V
         type_text("0", "text angle"),
         key(&["return"], "OK: close the dialog"),
     ]);
-    batches.push(vec![wait(200, "let the dialog close")]);
+    place_after_dialog(insert, "insertion point (left baseline)", &[], batches);
+}
+
+/// Starts `command`, whose dialog (`dialog`) opens at once, and waits for it to map.
+fn open_dialog(command: &str, dialog: &str, batches: &mut Vec<Vec<Value>>) {
     batches.push(vec![
+        key(&["ctrl", "m"], "focus the command line"),
+        type_text(command, &format!("start the {command} command")),
+        key(&["return"], &format!("open the {dialog} dialog")),
+    ]);
+    batches.push(vec![wait(500, &format!("let the {dialog} dialog map"))]);
+}
+
+/// After a text dialog's OK: the pointer motion the insertion needs (recipes, section 6),
+/// then `before_point` and the typed insertion point, and the two Escapes.
+fn place_after_dialog(
+    insert: Point,
+    intent: &str,
+    before_point: &[Value],
+    batches: &mut Vec<Vec<Value>>,
+) {
+    batches.push(vec![wait(200, "let the dialog close")]);
+    let mut batch = vec![
         json!({"type": "move", "x": 600, "y": 400, "intent": "pointer over the canvas"}),
         json!({"type": "move", "x": 610, "y": 410, "intent": "pointer motion sets the preview"}),
-        type_text(&pt(insert), "insertion point (left baseline)"),
+    ];
+    batch.extend_from_slice(before_point);
+    batch.extend([
+        type_text(&pt(insert), intent),
         key(&["return"], "confirm the insertion point"),
         key(&["escape"], "finish the command"),
         key(&["escape"], "back to idle"),
     ]);
+    batches.push(batch);
 }
 
 /// Plays [`oracle_batches`] of a gold drawing, one batch per turn.

@@ -4,11 +4,14 @@
 //! picked by click, then the hatch dialog), and linetypes, on a layer as it is created or per
 //! entity through the pen toolbar.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use desk_cad::model::{Geometry, HatchPattern, Point};
 
-use super::{click, command, drawing_to_screen, key, num, pt, type_text, typeable, wait};
+use super::{
+    click, command, drawing_to_screen, key, num, open_dialog, place_after_dialog, pt, type_text,
+    typeable, wait,
+};
 
 /// MText dialog: Height, Angle, top-left alignment, OK.
 const MTEXT_HEIGHT: (i64, i64) = (828, 360);
@@ -109,12 +112,7 @@ pub(super) fn batches(geometry: &Geometry, batches: &mut Vec<Vec<Value>>) {
 }
 
 fn mtext(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<Value>>) {
-    batches.push(vec![
-        key(&["ctrl", "m"], "focus the command line"),
-        type_text("mtext", "start the mtext command"),
-        key(&["return"], "open the MText dialog"),
-    ]);
-    batches.push(vec![wait(500, "let the MText dialog map")]);
+    open_dialog("mtext", "MText", batches);
     let mut batch = vec![key(&["ctrl", "a"], "select the remembered text")];
     for (idx, line) in value.lines().enumerate() {
         if idx > 0 {
@@ -133,16 +131,12 @@ fn mtext(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<Value>>)
         click(MTEXT_OK, "OK: close the dialog"),
     ]);
     batches.push(batch);
-    batches.push(vec![wait(200, "let the dialog close")]);
-    batches.push(vec![
-        json!({"type": "move", "x": 600, "y": 400, "intent": "pointer over the canvas"}),
-        json!({"type": "move", "x": 610, "y": 410, "intent": "pointer motion sets the preview"}),
-        key(&["ctrl", "m"], "focus the command line"),
-        type_text(&pt(insert), "insertion point (top-left corner)"),
-        key(&["return"], "confirm the insertion point"),
-        key(&["escape"], "finish the command"),
-        key(&["escape"], "back to idle"),
-    ]);
+    place_after_dialog(
+        insert,
+        "insertion point (top-left corner)",
+        &[key(&["ctrl", "m"], "focus the command line")],
+        batches,
+    );
 }
 
 /// A point on the line through `far` and `vertex`, [`PICK_FROM_VERTEX_MM`] from the vertex

@@ -57,11 +57,7 @@ fn connected_lines_share_one_command_and_layers_are_created_once() {
         ],
     };
     let batches = oracle_batches(&gold);
-    let texts: Vec<&str> = batches
-        .iter()
-        .flatten()
-        .filter_map(|action| action["text"].as_str())
-        .collect();
+    let texts = typed(&batches);
     assert_eq!(texts.iter().filter(|t| **t == "line").count(), 2);
     assert_eq!(
         texts.iter().filter(|t| **t == "OUTLINE").count(),
@@ -102,11 +98,7 @@ fn linetypes_go_on_new_layers_or_through_the_pen_and_text_is_typeable() {
         ],
     };
     let batches = oracle_batches(&gold);
-    let texts: Vec<&str> = batches
-        .iter()
-        .flatten()
-        .filter_map(|action| action["text"].as_str())
-        .collect();
+    let texts = typed(&batches);
     // Center on the new layer's dialog, Dash through the pen, never HIDDEN (LibreCAD has none).
     assert_eq!(
         texts.iter().filter(|t| **t == "Center").count(),
@@ -124,4 +116,13 @@ fn linetypes_go_on_new_layers_or_through_the_pen_and_text_is_typeable() {
     for batch in &batches {
         check_batch(batch, DisplaySize::FULL_HD, 5000).unwrap();
     }
+}
+
+/// Every text the batches type, in order.
+fn typed(batches: &[Vec<Value>]) -> Vec<&str> {
+    batches
+        .iter()
+        .flatten()
+        .filter_map(|action| action["text"].as_str())
+        .collect()
 }
