@@ -212,7 +212,7 @@ fn now_unix() -> i64 {
     i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
 }
 
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -154,6 +154,21 @@ fn create_dir(path: &Path) -> Result<(), CadError> {
     })
 }
 
+/// Creates the gold directory (and missing parents) owner-only, 0700: gold is scorer-private.
+/// An existing directory keeps its mode.
+fn create_private_dir(path: &Path) -> Result<(), CadError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|source| CadError::Io {
+            op: "create directory",
+            path: path.to_owned(),
+            source,
+        })
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CadError> {
     std::fs::write(path, bytes).map_err(|source| CadError::Io {
         op: "write",
@@ -177,7 +192,7 @@ pub fn write_corpus_version(
 ) -> Result<Vec<Task>, CadError> {
     let (drawings, parts) = generate_corpus_version(version);
     create_dir(&public_dir.join("references"))?;
-    create_dir(gold_dir)?;
+    create_private_dir(gold_dir)?;
     let mut tasks = Vec::with_capacity(drawings.len() + parts.len());
     for item in drawings {
         let png = render_png(&item.gold)?;

@@ -35,6 +35,13 @@ fn corpus_is_deterministic_and_separates_gold() {
     let first = tempfile::tempdir().unwrap();
     let second = tempfile::tempdir().unwrap();
     let tasks = write_v1(&first.path().join("public"), &first.path().join("gold"));
+    // Gold is scorer-private: its directory is created owner-only.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(first.path().join("gold"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     write_v1(&second.path().join("public"), &second.path().join("gold"));
     let tree_first = read_tree(first.path());
     let tree_second = read_tree(second.path());

@@ -192,8 +192,8 @@ fn run_all(items: &[Item<'_>], args: &ValidityArgs) -> Vec<Result<TaskValidity, 
 fn check(item: &Item<'_>, args: &ValidityArgs) -> Result<TaskValidity, String> {
     let work = args.out.join("files").join(&item.id);
     let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work)
-        .map_err(|error| format!("create {}: {error}", work.display()))?;
+    // The cases are copies of scorer-private gold: owner-only, like the gold directory.
+    crate::policy_cmd::create_private_dir(&work).map_err(|error| format!("{error:#}"))?;
     let result = validate_task(&item.id, item.gold, &work).map_err(|error| format!("{error:#}"));
     if !args.keep_files {
         let _ = std::fs::remove_dir_all(&work);
