@@ -64,7 +64,11 @@ pub fn read_dxf(path: &Path) -> Result<ReadOutcome, CadError> {
 
 /// Reads DXF bytes into the model; the error is the parser's message.
 pub fn read_dxf_bytes(bytes: &[u8]) -> Result<ReadOutcome, String> {
-    let drawing = Drawing::load(&mut std::io::Cursor::new(bytes)).map_err(|err| err.to_string())?;
+    let mut drawing =
+        Drawing::load(&mut std::io::Cursor::new(bytes)).map_err(|err| err.to_string())?;
+    if text::is_binary_dxf(bytes) {
+        text::repair_binary_utf8(&mut drawing);
+    }
     let mut outcome = ReadOutcome::default();
     outcome.forbidden.extend(raw_forbidden_scan(bytes));
     for block in drawing.blocks() {

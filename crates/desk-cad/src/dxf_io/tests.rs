@@ -122,3 +122,43 @@ fn model_round_trips_through_dxf() -> Result<(), String> {
     }
     Ok(())
 }
+
+#[test]
+fn binary_strings_decode_as_utf8_only_when_they_are() {
+    // "Ø" is C3 98 in UTF-8: read one char per byte it is "Ã\u{98}".
+    assert_eq!(text::binary_utf8("\u{c3}\u{98}20 THRU"), "Ø20 THRU");
+    assert_eq!(text::binary_utf8("PLATE A"), "PLATE A");
+    // A lone Latin-1 byte is not UTF-8: kept as read, never guessed.
+    assert_eq!(text::binary_utf8("caf\u{e9}"), "caf\u{e9}");
+    // A char above U+00FF cannot come from one byte: kept.
+    assert_eq!(text::binary_utf8("Ø\u{2300}"), "Ø\u{2300}");
+}
+
+#[test]
+fn binary_r2007_round_trip_keeps_non_ascii_text() {
+    let model = Model {
+        entities: vec![Entity {
+            layer: "0".to_owned(),
+            linetype: None,
+            geometry: Geometry::Text {
+                insert: Point::new(1.0, 2.0),
+                height: 2.5,
+                value: "Ø20 THRU".to_owned(),
+            },
+        }],
+    };
+    let drawing = to_drawing(&model);
+    let mut bytes = Vec::new();
+    drawing.save_binary(&mut bytes).unwrap();
+    let outcome = read_dxf_bytes(&bytes).unwrap();
+    let values: Vec<_> = outcome
+        .model
+        .entities
+        .iter()
+        .filter_map(|entity| match &entity.geometry {
+            Geometry::Text { value, .. } => Some(value.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, ["Ø20 THRU"]);
+}

@@ -67,3 +67,47 @@ pub(super) fn strip_mtext(raw: &str) -> String {
     }
     out.trim().to_owned()
 }
+
+/// Whether `bytes` is a binary DXF (its sentinel line).
+pub(super) fn is_binary_dxf(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"AutoCAD Binary DXF")
+}
+
+/// A binary DXF's strings as the `dxf` crate returns them (one char per byte) decoded as the
+/// UTF-8 that DXF R2007 and later store; a value whose bytes are not UTF-8 stays as read.
+pub(super) fn binary_utf8(value: &str) -> String {
+    if value.is_ascii() {
+        return value.to_owned();
+    }
+    let bytes: Option<Vec<u8>> = value.chars().map(|c| u8::try_from(c).ok()).collect();
+    bytes
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_else(|| value.to_owned())
+}
+
+/// Decodes, in place, the strings the model reads (text and MTEXT values, layer and linetype
+/// names) of a binary DXF of version R2007 or later, whose strings are UTF-8 by definition but
+/// which the `dxf` crate reads one char per byte.
+pub(super) fn repair_binary_utf8(drawing: &mut dxf::Drawing) {
+    use dxf::entities::EntityType;
+    if drawing.header.version < dxf::enums::AcadVersion::R2007 {
+        return;
+    }
+    let fix = |value: &mut String| *value = binary_utf8(value);
+    for layer in drawing.layers_mut() {
+        fix(&mut layer.name);
+        fix(&mut layer.line_type_name);
+    }
+    for entity in drawing.entities_mut() {
+        fix(&mut entity.common.layer);
+        fix(&mut entity.common.line_type_name);
+        match &mut entity.specific {
+            EntityType::Text(text) => fix(&mut text.value),
+            EntityType::MText(mtext) => {
+                fix(&mut mtext.text);
+                mtext.extended_text.iter_mut().for_each(fix);
+            }
+            _ => {}
+        }
+    }
+}

@@ -180,3 +180,22 @@ fn librecad_drafting_entities() {
         .unwrap();
     assert_eq!((hatching.gold, hatching.matched), (1, 1), "{report:?}");
 }
+
+/// A binary DXF from another writer (ezdxf, R2013): its UTF-8 strings read as shown.
+#[test]
+fn binary_dxf_text_is_utf8() {
+    let outcome = read_dxf(&fixture("ezdxf_binary_r2013.dxf")).unwrap();
+    let texts: Vec<(&str, &str)> = outcome
+        .model
+        .entities
+        .iter()
+        .filter_map(|entity| match &entity.geometry {
+            Geometry::Text { value, .. } | Geometry::MText { value, .. } => {
+                Some((entity.layer.as_str(), value.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(texts.contains(&("ÄLAYER", "Ø20 THRU")), "{texts:?}");
+    assert!(texts.contains(&("0", "Ø10 line\nline2")), "{texts:?}");
+}
