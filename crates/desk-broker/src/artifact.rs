@@ -8,6 +8,8 @@
 
 use desk_desktop::ArtifactFormat;
 
+pub(crate) mod read;
+
 use crate::error::BrokerError;
 
 /// The sentinel that opens a binary DXF.

@@ -23,6 +23,7 @@ use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
 use crate::artifact;
+use crate::artifact::read::{MAX_ATTEMPT_BYTES, read_workspace_file};
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
 use crate::evidence;
@@ -270,24 +271,16 @@ struct SavedFile {
 }
 
 impl SavedFile {
+    /// Reads the attempt file without trusting it (`artifact::read`: no link, a plain file of
+    /// bounded size, read from the descriptor it was checked on).
     fn read(path: &Path) -> Result<SavedFile, BrokerError> {
-        let modified = std::fs::metadata(path)
-            .and_then(|metadata| metadata.modified())
-            .map_err(BrokerError::io(
-                "read the attempt file's modification time",
-                path,
-            ))?;
-        let modified_ms = modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            });
-        let (sha256, size, bytes) = file_digest(path)?;
+        let file = read_workspace_file(path, MAX_ATTEMPT_BYTES)?;
+        let sha256 = crate::util::sha256_hex(&file.bytes);
         Ok(SavedFile {
             sha256,
-            size,
-            bytes,
-            modified_ms,
+            size: u64::try_from(file.bytes.len()).unwrap_or(u64::MAX),
+            bytes: file.bytes,
+            modified_ms: file.modified_ms,
         })
     }
 

@@ -135,7 +135,14 @@ impl Inner {
                 return Err(error);
             }
         };
-        let (reset_sha, _, _) = file_digest(&prepared.attempt_path)?;
+        // The app may already have replaced the file: read it as any workspace file.
+        let reset_sha = sha256_hex(
+            &crate::artifact::read::read_workspace_file(
+                &prepared.attempt_path,
+                crate::artifact::read::MAX_ATTEMPT_BYTES,
+            )?
+            .bytes,
+        );
         EventLogs::new(&session_dir).init()?;
         let sequence = session.last_sequence + 1;
         let display = backend.display_size();

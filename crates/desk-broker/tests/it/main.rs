@@ -16,3 +16,4 @@ mod recovery;
 mod replay;
 mod strict;
 mod support;
+mod untrusted;
