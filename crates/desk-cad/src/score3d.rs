@@ -3,6 +3,8 @@
 //! Both files are read in one sandboxed freecadcmd run (`solid/fcstd_read.py` +
 //! `solid/judge_fcstd.py`): never opened as documents, shapes loaded only from their BREP
 //! members, the part chosen as [`crate::solid`] describes.
+//! (Over 400 lines: the zero rules, categories and report types are one set of rules; the
+//! sheet category and the tests are submodules.)
 //!
 //! # Zero rules
 //! Missing file, empty file, unreadable (not an FCStd zip, no or bad `Document.xml`), a Python
@@ -14,15 +16,20 @@
 //! Each is a number in [0, 1]; the score is their weighted sum, rounded to 1e-6:
 //! - `solid` (0.15): the share of the part's solids OCCT finds valid;
 //! - `volume` (0.15) and `area` (0.15): `1 - |c - g| / (0.1 g)`, floored at 0 (10 % off
-//!   scores 0), over the sums of the part's solids;
+//!   scores 0), of the union of the part's solids (fused: a part split into touching solids
+//!   measures as the whole; the sums when the fuse fails);
 //! - `extents` (0.15): the same rule on each of the X, Y and Z sizes of the part's bounding
 //!   box, averaged;
 //! - `iou` (0.40): `1 - (1 - IoU) / 0.1`, floored at 0 (an IoU of 0.9 scores 0), where IoU is
 //!   the common volume over the union volume of the fused candidate and gold parts after the
-//!   allowed alignment: a translation putting the candidate's centre of mass on the gold's
-//!   (no rotation: the views fix the orientation; no scaling: the dimensions are given), with
-//!   the larger common of OCCT's exact and fuzzy (0.01 mm) booleans, so near-coincident faces
-//!   are not lost. A
+//!   allowed alignment: a translation putting the candidate's centre of mass (the
+//!   volume-weighted mean of its solids') on the gold's (no rotation: the views fix the
+//!   orientation; no scaling: the dimensions are given). The common volume is never silently
+//!   empty: OCCT's exact and fuzzy (0.01 mm) booleans are checked by an independent line
+//!   sample (128 x 128 stratified lines through the tessellated solids) whenever they fail,
+//!   disagree, or agree below an IoU of 0.99; the sample then keeps a boolean within 0.01 of
+//!   its IoU or decides itself. `iou_method` in the report says which (`exact`, `fuzzy`,
+//!   `sampled`, the last also flagged `iou_sampled`). A
 //!   whole part's IoU barely moves when one small feature is off, hence the steep scale.
 //!
 //! When the gold has a TechDraw page labelled `Layout1`, a `sheet` category weighs
@@ -41,7 +48,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::CadError;
 use crate::generate3d::SHEET_NAME;
-use crate::solid::{FcstdFacts, READER, SolidFacts, sandbox};
+use crate::solid::{FcstdFacts, READER, SolidFacts, UnionFacts, sandbox};
 
 mod sheet;
 
@@ -54,7 +61,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// Version of these scoring rules.
 /// v2: the IoU's common volume is the larger of an exact and a fuzzy (0.01 mm) boolean, see
 /// `solid/judge_fcstd.py`.
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v2";
+/// v3: a part is the union of its solids (volume, area, centre of mass, IoU); a line sample
+/// checks the booleans and decides when they fail or disagree ([`IouMethod`]).
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v3";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.
@@ -108,6 +117,18 @@ pub enum SolidCategory {
     Sheet,
 }
 
+/// Which estimate of the common volume the IoU used (see `solid/judge_fcstd.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IouMethod {
+    /// OCCT's exact boolean common.
+    Exact,
+    /// OCCT's fuzzy (0.01 mm) boolean common.
+    Fuzzy,
+    /// The line sample: both booleans failed, or neither lay within 0.01 of the sample's IoU.
+    Sampled,
+}
+
 /// One category's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SolidCategoryScore {
@@ -142,6 +163,13 @@ pub struct SolidScoreReport {
     pub alignment_shift: Option<[f64; 3]>,
     /// The sheet comparison, when the gold has a `Layout1` sheet.
     pub sheet: Option<SheetScore>,
+    /// Which estimate of the common volume the IoU used (none when no IoU was computed).
+    #[serde(default)]
+    pub iou_method: Option<IouMethod>,
+    /// The line sample's IoU, when the sample ran (the booleans failed, disagreed or agreed
+    /// below 0.99).
+    #[serde(default)]
+    pub sampled_iou: Option<f64>,
 }
 
 impl SolidScoreReport {
@@ -155,6 +183,8 @@ impl SolidScoreReport {
             flags: Vec::new(),
             alignment_shift: None,
             sheet: None,
+            iou_method: None,
+            sampled_iou: None,
         }
     }
 }
@@ -167,6 +197,8 @@ enum Overlap {
         candidate_volume: f64,
         common_volume: f64,
         shift: [f64; 3],
+        method: IouMethod,
+        sampled_iou: Option<f64>,
     },
     Failed {
         reason: String,
@@ -225,19 +257,28 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         Ok(output) => output,
         Err(report) => return *report,
     };
-    let (gold_part, gold_sheets) = match &output.gold {
-        FcstdFacts::Ok { part, sheets, .. } if !part.is_empty() => (part, sheets),
+    let (gold_part, gold_sheets, gold_union) = match &output.gold {
+        FcstdFacts::Ok {
+            part,
+            sheets,
+            union,
+            ..
+        } if !part.is_empty() => (part, sheets, union),
         _ => return Err(CadError::Judge("the gold has no solid".to_owned())),
     };
     let candidate_part = match candidate_zero(&output.candidate) {
         Err(report) => return Ok(*report),
         Ok(part) => part,
     };
-    let candidate_sheets = match &output.candidate {
-        FcstdFacts::Ok { sheets, .. } => sheets.as_slice(),
-        FcstdFacts::Unreadable { .. } => &[],
+    let (candidate_sheets, candidate_union) = match &output.candidate {
+        FcstdFacts::Ok { sheets, union, .. } => (sheets.as_slice(), union),
+        FcstdFacts::Unreadable { .. } => (&[][..], &None),
     };
-    let mut report = compare(gold_part, candidate_part, output.overlap);
+    let mut report = compare(
+        Part::new(gold_part, gold_union.as_ref()),
+        Part::new(candidate_part, candidate_union.as_ref()),
+        output.overlap,
+    );
     if let Some(gold_sheet) = gold_sheets.iter().find(|sheet| sheet.label == SHEET_NAME) {
         sheet::add_sheet(&mut report, gold_sheet, candidate_sheets);
     }
@@ -342,14 +383,30 @@ fn sizes(part: &[SolidFacts]) -> [f64; 3] {
     [b[3] - b[0], b[4] - b[1], b[5] - b[2]]
 }
 
-fn compare(
-    gold: &[SolidFacts],
-    candidate: &[SolidFacts],
-    overlap: Option<Overlap>,
-) -> SolidScoreReport {
+/// A part's solids and the measures of their union: volume and area from the fused union when
+/// the judge reports one, else the sums over the solids.
+struct Part<'a> {
+    solids: &'a [SolidFacts],
+    volume: f64,
+    area: f64,
+}
+
+impl<'a> Part<'a> {
+    fn new(solids: &'a [SolidFacts], union: Option<&UnionFacts>) -> Self {
+        let sum = |pick: fn(&SolidFacts) -> f64| solids.iter().map(pick).sum::<f64>();
+        Self {
+            solids,
+            volume: union.map_or_else(|| sum(|s| s.volume), |u| u.volume),
+            area: union.map_or_else(|| sum(|s| s.area), |u| u.area),
+        }
+    }
+}
+
+fn compare(gold: Part<'_>, candidate: Part<'_>, overlap: Option<Overlap>) -> SolidScoreReport {
     let mut flags = Vec::new();
-    let sum =
-        |part: &[SolidFacts], pick: fn(&SolidFacts) -> f64| part.iter().map(pick).sum::<f64>();
+    let (gold_volume, candidate_volume) = (gold.volume, candidate.volume);
+    let (gold_area, candidate_area) = (gold.area, candidate.area);
+    let (gold, candidate) = (gold.solids, candidate.solids);
     let n_valid = candidate.iter().filter(|solid| solid.valid).count();
     let valid_share = n_valid as f64 / candidate.len() as f64;
     if n_valid < candidate.len() {
@@ -358,8 +415,6 @@ fn compare(
     if candidate.len() > 1 {
         flags.push("several_solids".to_owned());
     }
-    let (gold_volume, candidate_volume) = (sum(gold, |s| s.volume), sum(candidate, |s| s.volume));
-    let (gold_area, candidate_area) = (sum(gold, |s| s.area), sum(candidate, |s| s.area));
     let (gold_sizes, candidate_sizes) = (sizes(gold), sizes(candidate));
     let extents = round6(
         (0..3)
@@ -367,13 +422,21 @@ fn compare(
             .sum::<f64>()
             / 3.0,
     );
+    let (mut iou_method, mut sampled_iou) = (None, None);
     let (iou, shift) = match overlap {
         Some(Overlap::Ok {
             gold_volume,
             candidate_volume,
             common_volume,
             shift,
+            method,
+            sampled_iou: sampled,
         }) => {
+            iou_method = Some(method);
+            sampled_iou = sampled.map(round6);
+            if method == IouMethod::Sampled {
+                flags.push("iou_sampled".to_owned());
+            }
             let union = gold_volume + candidate_volume - common_volume;
             let iou = if union > 0.0 {
                 (common_volume / union).clamp(0.0, 1.0)
@@ -438,6 +501,8 @@ fn compare(
         flags,
         alignment_shift: shift,
         sheet: None,
+        iou_method,
+        sampled_iou,
     }
 }
 

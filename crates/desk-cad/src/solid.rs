@@ -48,6 +48,17 @@ pub struct SolidFacts {
     pub bbox: [f64; 6],
 }
 
+/// The part's union: its solids fused (touching or overlapping solids merge, shared faces and
+/// volume count once), or their compound when the fuse fails.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnionFacts {
+    /// Volume of the union in mm³.
+    pub volume: f64,
+    /// Surface area of the union in mm² (a face shared by two touching solids is inside).
+    pub area: f64,
+}
+
 /// One TechDraw view on a page.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -104,6 +115,9 @@ pub enum FcstdFacts {
         python_features: Vec<String>,
         /// TechDraw pages, in document order.
         sheets: Vec<SheetFacts>,
+        /// The union of the part's solids (none without a part solid).
+        #[serde(default)]
+        union: Option<UnionFacts>,
     },
 }
 

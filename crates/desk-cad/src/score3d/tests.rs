@@ -24,6 +24,7 @@ fn facts(part: Vec<SolidFacts>) -> FcstdFacts {
         linked: Vec::new(),
         python_features: Vec::new(),
         sheets: Vec::new(),
+        union: None,
     }
 }
 
@@ -33,7 +34,13 @@ fn overlap(gold: f64, candidate: f64, common: f64) -> Option<Overlap> {
         candidate_volume: candidate,
         common_volume: common,
         shift: [0.0; 3],
+        method: IouMethod::Exact,
+        sampled_iou: None,
     })
+}
+
+fn part(solids: &[SolidFacts]) -> Part<'_> {
+    Part::new(solids, None)
 }
 
 const BOX: [f64; 6] = [0.0, 0.0, 0.0, 40.0, 30.0, 10.0];
@@ -107,12 +114,12 @@ fn zero_reasons_follow_the_facts_in_order() {
 #[test]
 fn categories_fall_linearly_to_zero_at_ten_percent() {
     let gold = [solid(1000.0, 600.0, BOX, true)];
-    let same = compare(&gold, &gold, overlap(1000.0, 1000.0, 1000.0));
+    let same = compare(part(&gold), part(&gold), overlap(1000.0, 1000.0, 1000.0));
     assert_eq!(same.score, 1.0);
     assert!(same.flags.is_empty());
     // 5 % more volume: half the volume category; IoU 1000 / 1050 is 0.047619 short of 1.
     let bigger = [solid(1050.0, 600.0, BOX, true)];
-    let report = compare(&gold, &bigger, overlap(1000.0, 1050.0, 1000.0));
+    let report = compare(part(&gold), part(&bigger), overlap(1000.0, 1050.0, 1000.0));
     let value = |category| {
         report
             .categories
@@ -134,7 +141,7 @@ fn categories_fall_linearly_to_zero_at_ten_percent() {
     assert_eq!(iou.map(|c| c.candidate), Some(round6(1000.0 / 1050.0)));
     // 30 % off floors at 0, and an invalid second solid halves `solid` and is flagged.
     let off = [solid(1300.0, 600.0, BOX, true), solid(1.0, 1.0, BOX, false)];
-    let report = compare(&gold, &off, None);
+    let report = compare(part(&gold), part(&off), None);
     assert!(report.flags.contains(&"invalid_solid".to_owned()));
     assert!(report.flags.contains(&"several_solids".to_owned()));
     let volume = report
@@ -168,7 +175,13 @@ fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
 #[test]
 fn the_sheet_matches_views_by_direction_and_needs_layout1() {
     let gold_part = [solid(1000.0, 600.0, BOX, true)];
-    let base = || compare(&gold_part, &gold_part, overlap(1000.0, 1000.0, 1000.0));
+    let base = || {
+        compare(
+            part(&gold_part),
+            part(&gold_part),
+            overlap(1000.0, 1000.0, 1000.0),
+        )
+    };
     let gold = sheet("Layout1", &[[0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]);
 
     let mut report = base();
@@ -239,4 +252,46 @@ fn a_run_that_stops_after_the_gold_is_the_candidates_zero() {
         "(100 %)\nDESKGOLD read\n\nDESKJSON {{\"gold\":{gold},\"candidate\":{gold},\"overlap\":null}}\n"
     );
     assert!(judge_output(&line, false).is_ok());
+}
+
+#[test]
+fn the_union_measures_the_part_and_the_method_is_reported() {
+    // Two touching halves: the sums count the shared face twice, the union does not.
+    let halves = [
+        solid(500.0, 400.0, [0.0, 0.0, 0.0, 20.0, 30.0, 10.0], true),
+        solid(500.0, 400.0, [20.0, 0.0, 0.0, 40.0, 30.0, 10.0], true),
+    ];
+    let gold = [solid(1000.0, 600.0, BOX, true)];
+    let union = UnionFacts {
+        volume: 1000.0,
+        area: 600.0,
+    };
+    let report = compare(
+        part(&gold),
+        Part::new(&halves, Some(&union)),
+        overlap(1000.0, 1000.0, 1000.0),
+    );
+    assert_eq!(report.score, 1.0, "{report:?}");
+    assert_eq!(report.iou_method, Some(IouMethod::Exact));
+    let summed = compare(part(&gold), part(&halves), overlap(1000.0, 1000.0, 1000.0));
+    assert!(summed.score < 1.0, "{summed:?}");
+    // A sampled IoU is used, reported and flagged.
+    let sampled = Some(Overlap::Ok {
+        gold_volume: 1000.0,
+        candidate_volume: 1000.0,
+        common_volume: 990.0,
+        shift: [0.0; 3],
+        method: IouMethod::Sampled,
+        sampled_iou: Some(0.980_198),
+    });
+    let report = compare(part(&gold), part(&gold), sampled);
+    assert_eq!(report.iou_method, Some(IouMethod::Sampled));
+    assert_eq!(report.sampled_iou, Some(0.980_198));
+    assert!(report.flags.contains(&"iou_sampled".to_owned()));
+    let iou = report
+        .categories
+        .iter()
+        .find(|c| c.category == SolidCategory::Iou)
+        .map(|c| c.candidate);
+    assert_eq!(iou, Some(round6(990.0 / 1010.0)));
 }

@@ -221,8 +221,38 @@ def sheet_facts(types, objects):
     return sheets
 
 
+def union_of(solids):
+    """(shape, solids) of the part's union: its solids fused (touching or overlapping solids
+    merge, so shared faces and volumes count once), or their compound when the fuse fails or
+    loses volume."""
+    import Part
+
+    if len(solids) == 1:
+        return solids[0], solids
+    compound = Part.makeCompound(solids)
+    try:
+        fused = solids[0].multiFuse(solids[1:])
+        if fused.Solids and fused.Volume >= (1.0 - 1e-6) * max(s.Volume for s in solids):
+            return fused, fused.Solids
+    except Exception:
+        pass
+    return compound, solids
+
+
+def centre_of_mass(solids):
+    """The volume-weighted mean of the solids' centres of mass."""
+    import FreeCAD
+
+    total = sum(s.Volume for s in solids)
+    point = FreeCAD.Vector(0, 0, 0)
+    for solid in solids:
+        point = point.add(solid.CenterOfMass.multiply(solid.Volume / total))
+    return point
+
+
 def examine(path):
-    """Facts about one file plus the part's solids (OCCT shapes) for the judge."""
+    """Facts about one file, the part's solids (OCCT shapes) and the (shape, solids) of their
+    union (None without a solid) for the judge."""
     budget["left"] = TOTAL_LIMIT
     archive, types, objects, root = read_document(path)
     linked = sorted(
@@ -253,7 +283,9 @@ def examine(path):
         for solid in shape.Solids:
             part.append(solid_facts(name, types.get(name, ""), solid))
             part_shapes.append(solid)
+    union = union_of(part_shapes) if part_shapes else None
+    measures = dict(volume=sum(s.Volume for s in union[1]), area=union[0].Area) if union else None
     facts = dict(status="ok", objects=len(types), solids=solids, part=part,
                  part_shapes=n_shapes, meshes=meshes, linked=sorted(set(linked)),
-                 python_features=python, sheets=sheet_facts(types, objects))
-    return facts, part_shapes
+                 python_features=python, sheets=sheet_facts(types, objects), union=measures)
+    return facts, part_shapes, union

@@ -3,7 +3,7 @@
 
 def inspect(path):
     try:
-        facts, _shapes = examine(path)
+        facts, _shapes, _union = examine(path)
     except Unreadable as error:
         return report(status="unreadable", reason=str(error))
     except Exception as error:

@@ -5,6 +5,7 @@ mod corpus;
 mod drafting;
 mod fixtures;
 mod parts3d;
+mod real_files;
 mod scoring;
 mod solid;
 mod validity;
