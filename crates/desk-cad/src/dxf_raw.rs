@@ -315,7 +315,7 @@ fn angular(entity: &[Pair]) -> Option<Geometry> {
 
 mod write;
 
-pub(crate) use write::{splice_entities, write_pairs};
+pub(crate) use write::{splice_entities, unique_endblk_handles, write_pairs};
 
 #[cfg(test)]
 mod tests;

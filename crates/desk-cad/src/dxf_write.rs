@@ -34,12 +34,14 @@ pub fn write_dxf(model: &Model, path: &Path) -> Result<(), CadError> {
             entity.linetype.as_deref(),
             &entity.geometry,
             RAW_HANDLE_BASE + idx as u64,
+            &dimension_block_name(idx),
         ) {
             raw.push_str(&pairs);
         }
     }
     if !raw.is_empty() {
         let text = String::from_utf8(bytes).map_err(|err| failed(err.to_string()))?;
+        let text = crate::dxf_raw::unique_endblk_handles(&text, ENDBLK_HANDLE_BASE);
         bytes = crate::dxf_raw::splice_entities(&text, &raw)
             .ok_or_else(|| failed("no ENTITIES section to extend".to_owned()))?
             .into_bytes();
@@ -53,6 +55,9 @@ pub fn write_dxf(model: &Model, path: &Path) -> Result<(), CadError> {
 
 /// Handles of raw-written entities start here, far above what the crate assigns.
 const RAW_HANDLE_BASE: u64 = 0xD000_0000;
+
+/// Handles of the ENDBLK records of a drawing with raw-written entities start here.
+const ENDBLK_HANDLE_BASE: u64 = 0xE000_0000;
 
 /// Builds the `dxf` drawing for `model`.
 pub(crate) fn to_drawing(model: &Model) -> Drawing {
@@ -98,6 +103,13 @@ pub(crate) fn to_drawing(model: &Model) -> Drawing {
             specific,
         });
     }
+    // After the entities, so the blocks' handles (and their entities', assigned at save)
+    // follow every handle already taken.
+    for (idx, entity) in model.entities.iter().enumerate() {
+        if let Some(block) = dimension_block(idx, &entity.geometry) {
+            drawing.add_block(block);
+        }
+    }
     drawing
 }
 
@@ -117,6 +129,61 @@ fn pin_header_stamps(header: &mut dxf::Header) {
     header.version_guid = uuid::Uuid::nil();
     header.time_in_drawing = std::time::Duration::ZERO;
     header.user_elapsed_timer = std::time::Duration::ZERO;
+}
+
+/// The name of the anonymous block holding the drawn form of the raw-written angular
+/// dimension that is entity `idx` of the model. Other readers (ezdxf, AutoCAD) delete a
+/// DIMENSION whose group 2 names no block.
+pub(crate) fn dimension_block_name(idx: usize) -> String {
+    format!("*D{}", idx + 1)
+}
+
+/// The anonymous block of an angular dimension: its arc through the arc point in the sector
+/// it picks and the angle's text at the arc's middle. `None` for any other geometry (the
+/// crate's own dimensions) and for parallel lines.
+fn dimension_block(idx: usize, geometry: &Geometry) -> Option<dxf::Block> {
+    let Geometry::AngularDim { arc_point, .. } = geometry else {
+        return None;
+    };
+    let angle = geometry.angle()?;
+    let radius = angle.vertex.dist(*arc_point);
+    let middle = (angle.start_deg + angle.sweep_deg / 2.0).to_radians();
+    let arc = dx::Arc::new(
+        dxf_point(angle.vertex),
+        radius,
+        angle.start_deg,
+        (angle.start_deg + angle.sweep_deg).rem_euclid(360.0),
+    );
+    let mut text = dx::Text {
+        location: dxf_point(Point::new(
+            angle.vertex.x + radius * middle.cos(),
+            angle.vertex.y + radius * middle.sin(),
+        )),
+        text_height: 2.5,
+        value: format!("{}%%d", round_angle(angle.sweep_deg)),
+        ..Default::default()
+    };
+    text.second_alignment_point = text.location.clone();
+    let entity = |specific| dx::Entity {
+        common: dx::EntityCommon {
+            layer: "0".to_owned(),
+            ..Default::default()
+        },
+        specific,
+    };
+    let mut block = dxf::Block {
+        name: dimension_block_name(idx),
+        entities: vec![entity(EntityType::Arc(arc)), entity(EntityType::Text(text))],
+        ..Default::default()
+    };
+    block.set_is_anonymous(true);
+    Some(block)
+}
+
+/// An angle as a dimension shows it: at most two decimals, no trailing zeros.
+fn round_angle(deg: f64) -> String {
+    let text = format!("{deg:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn dxf_point(p: Point) -> dxf::Point {

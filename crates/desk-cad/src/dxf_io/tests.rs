@@ -162,3 +162,44 @@ fn binary_r2007_round_trip_keeps_non_ascii_text() {
         .collect();
     assert_eq!(values, ["Ø20 THRU"]);
 }
+
+#[test]
+fn angular_dimension_names_its_anonymous_block() {
+    let angle = Geometry::AngularDim {
+        line1: (Point::new(0.0, 0.0), Point::new(10.0, 0.0)),
+        line2: (Point::new(0.0, 0.0), Point::new(5.0, 5.0)),
+        arc_point: Point::new(8.0, 2.0),
+    };
+    let line = Geometry::Line {
+        a: Point::new(0.0, 0.0),
+        b: Point::new(10.0, 0.0),
+    };
+    let model = Model {
+        entities: [line, angle]
+            .into_iter()
+            .map(|geometry| Entity {
+                layer: "DIM".to_owned(),
+                linetype: None,
+                geometry,
+            })
+            .collect(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("angle.dxf");
+    write_dxf(&model, &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    // The DIMENSION's group 2 names `*D2` (entity 2), and that block exists with its arc.
+    assert!(text.contains("AcDbDimension\r\n  2\r\n*D2\r\n"), "{text}");
+    let drawing = Drawing::load(&mut std::io::Cursor::new(&bytes)).unwrap();
+    let block = drawing.blocks().find(|block| block.name == "*D2").unwrap();
+    assert!(block.is_anonymous());
+    let Some(EntityType::Arc(arc)) = block.entities.first().map(|e| &e.specific) else {
+        panic!("{:?}", block.entities);
+    };
+    assert!((arc.radius - 68f64.sqrt()).abs() < 1e-9);
+    assert!(arc.start_angle.abs() < 1e-9 && (arc.end_angle - 45.0).abs() < 1e-9);
+    assert!(drawing.block_records().any(|record| record.name == "*D2"));
+    // The block is not model space: the model reads back exactly.
+    assert_eq!(read_dxf_bytes(&bytes).unwrap().model, model);
+}

@@ -74,7 +74,7 @@ fn a_written_hatch_and_angle_read_back() {
     };
     let mut raw = String::new();
     for (idx, geometry) in [&hatch, &angle].into_iter().enumerate() {
-        raw.push_str(&write_pairs("L", Some("CENTER"), geometry, idx as u64 + 1).unwrap());
+        raw.push_str(&write_pairs("L", Some("CENTER"), geometry, idx as u64 + 1, "*D1").unwrap());
     }
     let empty = String::from_utf8(dxf(&[])).unwrap();
     let spliced = splice_entities(&empty, &raw).unwrap();
@@ -87,5 +87,17 @@ fn a_written_hatch_and_angle_read_back() {
         scan.entities
             .iter()
             .all(|e| e.linetype.as_deref() == Some("CENTER"))
+    );
+}
+
+#[test]
+fn endblk_records_get_handles_of_their_own() {
+    let dxf = "  0\r\nBLOCK\r\n  5\r\n1F\r\n  2\r\n*D1\r\n  0\r\nENDBLK\r\n  5\r\n1F\r\n\
+               100\r\nAcDbBlockEnd\r\n  0\r\nLINE\r\n  5\r\n20\r\n  0\r\nEOF\r\n";
+    let fixed = unique_endblk_handles(dxf, 0xE000_0000);
+    assert_eq!(
+        fixed,
+        "  0\r\nBLOCK\r\n  5\r\n1F\r\n  2\r\n*D1\r\n  0\r\nENDBLK\r\n  5\r\nE0000000\r\n\
+         100\r\nAcDbBlockEnd\r\n  0\r\nLINE\r\n  5\r\n20\r\n  0\r\nEOF\r\n"
     );
 }

@@ -2,12 +2,14 @@
 
 use crate::model::Geometry;
 
-/// Raw pairs for the entities the crate cannot write, to splice into the ENTITIES section.
+/// Raw pairs for the entities the crate cannot write, to splice into the ENTITIES section; an
+/// angular dimension names `block` (its anonymous block, written by the crate) in group 2.
 pub(crate) fn write_pairs(
     layer: &str,
     linetype: Option<&str>,
     geometry: &Geometry,
     handle: u64,
+    block: &str,
 ) -> Option<String> {
     let mut out = Vec::<(i32, String)>::new();
     let common = |out: &mut Vec<(i32, String)>, kind: &str| {
@@ -69,7 +71,7 @@ pub(crate) fn write_pairs(
             common(&mut out, "DIMENSION");
             out.extend([
                 (100, "AcDbDimension".to_owned()),
-                (2, String::new()),
+                (2, block.to_owned()),
                 (10, num(line2.1.x)),
                 (20, num(line2.1.y)),
                 (30, "0".to_owned()),
@@ -111,4 +113,32 @@ pub(crate) fn splice_entities(dxf: &str, extra: &str) -> Option<String> {
     out.push_str(extra);
     out.push_str(&dxf[code_line..]);
     Some(out)
+}
+
+/// Gives every ENDBLK of the ASCII DXF `dxf` a handle of its own: the `dxf` crate writes a
+/// block's ENDBLK with the BLOCK's handle, which other readers report as a duplicate. The new
+/// handles count up from `base`, above anything the crate or the raw writer assigns.
+pub(crate) fn unique_endblk_handles(dxf: &str, base: u64) -> String {
+    let lines: Vec<&str> = dxf.split("\r\n").collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut in_endblk = false;
+    let mut next = base;
+    let mut idx = 0;
+    while idx + 1 < lines.len() {
+        let (code, value) = (lines[idx], lines[idx + 1]);
+        let code_num = code.trim();
+        if code_num == "0" {
+            in_endblk = value == "ENDBLK";
+        }
+        out.push(code.to_owned());
+        if in_endblk && code_num == "5" {
+            out.push(format!("{next:X}"));
+            next += 1;
+        } else {
+            out.push(value.to_owned());
+        }
+        idx += 2;
+    }
+    out.extend(lines[idx..].iter().map(|line| (*line).to_owned()));
+    out.join("\r\n")
 }
