@@ -74,6 +74,10 @@ pub enum BackendError {
     /// client's window, focus on no window of the app); nothing was sent.
     #[error("{0}")]
     DestinationNotApp(String),
+    /// The process listening on the worker socket is not the recorded worker (`SO_PEERCRED`:
+    /// another uid or pid); nothing was sent to it.
+    #[error("the worker socket's peer was refused: {0}")]
+    WorkerPeerRefused(String),
 }
 
 impl BackendError {

@@ -5,6 +5,12 @@
 //! request's, a closed connection, or a timeout poisons the client, and every later call fails
 //! without writing anything (the worker's state is unknown). Dropping the client closes the
 //! connection both ways, so the worker sees the disconnect and waits for the next broker.
+//!
+//! The socket's path is in a directory the desktop can write, so whatever answers there is not
+//! trusted by its path: before the first request, [`check_peer`] asks the kernel who listens
+//! (`SO_PEERCRED`, the credentials of the process that called `listen`, its pid in the
+//! broker's pid namespace) and refuses anything but the recorded worker
+//! ([`BackendError::WorkerPeerRefused`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::Shutdown;
@@ -17,6 +23,69 @@ use desk_contract::worker::{
 };
 
 use crate::error::BackendError;
+
+/// Who must listen on the worker socket: the recorded worker process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExpectedPeer {
+    /// The host uid the worker runs as (the sandbox uid, or the broker's own without one).
+    pub(crate) uid: u32,
+    /// The recorded worker process (`processes.json`): the worker itself without a sandbox,
+    /// else the `setpriv`/`nsenter` wrapper whose child is the worker.
+    pub(crate) recorded_pid: u32,
+    /// Its start time, against pid reuse.
+    pub(crate) recorded_ticks: u64,
+    /// Whether the worker is the wrapper's child (sandboxed) rather than the recorded process.
+    pub(crate) wrapped: bool,
+}
+
+/// Refuses a worker socket whose listening peer is not `expected`: another uid, a process that
+/// is not the recorded worker (a proxy the app put at the path), or a recorded worker that is
+/// gone.
+pub(crate) fn check_peer(stream: &UnixStream, expected: &ExpectedPeer) -> Result<(), BackendError> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let credentials = getsockopt(stream, PeerCredentials).map_err(|errno| {
+        BackendError::WorkerPeerRefused(format!("cannot read the socket's peer ({errno})"))
+    })?;
+    let (uid, pid) = (credentials.uid(), credentials.pid());
+    if uid != expected.uid {
+        return Err(BackendError::WorkerPeerRefused(format!(
+            "the socket's listener runs as uid {uid}, the worker as uid {}",
+            expected.uid
+        )));
+    }
+    let pid = u32::try_from(pid).unwrap_or(0);
+    if crate::launcher::start_ticks(expected.recorded_pid) != Some(expected.recorded_ticks) {
+        return Err(BackendError::WorkerPeerRefused(format!(
+            "the recorded worker (pid {}) is no longer running",
+            expected.recorded_pid
+        )));
+    }
+    let is_worker = if expected.wrapped {
+        // nsenter forks the worker (then `env` execs it in place): its parent is the wrapper,
+        // in the wrapper's process group.
+        parent_and_group(pid) == Some((expected.recorded_pid, expected.recorded_pid))
+    } else {
+        pid == expected.recorded_pid
+    };
+    if !is_worker {
+        return Err(BackendError::WorkerPeerRefused(format!(
+            "the socket's listener is pid {pid}, not the recorded worker (pid {}{})",
+            expected.recorded_pid,
+            if expected.wrapped { "'s child" } else { "" }
+        )));
+    }
+    Ok(())
+}
+
+/// The parent pid and process group of `pid` (fields 4 and 5 of `/proc/PID/stat`).
+fn parent_and_group(pid: u32) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace().skip(1);
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((parent, group))
+}
 
 /// A connected worker socket.
 pub(crate) struct WorkerClient {

@@ -18,6 +18,7 @@ use desk_contract::{DisplaySize, SettlePolicy};
 use super::{CLIPBOARD_WORKER_TIMEOUT, LocalDesktop, WORKER_TIMEOUT, log_file};
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
+use crate::worker_client::{ExpectedPeer, check_peer};
 
 fn expect_value<T>(
     value: WorkerValue,
@@ -29,6 +30,32 @@ fn expect_value<T>(
 }
 
 impl LocalDesktop {
+    /// Refuses a fresh worker connection (at start and at every reattach) unless the kernel
+    /// names the recorded worker as the listener: the sandbox uid (the broker's own without a
+    /// sandbox) and the recorded worker's host pid (its wrapper's child when sandboxed).
+    pub(super) fn check_worker_peer(
+        &self,
+        stream: &std::os::unix::net::UnixStream,
+    ) -> Result<(), BackendError> {
+        let worker = self
+            .processes
+            .iter()
+            .find(|process| process.role == "worker")
+            .ok_or_else(|| {
+                BackendError::WorkerPeerRefused("no worker process is recorded".to_string())
+            })?;
+        let expected = ExpectedPeer {
+            uid: match &self.sandbox {
+                Some(sandbox) => sandbox.uid,
+                None => nix::unistd::geteuid().as_raw(),
+            },
+            recorded_pid: worker.pid,
+            recorded_ticks: worker.start_ticks,
+            wrapped: self.sandbox.is_some(),
+        };
+        check_peer(stream, &expected)
+    }
+
     /// Sends one `execute`, interruptible by a Stop past `generation` when given.
     fn execute_op(
         &mut self,

@@ -236,6 +236,8 @@ impl LocalDesktop {
 
     /// Says hello on a fresh worker connection and checks the protocol and display.
     pub(super) fn handshake(&mut self, stream: UnixStream) -> Result<(), BackendError> {
+        // Whoever listens at the path must be the recorded worker (`ops.rs`).
+        self.check_worker_peer(&stream)?;
         let mut client = WorkerClient::new(stream)?;
         let hello = client.call(WorkerOp::Hello, WORKER_TIMEOUT)?;
         let WorkerValue::Hello(info) = hello else {

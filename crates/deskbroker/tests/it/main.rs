@@ -33,5 +33,6 @@ mod stop_settle;
 mod strict;
 mod support;
 mod watchdog;
+mod worker_peer;
 mod worker_protocol;
 mod zoom;
