@@ -82,17 +82,24 @@ timeout_ms = 30000
 
 
 def start_broker(root: Path, default_profile: str = "probe",
-                 display: str = "1280x800") -> Broker:
+                 display: str = "1280x800", *, socket: Path | None = None,
+                 environ: dict[str, str] | None = None) -> Broker:
+    """A broker under ROOT. ``socket=None`` passes ``--socket ROOT/broker.sock``; with a
+    ``socket`` given the broker is started WITHOUT ``--socket`` (its own default, which the
+    caller computed and ``environ`` must produce), to test the shared default."""
     require_xvfb()
     profiles, probe_log = write_probe_profile(root)
-    socket = root / "broker.sock"
+    argv = [str(binary("deskbroker")), "serve", "--state-dir", str(root / "state"),
+            "--profiles", str(profiles), "--display", display,
+            "--default-profile", default_profile]
+    if socket is None:
+        socket = root / "broker.sock"
+        argv[2:2] = ["--socket", str(socket)]
     log = open(root / "broker.log", "wb")
     process = subprocess.Popen(
-        [str(binary("deskbroker")), "serve", "--socket", str(socket), "--state-dir",
-         str(root / "state"), "--profiles", str(profiles), "--display", display,
-         "--default-profile", default_profile],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-        env={**os.environ, "DESKBROKER_SANDBOX_WRITABLE": str(probe_log)},
+        argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        env={**(os.environ if environ is None else environ),
+             "DESKBROKER_SANDBOX_WRITABLE": str(probe_log)},
     )
     deadline = time.monotonic() + 20
     while not socket.exists():

@@ -18,11 +18,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from ._paths import default_socket
 
 __all__ = ["Client", "DeskbrokerError", "ApiError", "TransportError", "Session"]
 
@@ -71,9 +74,11 @@ def _session_path(session_id: str, suffix: str = "") -> str:
 class Client:
     """An async client of one broker, over its Unix socket or over TLS.
 
+    ``Client()`` (the socket ``deskbroker serve`` listens on by default, :func:`default_socket`),
     ``Client(socket=PATH)`` or ``Client(url="https://host:8443", ca=..., cert=..., key=...)``;
     ``credential`` is an orchestration credential sent on the non-session routes. Use as an
-    async context manager, or call :meth:`aclose`.
+    async context manager, or call :meth:`aclose`. Every connection error names the socket path
+    or URL it tried (``TransportError``).
     """
 
     def __init__(
@@ -89,8 +94,10 @@ class Client:
         retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if (socket is None) == (url is None):
-            raise DeskbrokerError("give exactly one of socket= or url=")
+        if socket is not None and url is not None:
+            raise DeskbrokerError("give socket= or url=, not both")
+        if socket is None and url is None:
+            socket = default_socket()
         if retries < 0:
             raise DeskbrokerError("retries must be >= 0")
         if (cert is None) != (key is None):
@@ -98,6 +105,7 @@ class Client:
         self._credential = credential
         self._retries = retries
         self._sessions: dict[str, Session] = {}
+        self._socket = socket
         if socket is not None:
             self._endpoint = f"unix:{socket}"
             transport = transport or httpx.AsyncHTTPTransport(uds=socket)
@@ -115,6 +123,11 @@ class Client:
             self._http = httpx.AsyncClient(
                 base_url=url, verify=context, transport=transport, timeout=timeout
             )
+
+    @property
+    def endpoint(self) -> str:
+        """What this client connects to: ``unix:PATH`` or the ``https://`` URL."""
+        return self._endpoint
 
     def __repr__(self) -> str:
         return f"Client({self._endpoint!r}, sessions={len(self._sessions)})"
@@ -179,7 +192,19 @@ class Client:
             except (ValueError, KeyError, TypeError):
                 raise ApiError(response.status_code, "undecodable",
                                response.text[:200]) from None
-        raise TransportError(f"{method} {path}: no answer after {self._retries + 1} attempts: {last!r}")
+        raise TransportError(self._unreachable(method, path, last))
+
+    def _unreachable(self, method: str, path: str, last: Exception | None) -> str:
+        """The connection error's message: the exact socket path or URL tried, and why."""
+        tries = f"{self._retries + 1} attempt{'s' if self._retries else ''}"
+        where = f"{method} {path} to {self._endpoint}: no answer after {tries}"
+        if self._socket is not None and not os.path.exists(self._socket):
+            hint = ("start `deskbroker serve` (it listens there by default)"
+                    if self._socket == default_socket()
+                    else "start `deskbroker serve --socket` with that path")
+            return (f"{where}: no broker socket at {self._socket} ({hint}, or pass socket= / "
+                    f"set DESKBROKER_SOCKET)")
+        return f"{where}: {last!r}"
 
     async def _json(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         response = await self._call(method, path, body)

@@ -19,7 +19,6 @@ The reward is that score. The lease token lives only in the :class:`~deskbroker.
 import asyncio
 import base64
 import json
-import os
 import subprocess
 import tempfile
 import time
@@ -334,17 +333,14 @@ def load_environment(
     artifacts_dir: str | None = None,
     **kwargs: Any,
 ) -> DeskbrokerCadEnv:
-    """The CAD benchmark on the broker at ``socket`` (default ``$DESKBROKER_SOCKET``) or ``url``.
+    """The CAD benchmark on the broker at ``socket`` or ``url`` (default: the socket
+    ``deskbroker serve`` listens on by default, :func:`deskbroker.default_socket`).
 
     ``split``: ``dev``, ``eval`` or ``all``; ``tasks`` picks task ids instead. The public corpus
     (``corpus``, default: written by ``deskbroker bench corpus``) gives prompts and reference
     images; ``gold`` is passed only to the scorer. ``artifacts_dir`` keeps each retrieved
     drawing as ``{rollout_id}.dxf``.
     """
-    if socket is None and url is None:
-        socket = os.environ.get("DESKBROKER_SOCKET")
-        if socket is None:
-            raise DeskbrokerError("give socket= or url= (or set DESKBROKER_SOCKET)")
     client = Client(socket, url=url, ca=ca, cert=cert, key=key)
     public = _corpus(deskbroker_bin, corpus)
     manifest = json.loads((public / "tasks.json").read_text())
