@@ -4,21 +4,22 @@
 //! Unlike release (`LocalDesktop::shutdown`, [`crate::launcher::reap_recorded`]: SIGTERM, a
 //! grace, then SIGKILL), destruction does not ask: the worker's process group is killed first
 //! (from then on nothing can inject input: the worker is the only process that talks XTEST),
-//! then every other recorded group, the sandbox's first process included (its PID namespace
-//! dies with it), all with SIGKILL. What must be proven gone is read once, before anything is
-//! removed, as [`Remains`]: the recorded processes (pid and start time, so a reused pid is never
-//! taken for a survivor), the display socket of an unsandboxed X server, the out-of-tree
-//! workspace of a root broker, and the session directory. [`check`] compares those with
-//! reality; [`Removal::proven`] is true only when none is left.
+//! and the sandbox's pid 1 (its PID namespace dies with it), then every other recorded group
+//! that still has a member, whether or not its leader lives, all with SIGKILL. What must be
+//! proven gone is read once, before anything is removed, as [`Remains`]: the recorded processes
+//! and the sandbox's pid 1 (pid and start time, so a reused pid is never taken for a
+//! survivor), the display socket of an unsandboxed X server, the out-of-tree workspace of a
+//! root broker, and the session directory. [`check`] compares those with reality, members of
+//! the recorded process groups included; [`Removal::proven`] is true only when none is left.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::launcher::{
-    RecordedProcess, force_kill_group, read_desktop_record, recorded_processes,
-    remove_display_files, start_ticks,
+    RecordedProcess, kill_and_prove, read_desktop_record, recorded_processes, remove_display_files,
+    sandbox_holder, start_ticks, survivors,
 };
 use crate::layout::SessionDir;
 
@@ -27,6 +28,9 @@ use crate::layout::SessionDir;
 pub struct Remains {
     /// The recorded processes (each its own process group).
     pub processes: Vec<RecordedProcess>,
+    /// The sandbox's pid 1 (role `sandbox_init`), when it was running.
+    #[serde(default)]
+    pub holder: Option<RecordedProcess>,
     /// The display socket of an unsandboxed X server (a sandboxed one lives in the sandbox).
     pub x_socket: Option<PathBuf>,
     /// The workspace directory outside the session directory (a root broker's), if any.
@@ -38,7 +42,8 @@ pub struct Remains {
 /// What was found left of a workspace; empty everywhere means removal is proven.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Removal {
-    /// Roles of recorded processes still running (same pid and start time).
+    /// Recorded processes, the sandbox's pid 1 and members of recorded process groups still
+    /// running, as `role (pid N)`.
     pub processes_left: Vec<String>,
     /// The session directory still exists.
     pub directory_left: bool,
@@ -60,14 +65,20 @@ impl Removal {
 
 /// Reads what `session_dir` holds of a desktop (nothing when it was never launched).
 pub fn remains(session_dir: &SessionDir) -> Remains {
-    let x_socket = read_desktop_record(session_dir)
+    let record = read_desktop_record(session_dir);
+    let processes = recorded_processes(session_dir);
+    let holder = record
+        .as_ref()
+        .and_then(|record| sandbox_holder(record, &processes));
+    let x_socket = record
         .filter(|record| record.sandbox.is_none())
         .and_then(|record| display_socket(&record.display_name));
     let workspace = std::fs::read_link(session_dir.workspace())
         .ok()
         .filter(|target| target.is_absolute());
     Remains {
-        processes: recorded_processes(session_dir),
+        processes,
+        holder,
         x_socket,
         workspace,
         session_dir: session_dir.path().to_path_buf(),
@@ -85,27 +96,16 @@ fn display_socket(display_name: &str) -> Option<PathBuf> {
     Some(PathBuf::from(format!("/tmp/.X11-unix/X{number}")))
 }
 
-fn kill_group(process: &RecordedProcess) {
-    if start_ticks(process.pid) == Some(process.start_ticks) {
-        force_kill_group(process.pid);
-    }
-}
-
 /// Kills every process of `remains` (the worker first), waits up to `timeout` for them to be
 /// gone, then removes the display files, the workspace and the session directory, and returns
 /// what is left ([`check`]).
 pub fn destroy(remains: &Remains, timeout: Duration) -> Removal {
-    let (worker, others): (Vec<&RecordedProcess>, Vec<&RecordedProcess>) = remains
-        .processes
-        .iter()
-        .partition(|process| process.role == "worker");
-    for process in worker.iter().chain(others.iter()) {
-        kill_group(process);
-    }
-    let deadline = Instant::now() + timeout;
-    while remains.processes.iter().any(RecordedProcess::is_alive) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    kill_and_prove(
+        &remains.processes,
+        remains.holder.as_ref(),
+        Duration::ZERO,
+        timeout,
+    );
     if let (Some(socket), Some(xvfb)) = (
         &remains.x_socket,
         remains
@@ -140,12 +140,7 @@ fn remove_tree(path: &Path) {
 /// What is left of `remains` now.
 pub fn check(remains: &Remains) -> Removal {
     Removal {
-        processes_left: remains
-            .processes
-            .iter()
-            .filter(|process| process.is_alive())
-            .map(|process| process.role.clone())
-            .collect(),
+        processes_left: survivors(&remains.processes, remains.holder.as_ref()),
         directory_left: std::fs::symlink_metadata(&remains.session_dir).is_ok(),
         x_socket_left: remains
             .x_socket

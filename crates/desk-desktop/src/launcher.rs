@@ -52,7 +52,8 @@ mod stop;
 
 pub use records::{RecordedProcess, reap_recorded, recorded_display, recorded_processes};
 pub(crate) use records::{
-    force_kill_group, read_desktop_record, remove_display_files, start_ticks,
+    kill_and_prove, read_desktop_record, remove_display_files, sandbox_holder, start_ticks,
+    survivors,
 };
 
 /// How to start a local desktop.

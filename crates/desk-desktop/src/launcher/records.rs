@@ -66,8 +66,12 @@ pub(crate) fn force_kill_group(pid: u32) {
     let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
 }
 
-/// Kills the process groups recorded in `session_dir/processes.json` that are still the same
-/// processes (same start time). Returns how many were found alive.
+/// Kills everything of the desktop recorded in `session_dir` and proves it gone: the sandbox's
+/// pid 1 with SIGKILL first (the kernel then kills every process of its pid namespace: the
+/// app, Xvfb, the worker, whatever they forked), every recorded process group that still has a
+/// member SIGTERM, then after a grace SIGKILL whether or not its leader lives, and a wait until
+/// no recorded process, member of a recorded group, or sandbox pid 1 is left ([`survivors`]).
+/// Returns how many recorded processes were found alive; survivors are logged as errors.
 pub fn reap_recorded(session_dir: impl AsRef<Path>) -> usize {
     let session_dir = &SessionDir::at(session_dir.as_ref());
     let Ok(text) = std::fs::read_to_string(session_dir.processes_file()) else {
@@ -76,31 +80,173 @@ pub fn reap_recorded(session_dir: impl AsRef<Path>) -> usize {
     let Ok(recorded) = serde_json::from_str::<Vec<RecordedProcess>>(&text) else {
         return 0;
     };
-    let alive: Vec<&RecordedProcess> = recorded
-        .iter()
-        .filter(|process| start_ticks(process.pid) == Some(process.start_ticks))
-        .collect();
-    for process in &alive {
+    let record = read_desktop_record(session_dir);
+    let holder = record
+        .as_ref()
+        .and_then(|record| sandbox_holder(record, &recorded));
+    let alive = recorded.iter().filter(|process| process.is_alive()).count();
+    for process in recorded.iter().filter(|process| process.is_alive()) {
         tracing::info!(role = %process.role, pid = process.pid, "reaping leftover process group");
-        kill_group(process.pid);
     }
-    if !alive.is_empty() {
-        std::thread::sleep(Duration::from_millis(300));
-        for process in &alive {
-            if start_ticks(process.pid) == Some(process.start_ticks) {
-                force_kill_group(process.pid);
-            }
-        }
+    let left = kill_and_prove(
+        &recorded,
+        holder.as_ref(),
+        Duration::from_millis(300),
+        REAP_PROOF,
+    );
+    if !left.is_empty() {
+        tracing::error!(?left, "processes of a reaped desktop are still running");
     }
     if let (Some(record), Some(xvfb)) = (
-        read_desktop_record(session_dir).filter(|record| record.sandbox.is_none()),
+        record.filter(|record| record.sandbox.is_none()),
         recorded.iter().find(|process| process.role == "xvfb"),
     ) {
         wait_gone(xvfb.pid, xvfb.start_ticks, Duration::from_secs(2));
         remove_display_files(&record.display_name, xvfb.pid);
     }
     crate::sandbox::remove_workspace(session_dir);
-    alive.len()
+    alive
+}
+
+/// How long reaping waits for the kernel to finish off what it killed.
+const REAP_PROOF: Duration = Duration::from_secs(3);
+
+/// The sandbox's pid 1 (the holder, `desktop.json`) when it is still the process the recorded
+/// bwrap started: pid 1 of a pid namespace of its own, started no earlier than the recorded
+/// `sandbox` process and within a minute of it (against pid reuse). Recorded with role
+/// `sandbox_init`.
+pub(crate) fn sandbox_holder(
+    record: &DesktopRecord,
+    recorded: &[RecordedProcess],
+) -> Option<RecordedProcess> {
+    let pid = record.sandbox.as_ref()?.holder_pid;
+    let bwrap = recorded.iter().find(|process| process.role == "sandbox")?;
+    let ticks = start_ticks(pid)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let ns_pids: Vec<&str> = status
+        .lines()
+        .find_map(|line| line.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .collect();
+    let innermost_is_one = ns_pids.len() > 1 && ns_pids.last() == Some(&"1");
+    // Clock ticks are 100 a second on Linux: a minute is generous for bwrap's fork.
+    let started_with_bwrap =
+        ticks >= bwrap.start_ticks && ticks <= bwrap.start_ticks.saturating_add(6_000);
+    (innermost_is_one && started_with_bwrap).then(|| RecordedProcess {
+        role: "sandbox_init".to_string(),
+        pid,
+        start_ticks: ticks,
+    })
+}
+
+/// The live members of `leader`'s process group: every live process whose group is the
+/// leader's pid and which started no earlier than the leader (a group's members are born
+/// after it; a pid reused later is never taken for one), the leader included.
+pub(crate) fn group_members(leader: &RecordedProcess) -> Vec<u32> {
+    // A pid number is free for reuse only once no process, group or session holds it: a live
+    // process at the leader's pid that is not the leader means the group is gone.
+    if start_ticks(leader.pid).is_some_and(|ticks| ticks != leader.start_ticks) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            group_and_ticks(*pid)
+                .is_some_and(|(group, ticks)| group == leader.pid && ticks >= leader.start_ticks)
+        })
+        .collect()
+}
+
+/// The process group and start time of a live (not zombie) process.
+fn group_and_ticks(pid: u32) -> Option<(u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if *fields.first()? == "Z" {
+        return None;
+    }
+    Some((fields.get(2)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// What is still running of `recorded` and `holder`: each recorded process and the holder by
+/// pid and start time, and every live member of a recorded process group, as `role (pid N)`.
+pub(crate) fn survivors(
+    recorded: &[RecordedProcess],
+    holder: Option<&RecordedProcess>,
+) -> Vec<String> {
+    let mut left = Vec::new();
+    for process in holder.into_iter().chain(recorded) {
+        if process.is_alive() {
+            left.push(format!("{} (pid {})", process.role, process.pid));
+        }
+    }
+    for process in recorded {
+        for member in group_members(process) {
+            if member != process.pid {
+                left.push(format!("{} group member (pid {member})", process.role));
+            }
+        }
+    }
+    left
+}
+
+/// Kills `holder` (SIGKILL) and every recorded group with a live member: SIGTERM, `grace`,
+/// SIGKILL (leader alive or not), then waits up to `proof` until [`survivors`] is empty and
+/// returns what is left. A zero `grace` sends SIGKILL at once, `worker` role first.
+pub(crate) fn kill_and_prove(
+    recorded: &[RecordedProcess],
+    holder: Option<&RecordedProcess>,
+    grace: Duration,
+    proof: Duration,
+) -> Vec<String> {
+    let mut ordered: Vec<&RecordedProcess> = recorded.iter().collect();
+    ordered.sort_by_key(|process| process.role != "worker");
+    let has_members = |process: &RecordedProcess| !group_members(process).is_empty();
+    if grace.is_zero() {
+        // Destruction: the worker (the only process that sends input) before anything else.
+        for process in ordered.iter().filter(|process| process.role == "worker") {
+            if has_members(process) {
+                force_kill_group(process.pid);
+            }
+        }
+    }
+    if let Some(holder) = holder.filter(|holder| holder.is_alive())
+        && let Ok(raw) = i32::try_from(holder.pid)
+    {
+        tracing::info!(
+            pid = holder.pid,
+            "killing the sandbox's pid 1 and its pid namespace"
+        );
+        let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
+    }
+    if !grace.is_zero() {
+        let mut any = false;
+        for process in ordered.iter().filter(|process| has_members(process)) {
+            kill_group(process.pid);
+            any = true;
+        }
+        if any {
+            std::thread::sleep(grace);
+        }
+    }
+    for process in ordered.iter().filter(|process| has_members(process)) {
+        force_kill_group(process.pid);
+    }
+    let deadline = Instant::now() + proof;
+    loop {
+        let left = survivors(recorded, holder);
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        // A member forked between the scan and the signal: signal the groups again.
+        for process in recorded.iter().filter(|process| has_members(process)) {
+            force_kill_group(process.pid);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so a broker killed meanwhile

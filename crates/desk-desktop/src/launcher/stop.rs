@@ -1,12 +1,16 @@
 //! Stopping a desktop: each recorded role's process group gets SIGTERM, then SIGKILL after a
-//! grace period; the app first, Xvfb last; on drop too, unless the desktop was detached for a
-//! restarted broker to reattach.
+//! grace period; the app first, Xvfb last; then the sandbox's pid 1 (and with it its pid
+//! namespace) and any member left of a recorded group get SIGKILL and are proven gone; on drop
+//! too, unless the desktop was detached for a restarted broker to reattach.
 
 use std::time::{Duration, Instant};
 
 use desk_contract::worker::WorkerOp;
 
-use super::records::{force_kill_group, kill_group, remove_display_files, start_ticks, wait_gone};
+use super::records::{
+    RecordedProcess, force_kill_group, kill_and_prove, kill_group, read_desktop_record,
+    remove_display_files, sandbox_holder, start_ticks, wait_gone,
+};
 use super::{LocalDesktop, Supervised};
 
 impl LocalDesktop {
@@ -24,6 +28,18 @@ impl LocalDesktop {
     }
 
     pub(super) fn stop_all(&mut self) {
+        // Read before anything stops: what must be proven gone afterwards.
+        let recorded: Vec<RecordedProcess> = self
+            .processes
+            .iter()
+            .map(|process| RecordedProcess {
+                role: process.role.to_string(),
+                pid: process.pid,
+                start_ticks: process.start_ticks,
+            })
+            .collect();
+        let holder = read_desktop_record(&self.config.session_dir)
+            .and_then(|record| sandbox_holder(&record, &recorded));
         if let Some(mut worker) = self.worker.take() {
             let _ = worker.call(WorkerOp::Shutdown, Duration::from_secs(2));
         }
@@ -34,6 +50,12 @@ impl LocalDesktop {
                 remove_display_files(&self.display_name, process.pid);
             }
         }
+        // Members that outlived their group's leader and the sandbox's pid 1 with its
+        // namespace: killed, and proven gone.
+        let left = kill_and_prove(&recorded, holder.as_ref(), Duration::ZERO, STOP_PROOF);
+        if !left.is_empty() {
+            tracing::error!(?left, "processes of a stopped desktop are still running");
+        }
         self.app_running = false;
         self.record_processes();
         if self.sandbox.is_some() {
@@ -41,6 +63,9 @@ impl LocalDesktop {
         }
     }
 }
+
+/// How long stopping waits for the last survivors to be gone.
+const STOP_PROOF: Duration = Duration::from_secs(2);
 
 /// SIGTERM the process's group, wait up to 2 s, then SIGKILL; reaps it when it is our child.
 fn terminate(process: &mut Supervised) {

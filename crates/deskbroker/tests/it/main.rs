@@ -26,6 +26,7 @@ mod load;
 mod perf;
 mod policy_cli;
 mod probe;
+mod reap;
 mod reset_handoff;
 mod sandbox;
 mod semantic;
