@@ -64,6 +64,8 @@ def write_probe_profile(root: Path) -> tuple[Path, Path]:
     (profiles / "probe.toml").write_text(
         f'''name = "probe"
 command = ["{binary("desk-probe")}", "--out", "{probe_log}"]
+# The sandbox shows the host's system directories only: the probe's own directory is named.
+read_only = ["{binary("desk-probe").parent}"]
 [attempt]
 filename = "attempt.txt"
 template = "fresh"
