@@ -9,12 +9,13 @@ import inspect
 from pathlib import Path
 
 import pytest
-from agents import Agent, ComputerTool, Runner, set_tracing_disabled
+from agents import Agent, ComputerTool, RunConfig, Runner, set_tracing_disabled
 from agents.computer import AsyncComputer
 from agents.testing import ScriptedModel, assistant_message
 from openai.types.responses import ResponseComputerToolCall
 
 from deskbroker import ApiError, Client, DeskbrokerComputer, DeskbrokerError
+from deskbroker.computer import REFUSAL_CODES, ActionRefused
 
 from .conftest import Broker
 
@@ -101,7 +102,8 @@ async def test_agents_sdk_runner_drives_the_desktop(broker: Broker) -> None:
 async def test_cua_handler_protocol_and_press_release(broker: Broker) -> None:
     protocol = cua_protocol()
     async with Client(socket=str(broker.socket)) as client:
-        async with await DeskbrokerComputer.create(client, task_id="cua", attempt_id="a1") as pc:
+        async with await DeskbrokerComputer.create(client, task_id="cua", attempt_id="a1",
+                                                   on_refusal="raise") as pc:
             assert isinstance(pc, protocol)
             for name, member in inspect.getmembers(protocol, inspect.isfunction):
                 if name.startswith("_"):
@@ -129,7 +131,7 @@ async def test_cua_handler_protocol_and_press_release(broker: Broker) -> None:
             assert got[1] == ("button_release", 400, 340)
             assert got[2:] == [("button_press", 600, 600), ("button_release", 650, 610)]
             assert typed(broker, since).endswith("ok")
-            # Bad input is refused before anything is sent.
+            # Bad input is refused before anything is sent (ActionRefused, counted).
             before = (await client.status(pc.session_id))["next_action_index"]
             with pytest.raises(DeskbrokerError):
                 await pc.left_mouse_up(1, 1)
@@ -145,6 +147,130 @@ async def test_cua_handler_protocol_and_press_release(broker: Broker) -> None:
                                  screenshot_id="shot_not_issued")
             assert refused.value.code == "screenshot_unknown"
             assert (await client.status(pc.session_id))["next_action_index"] == before
+            assert [r.call for r in pc.refusals] == ["left_mouse_up", "click", "drag", "click"]
         # Released on exit.
         with pytest.raises(DeskbrokerError):
             client.session(pc.session_id)
+
+
+def computer_call(n: int, *actions: dict) -> ResponseComputerToolCall:
+    return ResponseComputerToolCall.model_validate({
+        "id": f"cu_{n}", "call_id": f"call_{n}", "type": "computer_call", "status": "completed",
+        "pending_safety_checks": [], "actions": list(actions)})
+
+
+def texts(items: object) -> list[str]:
+    """The user messages' texts in a model input."""
+    return [item["content"] for item in items  # type: ignore[attr-defined]
+            if isinstance(item, dict) and item.get("role") == "user"
+            and isinstance(item.get("content"), str)]
+
+
+async def test_agents_sdk_refused_actions_go_back_to_the_model(broker: Broker) -> None:
+    """A point off screen, a system key and an unsupported button: the SDK's run goes on, the
+    model reads each refusal after that call's screenshot, the rest of a refused call is not
+    run, and the refusals are counted."""
+    async with Client(socket=str(broker.socket)) as client:
+        async with await DeskbrokerComputer.create(client, task_id="ref", attempt_id="a1") as pc:
+            model = ScriptedModel([
+                [computer_call(1, {"type": "click", "x": 5000, "y": 10, "button": "left"},
+                               {"type": "type", "text": "x"},
+                               {"type": "keypress", "keys": ["return"]})],
+                [computer_call(2, {"type": "keypress", "keys": ["super", "l"]})],
+                [computer_call(3, {"type": "click", "x": 10, "y": 10, "button": "back"})],
+                [computer_call(4, {"type": "type", "text": "ok"})],
+                [assistant_message("finished")],
+            ])
+            agent = Agent(name="desk", instructions="use the computer", model=model,
+                          tools=[ComputerTool(computer=pc)])
+            since = len(broker.probe_events())
+            inputs: list[list] = []
+
+            def seen(data):  # what each model call is given, after the computer's filter
+                filtered = pc.model_input_filter(data)
+                inputs.append(list(filtered.input))
+                return filtered
+
+            result = await Runner.run(agent, "type ok", max_turns=8,
+                                      run_config=RunConfig(call_model_input_filter=seen))
+            assert result.final_output == "finished"
+            model.assert_complete()
+
+            assert [(r.call, r.code) for r in pc.refusals] == [
+                ("click", "invalid_action"), ("keypress", "invalid_action"),
+                ("click", "refused_locally")]
+            assert "outside" in pc.refusals[0].message
+            assert "system key" in pc.refusals[1].message
+            assert "'back'" in pc.refusals[2].message
+            assert pc.skipped == 2, "the type and keypress after the refused click"
+            # Only the last call reached the desktop.
+            assert typed(broker, since) == "ok"
+            assert presses(broker, since) == []
+            assert (await client.status(pc.session_id))["next_action_index"] == 1
+
+            # The second model call reads the first refusal right after call_1's screenshot;
+            # every later call still has it, and the next ones in order.
+            second = inputs[1]
+            at = [i for i, item in enumerate(second)
+                  if isinstance(item, dict) and item.get("type") == "computer_call_output"]
+            assert len(at) == 1
+            note = second[at[0] + 1]["content"]
+            assert "click(5000, 10, 'left'" in note and "invalid_action" in note
+            assert "2 later action(s)" in note
+            last = texts(inputs[-1])
+            assert len(last) == 1 + 3, last  # the task, then one note per refused call
+            assert "system key" in last[2] and "refused_locally" in last[3]
+
+
+async def test_refusal_raises_for_cua(broker: Broker) -> None:
+    """``on_refusal="raise"``: an ActionRefused that is cua's own ToolError once cua is loaded
+    (cua's agent loop returns exactly that class to the model as the call's error output)."""
+    import sys
+
+    import importlib.metadata as metadata
+
+    (types_py,) = [f for f in metadata.files("cua-agent") or []
+                   if str(f) == "cua_agent/types.py"]
+    spec = importlib.util.spec_from_file_location("cua_agent.types", Path(types_py.locate()))
+    assert spec and spec.loader
+    cua_types = importlib.util.module_from_spec(spec)
+    # cua's types.py imports three typing names from litellm, which the test venv does not
+    # install (cua-agent comes with --no-deps): a stand-in module for that import only.
+    import types as pytypes
+
+    litellm = pytypes.ModuleType("litellm")
+    litellm.ResponseInputParam = litellm.ResponsesAPIResponse = litellm.ToolParam = dict  # type: ignore[attr-defined]
+    saved = sys.modules.get("litellm")
+    sys.modules["litellm"] = litellm
+    try:
+        spec.loader.exec_module(cua_types)
+    finally:
+        if saved is None:
+            del sys.modules["litellm"]
+        else:
+            sys.modules["litellm"] = saved
+    async with Client(socket=str(broker.socket)) as client:
+        async with await DeskbrokerComputer.create(client, task_id="cuaref", attempt_id="a1",
+                                                   on_refusal="raise") as pc:
+            with pytest.raises(ActionRefused) as plain:
+                await pc.click(-1, 5)
+            assert plain.value.refusal.code == "invalid_action"
+            assert not isinstance(plain.value, cua_types.ToolError)
+            sys.modules["cua_agent.types"] = cua_types
+            try:
+                with pytest.raises(cua_types.ToolError) as as_cua:
+                    await pc.keypress("super")
+                assert isinstance(as_cua.value, ActionRefused)
+                # A failure that is not a refusal still ends the run as before: the session
+                # released behind the computer's back (its token kept, so the broker answers).
+                remembered = client.session(pc.session_id)
+                await client.release(pc.session_id)
+                client.adopt(pc.session_id, remembered.lease_token, "cuaref", "a1",
+                             remembered.next_action_index)
+                with pytest.raises(ApiError) as gone:
+                    await pc.type("late")
+                assert not isinstance(gone.value, ActionRefused)
+                assert gone.value.code not in REFUSAL_CODES
+            finally:
+                del sys.modules["cua_agent.types"]
+            assert [r.code for r in pc.refusals] == ["invalid_action", "invalid_action"]

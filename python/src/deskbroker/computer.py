@@ -6,20 +6,131 @@ action schema has no separate press and release, so cua's ``left_mouse_down``/``
 pair is sent as one ``drag`` along the points seen between them (a ``click`` when the pointer did
 not move). Held ``keys`` of the Agents SDK become the action's ``modifiers`` (shift, ctrl, alt; any
 other held key is refused before anything is sent).
+
+Refused actions go back to the model and the run continues; every refusal is counted in
+:attr:`DeskbrokerComputer.refusals`. A refusal is the broker refusing an action before any input
+(``invalid_action``, ``point_outside_image``, ``destination_not_app``, ...: :data:`REFUSAL_CODES`)
+or this class refusing one before sending it (an unsupported button, a held key that is not a
+modifier). Anything else (the desktop failed, the lease expired, the broker is unreachable)
+still raises. How the refusal reaches the model depends on the caller (``on_refusal``):
+
+- ``"report"`` (default; the OpenAI Agents SDK): the method returns; later actions of the same
+  computer call are skipped (they were planned on the screen the refused one should have made)
+  until the SDK's closing ``screenshot()``, which becomes the call's output. The SDK's computer
+  tool output is a screenshot only and it aborts the run on any exception, so the refusal's text
+  is added to the model's next input by :meth:`DeskbrokerComputer.model_input_filter` (pass it as
+  ``RunConfig(call_model_input_filter=...)``), right after that call's output.
+- ``"raise"`` (cua): :class:`ActionRefused` is raised; while cua is loaded it is also cua's own
+  ``ToolError``, which cua's agent loop returns to the model as the call's error output.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import functools
+import sys
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Concatenate, Literal, ParamSpec
 
-from .client import Client, DeskbrokerError
+from .client import ApiError, Client, DeskbrokerError
 
 try:  # The Agents SDK is optional: without it the class is a plain object with the same methods.
     from agents.computer import AsyncComputer as _Base
 except ImportError:  # pragma: no cover - exercised only without the extra installed
     _Base = object  # type: ignore[assignment,misc]
 
-__all__ = ["DeskbrokerComputer"]
+__all__ = ["ActionRefused", "DeskbrokerComputer", "REFUSAL_CODES", "Refusal"]
+
+# Broker codes that refuse an action the model chose before any input reached the desktop: the
+# model can do better next turn. Every other code (desktop_failed, lease_expired,
+# session_killed, control_stopped, ...) ends the run.
+REFUSAL_CODES = frozenset({
+    "invalid_action", "invalid_request", "invalid_params", "point_outside_image",
+    "screenshot_unknown", "screenshot_stale", "destination_not_app", "unsupported",
+})
+# The code of a refusal made here, before anything was sent.
+REFUSED_LOCALLY = "refused_locally"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refused computer call: the method, its arguments, the code and the reason."""
+
+    call: str
+    arguments: str
+    code: str
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.call}({self.arguments}) was refused ({self.code}): {self.message}"
+
+
+class ActionRefused(DeskbrokerError):
+    """A refused action (``on_refusal="raise"``); :attr:`refusal` says which and why."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(f"{refusal.describe()}; nothing was sent")
+        self.refusal = refusal
+
+
+class _NotSent(DeskbrokerError):
+    """An action this class refuses before sending anything (its arguments)."""
+
+
+_CUA_ERRORS: dict[type, type] = {}
+
+
+def _refused_error(refusal: Refusal) -> ActionRefused:
+    """An :class:`ActionRefused`, also cua's ``ToolError`` when cua is loaded (cua turns only
+    its own ``ToolError`` into a tool result; importing it here would load cua's model stack)."""
+    tool_error = getattr(sys.modules.get("cua_agent.types"), "ToolError", None)
+    if not (isinstance(tool_error, type) and issubclass(tool_error, Exception)):
+        return ActionRefused(refusal)
+    both = _CUA_ERRORS.get(tool_error)
+    if both is None:
+        both = type("ActionRefused", (ActionRefused, tool_error), {})
+        _CUA_ERRORS[tool_error] = both
+    error = both(refusal)
+    assert isinstance(error, ActionRefused)
+    return error
+
+
+_P = ParamSpec("_P")
+
+
+def _refusable(
+    method: Callable[Concatenate[DeskbrokerComputer, _P], Coroutine[Any, Any, None]],
+) -> Callable[Concatenate[DeskbrokerComputer, _P], Coroutine[Any, Any, None]]:
+    """Turns a refusal of the outermost computer call into a recorded :class:`Refusal` (see the
+    module documentation); calls made by another call (scroll's move) pass theirs up."""
+
+    @functools.wraps(method)
+    async def call(self: DeskbrokerComputer, *args: _P.args, **kwargs: _P.kwargs) -> None:
+        if self._depth:
+            return await method(self, *args, **kwargs)
+        arguments = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        if self._skipping:
+            self._skipped_in_call += 1
+            return None
+        self._depth += 1
+        try:
+            return await method(self, *args, **kwargs)
+        except ApiError as error:
+            if error.code not in REFUSAL_CODES:
+                raise
+            refusal = Refusal(method.__name__, arguments, error.code, error.message)
+        except _NotSent as error:
+            refusal = Refusal(method.__name__, arguments, REFUSED_LOCALLY, str(error))
+        finally:
+            self._depth -= 1
+        self.refusals.append(refusal)
+        if self.on_refusal == "raise":
+            raise _refused_error(refusal)
+        self._refused_in_call.append(refusal)
+        self._skipping = True
+        return None
+
+    return call
 
 _MODIFIERS = {"shift": "shift", "ctrl": "ctrl", "control": "ctrl", "alt": "alt"}
 _BUTTONS = {"left": "left", "right": "right", "wheel": "middle", "middle": "middle"}
@@ -32,7 +143,7 @@ def _modifiers(keys: list[str] | None) -> list[str]:
     for key in keys or []:
         name = _MODIFIERS.get(key.lower())
         if name is None:
-            raise DeskbrokerError(f"held key {key!r} is not a modifier (shift, ctrl, alt)")
+            raise _NotSent(f"held key {key!r} is not a modifier (shift, ctrl, alt)")
         if name not in out:
             out.append(name)
     return out
@@ -41,7 +152,7 @@ def _modifiers(keys: list[str] | None) -> list[str]:
 def _button(button: str) -> str:
     name = _BUTTONS.get(button)
     if name is None:
-        raise DeskbrokerError(f"mouse button {button!r} is not supported (left, right, wheel)")
+        raise _NotSent(f"mouse button {button!r} is not supported (left, right, wheel)")
     return name
 
 
@@ -61,7 +172,10 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
     """
 
     def __init__(self, client: Client, session_id: str, width: int, height: int,
-                 first_screenshot_b64: str) -> None:
+                 first_screenshot_b64: str,
+                 on_refusal: Literal["report", "raise"] = "report") -> None:
+        if on_refusal not in ("report", "raise"):
+            raise DeskbrokerError(f"on_refusal must be 'report' or 'raise', not {on_refusal!r}")
         self.client = client
         self.session_id = session_id
         self._width = width
@@ -73,10 +187,23 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         self._mouse_down: list[tuple[int, int]] | None = None
         self._pointer: tuple[int, int] | None = None
         self.last_response: dict[str, Any] | None = None
+        self.on_refusal = on_refusal
+        # Every refused call of this session, in order (the count is len(refusals)).
+        self.refusals: list[Refusal] = []
+        # Calls skipped after a refusal in the same computer call (``report``).
+        self.skipped = 0
+        self._depth = 0
+        self._skipping = False
+        self._refused_in_call: list[Refusal] = []
+        self._skipped_in_call = 0
+        # Notes for the model (``model_input_filter``): not yet placed, and by call id.
+        self._pending_notes: list[str] = []
+        self._notes: dict[str, str] = {}
 
     @classmethod
     async def create(cls, client: Client, *, task_id: str, attempt_id: str,
-                     profile: str | None = None) -> DeskbrokerComputer:
+                     profile: str | None = None,
+                     on_refusal: Literal["report", "raise"] = "report") -> DeskbrokerComputer:
         lease = await client.lease(task_id, attempt_id, profile)
         session_id = str(lease["session_id"])
         try:
@@ -86,7 +213,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
             raise
         shot = reset["screenshot"]
         return cls(client, session_id, int(shot["width"]), int(shot["height"]),
-                   str(shot["png_base64"]))
+                   str(shot["png_base64"]), on_refusal)
 
     async def dispose(self) -> None:
         await self.client.release(self.session_id)
@@ -118,13 +245,16 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         return (self._width, self._height)
 
     async def screenshot(self, text: str | None = None) -> str:
-        """A fresh capture, base64 PNG (``text`` is cua's optional caption, ignored)."""
+        """A fresh capture, base64 PNG (``text`` is cua's optional caption, ignored). It ends a
+        computer call: calls skipped after a refusal run again from here."""
+        self._close_call()
         shot = await self.client.screenshot(self.session_id)
         self._last_png_b64 = str(shot["png_base64"])
         shown = shot.get("screenshot_id")
         self._shown_id = str(shown) if shown is not None else None
         return self._last_png_b64
 
+    @_refusable
     async def click(self, x: int, y: int, button: str = "left", *,
                     keys: list[str] | None = None) -> None:
         action: dict[str, Any] = {"type": "click", "x": x, "y": y, "button": _button(button),
@@ -134,6 +264,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         await self._act(action)
         self._pointer = (x, y)
 
+    @_refusable
     async def double_click(self, x: int, y: int, *, keys: list[str] | None = None) -> None:
         action: dict[str, Any] = {"type": "double_click", "x": x, "y": y,
                                   "intent": f"double-click at ({x}, {y})"}
@@ -142,6 +273,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         await self._act(action)
         self._pointer = (x, y)
 
+    @_refusable
     async def scroll(self, x: int, y: int, scroll_x: int, scroll_y: int, *,
                      keys: list[str] | None = None) -> None:
         """Moves to ``(x, y)`` then scrolls by the pixel amounts as wheel notches."""
@@ -154,27 +286,32 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
             action["modifiers"] = modifiers
         await self._act(action)
 
+    @_refusable
     async def type(self, text: str) -> None:
         await self._act({"type": "type", "text": text, "intent": f"type {len(text)} characters"})
 
+    @_refusable
     async def wait(self, ms: int = 1000) -> None:
         """A broker ``wait`` of ``ms`` milliseconds (the Agents SDK calls it without one)."""
         await self._act({"type": "wait", "milliseconds": ms, "intent": f"wait {ms} ms"})
 
+    @_refusable
     async def move(self, x: int, y: int, *, keys: list[str] | None = None) -> None:
         if keys:
-            raise DeskbrokerError("the broker's move takes no held keys")
+            raise _NotSent("the broker's move takes no held keys")
         await self._act({"type": "move", "x": x, "y": y, "intent": f"move to ({x}, {y})"})
         self._pointer = (x, y)
         if self._mouse_down is not None:
             self._mouse_down.append((x, y))
 
+    @_refusable
     async def keypress(self, keys: list[str] | str) -> None:
         """A chord: ``["ctrl", "s"]`` (Agents SDK) or ``"ctrl+s"`` (cua)."""
         chord = keys.split("+") if isinstance(keys, str) else list(keys)
         names = [key.strip().lower() for key in chord]
         await self._act({"type": "key", "keys": names, "intent": f"press {'+'.join(names)}"})
 
+    @_refusable
     async def drag(self, path: list[Any], *, keys: list[str] | None = None) -> None:
         """Along ``[(x, y), ...]`` (Agents SDK) or ``[{"x": .., "y": ..}, ...]`` (cua)."""
         points = [_point(point) for point in path]
@@ -185,6 +322,47 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         await self._act(action)
         if points:
             self._pointer = points[-1]
+
+    # -- refusals back to the model -------------------------------------------------------
+
+    def _close_call(self) -> None:
+        if not self._refused_in_call:
+            return
+        lines = [f"The computer refused {r.describe()}. Nothing was sent for it."
+                 for r in self._refused_in_call]
+        if self._skipped_in_call:
+            lines.append(f"The {self._skipped_in_call} later action(s) of the same call were "
+                         "not run.")
+        lines.append("The screenshot shows the screen now.")
+        self._pending_notes.append(" ".join(lines))
+        self.skipped += self._skipped_in_call
+        self._refused_in_call = []
+        self._skipped_in_call = 0
+        self._skipping = False
+
+    def model_input_filter(self, data: Any) -> Any:
+        """An Agents SDK ``call_model_input_filter``: after each computer call's output whose
+        actions were refused, a user message saying what was refused and why (kept on every
+        later model call). Use ``RunConfig(call_model_input_filter=computer.model_input_filter)``."""
+        from agents.run_config import ModelInputData
+
+        items = list(data.model_data.input)
+        if self._pending_notes:
+            for item in reversed(items):
+                if _field(item, "type") == "computer_call_output":
+                    call_id = str(_field(item, "call_id"))
+                    self._notes[call_id] = " ".join(
+                        [*filter(None, [self._notes.get(call_id)]), *self._pending_notes])
+                    self._pending_notes = []
+                    break
+        out: list[Any] = []
+        for item in items:
+            out.append(item)
+            note = (self._notes.get(str(_field(item, "call_id")))
+                    if _field(item, "type") == "computer_call_output" else None)
+            if note:
+                out.append({"role": "user", "content": note})
+        return ModelInputData(input=out, instructions=data.model_data.instructions)
 
     # -- cua AsyncComputerHandler -----------------------------------------------------------
 
@@ -197,14 +375,16 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
     async def get_current_url(self) -> str:
         raise DeskbrokerError("a desktop session has no current URL")
 
+    @_refusable
     async def left_mouse_down(self, x: int | None = None, y: int | None = None) -> None:
         """Starts a press; sent with :meth:`left_mouse_up` as one drag (or click)."""
         start = self._at(x, y)
         self._mouse_down = [start]
 
+    @_refusable
     async def left_mouse_up(self, x: int | None = None, y: int | None = None) -> None:
         if self._mouse_down is None:
-            raise DeskbrokerError("left_mouse_up without left_mouse_down")
+            raise _NotSent("left_mouse_up without left_mouse_down")
         points = self._mouse_down
         self._mouse_down = None
         end = self._at(x, y)
@@ -220,7 +400,11 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
             return (x, y)
         if x is None and y is None and self._pointer is not None:
             return self._pointer
-        raise DeskbrokerError("give both x and y (the pointer position is not known yet)")
+        raise _NotSent("give both x and y (the pointer position is not known yet)")
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
 
 
 def _point(point: Any) -> tuple[int, int]:
@@ -229,7 +413,7 @@ def _point(point: Any) -> tuple[int, int]:
     elif isinstance(point, (tuple, list)) and len(point) == 2:
         x, y = point
     else:
-        raise DeskbrokerError(f"drag point {point!r} is neither (x, y) nor {{'x', 'y'}}")
+        raise _NotSent(f"drag point {point!r} is neither (x, y) nor {{'x', 'y'}}")
     if not isinstance(x, int) or not isinstance(y, int) or isinstance(x, bool) or isinstance(y, bool):
-        raise DeskbrokerError(f"drag point {point!r} needs integer x and y")
+        raise _NotSent(f"drag point {point!r} needs integer x and y")
     return (x, y)
