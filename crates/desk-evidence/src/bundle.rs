@@ -7,7 +7,11 @@
 //! file with its SHA-256 and size. Invariant: every file of a bundle that verifies is listed in
 //! the manifest and is backed by the journal: the logs by the prefix digests of receipts and of
 //! `session_released`, each artifact by its last `artifact`/`checkpoint` record, each frame by
-//! its `screenshot` record.
+//! its `screenshot` record. A released session's logs and artifacts that release deleted are
+//! listed in the manifest's `not_retained` with the journal's digests (`bundle/retention.rs`).
+//!
+//! Over 400 lines on purpose: export and verify run the same checks against the journal, and
+//! they read as one beside each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -23,6 +27,8 @@ use crate::journal::{MAX_JOURNAL_BYTES, VerifiedRecord, verify_journal};
 use crate::record::{LogDigest, RECORD_SCHEMA, RecordBody, is_file_name};
 use crate::sign::{Envelope, SigningKey, VerifyingKey, sha256_hex};
 use crate::strict;
+
+mod retention;
 
 /// `schema_version` of a bundle manifest.
 pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
@@ -136,6 +142,10 @@ pub struct Manifest {
     pub journal: ManifestJournal,
     /// Every file but `manifest.json`, sorted by path.
     pub files: Vec<ManifestFile>,
+    /// Logs and artifacts that release deleted, with the digests the journal signed for them
+    /// (see `bundle/retention.rs`); absent from bundles that keep everything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_retained: Vec<ManifestFile>,
 }
 
 /// What a successful [`verify`] checked.
@@ -160,6 +170,8 @@ pub struct VerifyReport {
     pub n_frames: usize,
     /// Artifacts checked: name and SHA-256.
     pub artifacts: Vec<(String, String)>,
+    /// Files release deleted, checked against the journal's digests instead of bytes.
+    pub not_retained: Vec<String>,
 }
 
 fn export_error(out_dir: &Path, reason: impl Into<String>) -> EvidenceError {
@@ -167,6 +179,11 @@ fn export_error(out_dir: &Path, reason: impl Into<String>) -> EvidenceError {
         path: out_dir.to_path_buf(),
         reason: reason.into(),
     }
+}
+
+/// Whether nothing (not even a link) is at `path`.
+fn is_absent(path: &Path) -> bool {
+    matches!(fs::symlink_metadata(path), Err(error) if error.kind() == std::io::ErrorKind::NotFound)
 }
 
 fn read_optional(path: &Path) -> Result<Vec<u8>, EvidenceError> {
@@ -192,13 +209,32 @@ pub fn export(
         return Err(export_error(out_dir, "the journal has no records"));
     };
     let session_id = last.record().session_id.clone();
-    let events = read_optional(&inputs.events)?;
-    let frame_events = read_optional(&inputs.frame_events)?;
 
     let mut planned: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut not_retained: BTreeMap<String, ManifestFile> = BTreeMap::new();
     planned.insert(JOURNAL_FILE.to_string(), journal_bytes.clone());
-    planned.insert(EVENTS_FILE.to_string(), events);
-    planned.insert(FRAME_EVENTS_FILE.to_string(), frame_events);
+    let released_logs = retention::released_logs(&records);
+    for (name, path) in [
+        (EVENTS_FILE, &inputs.events),
+        (FRAME_EVENTS_FILE, &inputs.frame_events),
+    ] {
+        // A released session's log that is gone but was not empty: deleted at release.
+        let deleted = released_logs
+            .as_ref()
+            .and_then(|logs| logs.iter().find(|(log, _)| *log == name))
+            .filter(|(_, digest)| digest.len > 0 && is_absent(path));
+        match deleted {
+            Some((_, digest)) => {
+                not_retained.insert(
+                    name.to_string(),
+                    retention::entry(name, &digest.sha256, digest.len),
+                );
+            }
+            None => {
+                planned.insert(name.to_string(), read_optional(path)?);
+            }
+        }
+    }
     let recorded_artifacts = recorded_artifacts(&records);
     let mut seen_names = BTreeSet::new();
     for artifact_path in &inputs.artifacts {
@@ -227,14 +263,18 @@ pub fn export(
             files::read_limited(artifact_path, MAX_FILE_BYTES)?,
         );
     }
-    if let Some(name) = recorded_artifacts
-        .keys()
-        .find(|name| !seen_names.contains(*name))
-    {
-        return Err(export_error(
-            out_dir,
-            format!("recorded artifact {name} is not among the inputs"),
-        ));
+    for (name, (_, sha256, size)) in &recorded_artifacts {
+        if seen_names.contains(name) {
+            continue;
+        }
+        if released_logs.is_none() {
+            return Err(export_error(
+                out_dir,
+                format!("recorded artifact {name} is not among the inputs"),
+            ));
+        }
+        let path = format!("{ARTIFACT_DIR}/{name}");
+        not_retained.insert(path.clone(), retention::entry(&path, sha256, *size));
     }
     if let Some(frames_dir) = &inputs.frames_dir {
         for record in &records {
@@ -253,7 +293,7 @@ pub fn export(
         .iter()
         .map(|(path, bytes)| (path.clone(), BundleFile::Bytes(bytes)))
         .collect();
-    check_against_journal(&records, &bundle_files)
+    check_against_journal(&records, &bundle_files, &not_retained)
         .map_err(|error| export_error(out_dir, error.to_string()))?;
 
     fs::create_dir(out_dir).map_err(|error| EvidenceError::io("create", out_dir, error))?;
@@ -286,6 +326,7 @@ pub fn export(
             released: matches!(last.record().body, RecordBody::SessionReleased(_)),
         },
         files: listed,
+        not_retained: not_retained.into_values().collect(),
     };
     let mut manifest_bytes = Envelope::sign(&manifest, key)?.canonical_bytes()?;
     manifest_bytes.push(b'\n');
@@ -343,11 +384,19 @@ fn named(record: &VerifiedRecord, problem: RecordProblem) -> EvidenceError {
 }
 
 /// Checks the logs, artifacts and frames against the digests the journal recorded.
+/// Files listed as not retained are checked against the journal instead (`retention`).
 fn check_against_journal(
     records: &[VerifiedRecord],
     bundle_files: &BTreeMap<String, BundleFile<'_>>,
+    not_retained: &BTreeMap<String, ManifestFile>,
 ) -> Result<(usize, Vec<(String, String)>), EvidenceError> {
+    retention::check(records, not_retained, |path| {
+        bundle_files.contains_key(path)
+    })?;
     for log_name in [EVENTS_FILE, FRAME_EVENTS_FILE] {
+        if not_retained.contains_key(log_name) {
+            continue;
+        }
         let bytes = bundle_files
             .get(log_name)
             .map(BundleFile::bytes)
@@ -361,6 +410,10 @@ fn check_against_journal(
     let mut artifacts = Vec::new();
     for (name, (record, sha256, size)) in &recorded {
         let path = format!("{ARTIFACT_DIR}/{name}");
+        if not_retained.contains_key(&path) {
+            artifacts.push((name.clone(), sha256.clone()));
+            continue;
+        }
         let actual = bundle_files
             .get(&path)
             .map(|file| LogDigest::of(file.bytes()));
@@ -656,7 +709,20 @@ pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, Evi
             problem: FileProblem::Unlisted,
         });
     }
-    let (n_frames, artifacts) = check_against_journal(&records, &bundle_files)?;
+    let mut not_retained = BTreeMap::new();
+    for listed in &manifest.not_retained {
+        if !is_plain_relative(&listed.path)
+            || not_retained
+                .insert(listed.path.clone(), listed.clone())
+                .is_some()
+        {
+            return Err(EvidenceError::File {
+                name: listed.path.clone(),
+                problem: FileProblem::BadPath,
+            });
+        }
+    }
+    let (n_frames, artifacts) = check_against_journal(&records, &bundle_files, &not_retained)?;
     let count = |kind: fn(&RecordBody) -> bool| {
         records
             .iter()
@@ -677,6 +743,7 @@ pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, Evi
         n_files: manifest.files.len(),
         n_frames,
         artifacts,
+        not_retained: not_retained.into_keys().collect(),
     })
 }
 

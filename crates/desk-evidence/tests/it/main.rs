@@ -508,3 +508,5 @@ fn journal_alone_names_a_broken_chain_link() {
         )
     });
 }
+
+mod retention;

@@ -1,0 +1,82 @@
+//! Attempt data that release deleted: a released session's logs and artifacts are gone from
+//! the state directory (the broker contract's release "deletes attempt data"), and its bundle
+//! lists them in the manifest's `not_retained` with the digest the journal signed for them.
+//!
+//! Invariant: a file may be listed as not retained only when the journal ends with
+//! `session_released` and the journal itself holds the listed digest (a log's whole digest in
+//! `session_released`, an artifact's in its last `checkpoint`/`artifact` record), and only
+//! when the bundle does not also carry the file. Frames were optional before and stay so.
+
+use std::collections::BTreeMap;
+
+use super::{ARTIFACT_DIR, EVENTS_FILE, FRAME_EVENTS_FILE, ManifestFile, recorded_artifacts};
+use crate::error::{EvidenceError, FileProblem};
+use crate::journal::VerifiedRecord;
+use crate::record::{LogDigest, RecordBody};
+
+/// The whole digests of both logs in the journal's closing `session_released`, if it has one.
+pub(super) fn released_logs(records: &[VerifiedRecord]) -> Option<[(&'static str, LogDigest); 2]> {
+    match &records.last()?.record().body {
+        RecordBody::SessionReleased(released) => Some([
+            (EVENTS_FILE, released.events.clone()),
+            (FRAME_EVENTS_FILE, released.frame_events.clone()),
+        ]),
+        _ => None,
+    }
+}
+
+/// The manifest entry of a file the journal describes with `digest` but that is gone.
+pub(super) fn entry(path: &str, sha256: &str, size: u64) -> ManifestFile {
+    ManifestFile {
+        path: path.to_owned(),
+        sha256: sha256.to_owned(),
+        size,
+    }
+}
+
+fn refused(path: &str, why: &str) -> EvidenceError {
+    EvidenceError::File {
+        name: path.to_owned(),
+        problem: FileProblem::NotRecorded(format!("listed as not retained, but {why}")),
+    }
+}
+
+/// Checks every not-retained entry against the journal (see the module's invariant); `present`
+/// tells whether the bundle carries a path.
+pub(super) fn check(
+    records: &[VerifiedRecord],
+    not_retained: &BTreeMap<String, ManifestFile>,
+    present: impl Fn(&str) -> bool,
+) -> Result<(), EvidenceError> {
+    if not_retained.is_empty() {
+        return Ok(());
+    }
+    let logs = released_logs(records);
+    let artifacts = recorded_artifacts(records);
+    for (path, listed) in not_retained {
+        let Some(logs) = &logs else {
+            return Err(refused(
+                path,
+                "the journal does not end with session_released",
+            ));
+        };
+        if present(path) {
+            return Err(refused(path, "the bundle carries it"));
+        }
+        let recorded = logs
+            .iter()
+            .find(|(name, _)| name == path)
+            .map(|(_, digest)| (digest.sha256.as_str(), digest.len))
+            .or_else(|| {
+                path.strip_prefix(&format!("{ARTIFACT_DIR}/"))
+                    .and_then(|name| artifacts.get(name))
+                    .map(|(_, sha256, size)| (sha256.as_str(), *size))
+            });
+        match recorded {
+            Some((sha256, size)) if sha256 == listed.sha256 && size == listed.size => {}
+            Some(_) => return Err(refused(path, "its digest differs from the journal's")),
+            None => return Err(refused(path, "the journal records no such log or artifact")),
+        }
+    }
+    Ok(())
+}
