@@ -19,7 +19,7 @@ from .conftest import Broker, binary
 class ScriptedClient(VfClient):
     """A verifiers model client that answers from a script and records what the model saw."""
 
-    def __init__(self, turns: list[list[dict[str, Any]] | str]) -> None:
+    def __init__(self, turns: list[Any]) -> None:
         super().__init__(object())
         self.turns = list(turns)
         self.prompts: list[Any] = []
@@ -37,6 +37,9 @@ class ScriptedClient(VfClient):
                                   tools: Any = None, **kwargs: Any) -> Any:
         self.prompts.append(prompt)
         turn = self.turns.pop(0)
+        while callable(turn):  # something the test does between two model turns
+            await turn()
+            turn = self.turns.pop(0)
         n = len(self.prompts)
         if isinstance(turn, str):
             message = ResponseMessage(content=turn, finish_reason="stop", is_truncated=False)
@@ -138,25 +141,69 @@ async def test_rollout_draws_task_004_and_is_scored(cad_broker: Broker) -> None:
     await env.broker.aclose()
 
 
-async def test_broker_refusal_mid_batch_fails_closed_and_releases(broker: Broker) -> None:
+async def test_broker_refusal_mid_batch_goes_back_to_the_model(broker: Broker) -> None:
     """On the probe desktop: the broker refuses item 1 (an unknown key name, which only the
-    broker validates); item 0 ran, item 2 never does, the rollout fails closed, reward 0, and the
-    session is still released."""
+    broker validates) before any input. Item 0 ran, item 2 does not; the model reads a `refused`
+    delivery with the reason and a fresh screenshot, the rollout continues and the refusal is
+    counted."""
     env = load_environment(str(broker.socket), tasks=["task-004"],
                            deskbroker_bin=str(binary("deskbroker")))
     model = ScriptedClient([
         [text("a"), key("nosuchkey"), text("b")],
+        [text("c")],
+        [{"type": "done", "intent": "finished"}],
+    ])
+    since = len(broker.probe_events())
+    output = await env.run_rollout(env.get_eval_dataset()[0], model, "scripted", {},
+                                   state_columns=["deskbroker"])
+    desk = output["deskbroker"]
+    assert not model.turns and desk["status"] == "done", desk
+    assert desk["n_refused_actions"] == 1 and desk["n_rejected_batches"] == 0
+    assert desk["actions_used"] == 3  # a, c, done
+    chars = "".join(e.get("char") or "" for e in broker.probe_events()[since:]
+                    if e["type"] == "key_press")
+    assert chars == "ac"
+    tool_results = [m for m in model.prompts[-1] if m.role == "tool"]
+    refused = json.loads(tool_results[0].content[0]["text"])
+    assert refused["delivery"] == "refused" and refused["item"] == 1
+    assert refused["code"] == "invalid_action" and "nosuchkey" in refused["reason"]
+    assert refused["items_executed"] == 1
+    assert tool_results[0].content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert json.loads(tool_results[1].content[0]["text"])["delivery"] == "input_injected"
+    assert output["metrics"]["refused_actions"] == 1.0
+    assert desk["released"] is True
+    await env.broker.aclose()
+
+
+async def test_broker_failure_mid_batch_fails_closed_and_releases(broker: Broker) -> None:
+    """A failure that is not a refusal (the session released behind the environment's back):
+    item 0 ran, the rollout fails closed at item 1, reward 0, and cleanup still releases."""
+    env = load_environment(str(broker.socket), tasks=["task-004"],
+                           deskbroker_bin=str(binary("deskbroker")))
+
+    async def release_behind_its_back() -> None:
+        (session_id,) = list(env.broker._sessions)
+        remembered = env.broker.session(session_id)
+        await env.broker.release(session_id)
+        env.broker.adopt(session_id, remembered.lease_token, remembered.task_id,
+                         remembered.attempt_id, remembered.next_action_index)
+
+    model = ScriptedClient([
+        [text("a")],
+        release_behind_its_back,
+        [text("b"), text("c")],
         [{"type": "done", "intent": "never reached"}],
     ])
     since = len(broker.probe_events())
     output = await env.run_rollout(env.get_eval_dataset()[0], model, "scripted", {},
                                    state_columns=["deskbroker"])
     desk = output["deskbroker"]
-    assert desk["status"] == "failed_closed" and "item 1" in desk["status_detail"]
+    assert desk["status"] == "failed_closed" and "item 0" in desk["status_detail"], desk
     assert desk["actions_used"] == 1 and len(model.turns) == 1, "no turn after failing closed"
     chars = "".join(e.get("char") or "" for e in broker.probe_events()[since:]
                     if e["type"] == "key_press")
     assert chars == "a"
     assert output["reward"] == 0.0 and desk["score"] is None
+    assert desk["n_refused_actions"] == 0
     assert desk["released"] is True
     await env.broker.aclose()

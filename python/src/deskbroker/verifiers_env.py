@@ -7,9 +7,13 @@ before the first request (known types, integer fields, pointer coordinates insid
 ``done`` only last, the batch fits the remaining action budget); a refused batch executes nothing
 and is answered with a ``rejected`` delivery and a fresh screenshot. An accepted batch runs open
 loop with request ids ``{rollout_id}-t{turn}-i{item}`` and the broker's strictly increasing
-indices; the tool result is the aggregate delivery (text) and the final screenshot (an image). A
-broker refusal or failure at any item fails the rollout closed; the batch is never re-sent. The
-rollout ends on ``done``, an answer without a tool call, the action or wall-time budget, or failed
+indices; the tool result is the aggregate delivery (text) and the final screenshot (an image).
+An item the broker refuses before any input (``deskbroker.computer.REFUSAL_CODES``: an unknown or
+system key, ...) goes back to the model as a ``refused`` delivery (the item, code and reason, the
+items executed before it, a fresh screenshot); the rest of the batch is not run, the rollout
+continues and the refusal is counted (``n_refused_actions``, metric ``refused_actions``). Any
+other broker failure at an item fails the rollout closed; a batch is never re-sent. The rollout
+ends on ``done``, an answer without a tool call, the action or wall-time budget, or failed
 closed. Cleanup checkpoints, retrieves the drawing, scores it with the broker-side scorer
 (``deskbroker bench score``, whose gold the model never sees) and always releases the session.
 The reward is that score. The lease token lives only in the :class:`~deskbroker.Client`.
@@ -30,6 +34,7 @@ from datasets import Dataset
 from typing_extensions import TypedDict
 
 from .client import ApiError, Client, DeskbrokerError, artifact_bytes
+from .computer import REFUSAL_CODES
 
 __all__ = ["load_environment", "DeskbrokerCadEnv", "check_batch"]
 
@@ -158,6 +163,14 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             request_id = f"{desk['rollout_id']}-t{turn}-i{index}"
             try:
                 answer = await self.broker.act(desk["session_id"], action, request_id=request_id)
+            except ApiError as error:
+                if error.code not in REFUSAL_CODES:
+                    desk["status"] = "failed_closed"
+                    desk["status_detail"] = f"item {index}: {error}"
+                    raise vf.ToolCallError(f"failed closed at item {index}: {error}") from None
+                # Refused before any input (an unknown or system key, a point the broker will
+                # not send): back to the model, the rest of the batch not run, counted.
+                return await self._refused(desk, index, error)
             except DeskbrokerError as error:
                 desk["status"] = "failed_closed"
                 desk["status_detail"] = f"item {index}: {error}"
@@ -191,6 +204,16 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         }
         return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
 
+    async def _refused(self, desk: dict[str, Any], index: int, error: ApiError) -> list[dict]:
+        desk["n_refused_actions"] += 1
+        shot = await self.broker.screenshot(desk["session_id"])
+        desk["last_sha256"] = shot["sha256"]
+        desk["last_sequence"] = max(desk["last_sequence"], int(shot["sequence"]))
+        delivery = {"delivery": "refused", "item": index, "code": error.code,
+                    "reason": error.message, "items_executed": index,
+                    "actions_used": desk["actions_used"], "max_actions": desk["max_actions"]}
+        return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
+
     def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any,
                          **kwargs: Any) -> dict:
         return {**tool_args, "state": state}
@@ -222,7 +245,8 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         lease = await self.broker.lease(info["task_id"], state["trajectory_id"][:12], self.profile)
         desk: dict[str, Any] = {
             "session_id": lease["session_id"], "rollout_id": rollout_id, "turn": 0,
-            "actions_used": 0, "n_rejected_batches": 0, "items": [], "status": None,
+            "actions_used": 0, "n_rejected_batches": 0, "n_refused_actions": 0, "items": [],
+            "status": None,
             "status_detail": None, "score": None,
             "max_actions": min(int(info["max_actions"]), MAX_ACTIONS),
         }
@@ -305,6 +329,16 @@ async def cad_score(state: Any) -> float:
     return float(score["score"]) if score else 0.0
 
 
+async def refused_actions(state: Any) -> float:
+    """A metric (weight 0): actions the broker refused mid-batch, returned to the model."""
+    return float((state.get("deskbroker") or {}).get("n_refused_actions", 0))
+
+
+async def rejected_batches(state: Any) -> float:
+    """A metric (weight 0): batches refused whole before any input."""
+    return float((state.get("deskbroker") or {}).get("n_rejected_batches", 0))
+
+
 def _corpus(deskbroker_bin: str, corpus: str | None) -> Path:
     if corpus is not None:
         return Path(corpus)
@@ -362,6 +396,7 @@ def load_environment(
         client, deskbroker_bin, public, Path(gold) if gold else None, profile,
         Path(artifacts_dir) if artifacts_dir else None,
         eval_dataset=Dataset.from_list(rows), system_prompt=SYSTEM_PROMPT,
-        rubric=vf.Rubric(funcs=[cad_score]),
+        rubric=vf.Rubric(funcs=[cad_score, refused_actions, rejected_batches],
+                         weights=[1.0, 0.0, 0.0]),
         max_turns=max_turns, **kwargs,
     )
