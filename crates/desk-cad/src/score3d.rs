@@ -62,7 +62,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// v2: the IoU's common volume is the larger of an exact and a fuzzy (0.01 mm) boolean, see
 /// `solid/judge_fcstd.py`.
 /// v3: a part is the union of its solids (volume, area, centre of mass, IoU); a line sample
-/// checks the booleans and decides when they fail or disagree ([`IouMethod`]).
+/// checks the booleans and decides when they fail or disagree ([`IouMethod`]); Python
+/// properties and extensions count as Python content (`python_content`); the judge's limits
+/// give `resource_limit`.
 pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v3";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
@@ -89,8 +91,13 @@ pub enum SolidZeroReason {
     Empty,
     /// Not an FCStd archive or its document XML is unusable.
     Unreadable,
-    /// A Python feature object (never loaded).
-    PythonFeature,
+    /// An object, property or extension of a Python type (never loaded): FreeCAD would run
+    /// or unpickle code for it on open.
+    #[serde(alias = "python_feature")]
+    PythonContent,
+    /// The file exceeded a limit of the judge: the reader's caps (shape data, solids,
+    /// `Document.xml` size) or the sandbox's memory, CPU-time or file-size limit.
+    ResourceLimit,
     /// A link object or an external file reference.
     ExternalLink,
     /// Mesh objects but no solid.
@@ -253,7 +260,7 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         &[(gold, "/in/gold.FCStd"), (candidate, "/in/candidate.FCStd")],
         None,
     )?;
-    let output: JudgeOutput = match judge_output(&stdout.stdout, stdout.timed_out) {
+    let output: JudgeOutput = match judge_output(&stdout.stdout, stdout.timed_out, stdout.limit) {
         Ok(output) => output,
         Err(report) => return *report,
     };
@@ -272,7 +279,7 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
     };
     let (candidate_sheets, candidate_union) = match &output.candidate {
         FcstdFacts::Ok { sheets, union, .. } => (sheets.as_slice(), union),
-        FcstdFacts::Unreadable { .. } => (&[][..], &None),
+        FcstdFacts::Unreadable { .. } | FcstdFacts::ResourceLimit { .. } => (&[][..], &None),
     };
     let mut report = compare(
         Part::new(gold_part, gold_union.as_ref()),
@@ -291,11 +298,19 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
 fn judge_output(
     stdout: &str,
     timed_out: bool,
+    limit: Option<&str>,
 ) -> Result<JudgeOutput, Box<Result<SolidScoreReport, CadError>>> {
     if let Ok(output) = sandbox::parse_report(stdout) {
         return Ok(output);
     }
-    if stdout.lines().any(|line| line == GOLD_READ) {
+    let gold_read = stdout.lines().any(|line| line == GOLD_READ);
+    if let (true, Some(limit)) = (gold_read, limit) {
+        return Err(Box::new(Ok(SolidScoreReport::zero(
+            SolidZeroReason::ResourceLimit,
+            format!("the judge hit the {limit} on the candidate"),
+        ))));
+    }
+    if gold_read {
         let how = if timed_out { "timed out" } else { "crashed" };
         return Err(Box::new(Ok(SolidScoreReport::zero(
             SolidZeroReason::Unreadable,
@@ -317,11 +332,12 @@ fn candidate_zero(facts: &FcstdFacts) -> Result<&[SolidFacts], Box<SolidScoreRep
     let zero = |reason, message: String| Err(Box::new(SolidScoreReport::zero(reason, message)));
     match facts {
         FcstdFacts::Unreadable { reason } => zero(SolidZeroReason::Unreadable, reason.clone()),
-        FcstdFacts::Ok {
-            python_features, ..
-        } if !python_features.is_empty() => zero(
-            SolidZeroReason::PythonFeature,
-            format!("python feature objects: {}", python_features.join(", ")),
+        FcstdFacts::ResourceLimit { reason } => {
+            zero(SolidZeroReason::ResourceLimit, reason.clone())
+        }
+        FcstdFacts::Ok { python_content, .. } if !python_content.is_empty() => zero(
+            SolidZeroReason::PythonContent,
+            format!("python content: {}", python_content.join(", ")),
         ),
         FcstdFacts::Ok { linked, .. } if !linked.is_empty() => zero(
             SolidZeroReason::ExternalLink,

@@ -23,7 +23,9 @@ use crate::CadError;
 
 pub(crate) mod sandbox;
 
-pub use sandbox::JUDGE_TIMEOUT;
+pub use sandbox::{
+    CPU_SECONDS, FILE_SIZE_LIMIT, JUDGE_TIMEOUT, MEMORY_LIMIT, PROCESS_LIMIT, TMP_SIZE,
+};
 
 /// The shared reader: document objects, BREP shapes and the choice of the part's solids.
 pub(crate) const READER: &str = include_str!("solid/fcstd_read.py");
@@ -95,6 +97,12 @@ pub enum FcstdFacts {
         /// Why.
         reason: String,
     },
+    /// Over one of the reader's caps (shape data, solids, `Document.xml` size) or out of
+    /// memory in the sandbox.
+    ResourceLimit {
+        /// Which.
+        reason: String,
+    },
     /// A readable document.
     Ok {
         /// Number of document objects.
@@ -111,8 +119,9 @@ pub enum FcstdFacts {
         meshes: Vec<String>,
         /// Link objects and external files they name.
         linked: Vec<String>,
-        /// Python feature objects (never loaded).
-        python_features: Vec<String>,
+        /// Objects, properties (`Object.Property`) and extensions whose type names Python,
+        /// e.g. `Part::FeaturePython` or an `App::PropertyPythonObject` (never loaded).
+        python_content: Vec<String>,
         /// TechDraw pages, in document order.
         sheets: Vec<SheetFacts>,
         /// The union of the part's solids (none without a part solid).

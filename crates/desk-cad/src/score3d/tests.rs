@@ -22,7 +22,7 @@ fn facts(part: Vec<SolidFacts>) -> FcstdFacts {
         part_shapes: 1,
         meshes: Vec::new(),
         linked: Vec::new(),
-        python_features: Vec::new(),
+        python_content: Vec::new(),
         sheets: Vec::new(),
         union: None,
     }
@@ -56,15 +56,15 @@ fn zero_reasons_follow_the_facts_in_order() {
     assert_eq!(with(&|_| {}), None);
     assert_eq!(
         with(&|f| if let FcstdFacts::Ok {
-            python_features,
+            python_content,
             linked,
             ..
         } = f
         {
-            python_features.push("Trap".to_owned());
+            python_content.push("Trap".to_owned());
             linked.push("other.FCStd".to_owned());
         }),
-        Some(SolidZeroReason::PythonFeature)
+        Some(SolidZeroReason::PythonContent)
     );
     assert_eq!(
         with(&|f| if let FcstdFacts::Ok { linked, .. } = f {
@@ -224,12 +224,16 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
 
 #[test]
 fn a_run_that_stops_after_the_gold_is_the_candidates_zero() {
-    let zero = |stdout: &str, timed_out| match judge_output(stdout, timed_out).map_err(|e| *e) {
+    let zero = |stdout: &str, timed_out| match judge_output(stdout, timed_out, None).map_err(|e| *e)
+    {
         Err(Ok(report)) => Some((report.zero_reason, report.message)),
         _ => None,
     };
     let failed = |stdout: &str, timed_out| {
-        matches!(judge_output(stdout, timed_out).map_err(|e| *e), Err(Err(_)))
+        matches!(
+            judge_output(stdout, timed_out, None).map_err(|e| *e),
+            Err(Err(_))
+        )
     };
     let after_gold = "Recompute...\nDESKGOLD read\n(50 %)";
     assert_eq!(
@@ -251,7 +255,33 @@ fn a_run_that_stops_after_the_gold_is_the_candidates_zero() {
     let line = format!(
         "(100 %)\nDESKGOLD read\n\nDESKJSON {{\"gold\":{gold},\"candidate\":{gold},\"overlap\":null}}\n"
     );
-    assert!(judge_output(&line, false).is_ok());
+    assert!(judge_output(&line, false, None).is_ok());
+    // A run ended by a resource limit after the gold: resource_limit, not a crash; before the
+    // gold it is still the judge's failure.
+    let limited = judge_output(after_gold, false, Some("memory limit")).map_err(|e| *e);
+    match limited {
+        Err(Ok(report)) => assert_eq!(report.zero_reason, Some(SolidZeroReason::ResourceLimit)),
+        _ => panic!("a limit after the gold is a zero"),
+    }
+    assert!(matches!(
+        judge_output("Recompute...", false, Some("memory limit")).map_err(|e| *e),
+        Err(Err(_))
+    ));
+    // Exit codes and standard error name the limit; a plain crash names none.
+    assert_eq!(sandbox::limit_hit(Some(152), ""), Some("CPU time limit"));
+    assert_eq!(sandbox::limit_hit(Some(153), ""), Some("file size limit"));
+    assert_eq!(
+        sandbox::limit_hit(
+            Some(134),
+            "terminate called after throwing an instance of 'std::bad_alloc'"
+        ),
+        Some("memory limit")
+    );
+    assert_eq!(sandbox::limit_hit(Some(139), "Segmentation fault"), None);
+    assert_eq!(
+        sandbox::limit_hit(Some(1), "Traceback\nMemoryError"),
+        Some("memory limit")
+    );
 }
 
 #[test]

@@ -10,15 +10,26 @@
 # every other shape object count when they are visible and no other shape object consumes them
 # through a link (a Part Cut's Base and Tool, a Fuse's Shapes, an Extrusion's Base, a body's
 # BaseFeature, ...). Containers' Group lists and attachment supports do not consume.
+#
+# Bounds (the sandbox adds rlimits behind them): every member is read through a capped stream,
+# never trusting the size the zip declares; a member shared by many objects is loaded once; too
+# many part solids or stored solids, or shape data over its caps, is refused as TooLarge and
+# reported as status "resource_limit", like a MemoryError.
 import json
 import sys
 import zipfile
 import xml.etree.ElementTree as ET
 
 LIMIT = 64 * 1024 * 1024
-# All BREP members of one file together.
+# Document.xml (ElementTree holds several times its size in memory).
+XML_LIMIT = 32 * 1024 * 1024
+# All shape members of one file together.
 TOTAL_LIMIT = 512 * 1024 * 1024
+# Solids: in the part (they are fused), and stored on all objects together.
+MAX_PART_SOLIDS = 256
+MAX_SOLIDS = 2000
 budget = {"left": TOTAL_LIMIT}
+shapes_read = {}
 # Link properties that place or group an object rather than consume it.
 NOT_CONSUMING = ("Group", "Support", "AttachmentSupport", "Origin", "Tip", "_Body")
 
@@ -31,6 +42,69 @@ def report(**fields):
 
 class Unreadable(Exception):
     pass
+
+
+class TooLarge(Unreadable):
+    """Over one of the reader's caps: reported as a resource limit."""
+
+
+def refusal(error):
+    """The facts for a file the reader refused or failed on."""
+    if isinstance(error, TooLarge):
+        return dict(status="resource_limit", reason=str(error))
+    text = "%s %s" % (type(error).__name__, error)
+    if isinstance(error, MemoryError) or "OutOfMemory" in text or "bad_alloc" in text:
+        return dict(status="resource_limit", reason="out of memory: %s" % type(error).__name__)
+    if isinstance(error, Unreadable):
+        return dict(status="unreadable", reason=str(error))
+    return dict(status="unreadable", reason="failed to read: %s" % type(error).__name__)
+
+
+def read_member(archive, name, limit):
+    """The member's bytes, read through a stream that stops past `limit` whatever size the zip
+    declares (a member can lie about it)."""
+    with archive.open(name) as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge("member %s is over %d bytes" % (name, limit))
+    return data
+
+
+def refuse_doctype(*_args):
+    raise Unreadable("Document.xml declares a DOCTYPE or an entity")
+
+
+def parse_xml(text):
+    """Parses Document.xml in whatever encoding it declares; a DOCTYPE or entity declaration is
+    refused by expat after decoding (a UTF-16 document hides it from a byte search), in a first
+    pass of its own (ElementTree's C parser does not expose its expat handlers)."""
+    import xml.parsers.expat
+
+    check = xml.parsers.expat.ParserCreate()
+    check.StartDoctypeDeclHandler = refuse_doctype
+    check.EntityDeclHandler = refuse_doctype
+    try:
+        check.Parse(text, True)
+        return ET.fromstring(text)
+    except (xml.parsers.expat.ExpatError, ET.ParseError):
+        raise Unreadable("Document.xml is not XML")
+
+
+def python_content(root):
+    """Every object, property or extension whose type names Python: FreeCAD would run or
+    unpickle code for it on open (a plain Part::Feature can carry a PropertyPythonObject)."""
+    found, seen = set(), set()
+    for obj in root.iter("Object"):
+        name = obj.get("name") or "?"
+        for element in obj.iter():
+            seen.add(id(element))
+            if "Python" in (element.get("type") or ""):
+                label = element.get("name") or element.tag
+                found.add(name if element is obj else "%s.%s" % (name, label))
+    for element in root.iter():
+        if id(element) not in seen and "Python" in (element.get("type") or ""):
+            found.add(element.get("name") or element.tag)
+    return sorted(found)
 
 
 def link_targets(prop):
@@ -50,15 +124,15 @@ def read_document(path):
         info = archive.getinfo("Document.xml")
     except Exception as error:
         raise Unreadable("not an FCStd archive: %s" % type(error).__name__)
-    if info.file_size > LIMIT:
-        raise Unreadable("Document.xml too large")
-    text = archive.read("Document.xml")
-    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:
-        raise Unreadable("Document.xml declares a DOCTYPE")
     try:
-        root = ET.fromstring(text)
-    except ET.ParseError:
-        raise Unreadable("Document.xml is not XML")
+        text = read_member(archive, "Document.xml", XML_LIMIT)
+    except TooLarge:
+        raise
+    except Exception as error:
+        raise Unreadable("Document.xml does not decompress: %s" % type(error).__name__)
+    if b"<!DOCTYPE" in text or b"<!ENTITY" in text:
+        raise Unreadable("Document.xml declares a DOCTYPE or an entity")
+    root = parse_xml(text)
     types = {}
     for obj in root.iter("Object"):
         if obj.get("type") is not None and obj.get("name") is not None:
@@ -76,26 +150,39 @@ def read_document(path):
 
 
 def load_shape(archive, prop):
+    """The shape stored in the property's member: a BREP text (.brp) or FreeCAD's binary BREP
+    (.bin, written when the SaveBinaryBrep preference is set), each member read once."""
     part = prop.find("Part") if prop is not None else None
     member = part.get("file") if part is not None else None
-    if not member or not member.endswith(".brp"):
+    if not member or not (member.endswith(".brp") or member.endswith(".bin")):
         return None
+    if member in shapes_read:
+        return shapes_read[member]
     try:
-        entry = archive.getinfo(member)
+        archive.getinfo(member)
     except KeyError:
         return None
-    if entry.file_size > LIMIT or entry.file_size > budget["left"]:
-        raise Unreadable("shape data too large")
-    budget["left"] -= entry.file_size
     import Part
 
     # A member that fails its CRC or does not decompress raises here: the file is unreadable.
-    data = archive.read(member)
+    data = read_member(archive, member, min(LIMIT, budget["left"]))
+    budget["left"] -= len(data)
     shape = Part.Shape()
     try:
-        shape.importBrepFromString(data.decode("latin-1"))
+        if member.endswith(".bin"):
+            # OCCT's binary reader takes a file: the sandbox's own tmpfs.
+            scratch = "/tmp/deskjudge-shape.bin"
+            with open(scratch, "wb") as out:
+                out.write(data)
+            shape.importBinary(scratch)
+        else:
+            shape.importBrepFromString(data.decode("latin-1"))
+    except MemoryError:
+        raise
     except Exception:
-        raise Unreadable("shape member %s is not a BREP" % member)
+        raise Unreadable("shape member %s is not a %s" % (
+            member, "binary BREP" if member.endswith(".bin") else "BREP"))
+    shapes_read[member] = shape
     return shape
 
 
@@ -254,6 +341,7 @@ def examine(path):
     """Facts about one file, the part's solids (OCCT shapes) and the (shape, solids) of their
     union (None without a solid) for the judge."""
     budget["left"] = TOTAL_LIMIT
+    shapes_read.clear()
     archive, types, objects, root = read_document(path)
     linked = sorted(
         name for name, kind in types.items()
@@ -265,11 +353,17 @@ def examine(path):
                 if child.get("file"):
                     linked.append(child.get("file"))
     meshes = sorted(name for name, kind in types.items() if kind.startswith("Mesh::"))
-    python = sorted(name for name, kind in types.items() if "Python" in kind)
+    python = python_content(root)
+    with_shapes = sum(1 for props in objects.values()
+                      if props.get("Shape") is not None and props["Shape"].find("Part") is not None)
+    if with_shapes > MAX_SOLIDS:
+        raise TooLarge("more than %d objects with a stored shape" % MAX_SOLIDS)
     solids = []
     for name, props in objects.items():
         shape = load_shape(archive, props.get("Shape"))
         if shape is not None:
+            if len(solids) + len(shape.Solids) > MAX_SOLIDS:
+                raise TooLarge("more than %d stored solids" % MAX_SOLIDS)
             solids.extend(solid_facts(name, types.get(name, ""), s) for s in shape.Solids)
     part = []
     part_shapes = []
@@ -280,6 +374,8 @@ def examine(path):
             continue
         if not shape.isNull():
             n_shapes += 1
+        if len(part_shapes) + len(shape.Solids) > MAX_PART_SOLIDS:
+            raise TooLarge("more than %d part solids" % MAX_PART_SOLIDS)
         for solid in shape.Solids:
             part.append(solid_facts(name, types.get(name, ""), solid))
             part_shapes.append(solid)
@@ -287,5 +383,5 @@ def examine(path):
     measures = dict(volume=sum(s.Volume for s in union[1]), area=union[0].Area) if union else None
     facts = dict(status="ok", objects=len(types), solids=solids, part=part,
                  part_shapes=n_shapes, meshes=meshes, linked=sorted(set(linked)),
-                 python_features=python, sheets=sheet_facts(types, objects), union=measures)
+                 python_content=python, sheets=sheet_facts(types, objects), union=measures)
     return facts, part_shapes, union

@@ -4,10 +4,8 @@
 def inspect(path):
     try:
         facts, _shapes, _union = examine(path)
-    except Unreadable as error:
-        return report(status="unreadable", reason=str(error))
     except Exception as error:
-        return report(status="unreadable", reason="failed to read: %s" % type(error).__name__)
+        return report(**refusal(error))
     report(**facts)
 
 

@@ -155,10 +155,8 @@ def sample_iou(gold_solids, candidate_solids):
 def side(path):
     try:
         facts, shapes, union = examine(path)
-    except Unreadable as error:
-        return dict(status="unreadable", reason=str(error)), [], None
     except Exception as error:
-        return dict(status="unreadable", reason="failed to read: %s" % type(error).__name__), [], None
+        return refusal(error), [], None
     return facts, shapes, union
 
 
@@ -220,6 +218,8 @@ def judge():
     if gold_union is not None and candidate_union is not None:
         try:
             overlap = overlap_of(gold_union, candidate_union)
+        except MemoryError as error:
+            candidate = refusal(error)
         except Exception as error:
             overlap = dict(status="failed", reason=type(error).__name__)
     report(gold=gold, candidate=candidate, overlap=overlap)

@@ -4,6 +4,7 @@
 mod corpus;
 mod drafting;
 mod fixtures;
+mod hostile3d;
 mod parts3d;
 mod real_files;
 mod scoring;

@@ -123,13 +123,13 @@ fn the_inspector_measures_solids_and_flags_meshes_python_and_garbage() {
     assert!(solids.is_empty(), "a mesh is not a solid");
     assert_eq!(meshes, ["Mesh"]);
 
-    let FcstdFacts::Ok {
-        python_features, ..
-    } = inspect_fcstd(&dir.path().join("trap.FCStd")).unwrap()
+    let FcstdFacts::Ok { python_content, .. } =
+        inspect_fcstd(&dir.path().join("trap.FCStd")).unwrap()
     else {
         panic!("a Python feature document is readable");
     };
-    assert_eq!(python_features, ["Trap"]);
+    // The object and its pickled proxy property.
+    assert_eq!(python_content, ["Trap", "Trap.Proxy"]);
 
     assert!(matches!(
         inspect_fcstd(&dir.path().join("garbage.FCStd")).unwrap(),

@@ -15,7 +15,7 @@ const SCRIPT: &str = include_str!("bad_files.py");
 /// Every invalid file's case name and the zero reason it must get.
 pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
     ("mesh", SolidZeroReason::MeshOnly),
-    ("python feature", SolidZeroReason::PythonFeature),
+    ("python feature", SolidZeroReason::PythonContent),
     ("face only", SolidZeroReason::NoSolid),
     ("sheet only", SolidZeroReason::NoSolid),
     ("corrupt member", SolidZeroReason::Unreadable),
