@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use desk_desktop::{SessionDir, StateDir, destroy};
 use desk_evidence::SigningKey;
-use desk_evidence::record::{KILL_CONTROL_ID, SessionKilled};
+use desk_evidence::record::{KILL_CONTROL_ID, ProhibitedProcess, SessionKilled};
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
@@ -67,6 +67,9 @@ pub enum Limit {
     IdleLimit,
     /// The lease expired (plus its grace) and no broker released it.
     LeaseExpiry,
+    /// The census found a process its rules do not allow in the session's sandbox
+    /// (`desk_desktop::census`).
+    ProhibitedProcess,
 }
 
 impl Limit {
@@ -77,6 +80,7 @@ impl Limit {
             Limit::MaxRefusedActions => "max_refused_actions",
             Limit::IdleLimit => "idle_limit",
             Limit::LeaseExpiry => "lease_expiry",
+            Limit::ProhibitedProcess => "prohibited_process",
         }
     }
 }
@@ -88,6 +92,14 @@ pub enum KillSource {
     Watchdog(Limit),
     /// An operator (`deskbroker kill`, `POST /v1/sessions/{id}/kill`).
     Operator,
+    /// A census found `process` prohibited ([`Limit::ProhibitedProcess`]): the watchdog's
+    /// (`by` = `watchdog`) or the broker's before an action (`broker`).
+    Census {
+        /// `watchdog` or `broker`.
+        by: &'static str,
+        /// What it found.
+        process: Box<ProhibitedProcess>,
+    },
 }
 
 /// A killed session's tombstone: `<state_dir>/kills/<id>.json`.
@@ -108,6 +120,9 @@ pub struct Tombstone {
     /// The limit the watchdog enforced, `None` for an operator's kill.
     #[serde(default)]
     pub limit: Option<String>,
+    /// The prohibited process a census found, for a `prohibited_process` kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProhibitedProcess>,
 }
 
 fn operator() -> String {
@@ -242,11 +257,17 @@ pub fn kill_session(
         source: match source {
             KillSource::Watchdog(_) => "watchdog",
             KillSource::Operator => "operator",
+            KillSource::Census { by, .. } => by,
         }
         .to_string(),
         limit: match source {
             KillSource::Watchdog(limit) => Some(limit.as_str().to_string()),
             KillSource::Operator => None,
+            KillSource::Census { .. } => Some(Limit::ProhibitedProcess.as_str().to_string()),
+        },
+        process: match source {
+            KillSource::Census { process, .. } => Some(process.as_ref().clone()),
+            _ => None,
         },
     };
     if !write_tombstone(state, &tombstone)? {
@@ -294,6 +315,7 @@ fn finish_kill(
         state_destroyed: removal.processes_left.is_empty(),
         lease_revoked: true,
         storage_destroyed: !removal.directory_left && !removal.workspace_left,
+        process: tombstone.process.clone(),
     };
     desk_evidence::spool::append(&state.spool(), key, session_id.as_str(), &receipt).map_err(
         |source| BrokerError::Evidence {

@@ -96,6 +96,9 @@ impl Inner {
         let dir = session.dir();
         let (running, action_index) = session.lifecycle.accept(plan.expected_action_index)?;
         self.check_session_dir(&session)?;
+        // The census before any input (`watchdog/census.rs`): a prohibited process ends the
+        // session instead.
+        self.census_before_input(&session)?;
         let accepted_at_ms = now_ms();
         tracing::info!(
             %session_id,

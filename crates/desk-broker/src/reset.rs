@@ -77,6 +77,13 @@ impl Inner {
                 &writable,
             )
             .map_err(BrokerError::Profile)?;
+        // What the census (watchdog, and before each action) allows the app to run.
+        desk_desktop::census::CensusRules::for_profile(profile)
+            .write(&session_dir)
+            .map_err(BrokerError::io(
+                "write the census rules",
+                session_dir.census_file(),
+            ))?;
 
         if runtime.backend.is_none() {
             crate::workspace::record(

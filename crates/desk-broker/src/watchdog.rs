@@ -7,7 +7,9 @@
 //! (`<session>/refused_actions`, written by the broker, so it survives a broker restart), and
 //! kills ([`crate::kill::kill_session`], the kill switch's path) a session that reached a limit
 //! ([`due`]), and finishes every kill interrupted before its receipt
-//! ([`crate::kill::finish_interrupted_kills`]). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
+//! ([`crate::kill::finish_interrupted_kills`]). Each round it also takes the census of every
+//! live session's sandbox (`watchdog/census.rs`, `desk_desktop::census`) and kills a session
+//! running a prohibited process (`prohibited_process`). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
 //! same state directory asks the older one to stop (SIGTERM) and takes over. It exits when the
 //! state directory is gone, or when its broker is gone and no session is live.
 
@@ -23,6 +25,8 @@ use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::kill::{KillOutcome, KillSource, Limit, SessionFacts, kill_session};
 use crate::util::now_ms;
+
+pub(crate) mod census;
 
 /// How the watchdog runs.
 #[derive(Debug, Clone)]
@@ -271,7 +275,27 @@ fn round(
         let Some((limit, reason)) =
             due(facts, refused, &config.limits, config.lease_grace, now_ms())
         else {
-            live += 1;
+            let session_dir = desk_desktop::SessionDir::at(&facts.session_dir);
+            match census::enforce(
+                state,
+                || Ok(key.clone()),
+                &facts.id,
+                &session_dir,
+                "watchdog",
+            ) {
+                Ok(None) => live += 1,
+                Ok(Some(KillOutcome::Killed(receipt))) => tracing::warn!(
+                    session_id = %facts.id,
+                    limit = Limit::ProhibitedProcess.as_str(),
+                    outcome = receipt.outcome,
+                    "watchdog killed a session"
+                ),
+                Ok(Some(KillOutcome::AlreadyKilled(_))) => {}
+                Err(error) => {
+                    live += 1;
+                    tracing::error!(session_id = %facts.id, error = %error, "census kill failed");
+                }
+            }
             continue;
         };
         match kill_session(state, key, &facts.id, &reason, &KillSource::Watchdog(limit)) {

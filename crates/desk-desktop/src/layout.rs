@@ -140,6 +140,12 @@ impl SessionDir {
         self.0.join("processes.json")
     }
 
+    /// What the census of the session's sandbox allows beyond the desktop's own processes
+    /// (`census::CensusRules`, written at reset).
+    pub fn census_file(&self) -> PathBuf {
+        self.0.join("census.json")
+    }
+
     /// The desktop's display and sandbox record.
     pub fn desktop_file(&self) -> PathBuf {
         self.0.join("desktop.json")

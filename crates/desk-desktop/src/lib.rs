@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod backend;
+pub mod census;
 pub mod conformance;
 pub mod destroy;
 mod error;

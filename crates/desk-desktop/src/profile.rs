@@ -171,6 +171,11 @@ pub struct AppProfile {
     /// Milliseconds to wait for the save gesture to change the attempt file.
     #[serde(default = "default_save_timeout")]
     pub save_timeout_ms: u32,
+    /// What the app's process tree may run, checked from outside by the census
+    /// (`crate::census`): the app's own program and each helper it really starts, with how
+    /// many may run at once. Empty: the command's program alone, one instance.
+    #[serde(default)]
+    pub allowed_executables: Vec<crate::census::AllowedExecutable>,
 }
 
 fn default_save_timeout() -> u32 {
@@ -242,6 +247,18 @@ impl AppProfile {
         self.attempt
             .initial_bytes()
             .map_err(|message| invalid(&message))?;
+        for allowed in &self.allowed_executables {
+            let path = Path::new(&allowed.path);
+            if allowed.path.is_empty()
+                || allowed.max == 0
+                || path.components().any(|c| c.as_os_str() == "..")
+                || (allowed.path.contains('/') && !path.is_absolute())
+            {
+                return Err(invalid(
+                    "allowed_executables need an absolute path or a plain name and a max of 1 or more",
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -203,12 +203,12 @@ pub struct SessionKilled {
     pub outcome: String,
     /// When the kill finished, milliseconds since the Unix epoch.
     pub recorded_at_ms: u64,
-    /// Who killed: `watchdog` or `operator`.
+    /// Who killed: `watchdog` or `operator` (or `broker`: its census before an action).
     pub source: String,
     /// Why, in words.
     pub reason: String,
     /// The limit reached (`max_task_minutes`, `max_refused_actions`, `idle_limit`,
-    /// `lease_expiry`), `null` for an operator's kill.
+    /// `lease_expiry`, `prohibited_process`), `null` for an operator's kill.
     pub limit: Option<String>,
     /// The index of the last action accepted, `null` when none was.
     pub last_action_index: Option<u64>,
@@ -218,6 +218,27 @@ pub struct SessionKilled {
     pub lease_revoked: bool,
     /// The session directory and workspace are gone.
     pub storage_destroyed: bool,
+    /// The process the census found prohibited (limit `prohibited_process`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProhibitedProcess>,
+}
+
+/// A process the census of a session's sandbox did not allow, as its kill records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProhibitedProcess {
+    /// Its host pid.
+    pub pid: u32,
+    /// Its program (`/proc/<pid>/exe`).
+    pub exe: String,
+    /// Its command line, arguments joined by spaces (at most 1 KiB).
+    pub cmdline: String,
+    /// Its parent's host pid.
+    pub parent_pid: u32,
+    /// Its parent's program, `null` when the parent is outside the sandbox.
+    pub parent_exe: Option<String>,
+    /// Why the census refused it.
+    pub why: String,
 }
 
 /// `control_id` of denial records: the refused actions the watchdog counts (G005's policy

@@ -151,6 +151,7 @@ mod tests {
             state_destroyed: true,
             lease_revoked: true,
             storage_destroyed: true,
+            process: None,
         }
     }
 

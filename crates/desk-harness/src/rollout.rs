@@ -324,10 +324,25 @@ async fn finish(
     record: &mut RolloutRecord,
     notes: &mut Vec<String>,
 ) {
+    // A session killed (the census found a prohibited process, or a limit) is never scored as
+    // the agent's result: the rollout is the infrastructure's (`failed_closed`).
+    let killed = |error: &desk_client::ClientError, record: &mut RolloutRecord| {
+        if let desk_client::ClientError::Api(body) = error
+            && body.code == desk_contract::ErrorCode::SessionKilled
+        {
+            record.status = RolloutStatus::FailedClosed;
+        }
+    };
     match client.checkpoint(session_id).await {
-        Err(error) => notes.push(format!("checkpoint failed: {}", chain(&error))),
+        Err(error) => {
+            killed(&error, record);
+            notes.push(format!("checkpoint failed: {}", chain(&error)));
+        }
         Ok(checkpoint) => match client.artifact(session_id).await {
-            Err(error) => notes.push(format!("artifact retrieval failed: {}", chain(&error))),
+            Err(error) => {
+                killed(&error, record);
+                notes.push(format!("artifact retrieval failed: {}", chain(&error)));
+            }
             Ok(artifact) => match desk_contract::b64::decode(&artifact.bytes_base64) {
                 None => notes.push("artifact is not base64".to_owned()),
                 Some(bytes) => match write_file(&dir.join(name), &bytes) {
@@ -354,7 +369,10 @@ async fn finish(
     ];
     for (name, text) in logs {
         match text {
-            Err(error) => notes.push(format!("retrieving {name} failed: {}", chain(&error))),
+            Err(error) => {
+                killed(&error, record);
+                notes.push(format!("retrieving {name} failed: {}", chain(&error)));
+            }
             Ok(text) => match write_file(&dir.join(name), text.as_bytes()) {
                 Err(error) => notes.push(chain(&error)),
                 Ok(()) if name == "events.json" => record.paths.events = Some(name.to_owned()),

@@ -48,6 +48,7 @@ async fn a_kill_cut_after_its_tombstone_is_finished_once_by_the_reconciler() {
         killed_at_ms: 1,
         source: "operator".to_string(),
         limit: None,
+        process: None,
     };
     let kills = harness.dir.path().join("kills");
     std::fs::create_dir_all(&kills).unwrap();

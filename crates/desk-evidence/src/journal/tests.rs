@@ -218,6 +218,7 @@ fn killed() -> RecordBody {
         state_destroyed: true,
         lease_revoked: true,
         storage_destroyed: true,
+        process: None,
     })
 }
 

@@ -8,6 +8,7 @@ mod auth;
 mod ax_fixture;
 mod bench;
 mod bench_spread;
+mod census;
 mod clipboard;
 mod conformance;
 mod containment;

@@ -1,0 +1,134 @@
+//! The census in the broker's processes (`desk_desktop::census`): the watchdog takes it of
+//! every live session each round, the broker before every action's input; a process the
+//! session's rules do not allow, seen twice 50 ms apart, ends the session through the one kill
+//! path with the limit `prohibited_process` and the process (program, command line, parent)
+//! in the signed terminal receipt.
+
+use desk_desktop::census::{CensusRules, Violation, confirmed_violation};
+use desk_desktop::{SessionDir, StateDir};
+use desk_evidence::SigningKey;
+use desk_evidence::record::ProhibitedProcess;
+
+use crate::error::BrokerError;
+use crate::ids::SessionId;
+use crate::kill::{KillOutcome, KillSource, kill_session};
+use crate::store::SessionRow;
+
+/// The longest reason a kill takes (`kill::check_reason`).
+const MAX_REASON: usize = 256;
+
+/// The violation as its kill records it.
+fn prohibited(violation: Violation) -> ProhibitedProcess {
+    ProhibitedProcess {
+        pid: violation.pid,
+        exe: violation.exe,
+        cmdline: violation.cmdline,
+        parent_pid: violation.parent_pid,
+        parent_exe: violation.parent_exe,
+        why: violation.why,
+    }
+}
+
+/// The kill's reason in words: the program, its pid and parent, then its command line, cut
+/// to [`MAX_REASON`] bytes.
+fn reason(process: &ProhibitedProcess) -> String {
+    let parent = process
+        .parent_exe
+        .as_deref()
+        .unwrap_or("outside the sandbox");
+    let text = format!(
+        "prohibited process {} (pid {}, parent {} {parent}): {}",
+        process.exe, process.pid, process.parent_pid, process.cmdline
+    );
+    let text: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut end = text.len().min(MAX_REASON);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Takes the census of the session in `session_dir` and, on a confirmed violation, kills the
+/// session (`by`: `watchdog` or `broker`) with the signing key `key` gives. `Ok(None)`:
+/// nothing prohibited runs, or the session has no census (no rules recorded, no sandbox).
+pub(crate) fn enforce(
+    state: &StateDir,
+    key: impl FnOnce() -> Result<SigningKey, BrokerError>,
+    session_id: &SessionId,
+    session_dir: &SessionDir,
+    by: &'static str,
+) -> Result<Option<KillOutcome>, BrokerError> {
+    let Some(rules) = CensusRules::read(session_dir) else {
+        return Ok(None);
+    };
+    let Some(violation) = confirmed_violation(session_dir, &rules) else {
+        return Ok(None);
+    };
+    let process = prohibited(violation);
+    let reason = reason(&process);
+    tracing::warn!(%session_id, by, %reason, why = process.why, "census found a prohibited process");
+    let source = KillSource::Census {
+        by,
+        process: Box::new(process),
+    };
+    kill_session(state, &key()?, session_id, &reason, &source).map(Some)
+}
+
+impl crate::broker::Inner {
+    /// The census before an action's input: a prohibited process in the session's sandbox
+    /// ends the session (`session_killed`, nothing sent) instead of the action.
+    pub(crate) fn census_before_input(&self, session: &SessionRow) -> Result<(), BrokerError> {
+        let session_dir = session.dir();
+        if CensusRules::read(&session_dir).is_none() {
+            return Ok(());
+        }
+        let key = || {
+            crate::evidence::load_signing_key(
+                &self.config.state_dir,
+                self.config.evidence.signing_key.as_deref(),
+            )
+        };
+        let outcome = enforce(
+            &self.config.layout(),
+            key,
+            &session.id,
+            &session_dir,
+            "broker",
+        )?;
+        let reason = match outcome {
+            None => return Ok(()),
+            Some(KillOutcome::Killed(receipt)) => receipt.reason,
+            Some(KillOutcome::AlreadyKilled(tombstone)) => tombstone.reason,
+        };
+        Err(BrokerError::SessionKilled {
+            session_id: session.id.to_string(),
+            reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_names_the_program_and_parent_and_fits_a_kill() {
+        let process = ProhibitedProcess {
+            pid: 7,
+            exe: "/usr/bin/python3".to_string(),
+            cmdline: format!("python3 -c {}\u{7}", "x".repeat(400)),
+            parent_pid: 5,
+            parent_exe: Some("/usr/bin/librecad".to_string()),
+            why: "the app started a program the profile does not allow".to_string(),
+        };
+        let text = reason(&process);
+        assert!(text.starts_with(
+            "prohibited process /usr/bin/python3 (pid 7, parent 5 /usr/bin/librecad): python3 -c"
+        ));
+        assert_eq!(text.len(), MAX_REASON);
+        assert!(crate::kill::check_reason(&text).is_ok());
+    }
+}

@@ -1,0 +1,223 @@
+//! The census of what runs in a session's sandbox, taken from outside it (the watchdog every
+//! round, the broker before every action's input): every process of the sandbox's pid
+//! namespace is checked against what the desktop starts and what the app's profile allows.
+//!
+//! The rules ([`check`], pure) place each process by where it came from:
+//! - the sandbox's first process (the holder) by identity: its host pid recorded in
+//!   `desktop.json`, whatever its program; its children may only be the helpers the transitional
+//!   shell holder runs ([`HOLDER_CHILDREN`]);
+//! - an entry: a process whose parent is one of the launcher's recorded wrappers
+//!   (`processes.json`: `setpriv … nsenter … -- env -C DIR -- PROGRAM …`) runs `nsenter` or `env`
+//!   for an instant, then the very program that wrapper names (the app's entry: a program of the
+//!   profile's allowed executables);
+//! - a descendant of the app: one of the profile's allowed executables
+//!   ([`CensusRules::app`]), each at most its `max` instances at once (the app's own entry
+//!   counts, so a second app instance is refused);
+//! - a descendant of a desktop process: only the helper pairs in [`DESKTOP_CHILDREN`] (Xvfb's
+//!   keymap compiler, the AT-SPI bus and its registry).
+//!
+//! Anything else (a shell, an interpreter, a process started from outside by no recorded
+//! wrapper, an orphan adopted by the holder, a program whose file is not the host's file at
+//! that path) is a [`Violation`]. The scanner (`census/scan.rs`) finds the namespace's
+//! processes on the host by their `/proc/<pid>/ns/pid`, reads `exe`, `stat` and, for a
+//! violation, `cmdline`; [`confirmed_violation`] scans twice 50 ms apart so that a process
+//! caught between two `exec`s of a launch is not mistaken.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::SessionDir;
+
+mod check;
+mod scan;
+
+pub use check::check;
+pub use scan::{Census, ScanError, confirmed_violation, scan};
+
+/// An executable the app may run: a host path (resolved: links followed) and how many
+/// processes may run it at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowedExecutable {
+    /// The program, an absolute path or a name looked up in the sandbox's `PATH`.
+    pub path: String,
+    /// At most this many processes at once (1 by default).
+    #[serde(default = "one")]
+    pub max: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What the census of one session allows beyond the desktop's own processes, written by the
+/// broker at reset (`<session>/census.json`) and read by the watchdog.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CensusRules {
+    /// The executables of the app's process tree (its entry included), resolved host paths.
+    pub app: Vec<AllowedExecutable>,
+}
+
+impl CensusRules {
+    /// The rules for the app's `allowed` executables, each resolved on the host
+    /// ([`resolve_program`]); an executable that resolves to nothing stays as written (and so
+    /// matches no process).
+    pub fn for_app(allowed: &[AllowedExecutable]) -> CensusRules {
+        CensusRules {
+            app: allowed
+                .iter()
+                .map(|allowed| AllowedExecutable {
+                    path: resolve_program(&allowed.path)
+                        .map(|path| path.display().to_string())
+                        .unwrap_or_else(|| allowed.path.clone()),
+                    max: allowed.max,
+                })
+                .collect(),
+        }
+    }
+
+    /// The rules of `profile`: its `allowed_executables`, or its command's program alone
+    /// (one instance) when it lists none.
+    pub fn for_profile(profile: &crate::profile::AppProfile) -> CensusRules {
+        if profile.allowed_executables.is_empty() {
+            let program = profile.command.first().cloned().unwrap_or_default();
+            return CensusRules::for_app(&[AllowedExecutable {
+                path: program,
+                max: 1,
+            }]);
+        }
+        CensusRules::for_app(&profile.allowed_executables)
+    }
+
+    /// Writes the rules to `<session>/census.json` (through a rename).
+    pub fn write(&self, session_dir: &SessionDir) -> std::io::Result<()> {
+        let path = session_dir.census_file();
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let temporary = path.with_extension("json.tmp");
+        std::fs::write(&temporary, text)?;
+        std::fs::rename(&temporary, &path)
+    }
+
+    /// The rules recorded for the session, `None` when there are none (no reset yet, or a
+    /// desktop without a census).
+    pub fn read(session_dir: &SessionDir) -> Option<CensusRules> {
+        let text = std::fs::read_to_string(session_dir.census_file()).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+/// The `PATH` a program name is looked up in (the sandbox's, [`crate::sandbox::SAFE_PATH`]).
+fn search_path() -> impl Iterator<Item = &'static str> {
+    crate::sandbox::SAFE_PATH.split(':')
+}
+
+/// `program` as a canonical host path: an absolute path with its links followed, or a name
+/// found in the sandbox's `PATH` (the sandbox shows the host's `/usr` at the same place).
+pub fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return std::fs::canonicalize(program).ok();
+    }
+    search_path()
+        .map(|dir| Path::new(dir).join(program))
+        .find(|path| path.is_file())
+        .and_then(|path| std::fs::canonicalize(path).ok())
+}
+
+/// The helpers the desktop's own processes run: (parent program, child program, at most
+/// this many at once), as written (resolved on the host before use).
+pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
+    // Xvfb compiles its keymap with `sh -c "xkbcomp …"` at start.
+    ("Xvfb", "sh", 1),
+    ("Xvfb", "xkbcomp", 1),
+    ("sh", "xkbcomp", 1),
+    // at-spi-bus-launcher starts the AT-SPI bus, which activates the registry.
+    ("/usr/libexec/at-spi-bus-launcher", "dbus-daemon", 1),
+    ("dbus-daemon", "/usr/libexec/at-spi2-registryd", 1),
+    (
+        "/usr/libexec/at-spi-bus-launcher",
+        "/usr/libexec/at-spi2-registryd",
+        1,
+    ),
+];
+
+/// What the holder runs between its deadline checks while it is the transitional shell loop
+/// (allowed only under a holder whose program is `sh`).
+pub const HOLDER_CHILDREN: &[&str] = &["sleep", "date"];
+
+/// Programs a recorded wrapper's child runs for an instant before the program it names.
+pub const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
+
+/// How a process's program compares with the host's file at the same path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExeIdentity {
+    /// The same file (device and inode) as the host's at that path.
+    Host,
+    /// The file was deleted or replaced on the host after the process started it
+    /// (`… (deleted)`).
+    Deleted,
+    /// Another file than the host's at that path (or the host has none there).
+    Foreign,
+}
+
+/// One process of the namespace as the scanner saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    /// Host pid.
+    pub pid: u32,
+    /// Host pid of its parent.
+    pub ppid: u32,
+    /// Start time in clock ticks since boot.
+    pub start_ticks: u64,
+    /// Its program (`/proc/<pid>/exe`, without ` (deleted)`), `None` for a zombie or a process
+    /// gone while read.
+    pub exe: Option<String>,
+    /// How `exe` compares with the host's file.
+    pub identity: ExeIdentity,
+}
+
+/// A recorded wrapper of the launcher and the program it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wrapper {
+    /// Its role (`xvfb`, `worker`, `app`, …).
+    pub role: String,
+    /// The program it names, resolved on the host (`None`: unreadable).
+    pub program: Option<String>,
+}
+
+/// The namespace's processes and what the launcher recorded, as [`check`] needs them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The holder's host pid.
+    pub holder: u32,
+    /// The launcher's live wrappers by host pid.
+    pub wrappers: BTreeMap<u32, Wrapper>,
+    /// Every process of the namespace (the holder included).
+    pub processes: Vec<Seen>,
+}
+
+/// A process the census does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Host pid.
+    pub pid: u32,
+    /// Its start time (with `pid`, its identity).
+    pub start_ticks: u64,
+    /// Its program.
+    pub exe: String,
+    /// Its command line (arguments joined by spaces; filled by the scanner).
+    pub cmdline: String,
+    /// Its parent's host pid.
+    pub parent_pid: u32,
+    /// Its parent's program (`None`: outside the namespace or unreadable).
+    pub parent_exe: Option<String>,
+    /// Why it is not allowed.
+    pub why: String,
+}
+
+#[cfg(test)]
+#[path = "census_tests.rs"]
+mod tests;

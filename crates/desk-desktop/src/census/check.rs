@@ -1,0 +1,218 @@
+//! The census's rules applied to one snapshot ([`check`], pure): each process placed by where
+//! it came from (see the module documentation of `census.rs`), then the instances of each
+//! program counted against their `max`.
+
+use std::collections::BTreeMap;
+
+use super::{
+    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_CHILDREN, LAUNCH_STAGES, Seen, Snapshot,
+    Violation, resolve_program,
+};
+
+/// Where an allowed process belongs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    Holder,
+    /// A launch stage (`nsenter`, `env`) of a recorded wrapper's child.
+    Stage,
+    /// A desktop process running this program.
+    Desktop(String),
+    /// A process of the app's tree.
+    App,
+    /// Gone or a zombie: nothing to check.
+    Gone,
+}
+
+struct Checker<'a> {
+    snapshot: &'a Snapshot,
+    rules: &'a CensusRules,
+    by_pid: BTreeMap<u32, &'a Seen>,
+    places: BTreeMap<u32, Result<Place, String>>,
+    resolved: BTreeMap<&'static str, Option<String>>,
+}
+
+impl Checker<'_> {
+    fn resolve(&mut self, program: &'static str) -> Option<String> {
+        self.resolved
+            .entry(program)
+            .or_insert_with(|| resolve_program(program).map(|path| path.display().to_string()))
+            .clone()
+    }
+
+    fn allowed_for_app(&self, exe: &str) -> bool {
+        self.rules.app.iter().any(|allowed| allowed.path == exe)
+    }
+
+    fn place(&mut self, pid: u32, depth: usize) -> Result<Place, String> {
+        if let Some(place) = self.places.get(&pid) {
+            return place.clone();
+        }
+        let place = self.place_uncached(pid, depth);
+        self.places.insert(pid, place.clone());
+        place
+    }
+
+    fn place_uncached(&mut self, pid: u32, depth: usize) -> Result<Place, String> {
+        if pid == self.snapshot.holder {
+            return Ok(Place::Holder);
+        }
+        let Some(seen) = self.by_pid.get(&pid).copied() else {
+            return Ok(Place::Gone);
+        };
+        let Some(exe) = seen.exe.clone() else {
+            return Ok(Place::Gone);
+        };
+        if depth > 64 {
+            return Err("its ancestry is too deep to check".to_string());
+        }
+        if let Some(wrapper) = self.snapshot.wrappers.get(&seen.ppid) {
+            if LAUNCH_STAGES
+                .iter()
+                .any(|stage| self.resolve(stage).as_deref() == Some(exe.as_str()))
+            {
+                return Ok(Place::Stage);
+            }
+            if seen.identity == ExeIdentity::Foreign {
+                return Err(format!(
+                    "its program is not the host's file at {exe} (started as the {})",
+                    wrapper.role
+                ));
+            }
+            if wrapper.role == "app" {
+                return if self.allowed_for_app(&exe) {
+                    Ok(Place::App)
+                } else {
+                    Err("the app's entry runs a program the profile does not allow".to_string())
+                };
+            }
+            return if wrapper.program.as_deref() == Some(exe.as_str()) {
+                Ok(Place::Desktop(exe))
+            } else {
+                Err(format!(
+                    "the {} runs another program than the one it was started with",
+                    wrapper.role
+                ))
+            };
+        }
+        if seen.identity != ExeIdentity::Host {
+            return Err(format!("its program is not the host's file at {exe}"));
+        }
+        if seen.ppid == self.snapshot.holder {
+            // Only a shell holder (the transitional one) runs helpers; ours runs none.
+            let holder_exe = self
+                .by_pid
+                .get(&self.snapshot.holder)
+                .and_then(|holder| holder.exe.clone());
+            let shell = holder_exe.is_some() && self.resolve("sh") == holder_exe;
+            let helper = shell
+                && HOLDER_CHILDREN
+                    .iter()
+                    .any(|child| self.resolve(child).as_deref() == Some(exe.as_str()));
+            return if helper {
+                Ok(Place::Desktop(exe))
+            } else {
+                Err("a child of the sandbox's first process (or an orphan it adopted)".to_string())
+            };
+        }
+        if !self.by_pid.contains_key(&seen.ppid) {
+            return Err(
+                "started from outside the sandbox by no process of the desktop".to_string(),
+            );
+        }
+        match self.place(seen.ppid, depth + 1)? {
+            Place::App if self.allowed_for_app(&exe) => Ok(Place::App),
+            Place::App => Err("the app started a program the profile does not allow".to_string()),
+            Place::Desktop(parent) => {
+                let allowed = DESKTOP_CHILDREN.iter().any(|(from, to, _)| {
+                    self.resolve(from).as_deref() == Some(parent.as_str())
+                        && self.resolve(to).as_deref() == Some(exe.as_str())
+                });
+                if allowed {
+                    Ok(Place::Desktop(exe))
+                } else {
+                    Err(format!("{parent} does not start this program"))
+                }
+            }
+            Place::Holder => Err("a child of the sandbox's first process".to_string()),
+            Place::Stage => Err("started by a launch stage that did not exec".to_string()),
+            Place::Gone => Err("its parent is gone".to_string()),
+        }
+    }
+}
+
+/// The processes of `snapshot` that `rules` (and the desktop's own rules above) do not allow,
+/// in pid order; a process over its executable's `max` is a violation from the newest on.
+pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
+    let mut checker = Checker {
+        snapshot,
+        rules,
+        by_pid: snapshot
+            .processes
+            .iter()
+            .map(|seen| (seen.pid, seen))
+            .collect(),
+        places: BTreeMap::new(),
+        resolved: BTreeMap::new(),
+    };
+    let mut violations = Vec::new();
+    // Instances per (group, program): the app's tree and each desktop helper.
+    let mut instances: BTreeMap<(bool, String), Vec<&Seen>> = BTreeMap::new();
+    for seen in &snapshot.processes {
+        let exe = seen.exe.clone().unwrap_or_default();
+        match checker.place(seen.pid, 0) {
+            Ok(Place::App) => instances.entry((true, exe)).or_default().push(seen),
+            Ok(Place::Desktop(_)) if !snapshot.wrappers.contains_key(&seen.ppid) => {
+                instances.entry((false, exe)).or_default().push(seen)
+            }
+            Ok(_) => {}
+            Err(why) => violations.push(violation(&checker, seen, why)),
+        }
+    }
+    for ((app, exe), mut seen) in instances {
+        let max = if app {
+            rules
+                .app
+                .iter()
+                .find(|allowed| allowed.path == exe)
+                .map_or(0, |allowed| allowed.max)
+        } else {
+            DESKTOP_CHILDREN
+                .iter()
+                .filter(|(_, to, _)| checker.resolve(to).as_deref() == Some(exe.as_str()))
+                .map(|(_, _, max)| *max)
+                .max()
+                .unwrap_or(1)
+                .max(u32::from(HOLDER_CHILDREN.iter().any(|child| {
+                    checker.resolve(child).as_deref() == Some(exe.as_str())
+                })))
+        };
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        if seen.len() > max {
+            seen.sort_by_key(|seen| (seen.start_ticks, seen.pid));
+            for extra in &seen[max..] {
+                let why = format!(
+                    "{} instances of {exe} run at once (at most {max})",
+                    seen.len()
+                );
+                violations.push(violation(&checker, extra, why));
+            }
+        }
+    }
+    violations.sort_by_key(|violation| violation.pid);
+    violations
+}
+
+fn violation(checker: &Checker<'_>, seen: &Seen, why: String) -> Violation {
+    Violation {
+        pid: seen.pid,
+        start_ticks: seen.start_ticks,
+        exe: seen.exe.clone().unwrap_or_default(),
+        cmdline: String::new(),
+        parent_pid: seen.ppid,
+        parent_exe: checker
+            .by_pid
+            .get(&seen.ppid)
+            .and_then(|parent| parent.exe.clone()),
+        why,
+    }
+}

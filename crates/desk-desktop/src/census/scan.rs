@@ -1,0 +1,206 @@
+//! The census's view of `/proc`: the processes of a session's sandbox found on the host by
+//! their pid namespace (the holder's, from `desktop.json`), each with its parent, start time
+//! and program, and the launcher's live wrappers from `processes.json` with the program each
+//! names. Root reads every process's `exe`; a broker that is not root owns the sandbox's user
+//! namespace and reads them too.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::time::{Duration, Instant};
+
+use super::{CensusRules, ExeIdentity, Seen, Snapshot, Violation, Wrapper, check, resolve_program};
+use crate::launcher::recorded_processes;
+use crate::layout::SessionDir;
+
+/// How long [`confirmed_violation`] waits before it looks again.
+const CONFIRM_AFTER: Duration = Duration::from_millis(50);
+
+/// The longest command line a violation records (bytes).
+const MAX_CMDLINE: usize = 1024;
+
+/// Why a census could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanError {
+    /// The session records no sandbox (none yet, or a desktop without one): nothing to count.
+    NoSandbox,
+    /// The sandbox's holder is gone (the sandbox ended).
+    HolderGone,
+}
+
+/// One census of a session's sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Census {
+    /// Every process of the namespace, in pid order.
+    pub processes: Vec<Seen>,
+    /// The processes the rules do not allow, with their command lines.
+    pub violations: Vec<Violation>,
+    /// How long the scan took.
+    pub elapsed: Duration,
+}
+
+/// `(state, ppid, start_ticks)` from `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(char, u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses; fields resume after the last ')'.
+    let rest = text.get(text.rfind(')')? + 2..)?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let start = fields.nth(17)?.parse().ok()?;
+    Some((state, ppid, start))
+}
+
+/// The program of `pid` and how it compares with the host's file at that path; `host` caches
+/// the host's `(device, inode)` per path for one scan.
+fn exe(pid: u32, host: &mut BTreeMap<String, Option<(u64, u64)>>) -> Option<(String, ExeIdentity)> {
+    let link = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let link = link.to_string_lossy();
+    if let Some(path) = link.strip_suffix(" (deleted)") {
+        return Some((path.to_string(), ExeIdentity::Deleted));
+    }
+    let path = link.to_string();
+    let theirs = std::fs::metadata(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()));
+    let ours = *host.entry(path.clone()).or_insert_with(|| {
+        std::fs::metadata(&path)
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino()))
+    });
+    let identity = match (theirs, ours) {
+        (Some(theirs), Some(ours)) if theirs == ours => ExeIdentity::Host,
+        _ => ExeIdentity::Foreign,
+    };
+    Some((path, identity))
+}
+
+/// The command line of `pid`, arguments joined by spaces, control characters replaced, at
+/// most [`MAX_CMDLINE`] bytes.
+pub(crate) fn cmdline(pid: u32) -> String {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let text: String = String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut end = text.len().min(MAX_CMDLINE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// The program a launcher wrapper (`nsenter … -- env -C DIR -- PROGRAM …`) names, resolved.
+fn wrapper_program(pid: u32) -> Option<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = bytes.split(|byte| *byte == 0).collect();
+    let env = args.iter().position(|arg| *arg == b"env")?;
+    let rest = args.get(env + 1..)?;
+    let program = match rest {
+        [flag, _dir, dashes, program, ..] if *flag == b"-C" && *dashes == b"--" => program,
+        [dashes, program, ..] if *dashes == b"--" => program,
+        _ => return None,
+    };
+    let program = std::str::from_utf8(program).ok()?;
+    resolve_program(program).map(|path| path.display().to_string())
+}
+
+/// The sandbox holder's host pid recorded in `desktop.json`.
+fn holder_pid(session_dir: &SessionDir) -> Option<u32> {
+    #[derive(serde::Deserialize)]
+    struct Record {
+        sandbox: Option<crate::sandbox::Sandbox>,
+    }
+    let text = std::fs::read_to_string(session_dir.desktop_file()).ok()?;
+    let record: Record = serde_json::from_str(&text).ok()?;
+    record.sandbox.map(|sandbox| sandbox.holder_pid)
+}
+
+/// Takes one census of the sandbox of `session_dir` against `rules`.
+pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, ScanError> {
+    let started = Instant::now();
+    let holder = holder_pid(session_dir).ok_or(ScanError::NoSandbox)?;
+    let namespace =
+        std::fs::read_link(format!("/proc/{holder}/ns/pid")).map_err(|_| ScanError::HolderGone)?;
+    let mut host = BTreeMap::new();
+    let mut processes = Vec::new();
+    let entries = std::fs::read_dir("/proc").map_err(|_| ScanError::HolderGone)?;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+            .ok()
+            .as_ref()
+            != Some(&namespace)
+        {
+            continue;
+        }
+        let Some((state, ppid, start_ticks)) = stat(pid) else {
+            continue;
+        };
+        let (exe, identity) = match exe(pid, &mut host) {
+            Some((path, identity)) if state != 'Z' => (Some(path), identity),
+            _ => (None, ExeIdentity::Host),
+        };
+        processes.push(Seen {
+            pid,
+            ppid,
+            start_ticks,
+            exe,
+            identity,
+        });
+    }
+    processes.sort_by_key(|seen| seen.pid);
+    if !processes.iter().any(|seen| seen.pid == holder) {
+        return Err(ScanError::HolderGone);
+    }
+    // Read after the listing: a wrapper whose child was listed was recorded before (or is
+    // caught by the confirmation a moment later).
+    let wrappers = recorded_processes(session_dir.path())
+        .into_iter()
+        .filter(|process| process.is_alive() && process.pid != holder)
+        .map(|process| {
+            let wrapper = Wrapper {
+                role: process.role.clone(),
+                program: wrapper_program(process.pid),
+            };
+            (process.pid, wrapper)
+        })
+        .collect();
+    let snapshot = Snapshot {
+        holder,
+        wrappers,
+        processes,
+    };
+    let mut violations = check(&snapshot, rules);
+    for violation in &mut violations {
+        violation.cmdline = cmdline(violation.pid);
+    }
+    Ok(Census {
+        processes: snapshot.processes,
+        violations,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// A violation seen in two censuses [`CONFIRM_AFTER`] apart (the same process, by pid and
+/// start time), else `None` (no sandbox, or nothing prohibited lasted).
+pub fn confirmed_violation(session_dir: &SessionDir, rules: &CensusRules) -> Option<Violation> {
+    let first = scan(session_dir, rules).ok()?;
+    if first.violations.is_empty() {
+        return None;
+    }
+    std::thread::sleep(CONFIRM_AFTER);
+    let second = scan(session_dir, rules).ok()?;
+    second.violations.into_iter().find(|later| {
+        first
+            .violations
+            .iter()
+            .any(|earlier| earlier.pid == later.pid && earlier.start_ticks == later.start_ticks)
+    })
+}

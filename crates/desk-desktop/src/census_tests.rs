@@ -1,0 +1,207 @@
+use super::*;
+
+fn host(program: &str) -> String {
+    resolve_program(program)
+        .unwrap_or_else(|| panic!("{program} is not on this host"))
+        .display()
+        .to_string()
+}
+
+fn seen(pid: u32, ppid: u32, exe: &str) -> Seen {
+    Seen {
+        pid,
+        ppid,
+        start_ticks: u64::from(pid),
+        exe: Some(exe.to_string()),
+        identity: ExeIdentity::Host,
+    }
+}
+
+const APP: &str = "/opt/app/bin/app";
+const HELPER: &str = "/opt/app/bin/helper";
+const WORKER: &str = "/opt/desk/deskbroker-worker";
+
+/// A sandbox as the launcher leaves it: holder 1 (its program `holder`), the worker's
+/// wrapper 10 and entry 11, the app's wrapper 20 and entry 21.
+fn desktop(holder: &str) -> Snapshot {
+    let wrappers = [
+        (
+            10,
+            Wrapper {
+                role: "worker".to_string(),
+                program: Some(WORKER.to_string()),
+            },
+        ),
+        (
+            20,
+            Wrapper {
+                role: "app".to_string(),
+                program: Some(APP.to_string()),
+            },
+        ),
+    ]
+    .into_iter()
+    .collect();
+    Snapshot {
+        holder: 1,
+        wrappers,
+        processes: vec![seen(1, 0, holder), seen(11, 10, WORKER), seen(21, 20, APP)],
+    }
+}
+
+fn rules() -> CensusRules {
+    CensusRules {
+        app: vec![
+            AllowedExecutable {
+                path: APP.to_string(),
+                max: 1,
+            },
+            AllowedExecutable {
+                path: HELPER.to_string(),
+                max: 2,
+            },
+        ],
+    }
+}
+
+fn whys(snapshot: &Snapshot) -> Vec<(u32, String)> {
+    check(snapshot, &rules())
+        .into_iter()
+        .map(|violation| (violation.pid, violation.why))
+        .collect()
+}
+
+#[test]
+fn the_desktop_and_the_apps_allowed_helpers_pass() {
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(22, 21, HELPER));
+    snapshot.processes.push(seen(23, 22, HELPER));
+    assert_eq!(whys(&snapshot), vec![]);
+}
+
+#[test]
+fn a_shell_or_interpreter_under_the_app_is_named_with_its_parent() {
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(30, 21, &host("sh")));
+    snapshot.processes.push(seen(31, 30, "/usr/bin/python3"));
+    let violations = check(&snapshot, &rules());
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(violations[0].pid, 30);
+    assert_eq!(violations[0].exe, host("sh"));
+    assert_eq!(violations[0].parent_pid, 21);
+    assert_eq!(violations[0].parent_exe.as_deref(), Some(APP));
+    assert!(violations[0].why.contains("profile does not allow"));
+    // Its child is refused too (its parent is no allowed process).
+    assert_eq!(violations[1].pid, 31);
+}
+
+#[test]
+fn a_second_app_instance_is_refused_from_the_newest_on() {
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(40, 21, APP));
+    assert_eq!(
+        whys(&snapshot),
+        vec![(40, format!("2 instances of {APP} run at once (at most 1)"))]
+    );
+    // Helpers up to their max (2) pass, a third does not.
+    let mut snapshot = desktop(WORKER);
+    for pid in [41, 42, 43] {
+        snapshot.processes.push(seen(pid, 21, HELPER));
+    }
+    let refused: Vec<u32> = whys(&snapshot).into_iter().map(|(pid, _)| pid).collect();
+    assert_eq!(refused, vec![43]);
+}
+
+#[test]
+fn a_process_entered_from_outside_by_no_recorded_wrapper_is_refused() {
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(50, 999, &host("sleep")));
+    let violations = whys(&snapshot);
+    assert_eq!(violations.len(), 1);
+    assert!(violations[0].1.contains("from outside"), "{violations:?}");
+}
+
+#[test]
+fn an_entry_may_pass_through_nsenter_and_env_but_must_run_its_program() {
+    for stage in ["nsenter", "env"] {
+        let mut snapshot = desktop(WORKER);
+        snapshot.processes[1] = seen(11, 10, &host(stage));
+        assert_eq!(whys(&snapshot), vec![], "{stage}");
+    }
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes[1] = seen(11, 10, &host("sh"));
+    let violations = whys(&snapshot);
+    assert_eq!(violations.len(), 1);
+    assert!(
+        violations[0].1.contains("another program"),
+        "{violations:?}"
+    );
+    // The app's entry runs only an allowed program.
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes[2] = seen(21, 20, "/usr/bin/python3");
+    assert_eq!(whys(&snapshot).len(), 1);
+}
+
+#[test]
+fn a_program_that_is_not_the_hosts_file_is_refused_but_a_replaced_entry_is_not() {
+    let mut snapshot = desktop(WORKER);
+    let mut helper = seen(22, 21, HELPER);
+    helper.identity = ExeIdentity::Foreign;
+    snapshot.processes.push(helper);
+    let violations = whys(&snapshot);
+    assert_eq!(violations.len(), 1);
+    assert!(
+        violations[0].1.contains("not the host's file"),
+        "{violations:?}"
+    );
+    // The worker's binary rebuilt on the host after it started: still the worker.
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes[1].identity = ExeIdentity::Deleted;
+    assert_eq!(whys(&snapshot), vec![]);
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes[1].identity = ExeIdentity::Foreign;
+    assert_eq!(whys(&snapshot).len(), 1);
+}
+
+#[test]
+fn the_holder_is_allowed_by_pid_and_only_a_shell_holder_runs_helpers() {
+    let sleep = host("sleep");
+    let mut snapshot = desktop(&host("sh"));
+    snapshot.processes.push(seen(60, 1, &sleep));
+    assert_eq!(whys(&snapshot), vec![]);
+    // Our own holder runs nothing: the same child is an adopted orphan.
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(60, 1, &sleep));
+    assert_eq!(whys(&snapshot).len(), 1);
+    // A shell holder still adopts no interpreter.
+    let mut snapshot = desktop(&host("sh"));
+    snapshot.processes.push(seen(61, 1, "/usr/bin/python3"));
+    assert_eq!(whys(&snapshot).len(), 1);
+    // Any other process running the holder's program is not the holder.
+    let mut snapshot = desktop(&host("sh"));
+    snapshot.processes.push(seen(62, 21, &host("sh")));
+    assert_eq!(whys(&snapshot).len(), 1);
+}
+
+#[test]
+fn zombies_and_vanished_processes_are_not_counted() {
+    let mut snapshot = desktop(WORKER);
+    let mut zombie = seen(70, 21, "/usr/bin/python3");
+    zombie.exe = None;
+    snapshot.processes.push(zombie);
+    assert_eq!(whys(&snapshot), vec![]);
+}
+
+#[test]
+fn rules_resolve_names_and_round_trip_through_the_session_directory() {
+    let rules = CensusRules::for_app(&[AllowedExecutable {
+        path: "sh".to_string(),
+        max: 1,
+    }]);
+    assert_eq!(rules.app[0].path, host("sh"));
+    let dir = tempfile::tempdir().unwrap();
+    let session = SessionDir::at(dir.path());
+    assert_eq!(CensusRules::read(&session), None);
+    rules.write(&session).unwrap();
+    assert_eq!(CensusRules::read(&session), Some(rules));
+}
