@@ -4,14 +4,18 @@ LibreCAD on a real desktop, the drawing scored by the broker-side scorer."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 import verifiers as vf
 from verifiers.legacy.clients.client import Client as VfClient
 from verifiers.types import Response, ResponseMessage, ToolCall
 
-from deskbroker.verifiers_env import check_batch, load_environment
+from deskbroker import DeskbrokerError
+from deskbroker.verifiers_env import check_batch, load_environment, resolve_deskbroker_bin
 
 from .conftest import Broker, binary
 
@@ -133,8 +137,9 @@ async def test_rollout_draws_task_004_and_is_scored(cad_broker: Broker) -> None:
         f"{desk['rollout_id']}-t2-i0", f"{desk['rollout_id']}-t2-i1"]
     # The reward is the broker-side scorer's verdict on the retrieved drawing.
     (saved,) = kept.glob("*.dxf")
+    version = desk["corpus_version"].rsplit("-", 1)[1]
     score = subprocess.run([deskbroker, "bench", "score", "--log", "warn", "--corpus-version",
-                            "v1", "--task", "task-004", "--candidate", str(saved)],
+                            version, "--task", "task-004", "--candidate", str(saved)],
                            check=True, capture_output=True, text=True)
     assert json.loads(score.stdout)["score"] == reward == desk["score"]["score"]
     assert desk["released"] is True
@@ -147,7 +152,7 @@ async def test_broker_refusal_mid_batch_goes_back_to_the_model(broker: Broker) -
     delivery with the reason and a fresh screenshot, the rollout continues and the refusal is
     counted."""
     env = load_environment(str(broker.socket), tasks=["task-004"],
-                           deskbroker_bin=str(binary("deskbroker")))
+                           deskbroker_bin=str(binary("deskbroker")), profile="probe")
     model = ScriptedClient([
         [text("a"), key("nosuchkey"), text("b")],
         [text("c")],
@@ -179,7 +184,7 @@ async def test_broker_failure_mid_batch_fails_closed_and_releases(broker: Broker
     """A failure that is not a refusal (the session released behind the environment's back):
     item 0 ran, the rollout fails closed at item 1, reward 0, and cleanup still releases."""
     env = load_environment(str(broker.socket), tasks=["task-004"],
-                           deskbroker_bin=str(binary("deskbroker")))
+                           deskbroker_bin=str(binary("deskbroker")), profile="probe")
 
     async def release_behind_its_back() -> None:
         (session_id,) = list(env.broker._sessions)
@@ -207,3 +212,49 @@ async def test_broker_failure_mid_batch_fails_closed_and_releases(broker: Broker
     assert desk["n_refused_actions"] == 0
     assert desk["released"] is True
     await env.broker.aclose()
+
+
+def test_vf_load_environment_by_name_plays_the_bench_run_corpus(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`vf.load_environment("deskbroker")` as a new user calls it: the binary found on PATH, the
+    corpus the binary writes by default (the one `bench run` plays), its version stamped in every
+    row, each task's own app profile."""
+    deskbroker = binary("deskbroker")
+    monkeypatch.delenv("DESKBROKER_BIN", raising=False)
+    monkeypatch.setenv("PATH", f"{deskbroker.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = vf.load_environment("deskbroker", split="all")
+    assert isinstance(env, vf.StatefulToolEnv) and env.deskbroker_bin == str(deskbroker)
+    rows = list(env.get_eval_dataset())
+
+    # What the binary writes by default, independently.
+    subprocess.run([str(deskbroker), "bench", "corpus", "--log", "warn", "--out",
+                    str(tmp_path / "public")], check=True, capture_output=True)
+    manifest = json.loads((tmp_path / "public" / "tasks.json").read_text())
+    assert manifest["corpus_version"] != "deskbroker-cad-corpus-v1"
+    assert [r["info"]["task_id"] for r in rows] == [t["id"] for t in manifest["tasks"]]
+    assert {r["info"]["corpus_version"] for r in rows} == {manifest["corpus_version"]}
+    by_id = {t["id"]: t for t in manifest["tasks"]}
+    for row in rows:
+        task = by_id[row["info"]["task_id"]]
+        assert row["prompt"][-1]["content"] == task["prompt"]
+        assert row["info"]["profile"] == task["profile"]
+    assert {r["info"]["profile"] for r in rows} == {"librecad", "freecad"}
+
+    # An older corpus on request, checked against what it names.
+    v1 = load_environment(tasks=["task-004"], corpus_version="v1")
+    assert v1.get_eval_dataset()[0]["info"]["corpus_version"] == "deskbroker-cad-corpus-v1"
+    with pytest.raises(DeskbrokerError, match="not v1"):
+        load_environment(corpus=str(tmp_path / "public"), corpus_version="v1")
+
+
+def test_missing_binary_names_every_place_tried(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.delenv("DESKBROKER_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RuntimeError) as missing:  # verifiers wraps the loader's error
+        vf.load_environment("deskbroker")
+    assert isinstance(missing.value.__cause__, DeskbrokerError)
+    assert "DESKBROKER_BIN" in str(missing.value) and str(tmp_path) in str(missing.value)
+    monkeypatch.setenv("DESKBROKER_BIN", "/opt/db/deskbroker")
+    assert resolve_deskbroker_bin() == "/opt/db/deskbroker"
+    assert resolve_deskbroker_bin("/x/deskbroker") == "/x/deskbroker"

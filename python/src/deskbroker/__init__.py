@@ -4,8 +4,11 @@
   ``Client()`` connects to :func:`default_socket`, where ``deskbroker serve`` listens by default.
 - :class:`DeskbrokerComputer`: an OpenAI Agents SDK ``AsyncComputer`` / cua
   ``AsyncComputerHandler`` over one session.
-- ``deskbroker.verifiers_env.load_environment``: the CAD benchmark as a Verifiers environment.
+- :func:`load_environment` (``vf.load_environment("deskbroker")``): the CAD benchmark as a
+  Verifiers environment (``deskbroker.verifiers_env``; needs the ``verifiers`` extra).
 """
+
+from typing import Any
 
 from ._paths import default_socket
 from .client import (
@@ -19,6 +22,16 @@ from .client import (
 )
 from .computer import DeskbrokerComputer
 
+
+def load_environment(*args: Any, **kwargs: Any) -> Any:
+    """The CAD benchmark as a Verifiers environment: what ``vf.load_environment("deskbroker",
+    **args)`` calls (Verifiers imports the module named by the environment id and calls its
+    ``load_environment``). Arguments: :func:`deskbroker.verifiers_env.load_environment`."""
+    from .verifiers_env import load_environment as load
+
+    return load(*args, **kwargs)
+
+
 __all__ = [
     "ApiError",
     "Client",
@@ -28,5 +41,6 @@ __all__ = [
     "TransportError",
     "artifact_bytes",
     "default_socket",
+    "load_environment",
     "png_bytes",
 ]

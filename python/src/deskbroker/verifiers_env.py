@@ -1,6 +1,7 @@
 """The CAD benchmark as a Verifiers environment (``StatefulToolEnv``), ``load_environment()``.
 
-Per rollout: ``setup_state`` leases a LibreCAD session and resets it; the handoff screenshot is
+Per rollout: ``setup_state`` leases a session in the task's app profile (LibreCAD for 2D, FreeCAD
+for 3D) and resets it; the handoff screenshot is
 appended to the prompt. Each turn the model makes exactly one ``computer_action`` call holding a
 non-empty ordered batch (``docs/benchmark.md``, the batching rule). The whole batch is checked
 before the first request (known types, integer fields, pointer coordinates inside the display,
@@ -23,6 +24,8 @@ The reward is that score. The lease token lives only in the :class:`~deskbroker.
 import asyncio
 import base64
 import json
+import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -43,7 +46,8 @@ POINTER_TYPES = {"click", "double_click", "move"}
 MAX_ACTIONS = 5000
 WALL_TIME_S = {"2d": 900, "3d": 1800}
 
-SYSTEM_PROMPT = """You operate LibreCAD on a Linux desktop through one tool, computer_action.
+SYSTEM_PROMPT = """You operate a CAD app (the one the task names: LibreCAD for 2D drawings, FreeCAD
+for 3D parts) on a Linux desktop through one tool, computer_action.
 Each turn call computer_action exactly once with a non-empty ordered list of actions; they run
 open loop and you then see one screenshot. Every action has an "intent" (why you do it). Types:
 click/double_click {x, y, button?, modifiers?}, drag {path: [{x, y}, ...]}, move {x, y},
@@ -242,12 +246,13 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
     async def setup_state(self, state: Any) -> Any:
         info = state["info"]
         rollout_id = f"{info['task_id']}-{state['trajectory_id'][:12]}"
-        lease = await self.broker.lease(info["task_id"], state["trajectory_id"][:12], self.profile)
+        lease = await self.broker.lease(info["task_id"], state["trajectory_id"][:12],
+                                        self.profile or info.get("profile"))
         desk: dict[str, Any] = {
             "session_id": lease["session_id"], "rollout_id": rollout_id, "turn": 0,
             "actions_used": 0, "n_rejected_batches": 0, "n_refused_actions": 0, "items": [],
             "status": None,
-            "status_detail": None, "score": None,
+            "status_detail": None, "score": None, "corpus_version": info["corpus_version"],
             "max_actions": min(int(info["max_actions"]), MAX_ACTIONS),
         }
         state["deskbroker"] = desk
@@ -294,18 +299,20 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
                     artifact = await self.broker.artifact(session_id)
                     drawing = artifact_bytes(artifact)
                     desk["artifact_sha256"] = artifact["sha256"]
+                    suffix = Path(str(artifact.get("filename") or "attempt.dxf")).suffix
                     if self.artifacts_dir is not None:
                         self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-                        (self.artifacts_dir / f"{desk['rollout_id']}.dxf").write_bytes(drawing)
-                    desk["score"] = await self._score(state["info"]["task_id"], drawing)
+                        kept = self.artifacts_dir / f"{desk['rollout_id']}{suffix}"
+                        kept.write_bytes(drawing)
+                    desk["score"] = await self._score(state["info"]["task_id"], drawing, suffix)
                 except ApiError as error:
                     desk["status_detail"] = f"{desk['status_detail'] or ''} checkpoint: {error}"
         finally:
             desk["released"] = (await self.broker.release(session_id))["state"] == "released"
 
-    async def _score(self, task_id: str, drawing: bytes) -> dict[str, Any]:
+    async def _score(self, task_id: str, drawing: bytes, suffix: str) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="deskbroker-score-") as scratch:
-            candidate = Path(scratch) / "attempt.dxf"
+            candidate = Path(scratch) / f"attempt{suffix}"
             candidate.write_bytes(drawing)
             command = [self.deskbroker_bin, "bench", "score", "--log", "warn", "--task", task_id,
                        "--candidate", str(candidate), "--corpus", str(self.corpus)]
@@ -339,15 +346,54 @@ async def rejected_batches(state: Any) -> float:
     return float((state.get("deskbroker") or {}).get("n_rejected_batches", 0))
 
 
-def _corpus(deskbroker_bin: str, corpus: str | None) -> Path:
+def resolve_deskbroker_bin(deskbroker_bin: str | None = None) -> str:
+    """The ``deskbroker`` binary: ``deskbroker_bin``, else ``$DESKBROKER_BIN``, else ``deskbroker``
+    on ``PATH``; an error names each place tried."""
+    if deskbroker_bin:
+        return deskbroker_bin
+    named = os.environ.get("DESKBROKER_BIN")
+    if named:
+        return named
+    found = shutil.which("deskbroker")
+    if found is None:
+        raise DeskbrokerError(
+            "the deskbroker binary was not found: deskbroker_bin= not given, DESKBROKER_BIN "
+            f"unset, no deskbroker on PATH ({os.environ.get('PATH', '')}); it writes the corpus "
+            "and scores the drawings (cargo build --release -p deskbroker)")
+    return found
+
+
+# The corpora written by this process, by (binary, version asked): written once (the corpus is
+# deterministic; writing one takes seconds).
+_WRITTEN: dict[tuple[str, str | None], Path] = {}
+
+
+def _corpus(deskbroker_bin: str, corpus: str | None,
+            corpus_version: str | None) -> tuple[Path, str]:
+    """The public corpus and its version. Without ``corpus``: written by the binary's
+    ``bench corpus``, at ``corpus_version`` or else the binary's default, the version
+    ``bench run`` plays."""
     if corpus is not None:
-        return Path(corpus)
-    root = Path(tempfile.mkdtemp(prefix="deskbroker-corpus-"))
-    # Corpus v1: this environment plays 2D tasks in LibreCAD and saves DXF; corpus v2's 3D
-    # tasks (FreeCAD, FCStd) are not wired into it yet.
-    subprocess.run([deskbroker_bin, "bench", "corpus", "--log", "warn", "--corpus-version", "v1",
-                    "--out", str(root / "public")], check=True, capture_output=True)
-    return root / "public"
+        public = Path(corpus)
+    elif (deskbroker_bin, corpus_version) in _WRITTEN and (
+            _WRITTEN[(deskbroker_bin, corpus_version)] / "tasks.json").exists():
+        public = _WRITTEN[(deskbroker_bin, corpus_version)]
+    else:
+        public = Path(tempfile.mkdtemp(prefix="deskbroker-corpus-")) / "public"
+        command = [deskbroker_bin, "bench", "corpus", "--log", "warn", "--out", str(public)]
+        if corpus_version is not None:
+            command += ["--corpus-version", corpus_version]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise DeskbrokerError(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
+        _WRITTEN[(deskbroker_bin, corpus_version)] = public
+    manifest = json.loads((public / "tasks.json").read_text())
+    version = str(manifest.get("corpus_version") or "")
+    if not version:
+        raise DeskbrokerError(f"{public / 'tasks.json'} names no corpus_version")
+    if corpus_version is not None and not version.endswith(f"-{corpus_version}"):
+        raise DeskbrokerError(f"{public} is corpus {version}, not {corpus_version}")
+    return public, version
 
 
 def load_environment(
@@ -359,8 +405,9 @@ def load_environment(
     key: str | None = None,
     split: str = "dev",
     tasks: list[str] | None = None,
-    deskbroker_bin: str = "deskbroker",
+    deskbroker_bin: str | None = None,
     corpus: str | None = None,
+    corpus_version: str | None = None,
     gold: str | None = None,
     profile: str | None = None,
     max_turns: int = 200,
@@ -371,12 +418,15 @@ def load_environment(
     ``deskbroker serve`` listens on by default, :func:`deskbroker.default_socket`).
 
     ``split``: ``dev``, ``eval`` or ``all``; ``tasks`` picks task ids instead. The public corpus
-    (``corpus``, default: written by ``deskbroker bench corpus``) gives prompts and reference
-    images; ``gold`` is passed only to the scorer. ``artifacts_dir`` keeps each retrieved
-    drawing as ``{rollout_id}.dxf``.
+    (``corpus``, default: written by ``deskbroker bench corpus`` at ``corpus_version``, default
+    the binary's own default, the corpus ``deskbroker bench run`` plays) gives prompts and
+    reference images; every row's ``info`` and every rollout's state carry its
+    ``corpus_version``. Each task runs in the app profile it names (``profile`` overrides).
+    ``gold`` is passed only to the scorer. ``artifacts_dir`` keeps each retrieved file as
+    ``{rollout_id}.dxf`` (or ``.FCStd``). ``deskbroker_bin``: :func:`resolve_deskbroker_bin`.
     """
-    client = Client(socket, url=url, ca=ca, cert=cert, key=key)
-    public = _corpus(deskbroker_bin, corpus)
+    deskbroker_bin = resolve_deskbroker_bin(deskbroker_bin)
+    public, version = _corpus(deskbroker_bin, corpus, corpus_version)
     manifest = json.loads((public / "tasks.json").read_text())
     rows = []
     for task in manifest["tasks"]:
@@ -388,10 +438,12 @@ def load_environment(
             "prompt": [{"role": "user", "content": task["prompt"]}],
             "info": {"task_id": task["id"], "drawing_type": task["drawing_type"],
                      "reference_image": task["reference_image"],
-                     "max_actions": task["budgets"]["max_actions"], "level": task["level"]},
+                     "max_actions": task["budgets"]["max_actions"], "level": task["level"],
+                     "profile": task.get("profile"), "corpus_version": version},
         })
     if not rows:
         raise DeskbrokerError("no task matches the split/tasks selection")
+    client = Client(socket, url=url, ca=ca, cert=cert, key=key)
     return DeskbrokerCadEnv(
         client, deskbroker_bin, public, Path(gold) if gold else None, profile,
         Path(artifacts_dir) if artifacts_dir else None,
