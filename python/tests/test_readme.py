@@ -40,7 +40,7 @@ def runnable() -> list[tuple[int, str]]:
 
 
 # What each runnable example must show besides exiting 0, in README order.
-EXPECT = ["client", "control", "agents", "verifiers"]
+EXPECT = ["client", "sync", "control", "agents", "verifiers"]
 
 
 def test_every_python_block_is_marked() -> None:
@@ -101,6 +101,8 @@ def test_readme_example_runs_as_written(default_broker: Broker, tmp_path: Path,
         assert (tmp_path / "reset.png").read_bytes().startswith(b"\x89PNG")
         drawing = (tmp_path / "attempt.dxf").read_text(errors="replace")
         assert "\nLINE\n" in drawing.replace("\r\n", "\n") or "\n  0\nLINE" in drawing, drawing[:500]
+    elif kind == "sync":
+        assert out.split() == ["0"], out
     elif kind == "control":
         assert out.split() == ["control_stopped"], out
     elif kind == "agents":

@@ -2,6 +2,7 @@
 
 - :class:`Client`: the async HTTP client (Unix socket or TLS), one method per route;
   ``Client()`` connects to :func:`default_socket`, where ``deskbroker serve`` listens by default.
+- :class:`SyncClient`: the same methods, blocking (the async client on a private loop thread).
 - :class:`DeskbrokerComputer`: an OpenAI Agents SDK ``AsyncComputer`` / cua
   ``AsyncComputerHandler`` over one session.
 - :func:`load_environment` (``vf.load_environment("deskbroker")``): the CAD benchmark as a
@@ -21,6 +22,7 @@ from .client import (
     png_bytes,
 )
 from .computer import DeskbrokerComputer
+from .sync import SyncClient
 
 
 def load_environment(*args: Any, **kwargs: Any) -> Any:
@@ -38,6 +40,7 @@ __all__ = [
     "DeskbrokerComputer",
     "DeskbrokerError",
     "Session",
+    "SyncClient",
     "TransportError",
     "artifact_bytes",
     "default_socket",
