@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's tests (python/): a venv in target/python-venv, the package installed from
-# this checkout with its test extra, mypy over the package, the Kubernetes manifests validated
+# this checkout with its test extra, mypy over the package, the wheel and sdist built and checked
+# (twine check, the wheel installed into a fresh venv), the Kubernetes manifests validated
 # offline (deploy/kubernetes/validate.sh), then pytest against real brokers built by cargo (probe
 # window and LibreCAD on Xvfb; deskbroker.ray on a local two-node Ray cluster). pytest's exit 5
 # (no tests collected) is a failure here, not a pass.
@@ -12,6 +13,16 @@ venv=target/python-venv
 "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir -e "python[test]"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps cua-agent==0.9.1
 (cd python && "../$venv/bin/mypy")
+# The wheel and sdist a user would install: built, accepted by `twine check --strict`, and the
+# wheel installed into a fresh venv that imports the package.
+dist=target/python-dist
+rm -rf "$dist" && mkdir -p "$dist"
+"$venv/bin/python" -m build --outdir "$dist" python >"$dist/build.log" 2>&1 \
+  || { cat "$dist/build.log" >&2; exit 1; }
+"$venv/bin/twine" check --strict "$dist"/*.whl "$dist"/*.tar.gz
+python3 -m venv --clear target/python-wheel-venv
+target/python-wheel-venv/bin/pip install -q --disable-pip-version-check --no-cache-dir "$dist"/*.whl
+target/python-wheel-venv/bin/python -c "import deskbroker; print('wheel imports:', deskbroker.default_socket())"
 deploy/kubernetes/validate.sh "$PWD/$venv/bin/kubernetes-validate"
 status=0
 (cd python && DESKBROKER_TARGET="$PWD/../target/debug" "../$venv/bin/python" -m pytest -q -p no:cacheprovider) || status=$?
