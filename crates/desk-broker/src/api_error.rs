@@ -123,6 +123,10 @@ impl BrokerError {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::DestinationNotApp,
             ),
+            BrokerError::Desktop {
+                source: BackendError::ResourceLimit(_),
+                ..
+            } => (StatusCode::BAD_GATEWAY, ErrorCode::ResourceLimit),
             BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
             BrokerError::JournalUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -277,6 +277,18 @@ impl Inner {
     /// up what is left.
     pub(crate) fn fail_if_desktop_died(&self, session_id: &SessionId, error: &BrokerError) {
         if let BrokerError::Desktop {
+            source: BackendError::ResourceLimit(reason),
+            ..
+        } = error
+        {
+            let message = format!("the session's desktop reached a resource limit: {reason}");
+            tracing::warn!(%session_id, "{message}");
+            if let Err(error) = self.mark_error(session_id, ErrorCode::ResourceLimit, &message) {
+                tracing::error!(%session_id, error = %error, "failed to record a resource limit");
+            }
+            return;
+        }
+        if let BrokerError::Desktop {
             source: BackendError::ProcessDied(reason),
             ..
         } = error

@@ -33,6 +33,9 @@ crate::wire_enum! {
         InputOutcomeUnknown = "input_outcome_unknown",
         /// The desktop (display, window manager, app or worker) failed.
         DesktopFailed = "desktop_failed",
+        /// The kernel enforced one of the session's limits (its cgroup's memory limit killed a
+        /// process, or its process limit refused a fork); the session ended in `error`.
+        ResourceLimit = "resource_limit",
         /// The app was not observed maximized at handoff.
         AppNotMaximized = "app_not_maximized",
         /// The request lacks a valid credential for this session.

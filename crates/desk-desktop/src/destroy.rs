@@ -106,6 +106,7 @@ pub fn destroy(remains: &Remains, timeout: Duration) -> Removal {
         Duration::ZERO,
         timeout,
     );
+    crate::sandbox::cgroup::remove_recorded(&SessionDir::at(&remains.session_dir));
     if let (Some(socket), Some(xvfb)) = (
         &remains.x_socket,
         remains

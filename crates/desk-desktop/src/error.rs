@@ -78,6 +78,9 @@ pub enum BackendError {
     /// another uid or pid); nothing was sent to it.
     #[error("the worker socket's peer was refused: {0}")]
     WorkerPeerRefused(String),
+    /// The kernel enforced one of the session's limits (memory, processes): the session ends.
+    #[error("a resource limit of the session was reached: {0}")]
+    ResourceLimit(String),
 }
 
 impl BackendError {

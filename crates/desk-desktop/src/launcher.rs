@@ -80,6 +80,8 @@ pub struct LocalDesktopConfig {
     /// Host paths the app must not see beyond the state directory, `/root` and `/home` (the
     /// benchmark's gold); checked at every handoff.
     pub private_paths: Vec<PathBuf>,
+    /// The session's memory, process and CPU limits (its own cgroups, `sandbox::cgroup`).
+    pub limits: crate::sandbox::cgroup::Limits,
 }
 
 impl LocalDesktopConfig {
@@ -99,6 +101,7 @@ impl LocalDesktopConfig {
             read_only: Vec::new(),
             writable: crate::sandbox::WritableDirs::attempt_only(),
             private_paths: Vec::new(),
+            limits: crate::sandbox::cgroup::Limits::default(),
         }
     }
 }
@@ -372,6 +375,8 @@ impl LocalDesktop {
     /// Fails with [`BackendError::ProcessDied`] naming the first of the session's processes
     /// (other than `except`) that is no longer running.
     fn check_alive(&mut self, except: Option<&str>) -> Result<(), BackendError> {
+        // A limit the kernel enforced explains a death, or ends the session by itself (`ops.rs`).
+        self.check_limits()?;
         for process in &mut self.processes {
             if Some(process.role) == except {
                 continue;
@@ -392,7 +397,9 @@ impl LocalDesktop {
     fn explain(&mut self, error: BackendError) -> BackendError {
         match self.check_alive(None) {
             Ok(()) => error,
-            Err(BackendError::ProcessDied(reason)) if error.input_may_have_been_sent() => {
+            Err(BackendError::ProcessDied(reason) | BackendError::ResourceLimit(reason))
+                if error.input_may_have_been_sent() =>
+            {
                 BackendError::OutcomeUnknown(format!("{error}; {reason}"))
             }
             Err(died) => died,

@@ -195,6 +195,11 @@ impl SessionDir {
         self.0.join("control.json")
     }
 
+    /// The session's control groups and limits (`sandbox::cgroup`), removed at destroy.
+    pub fn cgroup_file(&self) -> PathBuf {
+        self.0.join("cgroup.json")
+    }
+
     /// The last checkpointed artifact named `name`.
     pub fn checkpoint_file(&self, name: &str) -> PathBuf {
         self.0.join("checkpoint").join(name)

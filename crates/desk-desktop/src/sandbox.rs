@@ -23,6 +23,7 @@
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
 
+pub mod cgroup;
 pub mod facts;
 mod host;
 pub mod probe;

@@ -18,6 +18,7 @@ use desk_contract::{DisplaySize, SettlePolicy};
 use super::{CLIPBOARD_WORKER_TIMEOUT, LocalDesktop, WORKER_TIMEOUT, log_file};
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
+use crate::sandbox::cgroup::SessionCgroup;
 use crate::worker_client::{ExpectedPeer, check_peer};
 
 fn expect_value<T>(
@@ -30,6 +31,29 @@ fn expect_value<T>(
 }
 
 impl LocalDesktop {
+    /// Creates the session's cgroups with the configured limits (`sandbox::cgroup`); a host
+    /// without usable v1 hierarchies runs the session without limits (logged).
+    pub(super) fn create_cgroup(&mut self) -> Result<(), BackendError> {
+        let path = self.config.session_dir.cgroup_file();
+        if let Some(old) = SessionCgroup::load(&self.config.session_dir) {
+            old.remove();
+        }
+        let _ = std::fs::remove_file(&path);
+        if SessionCgroup::create(&self.config.session_dir, self.config.limits)?.is_none() {
+            tracing::warn!(session = %self.config.session_dir.path().display(), "limits off");
+        }
+        Ok(())
+    }
+
+    /// Fails with [`BackendError::ResourceLimit`] once the kernel enforced one of the
+    /// session's limits (an OOM kill in its memory group, a fork its pids group refused).
+    pub(super) fn check_limits(&self) -> Result<(), BackendError> {
+        match SessionCgroup::load(&self.config.session_dir).and_then(|cgroup| cgroup.verdict()) {
+            Some(reason) => Err(BackendError::ResourceLimit(reason)),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a fresh worker connection (at start and at every reattach) unless the kernel
     /// names the recorded worker as the listener: the sandbox uid (the broker's own without a
     /// sandbox) and the recorded worker's host pid (its wrapper's child when sandboxed).

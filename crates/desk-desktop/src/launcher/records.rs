@@ -97,6 +97,7 @@ pub fn reap_recorded(session_dir: impl AsRef<Path>) -> usize {
     if !left.is_empty() {
         tracing::error!(?left, "processes of a reaped desktop are still running");
     }
+    crate::sandbox::cgroup::remove_recorded(session_dir);
     if let (Some(record), Some(xvfb)) = (
         record.filter(|record| record.sandbox.is_none()),
         recorded.iter().find(|process| process.role == "xvfb"),

@@ -74,6 +74,8 @@ impl LocalDesktop {
     }
 
     pub(super) fn start_processes(&mut self) -> Result<(), BackendError> {
+        // The session's cgroups first: every process below is spawned into them (`ops.rs`).
+        self.create_cgroup()?;
         if let SandboxPolicy::On { .. } = self.config.sandbox {
             self.start_sandbox()?;
         }
@@ -268,7 +270,11 @@ impl LocalDesktop {
         role: &'static str,
         mut command: Command,
     ) -> Result<&mut Child, BackendError> {
-        let child = command.spawn().map_err(|source| BackendError::Spawn {
+        let spawned = match crate::sandbox::cgroup::SessionCgroup::load(&self.config.session_dir) {
+            Some(cgroup) => cgroup.spawn_inside(|| command.spawn())?,
+            None => command.spawn(),
+        };
+        let child = spawned.map_err(|source| BackendError::Spawn {
             what: format!("{role} ({:?})", command.get_program()),
             source,
         })?;

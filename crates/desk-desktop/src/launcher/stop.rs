@@ -56,6 +56,7 @@ impl LocalDesktop {
         if !left.is_empty() {
             tracing::error!(?left, "processes of a stopped desktop are still running");
         }
+        crate::sandbox::cgroup::remove_recorded(&self.config.session_dir);
         self.app_running = false;
         self.record_processes();
         if self.sandbox.is_some() {

@@ -23,6 +23,7 @@ mod faults;
 mod freecad;
 mod interrupt;
 mod librecad;
+mod limits;
 mod load;
 mod perf;
 mod policy_cli;
