@@ -3,9 +3,10 @@
 //! Layout: `<state_dir>/evidence/signing.key` (0600) and `evidence.pub` (the broker's Ed25519
 //! key pair, created on first start unless [`crate::EvidenceConfig::signing_key`] names a key), and per
 //! session `<state_dir>/evidence/<session_id>/` holding `evidence.ndjson` (the journal),
-//! `frames/<sequence>.png` (reset and screenshot frames), `artifact/<name>` (the last
-//! checkpointed bytes) and, from release on, copies of `events.json` and `frame_events.json`.
-//! The directory outlives the session directory, so a bundle can be exported after release.
+//! `frames/<sequence>.png` (reset and screenshot frames) and `artifact/<name>` (the last
+//! checkpointed bytes) while the session lives. Release deletes all but the journal (its
+//! records keep every digest), so a bundle exported after release verifies the journal and
+//! lists the deleted files as `not_retained`; a killed session keeps its logs (`kill/keep.rs`).
 //!
 //! The broker calls the hooks here at each point docs/evidence.md names. Every hook returns
 //! only after its record was written, fsynced, read back and verified; the caller sends the
@@ -280,10 +281,13 @@ fn release_reason(session: &SessionRow) -> String {
     }
 }
 
-/// The session is about to be released (before its directory is deleted): copies both logs
-/// into the evidence directory and writes `session_released` over exactly those bytes. A
-/// failure is logged, never returned: release must still clean up, and the journal then simply
-/// stays open (a bundle shows `released: false`).
+/// The session is about to be released (before its directory is deleted): writes
+/// `session_released` with the digests of both logs as they are, then deletes the attempt
+/// data the evidence directory held (frames, artifact, staged files), so only the signed
+/// journal with its digests remains: the broker contract's release "deletes attempt data"
+/// (a bundle exported afterwards lists them as `not_retained`). A failure is logged, never
+/// returned: release must still clean up, and the journal then simply stays open (a bundle
+/// shows `released: false`) with its files kept, since nothing signed their final digests.
 pub(crate) fn session_released(
     evidence: Evidence<'_>,
     session: &SessionRow,
@@ -297,14 +301,12 @@ pub(crate) fn session_released(
             (EVENTS_FILE, journal.session_dir.events_file()),
             (FRAME_EVENTS_FILE, journal.session_dir.frame_events_file()),
         ];
-        for (log_name, source) in logs {
+        for (_, source) in logs {
             let bytes = match std::fs::read(&source) {
                 Ok(bytes) => bytes,
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
                 Err(error) => return Err(io_error("read", &source)(error)),
             };
-            let staged = journal.stage(log_name, &bytes)?;
-            journal.commit_staged(&staged, "", log_name)?;
             digests.push(LogDigest::of(&bytes));
         }
         let frame_events = digests.pop().unwrap_or_else(|| LogDigest::of(b""));
@@ -318,14 +320,44 @@ pub(crate) fn session_released(
         }))
     });
     lock(&evidence.journals.open).remove(&session.id);
-    if let Err(error) = released {
-        tracing::error!(
+    match released {
+        Ok(()) => delete_attempt_data(&session_evidence_dir(
+            &evidence.config.state_dir,
+            &session.id,
+        )),
+        Err(error) => tracing::error!(
             session_id = %session.id,
             error = %error_chain(&error),
             "failed to close the session's evidence journal; releasing anyway"
-        );
+        ),
     }
     Ok(())
+}
+
+/// Deletes a released session's attempt data from its evidence directory `directory`: every
+/// entry but the journal (frames, the artifact, staged files, log copies an earlier version
+/// kept). Failures are logged: the journal already holds every digest.
+fn delete_attempt_data(directory: &Path) {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) => {
+            tracing::warn!(directory = %directory.display(), %error, "failed to list the evidence directory at release");
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        if entry.file_name() == JOURNAL_FILE {
+            continue;
+        }
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        if let Err(error) = removed {
+            tracing::warn!(path = %path.display(), %error, "failed to delete attempt data at release");
+        }
+    }
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

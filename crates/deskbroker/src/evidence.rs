@@ -57,11 +57,13 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             .await?
             .context("evidence export failed")?;
             outln!(
-                "exported {} to {}: {} records, {} files, released: {}, signer {}",
+                "exported {} to {}: {} records, {} files, {} not retained (deleted at release), \
+                 released: {}, signer {}",
                 manifest.session_id,
                 out.display(),
                 manifest.journal.n_records,
                 manifest.files.len(),
+                manifest.not_retained.len(),
                 manifest.journal.released,
                 manifest.signer_fingerprint
             );
@@ -81,7 +83,7 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 .collect();
             outln!(
                 "OK {}: session {}, {} records, {} actions, {} receipts, {} frames, {} files, \
-                 released: {}, artifacts: [{}], signer {}",
+                 released: {}, artifacts: [{}], not retained: [{}], signer {}",
                 bundle.display(),
                 report.session_id,
                 report.n_records,
@@ -91,6 +93,7 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 report.n_files,
                 report.released,
                 artifacts.join(", "),
+                report.not_retained.join(", "),
                 report.signer_fingerprint
             );
             Ok(())

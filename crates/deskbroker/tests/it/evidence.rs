@@ -75,6 +75,24 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
     None
 }
 
+/// Every file below `root`, as `/`-separated paths relative to it, sorted.
+fn tree(root: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
 fn journal_lines(bundle: &Path) -> Vec<String> {
     std::fs::read_to_string(bundle.join("evidence.ndjson"))
         .unwrap()
@@ -154,24 +172,90 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
     let checkpoint = probe.client.checkpoint(&probe.session).await.unwrap();
     let artifact = probe.client.artifact(&probe.session).await.unwrap();
     assert_eq!(artifact.sha256, checkpoint.sha256);
-    probe.client.release(&probe.session).await.unwrap();
-    assert!(
-        !session_dir.exists(),
-        "release deletes the session directory"
-    );
 
-    // After release, the evidence directory alone yields a complete bundle.
+    // Before release the bundle carries the logs, both frames and the artifact; the tampering
+    // cases below work on it.
     let bundle = probe.root.path().join("bundle");
     export(&probe.broker.state_dir, &probe.session, &bundle);
     let (ok, output) = verify(&bundle, &key);
     assert!(ok, "bundle: {output}");
     assert!(output.starts_with("OK "), "{output}");
     assert!(
-        output.contains("3 actions, 3 receipts, 2 frames") && output.contains("released: true"),
+        output.contains("3 actions, 3 receipts, 2 frames") && output.contains("released: false"),
         "{output}"
     );
     assert!(output.contains(&checkpoint.sha256), "{output}");
-    let lines = journal_lines(&bundle);
+    let evidence_dir = probe.broker.state_dir.join("evidence").join(&probe.session);
+    let before = tree(&probe.broker.state_dir);
+    assert!(
+        evidence_dir.join("artifact/attempt.txt").is_file(),
+        "{before:#?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(evidence_dir.join("frames"))
+            .unwrap()
+            .count(),
+        2,
+        "{before:#?}"
+    );
+
+    // A root broker keeps the workspace (attempt directory, home) out of the state directory.
+    let workspace = std::fs::read_link(session_dir.join("workspace")).ok();
+    probe.client.release(&probe.session).await.unwrap();
+    assert!(
+        !session_dir.exists(),
+        "release deletes the session directory"
+    );
+    if let Some(workspace) = workspace {
+        assert!(
+            !workspace.exists(),
+            "{} survived release",
+            workspace.display()
+        );
+    }
+    // Release deletes the attempt data: of the session, the state directory keeps only the
+    // signed journal (its records hold every digest) and the workspace's removal record.
+    let after = tree(&probe.broker.state_dir);
+    let of_session: Vec<&String> = after
+        .iter()
+        .filter(|path| path.contains(&probe.session))
+        .collect();
+    assert_eq!(
+        of_session,
+        [
+            &format!("evidence/{}/evidence.ndjson", probe.session),
+            &format!("workspaces/{}.json", probe.session)
+        ],
+        "before release: {before:#?}\nafter: {after:#?}"
+    );
+    let removal =
+        std::fs::read_to_string(probe.broker.state_dir.join(of_session[1].as_str())).unwrap();
+    assert!(removal.contains("destroyed"), "{removal}");
+    assert!(
+        !after.iter().any(|path| path.ends_with(".png")
+            || path.ends_with("attempt.txt")
+            || path.ends_with("events.json")),
+        "{after:#?}"
+    );
+    println!(
+        "state directory: {} files before release, {} after",
+        before.len(),
+        after.len()
+    );
+
+    // After release the bundle verifies the journal and lists what release deleted.
+    let released = probe.root.path().join("released-bundle");
+    export(&probe.broker.state_dir, &probe.session, &released);
+    let (ok, output) = verify(&released, &key);
+    assert!(ok, "released bundle: {output}");
+    assert!(
+        output.contains("0 frames, 1 files, released: true")
+            && output
+                .contains("not retained: [artifact/attempt.txt, events.json, frame_events.json]")
+            && output.contains(&checkpoint.sha256),
+        "{output}"
+    );
+    let lines = journal_lines(&released);
     // session_started, screenshot, 3 × (accepted, receipt), screenshot, checkpoint, artifact,
     // session_released.
     assert_eq!(lines.len(), 12, "{lines:#?}");
