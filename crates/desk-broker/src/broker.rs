@@ -156,6 +156,7 @@ impl Broker {
                     display: config.display,
                     // A running sandbox keeps the binds it started with.
                     read_only: Vec::new(),
+                    view: Default::default(),
                     writable: Default::default(),
                 };
                 match factory.reattach(&request) {

@@ -99,6 +99,7 @@ impl Inner {
                     session_dir: session_dir.clone(),
                     display: self.config.display,
                     read_only: profile.read_only.clone(),
+                    view: profile.fs_view(),
                     writable,
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;

@@ -257,6 +257,11 @@ pub struct WorkspaceFacts {
     /// directories, the run directory and the operator's extra writable paths).
     #[serde(default)]
     pub unexpected_writable: Vec<String>,
+    /// How many files with an execute bit the app sees in its `/usr/bin`, `/bin`, `/usr/sbin`,
+    /// `/sbin` and `/usr/local/bin` (the same file counted once): a profile's allowlisted view
+    /// shows a handful, a broad one the host's whole set.
+    #[serde(default)]
+    pub visible_executables: u32,
     /// The facts that fail the sandbox's rules (empty when verified, or when the sandbox is off).
     pub failures: Vec<String>,
 }

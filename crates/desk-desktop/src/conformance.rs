@@ -3,7 +3,7 @@
 //!
 //! `FakeDesktop` runs it in desk-desktop's own tests on every `cargo test`; `LocalDesktop` runs
 //! the same functions on Xvfb with the probe window (deskbroker's `tests/it/conformance.rs`,
-//! which needs the `deskbroker worker` binary). What is checked:
+//! which needs the `deskbroker-worker` binary). What is checked:
 //! - every action type produces exactly the expected [`InputEventKind`]s, in order, and the
 //!   desktop really receives input for it (a [`Witness`] counts what arrived);
 //! - the settle rule of [`SettlePolicy`]: `post_action_visual_stable` only when `stable`, a

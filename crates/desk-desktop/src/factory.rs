@@ -23,6 +23,8 @@ pub struct BackendRequest {
     pub display: DisplaySize,
     /// The app profile's read-only paths, shown inside the desktop's sandbox.
     pub read_only: Vec<PathBuf>,
+    /// The app profile's filesystem view (`AppProfile::fs_view`).
+    pub view: crate::sandbox::FsView,
     /// The workspace policy's writable directories, the only host-backed paths the desktop's
     /// sandbox may write besides its run directory.
     pub writable: crate::sandbox::WritableDirs,
@@ -117,6 +119,7 @@ impl LocalFactory {
         );
         config.sandbox = self.sandbox;
         config.read_only = request.read_only.clone();
+        config.view = request.view.clone();
         config.writable = request.writable.clone();
         config.private_paths = self.private_paths.clone();
         config

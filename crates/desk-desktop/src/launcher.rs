@@ -61,7 +61,9 @@ pub(crate) use records::{
 pub struct LocalDesktopConfig {
     /// Display size; depth is 24.
     pub display: DisplaySize,
-    /// The worker program and arguments, e.g. `[<deskbroker>, "worker"]`.
+    /// The worker program and arguments, e.g. `[<dir>/deskbroker-worker]`. With the sandbox
+    /// on, the program (the file alone) is bound read-only inside and also runs as the
+    /// sandbox's pid 1 (`<program> hold ...`, see `sandbox/host.rs`).
     pub worker_command: Vec<String>,
     /// The window manager program and arguments; `None` runs without one.
     pub window_manager: Option<Vec<String>>,
@@ -74,6 +76,9 @@ pub struct LocalDesktopConfig {
     /// Extra host paths the sandbox shows read-only at the same place (the app profile's
     /// `read_only`); bound when the sandbox starts, so they hold for the session.
     pub read_only: Vec<PathBuf>,
+    /// The host filesystem the sandbox shows (the app profile's `[sandbox]` view); chosen when
+    /// the sandbox starts, so it holds for the session.
+    pub view: crate::sandbox::FsView,
     /// The workspace directories the sandbox may write (the policy's `writable_directories`);
     /// bound when the sandbox starts, so they hold for the session.
     pub writable: crate::sandbox::WritableDirs,
@@ -99,6 +104,7 @@ impl LocalDesktopConfig {
             session_dir: session_dir.into(),
             sandbox: SandboxPolicy::default_for_this_process(),
             read_only: Vec::new(),
+            view: crate::sandbox::FsView::Broad,
             writable: crate::sandbox::WritableDirs::attempt_only(),
             private_paths: Vec::new(),
             limits: crate::sandbox::cgroup::Limits::default(),

@@ -3,7 +3,7 @@
 //! manager, app, desktop worker) and talks to the worker over its JSONL pipe.
 //!
 //! Invariant: nothing in this crate connects to an X server. The only process that does is the
-//! worker (`deskbroker worker`, implemented in `desk-x11`).
+//! worker (`deskbroker-worker`, implemented in `desk-x11`).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -5,12 +5,14 @@
 //! needs no daemon, and its sandbox is an ordinary process tree that outlives the broker
 //! (no `--die-with-parent`), so a restarted broker can reattach.
 //!
-//! Shape: `bwrap` starts a holder (`sleep infinity`) in new user, mount, pid, ipc, uts, net and
+//! Shape: `bwrap` starts a holder (`deskbroker-worker hold`, see [`host`]) in new user, mount, pid, ipc, uts, net and
 //! cgroup namespaces, as an unprivileged uid (the dedicated [`DEFAULT_SANDBOX_UID`] when the
 //! broker is root, else the broker's own uid inside a user namespace), with `NoNewPrivs`. Its
-//! root is built from an allowlist: `/usr`, `/etc` and the font cache read-only, the merged-usr links, a
-//! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker binary
-//! read-only, and the session's workspace read-only but for the policy's writable directories
+//! root is built from an allowlist: the profile's filesystem view (see [`view`]: all of `/usr`
+//! and `/etc`, or only the programs, data and libraries the desktop and app need) and the font
+//! cache read-only, the merged-usr links, a
+//! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker program
+//! (the file alone, never the directory holding `deskbroker`) read-only, and the session's workspace read-only but for the policy's writable directories
 //! (the attempt directory) and `run/`, the only host-backed writable paths; the app's home is
 //! an in-memory tmpfs filled from a seed at each app start (see [`workspace`]). `/dev` is not
 //! a devpts mount on purpose: that keeps bwrap to one user
@@ -23,13 +25,17 @@
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
 
+mod elf;
 pub mod cgroup;
 pub mod facts;
 mod host;
+pub mod inside;
 pub mod probe;
+pub mod view;
 pub mod workspace;
 
 pub use host::{SANDBOX_USER, set_lease_deadline};
+pub use view::{FsView, ViewKind, ViewSpec};
 pub use workspace::{WritableDirs, ensure_workspace, remove_workspace};
 
 use std::io::{BufRead, BufReader, Read};
@@ -114,6 +120,10 @@ pub struct Sandbox {
     /// run directory and the operator's extra writable paths (see [`workspace`]).
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// The holder (the worker program, `deskbroker-worker`), at the same path inside; it also
+    /// fills the app's home (`seed-home`). `None` in a record from before it was kept.
+    #[serde(default)]
+    pub holder: Option<PathBuf>,
 }
 
 /// fontconfig's system cache (generated fonts metadata, no user data).
@@ -150,6 +160,12 @@ fn setpriv_command(uid: u32, gid: u32) -> Command {
 /// links (or directories, where the host has them).
 fn base_root_args(command: &mut Command) {
     command.args(["--ro-bind", "/usr", "/usr"]);
+    top_level_links(command);
+}
+
+/// The merged-usr top-level links (`/bin` → `usr/bin`...), or the directories where the host
+/// has them.
+fn top_level_links(command: &mut Command) {
     for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
         let host = Path::new("/").join(top);
         match std::fs::read_link(&host) {
@@ -167,6 +183,7 @@ fn base_root_args(command: &mut Command) {
 /// A sandbox being started: spawn the command [`SandboxStart::new`] returns, then
 /// [`SandboxStart::finish`] with its stdout.
 pub struct SandboxStart {
+    holder: PathBuf,
     uid: u32,
     gid: u32,
     drop_root: bool,
@@ -176,13 +193,16 @@ pub struct SandboxStart {
 
 impl SandboxStart {
     /// Builds the bwrap command for `workspace` (read-only but for its `writable` directories,
-    /// see [`workspace`]), with `read_only` extra paths (the worker binary) bound at the same
-    /// place inside. Spawn the command with its stdout piped.
+    /// see [`workspace`]), with `read_only` extra paths (the worker program) bound at the same
+    /// place inside, and `holder` (the worker program, one of `read_only`) as its pid 1, over
+    /// the host filesystem `view` (see [`view`]). Spawn the command with its stdout piped.
     pub fn new(
         policy: SandboxPolicy,
         workspace: &Path,
         writable: &WritableDirs,
         read_only: &[PathBuf],
+        holder: &Path,
+        view: &FsView,
     ) -> Result<(Command, SandboxStart), BackendError> {
         let SandboxPolicy::On { uid, gid } = policy else {
             return Err(BackendError::DesktopFailed(
@@ -193,16 +213,24 @@ impl SandboxStart {
         let mut command = setpriv_command(uid, gid);
         command.arg(probe::bwrap_program()?);
         command.args(UNSHARE).args(["--hostname", "desk"]);
-        base_root_args(&mut command);
-        command.args([
-            "--ro-bind",
-            "/etc",
-            "/etc",
-            "--proc",
-            "/proc",
-            "--dir",
-            "/dev",
-        ]);
+        match view {
+            FsView::Broad => {
+                base_root_args(&mut command);
+                command.args(["--ro-bind", "/etc", "/etc"]);
+            }
+            FsView::Allowlist(spec) => {
+                // Only the resolved programs, data and libraries, each at its own path.
+                top_level_links(&mut command);
+                let resolved = view::resolve(spec, holder)?;
+                for path in &resolved.binds {
+                    command.arg("--ro-bind").arg(path).arg(path);
+                }
+                for (link, target) in &resolved.links {
+                    command.arg("--symlink").arg(target).arg(link);
+                }
+            }
+        }
+        command.args(["--proc", "/proc", "--dir", "/dev"]);
         for device in ["null", "zero", "full", "random", "urandom"] {
             let path = format!("/dev/{device}");
             command.args(["--dev-bind", &path, &path]);
@@ -254,7 +282,7 @@ impl SandboxStart {
         command.args(["--remount-ro", "/"]);
         // The holder is pid 1 (no bwrap reaper): signals from inside cannot stop or kill it.
         command.args(["--chdir", "/", "--as-pid-1", "--info-fd", "1", "--"]);
-        command.args(host::holder_argv(&host_dir));
+        command.args(host::holder_argv(holder, &host_dir));
         command
             .env_clear()
             .env("PATH", SAFE_PATH)
@@ -263,6 +291,7 @@ impl SandboxStart {
         Ok((
             command,
             SandboxStart {
+                holder: holder.to_path_buf(),
                 uid,
                 gid,
                 drop_root,
@@ -347,6 +376,7 @@ impl SandboxStart {
             drop_root: self.drop_root,
             workspace: self.workspace,
             writable: self.writable,
+            holder: Some(self.holder),
         })
     }
 }
@@ -398,9 +428,8 @@ impl Sandbox {
         use std::os::unix::fs::PermissionsExt;
         let root = self.root_from_host();
         let inside = |path: &Path| {
-            let relative = path.strip_prefix("/").unwrap_or(path);
-            std::fs::metadata(root.join(relative))
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            inside::metadata_inside(&root, path)
+                .is_some_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
         };
         if program.contains('/') {
             return Path::new(program).is_absolute() && inside(Path::new(program));

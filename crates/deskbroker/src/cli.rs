@@ -57,10 +57,6 @@ pub(crate) enum Command {
     /// The kill switch: destroy a session's workspace now, revoke its lease, write its signed
     /// terminal receipt. Acts on the state directory; works with the broker up or down.
     Kill(crate::watchdog::KillArgs),
-    /// Internal: the desktop worker. Speaks JSON lines on the Unix socket named by
-    /// DESKBROKER_WORKER_SOCKET (or stdin/stdout without it); started by the broker.
-    #[command(hide = true)]
-    Worker,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -152,7 +148,7 @@ pub(crate) struct ServeArgs {
 /// The kind of desktop `serve` gives each session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Backend {
-    /// Xvfb + openbox + the app, driven by a `deskbroker worker`.
+    /// Xvfb + openbox + the app, driven by a `deskbroker-worker`.
     Local,
     /// `FakeDesktop`: synthetic frames, no processes; ctrl+s saves a fixture DXF.
     Fake,

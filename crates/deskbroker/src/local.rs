@@ -1,5 +1,5 @@
 //! Wiring a broker on this machine: desk-desktop's `LocalFactory` (each session gets a private
-//! Xvfb, openbox, the app and a `deskbroker worker`, sandboxed) or its `FakeFactory` for
+//! Xvfb, openbox, the app and a `deskbroker-worker`, sandboxed) or its `FakeFactory` for
 //! `serve --backend fake`, `serve` as a daemon, and an in-process broker for `demo` and `bench`.
 
 use std::path::{Path, PathBuf};
@@ -17,9 +17,42 @@ use tokio::task::JoinHandle;
 use crate::cli::{Backend, BrokerArgs, ServeArgs};
 use crate::paths::{default_socket, default_state_dir};
 
-fn worker_command() -> Result<Vec<String>> {
+/// The worker program's file name, next to the running `deskbroker`.
+pub(crate) const WORKER_PROGRAM: &str = "deskbroker-worker";
+
+/// The worker program is not where the broker looks for it.
+#[derive(Debug)]
+pub(crate) struct WorkerMissing {
+    /// Where it was looked for.
+    pub(crate) path: PathBuf,
+}
+
+impl std::fmt::Display for WorkerMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the desktop worker program {} is missing: build it beside deskbroker \
+             (`cargo build --release -p deskbroker` builds both)",
+            self.path.display()
+        )
+    }
+}
+
+impl std::error::Error for WorkerMissing {}
+
+/// `deskbroker-worker`, next to the running executable: the desktop worker and the sandbox's
+/// pid 1, the only program of ours a sandbox sees.
+pub(crate) fn worker_program() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("failed to locate the deskbroker executable")?;
-    Ok(vec![exe.display().to_string(), "worker".to_string()])
+    let path = exe.with_file_name(WORKER_PROGRAM);
+    if !path.is_file() {
+        return Err(WorkerMissing { path }.into());
+    }
+    Ok(path)
+}
+
+fn worker_command() -> Result<Vec<String>> {
+    Ok(vec![worker_program()?.display().to_string()])
 }
 
 fn build_broker_with(

@@ -1,7 +1,8 @@
 //! The `deskbroker` binary: thin wiring of the library crates behind clap subcommands.
 //!
-//! `serve` runs the broker, `session …` calls it, `demo` is the main job, `perf` measures, and
-//! the hidden `worker` is the per-session desktop worker the broker starts.
+//! `serve` runs the broker, `session …` calls it, `demo` is the main job, `perf` measures. The
+//! per-session desktop worker is a program of its own, `deskbroker-worker` (`src/bin/`), found
+//! next to this one: the sandbox never sees this binary.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout)]
 
@@ -44,9 +45,6 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(&cli.log);
     let result = match cli.command {
-        // The worker is synchronous; it serves the socket named by DESKBROKER_WORKER_SOCKET
-        // (surviving broker restarts), or stdin/stdout without it.
-        cli::Command::Worker => desk_x11::run_from_env().map_err(anyhow::Error::from),
         // Neither needs a runtime: the watchdog polls, the kill switch acts on files.
         cli::Command::Watchdog(args) => watchdog::watchdog(args),
         cli::Command::Kill(args) => watchdog::kill(args),
@@ -82,7 +80,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Evidence(command) => evidence::run(command).await,
             cli::Command::Load(args) => load::run(args).await,
             cli::Command::Policy(command) => policy_cmd::run(command).await,
-            cli::Command::Worker | cli::Command::Watchdog(_) | cli::Command::Kill(_) => Ok(()),
+            cli::Command::Watchdog(_) | cli::Command::Kill(_) => Ok(()),
         }
     })
 }

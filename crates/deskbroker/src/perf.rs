@@ -98,11 +98,11 @@ fn part_a(
     peers: Option<(PathBuf, Option<PathBuf>)>,
     work: &Path,
 ) -> Result<PartA> {
-    let exe = std::env::current_exe().context("failed to find the deskbroker executable")?;
+    let worker = crate::local::worker_program()?;
     let session_dir = work.join("part-a");
     let mut config = LocalDesktopConfig::new(
         display,
-        vec![exe.display().to_string(), "worker".to_string()],
+        vec![worker.display().to_string()],
         session_dir.clone(),
     );
     // Part A also captures in-process from this process, which a sandboxed display (private

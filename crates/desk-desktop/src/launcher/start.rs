@@ -33,15 +33,15 @@ impl LocalDesktop {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        // The worker's directory, read-only: the worker binary and its sibling tools; then the
-        // profile's read-only paths.
-        let read_only: Vec<PathBuf> = self
+        // The worker program alone (never its directory, where `deskbroker` lies), read-only:
+        // it is also the sandbox's pid 1 (`hold`); then the profile's read-only paths.
+        let worker = self
             .config
             .worker_command
             .first()
-            .and_then(|program| std::fs::canonicalize(program).ok())
-            .and_then(|program| program.parent().map(Path::to_path_buf))
-            .into_iter()
+            .map(|program| std::fs::canonicalize(program).unwrap_or_else(|_| program.into()))
+            .ok_or_else(|| BackendError::DesktopFailed("empty worker command".to_string()))?;
+        let read_only: Vec<PathBuf> = std::iter::once(worker.clone())
             .chain(self.config.read_only.iter().cloned())
             .collect();
         let (mut command, start) = SandboxStart::new(
@@ -49,6 +49,8 @@ impl LocalDesktop {
             &workspace,
             &self.config.writable,
             &read_only,
+            &worker,
+            &self.config.view,
         )?;
         let log = log_file(&self.config.session_dir.log_file("sandbox"))?;
         command.stderr(log).process_group(0);

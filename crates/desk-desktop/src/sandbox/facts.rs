@@ -72,6 +72,7 @@ pub fn measure(
         .cloned()
         .collect();
     let broker_uid = nix::unistd::geteuid().as_raw();
+    let visible_executables = super::inside::count_executables(&root, &super::inside::BIN_DIRS);
     let mut facts = WorkspaceFacts {
         sandbox: mode,
         app_uid,
@@ -84,6 +85,7 @@ pub fn measure(
         root_read_only,
         writable_mounts,
         unexpected_writable,
+        visible_executables,
         failures: Vec::new(),
     };
     if mode == SandboxMode::On {
@@ -267,6 +269,7 @@ mod tests {
             root_read_only: true,
             writable_mounts: vec!["/ws/attempt".to_string(), "/run/desk".to_string()],
             unexpected_writable: Vec::new(),
+            visible_executables: 4,
             failures: Vec::new(),
         };
         assert!(failures(&facts).is_empty());

@@ -4,10 +4,11 @@
 //! lease deadline the sandbox's first process enforces.
 //!
 //! The first process (pid 1 of the sandbox's pid namespace, so nothing inside can stop or kill
-//! it) is a shell loop that reads `deadline` (Unix seconds) every [`CHECK_INTERVAL_SECS`] and
-//! exits once it has passed. When it exits, the kernel kills every process in the namespace:
-//! a desktop whose broker never comes back stops at its lease expiry plus the grace period,
-//! without the broker. The broker rewrites the file at each lease renewal (see
+//! it) is our own holder, `deskbroker-worker hold` (no shell): it reads `deadline` (Unix
+//! seconds) every [`CHECK_INTERVAL_SECS`], exits once it has passed, and reaps the orphans it
+//! adopts as the namespace's init. When it exits, the kernel kills every process in the
+//! namespace: a desktop whose broker never comes back stops at its lease expiry plus the grace
+//! period, without the broker. The broker rewrites the file at each lease renewal (see
 //! [`set_lease_deadline`]); a file that never appears ends the sandbox after
 //! [`MISSING_DEADLINE_SECS`].
 
@@ -63,24 +64,18 @@ pub(crate) fn prepare(
     Ok(dir)
 }
 
-/// The first process's program: `sh -c SCRIPT` enforcing `<host_dir>/deadline`.
-pub(crate) fn holder_argv(host_dir: &Path) -> Vec<String> {
-    let deadline = host_dir.join(DEADLINE_FILE);
-    let script = format!(
-        "f='{file}'; missing=0\n\
-         while :; do\n\
-           if read -r d < \"$f\" 2>/dev/null && [ -n \"$d\" ]; then\n\
-             missing=0; [ \"$(date +%s)\" -gt \"$d\" ] && exit 0\n\
-           else\n\
-             missing=$((missing + {interval})); [ \"$missing\" -ge {limit} ] && exit 0\n\
-           fi\n\
-           sleep {interval}\n\
-         done",
-        file = deadline.display(),
-        interval = CHECK_INTERVAL_SECS,
-        limit = MISSING_DEADLINE_SECS,
-    );
-    vec!["sh".to_string(), "-c".to_string(), script]
+/// The first process's argv: `<holder> hold --every .. --missing .. <host_dir>/deadline`, where
+/// `holder` is the worker program (`deskbroker-worker`), bound read-only at the same path.
+pub(crate) fn holder_argv(holder: &Path, host_dir: &Path) -> Vec<String> {
+    vec![
+        holder.display().to_string(),
+        "hold".to_string(),
+        "--every".to_string(),
+        CHECK_INTERVAL_SECS.to_string(),
+        "--missing".to_string(),
+        MISSING_DEADLINE_SECS.to_string(),
+        host_dir.join(DEADLINE_FILE).display().to_string(),
+    ]
 }
 
 /// Records that the desktop of `session_dir` may run until `deadline_unix_secs` (its lease
@@ -164,42 +159,5 @@ mod tests {
         }
         // No workspace: nothing to do, no error.
         set_lease_deadline(root.path().join("elsewhere"), 1).unwrap();
-    }
-
-    #[test]
-    fn the_holder_script_exits_once_the_deadline_passed() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path();
-        std::fs::write(dir.join(DEADLINE_FILE), "1\n").unwrap();
-        let argv = holder_argv(dir);
-        let started = std::time::Instant::now();
-        let status = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        assert!(started.elapsed() < std::time::Duration::from_secs(2));
-        // A deadline in the future keeps it running.
-        let future = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            + 3600;
-        std::fs::write(dir.join(DEADLINE_FILE), format!("{future}\n")).unwrap();
-        let mut child = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(child.try_wait().unwrap().is_none(), "still running");
-        std::fs::write(dir.join(DEADLINE_FILE), "1\n").unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the holder did not exit"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
     }
 }

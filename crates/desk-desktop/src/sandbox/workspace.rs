@@ -243,18 +243,30 @@ pub(super) fn bind_args(
 
 /// Fills the app's in-memory home (`home`, a path inside) from its seed: everything a previous
 /// app wrote there is removed first. Runs inside `sandbox` as its uid.
+/// The worker program does it (`deskbroker-worker seed-home HOME SEED`): an allowlisted
+/// sandbox has no shell, `find` or `cp`. A sandbox recorded before it knew its holder uses
+/// the shell it was built with.
 pub(crate) fn seed_home(sandbox: &Sandbox, home: &Path) -> Result<(), BackendError> {
     const SCRIPT: &str = "set -e; find \"$1\" -mindepth 1 -delete; cp -a \"$2\"/. \"$1\"/";
-    let argv: Vec<String> = [
-        "/bin/sh",
-        "-c",
-        SCRIPT,
-        "seed-home",
-        &home.display().to_string(),
-        INSIDE_HOME_SEED,
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let home = home.display().to_string();
+    let argv: Vec<String> = match &sandbox.holder {
+        Some(holder) => vec![
+            holder.display().to_string(),
+            "seed-home".to_string(),
+            home,
+            INSIDE_HOME_SEED.to_string(),
+        ],
+        None => [
+            "/bin/sh",
+            "-c",
+            SCRIPT,
+            "seed-home",
+            &home,
+            INSIDE_HOME_SEED,
+        ]
+        .map(str::to_string)
+        .to_vec(),
+    };
     let env = [("PATH".to_string(), SAFE_PATH.to_string())];
     let mut child = sandbox
         .command(&argv, Path::new("/"), &env)

@@ -43,7 +43,7 @@ impl Served {
             "probe",
             &probe_binary(),
             &probe_log.display().to_string(),
-            &[],
+            &[&probe_binary()],
         );
         crate::support::share_probe_log(root, probe_log);
         let socket = root.join("broker.sock");

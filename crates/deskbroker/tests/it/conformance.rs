@@ -11,7 +11,7 @@ use desk_desktop::conformance;
 use desk_desktop::launcher::recorded_processes;
 use desk_desktop::{AppProfile, DesktopBackend, LocalDesktop, LocalDesktopConfig};
 
-use crate::support::{deskbroker, probe_binary, write_probe_profile, xvfb_available};
+use crate::support::{probe_binary, worker_program, write_probe_profile, xvfb_available};
 
 /// Short settle times: the probe's screen never changes, so every wait is the quiet time.
 const POLICY: SettlePolicy = SettlePolicy {
@@ -56,7 +56,7 @@ fn a_local_desktop_passes_the_conformance_suite() {
         "probe",
         &probe_binary(),
         "{attempt}.probe.ndjson",
-        &[],
+        &[&probe_binary()],
     );
     let text = std::fs::read_to_string(profiles.join("probe.toml")).unwrap();
     let profile = AppProfile::from_toml("probe", &text).unwrap();
@@ -68,7 +68,7 @@ fn a_local_desktop_passes_the_conformance_suite() {
     let session_dir = desk_desktop::StateDir::new(tmp.path().join("state")).session("conformance");
     let mut config = LocalDesktopConfig::new(
         display,
-        vec![deskbroker().display().to_string(), "worker".to_string()],
+        vec![worker_program().display().to_string()],
         session_dir.clone(),
     );
     config.read_only = profile.read_only.clone();

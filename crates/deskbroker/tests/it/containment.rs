@@ -201,11 +201,16 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let broker_bin = bin.join("deskbroker");
     std::fs::copy(crate::support::deskbroker(), &broker_bin).unwrap();
+    std::fs::copy(
+        crate::support::worker_program(),
+        bin.join("deskbroker-worker"),
+    )
+    .unwrap();
     let probe = bin.join("desk-probe");
     std::fs::copy(crate::support::probe_binary(), &probe).unwrap();
     let home = tmp.path().join("home");
     let profiles = home.join("profiles");
-    write_probe_profile(&profiles, "probe", &probe, HOME_LOG, &[]);
+    write_probe_profile(&profiles, "probe", &probe, HOME_LOG, &[&probe]);
     let chown = std::process::Command::new("chown")
         .args(["-R", &format!("{NOBODY}:{NOBODY}")])
         .arg(&home)

@@ -134,6 +134,7 @@ async fn run_escape_probe(extra: &[&str]) -> Outcome {
     let profile = format!(
         r#"name = "escape-probe"
 command = {command:?}
+read_only = [{escape:?}]
 save_keys = ["ctrl", "s"]
 save_timeout_ms = 15000
 [attempt]
@@ -143,7 +144,8 @@ template = "fresh"
 class = "deskescape"
 maximize = true
 timeout_ms = 20000
-"#
+"#,
+        escape = escape_probe.display().to_string(),
     );
     std::fs::write(root.join("profiles/escape-probe.toml"), profile).unwrap();
     let broker = Broker::start_with(root, None, &pid_file, extra);

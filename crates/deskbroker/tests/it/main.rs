@@ -4,6 +4,7 @@
 
 mod accessibility;
 mod after_input;
+mod app_view;
 mod auth;
 mod ax_fixture;
 mod bench;
@@ -31,11 +32,13 @@ mod probe;
 mod reap;
 mod reset_handoff;
 mod sandbox;
+mod sandbox_view;
 mod semantic;
 mod stop_settle;
 mod strict;
 mod support;
 mod watchdog;
 mod worker_peer;
+mod worker_program;
 mod worker_protocol;
 mod zoom;

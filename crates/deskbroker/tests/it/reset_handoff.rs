@@ -14,6 +14,7 @@ fn probe_profile_with(profiles: &std::path::Path, name: &str, flags: &[&str]) {
     let flags: Vec<String> = flags.iter().map(|flag| format!("{flag:?}")).collect();
     let text = format!(
         "name = {name:?}\ncommand = [{program:?}, \"--out\", \"{{home}}/probe.ndjson\", {flags}]\n\
+         read_only = [{program:?}]\n\
          [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
          class = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
         program = probe_binary().display().to_string(),

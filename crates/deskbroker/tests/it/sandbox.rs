@@ -295,10 +295,10 @@ fn a_worker_that_fails_to_start_is_quoted_in_the_error() {
                 width: 640,
                 height: 480,
             },
+            // The worker program (also the sandbox's pid 1) in a mode it refuses.
             vec![
-                "/bin/sh".to_string(),
-                "-c".to_string(),
-                "echo 'worker-reason-42: no such thing' >&2; exit 3".to_string(),
+                crate::support::worker_program().display().to_string(),
+                "worker-reason-42".to_string(),
             ],
             tmp.path().join(format!("{sandbox:?}")),
         );
@@ -309,7 +309,7 @@ fn a_worker_that_fails_to_start_is_quoted_in_the_error() {
             Err(error) => error.to_string(),
         };
         assert!(
-            error.contains("worker-reason-42: no such thing"),
+            error.contains("refusing \"worker-reason-42\""),
             "{sandbox:?}: {error}"
         );
     }

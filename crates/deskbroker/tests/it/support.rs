@@ -17,6 +17,11 @@ pub(crate) fn deskbroker() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_deskbroker"))
 }
 
+/// The `deskbroker-worker` binary under test: the desktop worker and the sandbox's pid 1.
+pub(crate) fn worker_program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_deskbroker-worker"))
+}
+
 /// The probe window binary, built by desk-test-support in the same target directory.
 pub(crate) fn probe_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -166,7 +171,7 @@ impl Broker {
             "probe",
             &probe_binary(),
             &log.display().to_string(),
-            &[],
+            &[&probe_binary()],
         );
     }
 }
@@ -184,7 +189,9 @@ impl Drop for Broker {
 }
 
 /// Writes profile `name` into `profiles`: the probe window at `program`, recording to `out` (a
-/// path the sandbox can write, or `{home}/...`), with the sandbox's extra `read_only` paths.
+/// path the sandbox can write, or `{home}/...`), with the sandbox's extra `read_only` paths
+/// (the sandbox shows the worker program alone of the target directory: a probe there must be
+/// one of them, like an app installed outside /usr).
 pub(crate) fn write_probe_profile(
     profiles: &Path,
     name: &str,

@@ -1,5 +1,5 @@
 //! The worker JSONL protocol itself (`docs/worker-protocol.md`), table-driven: literal request
-//! lines sent to `deskbroker worker` over stdin/stdout on a private Xvfb, and what each answer
+//! lines sent to `deskbroker-worker` over stdin/stdout on a private Xvfb, and what each answer
 //! must be. Nothing here uses the launcher or desk-contract's types, so the same table holds a
 //! worker written in another language to the protocol.
 
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use desk_test_support::Xvfb;
 use serde_json::Value;
 
-use crate::support::deskbroker;
+use crate::support::worker_program;
 
 const SETTLE: &str = r#"{"quiet_after_change_ms":40,"quiet_without_change_ms":60,"max_ms":500}"#;
 
@@ -132,8 +132,7 @@ fn the_worker_answers_the_protocol_table() {
     let Some(xvfb) = Xvfb::start(320, 240) else {
         return;
     };
-    let mut worker = Command::new(deskbroker())
-        .arg("worker")
+    let mut worker = Command::new(worker_program())
         .env("DISPLAY", xvfb.display())
         .env_remove("DESKBROKER_WORKER_SOCKET")
         .stdin(Stdio::piped())

@@ -1,0 +1,71 @@
+//! `deskbroker-worker`: the only program of ours a session's sandbox sees.
+//!
+//! It links the worker side alone (desk-x11 with desk-a11y and desk-contract: input, capture,
+//! settle, accessibility, the worker protocol), never the corpus, generators, judges, oracle,
+//! harness, models or evidence signing, so nothing that runs inside a desktop can make or read
+//! a gold (`docs/security.md`, "The session sandbox"). Two jobs:
+//!
+//! - no arguments: the per-session desktop worker, serving the Unix socket named by
+//!   `DESKBROKER_WORKER_SOCKET` (or stdin/stdout without it);
+//! - `hold [--every SECS] [--missing SECS] FILE`: the sandbox's pid 1, enforcing the lease
+//!   deadline in `FILE` and reaping orphans (see `hold.rs`).
+//!
+//! - `seed-home HOME SEED`: fills the app's in-memory home from its seed (see `seed.rs`).
+//!
+//! Anything else is refused with status 2. Called as `sh` (the allowlisted view links
+//! `/usr/bin/sh` here), it runs Xvfb's keymap compiler and nothing else (see `xkbcomp.rs`).
+#![forbid(unsafe_code)]
+
+mod hold;
+mod seed;
+mod xkbcomp;
+
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+const USAGE: &str = "usage: deskbroker-worker                (the desktop worker)\n       \
+                     deskbroker-worker hold [--every SECS] [--missing SECS] FILE\n       \
+                     deskbroker-worker seed-home HOME SEED";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let called = std::env::args_os().next().unwrap_or_default();
+    if std::path::Path::new(&called).file_name() == Some(std::ffi::OsStr::new("sh")) {
+        return xkbcomp::run(&args);
+    }
+    match args.first().map(String::as_str) {
+        None => {
+            let filter =
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+            // A log destination that cannot be written must cost log lines, not the worker.
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .log_internal_errors(false)
+                .init();
+            match desk_x11::run_from_env() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("hold") => match hold::Hold::parse(&args[1..]) {
+            Ok(hold) => hold.run(),
+            Err(message) => {
+                eprintln!("deskbroker-worker hold: {message}\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("seed-home") => seed::run(&args[1..]),
+        Some(other) => {
+            eprintln!(
+                "deskbroker-worker: refusing {other:?}: this program only runs the desktop \
+                 worker or the sandbox holder\n{USAGE}"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
