@@ -147,6 +147,11 @@ pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
 /// (allowed only under a holder whose program is `sh`).
 pub const HOLDER_CHILDREN: &[&str] = &["sleep", "date"];
 
+/// The desktop's helpers the holder adopts as orphans: the AT-SPI registry, which the
+/// accessibility bus activates as a daemon (its parent exits; measured with LibreCAD). Their
+/// `max` is [`DESKTOP_CHILDREN`]'s.
+pub const HOLDER_ADOPTS: &[&str] = &["/usr/libexec/at-spi2-registryd"];
+
 /// Programs a recorded wrapper's child runs for an instant before the program it names.
 pub const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
 

@@ -173,6 +173,15 @@ fn the_holder_is_allowed_by_pid_and_only_a_shell_holder_runs_helpers() {
     let mut snapshot = desktop(WORKER);
     snapshot.processes.push(seen(60, 1, &sleep));
     assert_eq!(whys(&snapshot).len(), 1);
+    // Any holder adopts the AT-SPI registry the accessibility bus daemonizes, once.
+    let registry = "/usr/libexec/at-spi2-registryd";
+    if std::path::Path::new(registry).exists() {
+        let mut snapshot = desktop(WORKER);
+        snapshot.processes.push(seen(63, 1, registry));
+        assert_eq!(whys(&snapshot), vec![]);
+        snapshot.processes.push(seen(64, 1, registry));
+        assert_eq!(whys(&snapshot).len(), 1);
+    }
     // A shell holder still adopts no interpreter.
     let mut snapshot = desktop(&host("sh"));
     snapshot.processes.push(seen(61, 1, "/usr/bin/python3"));

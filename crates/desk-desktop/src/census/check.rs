@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_CHILDREN, LAUNCH_STAGES, Seen, Snapshot,
-    Violation, resolve_program,
+    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_ADOPTS, HOLDER_CHILDREN, LAUNCH_STAGES,
+    Seen, Snapshot, Violation, resolve_program,
 };
 
 /// Where an allowed process belongs.
@@ -108,6 +108,10 @@ impl Checker<'_> {
                 && HOLDER_CHILDREN
                     .iter()
                     .any(|child| self.resolve(child).as_deref() == Some(exe.as_str()));
+            let adopted = HOLDER_ADOPTS
+                .iter()
+                .any(|orphan| self.resolve(orphan).as_deref() == Some(exe.as_str()));
+            let helper = helper || adopted;
             return if helper {
                 Ok(Place::Desktop(exe))
             } else {
