@@ -3,11 +3,13 @@
 //!
 //! `dxf`: an ASCII DXF must end with its `0`/`EOF` group (a truncated save fails even where the
 //! parser would be lenient) and the bytes must parse with the scorer's own reader
-//! (`desk_cad::read_dxf_bytes`), so a checkpointed drawing is one the scorer can score. `any`:
-//! no check. Pure functions of the bytes.
+//! (`desk_cad::read_dxf_bytes`), so a checkpointed drawing is one the scorer can score.
+//! `fcstd`: a zip with a bounded `Document.xml` holding a stored shape or a TechDraw page
+//! (`fcstd.rs`). `any`: no check. Pure functions of the bytes.
 
 use desk_desktop::ArtifactFormat;
 
+mod fcstd;
 pub(crate) mod read;
 
 use crate::error::BrokerError;
@@ -20,6 +22,7 @@ pub(crate) fn validate(format: ArtifactFormat, bytes: &[u8]) -> Result<(), Broke
     match format {
         ArtifactFormat::Any => Ok(()),
         ArtifactFormat::Dxf => validate_dxf(bytes),
+        ArtifactFormat::Fcstd => fcstd::validate_fcstd(bytes),
     }
 }
 

@@ -76,6 +76,9 @@ pub enum ArtifactFormat {
     Any,
     /// A DXF: must be complete (ends with `EOF`) and parse with the scorer's DXF reader.
     Dxf,
+    /// A FreeCAD `.FCStd`: a zip with a bounded `Document.xml` holding a stored shape or a
+    /// TechDraw page.
+    Fcstd,
 }
 
 impl AttemptSpec {

@@ -1,11 +1,14 @@
 //! FreeCAD through the broker: the built-in `freecad` profile resets to a maximized, locked-down
 //! Part Design window on the attempt document, and the checkpoint gesture (Ctrl+S) saves a valid
-//! `.FCStd` in place, which a trusted headless `freecadcmd` opens.
+//! `.FCStd` in place, which a trusted headless `freecadcmd` opens; the empty document re-saved
+//! is not a proven save (`fcstd` validator), a TechDraw page inserted through the GUI is.
 
 use std::process::Command;
 use std::time::Instant;
 
 use base64::Engine as _;
+use desk_client::ClientError;
+use desk_contract::ErrorCode;
 use desk_contract::api::{LeaseRequest, ResetRequest};
 use serde_json::json;
 
@@ -110,6 +113,35 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
 
     panels_offer_no_console_or_report_view(&client, &lease.session_id).await;
 
+    // The empty attempt document re-saved by the checkpoint gesture proves no save: the `fcstd`
+    // validator wants a stored shape or a TechDraw page.
+    let refused = client.checkpoint(&lease.session_id).await.unwrap_err();
+    assert!(
+        matches!(refused, ClientError::Api(ref body)
+            if body.code == ErrorCode::ArtifactInvalid && body.message.contains("save not proven")),
+        "{refused:?}"
+    );
+    // A TechDraw page is something built (the oracle's measured workbench list and toolbar).
+    let steps = [
+        json!({"type": "click", "x": 580, "y": 58, "intent": "open the workbench list"}),
+        json!({"type": "wait", "milliseconds": 300, "intent": "let the list open"}),
+        json!({"type": "type", "text": "TechDraw", "intent": "find the TechDraw workbench"}),
+        json!({"type": "key", "keys": ["return"], "intent": "switch to TechDraw"}),
+        json!({"type": "wait", "milliseconds": 1500, "intent": "let the workbench load"}),
+        json!({"type": "click", "x": 28, "y": 136, "intent": "Insert Default Page"}),
+        json!({"type": "wait", "milliseconds": 2000, "intent": "let the page open"}),
+    ];
+    for (offset, step) in (4u64..).zip(steps) {
+        act(
+            &client,
+            &lease.session_id,
+            &format!("page-{offset}"),
+            offset,
+            step,
+        )
+        .await
+        .unwrap();
+    }
     let checkpoint = client.checkpoint(&lease.session_id).await.unwrap();
     assert_ne!(checkpoint.sha256, checkpoint.reset_sha256, "Ctrl+S saved");
     let artifact = client.artifact(&lease.session_id).await.unwrap();
@@ -140,7 +172,8 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("DOC saved 0") || stdout.contains("DOC attempt 0"),
+        (stdout.contains("DOC saved ") || stdout.contains("DOC attempt "))
+            && !stdout.contains(" 0\n"),
         "freecadcmd could not open the checkpoint: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
