@@ -214,3 +214,47 @@ fn rules_resolve_names_and_round_trip_through_the_session_directory() {
     rules.write(&session).unwrap();
     assert_eq!(CensusRules::read(&session), Some(rules));
 }
+
+#[test]
+fn profiles_name_their_allowed_executables_or_default_to_their_command() {
+    let profile = |extra: &str| {
+        let text = format!(
+            "name = \"p\"\ncommand = [\"sh\", \"{{attempt}}\"]\n{extra}\n\
+             [attempt]\nfilename = \"a.txt\"\n[window]\n"
+        );
+        crate::profile::AppProfile::from_toml("p", &text)
+    };
+    let default = CensusRules::for_profile(&profile("").unwrap());
+    assert_eq!(
+        default.app,
+        vec![AllowedExecutable {
+            path: host("sh"),
+            max: 1
+        }]
+    );
+    let listed = profile("allowed_executables = [{ path = \"sleep\", max = 3 }]").unwrap();
+    let rules = CensusRules::for_profile(&listed);
+    assert_eq!(
+        rules.app,
+        vec![AllowedExecutable {
+            path: host("sleep"),
+            max: 3
+        }]
+    );
+    for bad in [
+        "allowed_executables = [{ path = \"sleep\", max = 0 }]",
+        "allowed_executables = [{ path = \"bin/sleep\" }]",
+        "allowed_executables = [{ path = \"/usr/../bin/sh\" }]",
+        "allowed_executables = [{ path = \"\" }]",
+        "allowed_executables = [{ path = \"sh\", extra = 1 }]",
+    ] {
+        assert!(profile(bad).is_err(), "{bad}");
+    }
+    // The built-in app profiles list their app alone.
+    let builtin = crate::profile::ProfileSet::builtin().unwrap();
+    for name in ["librecad", "freecad"] {
+        let allowed = &builtin.get(name).unwrap().allowed_executables;
+        assert_eq!(allowed.len(), 1, "{name}");
+        assert_eq!(allowed[0].path, name);
+    }
+}
