@@ -194,7 +194,8 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
         "the checkpoint's save chord is logged"
     );
 
-    // The session directory is gone; the evidence directory is enough for a bundle.
+    // The session directory is gone, and release deleted the attempt data (frames, artifact,
+    // logs); the journal alone is enough for a bundle that verifies them by digest.
     assert!(
         !setup
             .dir
@@ -212,8 +213,12 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
     .unwrap();
     assert_eq!(report.n_records, 10);
     assert_eq!(report.n_actions, 2);
-    assert_eq!(report.n_frames, 2);
+    assert_eq!(report.n_frames, 0);
     assert_eq!(report.artifacts.len(), 1);
+    assert_eq!(
+        report.not_retained,
+        ["artifact/attempt.txt", "events.json", "frame_events.json"]
+    );
     assert!(report.released);
 
     // The signing key stays private: mode 0600, and not in the journal or the bundle.
