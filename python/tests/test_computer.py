@@ -274,3 +274,54 @@ async def test_refusal_raises_for_cua(broker: Broker) -> None:
             finally:
                 del sys.modules["cua_agent.types"]
             assert [r.code for r in pc.refusals] == ["invalid_action", "invalid_action"]
+
+
+def test_scale_maps_every_model_pixel_back_exactly() -> None:
+    from deskbroker._scale import Scale
+
+    for screen, model in [((1920, 1080), (1280, 720)), ((1280, 800), (1024, 640)),
+                          ((1920, 1080), (1024, 768)), ((1280, 800), (1280, 800)),
+                          ((7, 5), (3, 2))]:
+        scale = Scale(screen, model)
+        for x in range(model[0]):
+            sx, _ = scale.to_screen(x, 0)
+            assert 0 <= sx < screen[0]
+            # the screen pixel's centre lies in the model pixel's footprint, and maps back
+            assert 2 * x * screen[0] <= (2 * sx + 1) * model[0] < 2 * (x + 1) * screen[0]
+            assert scale.to_model(sx, 0)[0] == x
+        for y in range(model[1]):
+            assert scale.to_model(*scale.to_screen(0, y))[1] == y
+    for bad in [(0, 10), (1281, 800), (640.0, 400)]:
+        with pytest.raises(DeskbrokerError):
+            Scale((1280, 800), bad)  # type: ignore[arg-type]
+
+
+async def test_scaled_screenshots_and_coordinates_on_the_desktop(broker: Broker) -> None:
+    """A model that sees 1024x640 of the 1280x800 screen: its screenshot is that size, and its
+    click and drag land where its pixels are on the real screen."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    async with Client(socket=str(broker.socket)) as client:
+        async with await DeskbrokerComputer.create(client, task_id="scale", attempt_id="a1",
+                                                   scale_to=(1024, 640)) as pc:
+            assert pc.dimensions == (1024, 640) and await pc.get_dimensions() == (1024, 640)
+            png = base64.b64decode(await pc.screenshot())
+            with Image.open(io.BytesIO(png)) as image:
+                assert image.size == (1024, 640)
+            since = len(broker.probe_events())
+            await pc.click(100, 200)
+            await pc.drag([(10, 30), (1000, 600)])  # below the probe's title bar (y 0..18)
+            assert pc.refusals == []
+            got = presses(broker, since)
+            assert got[:2] == [("button_press", 125, 250), ("button_release", 125, 250)]
+            assert got[2:] == [("button_press", 13, 38), ("button_release", 1250, 750)]
+            # Outside the model's image: refused by the broker, nothing sent, counted.
+            await pc.click(1024, 10)
+            assert [r.code for r in pc.refusals] == ["point_outside_image"]
+    with pytest.raises(DeskbrokerError, match="within the screen"):
+        async with Client(socket=str(broker.socket)) as client:
+            await DeskbrokerComputer.create(client, task_id="scale", attempt_id="a2",
+                                            scale_to=(2560, 1600))

@@ -32,6 +32,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Concatenate, Literal, ParamSpec
 
+from ._scale import Scale
 from .client import ApiError, Client, DeskbrokerError
 
 try:  # The Agents SDK is optional: without it the class is a plain object with the same methods.
@@ -173,13 +174,17 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
 
     def __init__(self, client: Client, session_id: str, width: int, height: int,
                  first_screenshot_b64: str,
-                 on_refusal: Literal["report", "raise"] = "report") -> None:
+                 on_refusal: Literal["report", "raise"] = "report",
+                 scale_to: tuple[int, int] | None = None) -> None:
         if on_refusal not in ("report", "raise"):
             raise DeskbrokerError(f"on_refusal must be 'report' or 'raise', not {on_refusal!r}")
         self.client = client
         self.session_id = session_id
         self._width = width
         self._height = height
+        # The size the model sees (screenshots, dimensions, coordinates): see `_scale`.
+        self.scale = Scale((width, height),
+                           (scale_to[0], scale_to[1]) if scale_to else (width, height))
         self._last_png_b64 = first_screenshot_b64
         # The id of the last image handed to the model by `screenshot()`: every action names it,
         # so that the broker refuses coordinates read from a stale image before any input.
@@ -203,7 +208,11 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
     @classmethod
     async def create(cls, client: Client, *, task_id: str, attempt_id: str,
                      profile: str | None = None,
-                     on_refusal: Literal["report", "raise"] = "report") -> DeskbrokerComputer:
+                     on_refusal: Literal["report", "raise"] = "report",
+                     scale_to: tuple[int, int] | None = None) -> DeskbrokerComputer:
+        """Leases and resets a session. ``scale_to=(w, h)``: screenshots resized to that size
+        (at most the screen's; needs Pillow) and the model's coordinates mapped back exactly
+        (:class:`deskbroker._scale.Scale`)."""
         lease = await client.lease(task_id, attempt_id, profile)
         session_id = str(lease["session_id"])
         try:
@@ -212,8 +221,12 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
             await client.release(session_id)
             raise
         shot = reset["screenshot"]
-        return cls(client, session_id, int(shot["width"]), int(shot["height"]),
-                   str(shot["png_base64"]), on_refusal)
+        try:
+            return cls(client, session_id, int(shot["width"]), int(shot["height"]),
+                       str(shot["png_base64"]), on_refusal, scale_to)
+        except DeskbrokerError:
+            await client.release(session_id)
+            raise
 
     async def dispose(self) -> None:
         await self.client.release(self.session_id)
@@ -225,6 +238,12 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         await self.dispose()
 
     async def _act(self, action: dict[str, Any]) -> None:
+        if not self.scale.identity:  # the model's pixels to the screen's
+            if "x" in action and "y" in action:
+                action["x"], action["y"] = self.scale.to_screen(action["x"], action["y"])
+            if "path" in action:
+                action["path"] = [dict(zip("xy", self.scale.to_screen(p["x"], p["y"])))
+                                  for p in action["path"]]
         answer = await self.client.act(self.session_id, action, screenshot_id=self._shown_id)
         self.last_response = answer
         shot = answer["screenshot"]
@@ -242,7 +261,8 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
 
     @property
     def dimensions(self) -> tuple[int, int]:
-        return (self._width, self._height)
+        """The size the model sees (``scale_to``, else the screen's)."""
+        return self.scale.model
 
     async def screenshot(self, text: str | None = None) -> str:
         """A fresh capture, base64 PNG (``text`` is cua's optional caption, ignored). It ends a
@@ -252,7 +272,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         self._last_png_b64 = str(shot["png_base64"])
         shown = shot.get("screenshot_id")
         self._shown_id = str(shown) if shown is not None else None
-        return self._last_png_b64
+        return self.scale.image(self._last_png_b64)
 
     @_refusable
     async def click(self, x: int, y: int, button: str = "left", *,
