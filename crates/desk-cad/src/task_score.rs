@@ -13,7 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::CadError;
 use crate::corpus::{ArtifactKind, Gold};
 use crate::score::{ScoreReport, ZeroReason, score};
-use crate::score3d::{SOLID_SCORER_PREFIX, SolidScoreReport, SolidZeroReason, score_fcstd};
+use crate::score3d::{
+    SOLID_SCORER_PREFIX, SolidCategory, SolidScoreReport, SolidZeroReason, score_fcstd,
+};
 
 /// Either judge's report.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,9 +119,14 @@ impl TaskScore {
                     weight: category.weight,
                     score: category.score,
                     detail: format!(
-                        "gold {}, candidate {}",
+                        "gold {}, candidate {}{}",
                         fmt_measure(category.gold),
-                        fmt_measure(category.candidate)
+                        fmt_measure(category.candidate),
+                        // Which common volume the IoU used (exact, fuzzy or sampled).
+                        match (category.category, report.iou_method) {
+                            (SolidCategory::Iou, Some(method)) => format!(" ({})", snake(&method)),
+                            _ => String::new(),
+                        }
                     ),
                 })
                 .collect(),
