@@ -21,11 +21,21 @@ import json
 import os
 import ssl
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from ._paths import default_socket
+from .types import (
+    ActAnswer,
+    ArtifactAnswer,
+    CheckpointAnswer,
+    LeaseAnswer,
+    ReleaseAnswer,
+    ResetAnswer,
+    Screenshot,
+    StatusAnswer,
+)
 
 __all__ = ["Client", "DeskbrokerError", "ApiError", "TransportError", "Session"]
 
@@ -218,12 +228,13 @@ class Client:
 
     # -- routes -----------------------------------------------------------------------------
 
-    async def lease(self, task_id: str, attempt_id: str, profile: str | None = None) -> dict[str, Any]:
+    async def lease(self, task_id: str, attempt_id: str,
+                    profile: str | None = None) -> LeaseAnswer:
         """``POST /v1/leases``; remembers the lease token (it stays in the returned dict too)."""
         body: dict[str, Any] = {"task_id": task_id, "attempt_id": attempt_id}
         if profile is not None:
             body["profile"] = profile
-        answer = await self._json("POST", "/v1/leases", body)
+        answer = cast(LeaseAnswer, await self._json("POST", "/v1/leases", body))
         session_id = str(answer["session_id"])
         known = self._sessions.get(session_id)
         self._sessions[session_id] = Session(
@@ -232,15 +243,15 @@ class Client:
         )
         return answer
 
-    async def reset(self, session_id: str, request_id: str | None = None) -> dict[str, Any]:
+    async def reset(self, session_id: str, request_id: str | None = None) -> ResetAnswer:
         """``POST /v1/sessions/{id}/reset``: the app maximized, the handoff screenshot."""
         path = _session_path(session_id, "/reset")
         request_id = request_id or f"{self.session(session_id).rollout_id}-reset"
-        return await self._json("POST", path, {"request_id": request_id})
+        return cast(ResetAnswer, await self._json("POST", path, {"request_id": request_id}))
 
-    async def screenshot(self, session_id: str) -> dict[str, Any]:
+    async def screenshot(self, session_id: str) -> Screenshot:
         """``GET /v1/sessions/{id}/screenshot``."""
-        return await self._json("GET", _session_path(session_id, "/screenshot"))
+        return cast(Screenshot, await self._json("GET", _session_path(session_id, "/screenshot")))
 
     async def act(
         self,
@@ -250,7 +261,7 @@ class Client:
         request_id: str | None = None,
         expected_action_index: int | None = None,
         screenshot_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ActAnswer:
         """``POST /v1/sessions/{id}/actions``: one action, exactly once.
 
         Without ``expected_action_index`` the remembered next index is used, and without
@@ -262,8 +273,8 @@ class Client:
         body: dict[str, Any] = {"action": action}
         if screenshot_id is not None:
             body["screenshot_id"] = screenshot_id
-        return await self._indexed(session_id, "/actions", "a", body, request_id,
-                                   expected_action_index)
+        return cast(ActAnswer, await self._indexed(session_id, "/actions", "a", body,
+                                                   request_id, expected_action_index))
 
     async def _indexed(self, session_id: str, suffix: str, tag: str, body: dict[str, Any],
                        request_id: str | None, expected_action_index: int | None
@@ -371,13 +382,14 @@ class Client:
             body["control"] = control
         return await self._json("PUT", _session_path(session_id, "/clipboard"), body)
 
-    async def checkpoint(self, session_id: str) -> dict[str, Any]:
+    async def checkpoint(self, session_id: str) -> CheckpointAnswer:
         """``POST /v1/sessions/{id}/checkpoint``: save the attempt file."""
-        return await self._json("POST", _session_path(session_id, "/checkpoint"))
+        return cast(CheckpointAnswer,
+                    await self._json("POST", _session_path(session_id, "/checkpoint")))
 
-    async def artifact(self, session_id: str) -> dict[str, Any]:
+    async def artifact(self, session_id: str) -> ArtifactAnswer:
         """``GET /v1/sessions/{id}/artifact``; :func:`artifact_bytes` decodes it."""
-        return await self._json("GET", _session_path(session_id, "/artifact"))
+        return cast(ArtifactAnswer, await self._json("GET", _session_path(session_id, "/artifact")))
 
     async def events(self, session_id: str) -> str:
         """``GET /v1/sessions/{id}/events``: ``events.json`` NDJSON text."""
@@ -387,13 +399,13 @@ class Client:
         """``GET /v1/sessions/{id}/frame-events``: ``frame_events.json`` NDJSON text."""
         return (await self._call("GET", _session_path(session_id, "/frame-events"))).text
 
-    async def status(self, session_id: str) -> dict[str, Any]:
+    async def status(self, session_id: str) -> StatusAnswer:
         """``GET /v1/sessions/{id}``."""
-        return await self._json("GET", _session_path(session_id))
+        return cast(StatusAnswer, await self._json("GET", _session_path(session_id)))
 
-    async def release(self, session_id: str) -> dict[str, Any]:
+    async def release(self, session_id: str) -> ReleaseAnswer:
         """``DELETE /v1/sessions/{id}``: idempotent; the token is forgotten afterwards."""
-        answer = await self._json("DELETE", _session_path(session_id))
+        answer = cast(ReleaseAnswer, await self._json("DELETE", _session_path(session_id)))
         self._sessions.pop(session_id, None)
         return answer
 
@@ -402,11 +414,11 @@ class Client:
         return await self._json("GET", "/v1/openapi.json")
 
 
-def artifact_bytes(artifact: dict[str, Any]) -> bytes:
+def artifact_bytes(artifact: ArtifactAnswer | dict[str, Any]) -> bytes:
     """The bytes of an :meth:`Client.artifact` answer."""
     return base64.b64decode(artifact["bytes_base64"], validate=True)
 
 
-def png_bytes(screenshot: dict[str, Any]) -> bytes:
+def png_bytes(screenshot: Screenshot | dict[str, Any]) -> bytes:
     """The PNG bytes of a screenshot object."""
     return base64.b64decode(screenshot["png_base64"], validate=True)

@@ -34,6 +34,7 @@ from typing import Any, Concatenate, Literal, ParamSpec
 
 from ._scale import Scale
 from .client import ApiError, Client, DeskbrokerError
+from .types import ActAnswer
 
 try:  # The Agents SDK is optional: without it the class is a plain object with the same methods.
     from agents.computer import AsyncComputer as _Base
@@ -191,7 +192,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         self._shown_id: str | None = None
         self._mouse_down: list[tuple[int, int]] | None = None
         self._pointer: tuple[int, int] | None = None
-        self.last_response: dict[str, Any] | None = None
+        self.last_response: ActAnswer | None = None
         self.on_refusal = on_refusal
         # Every refused call of this session, in order (the count is len(refusals)).
         self.refusals: list[Refusal] = []

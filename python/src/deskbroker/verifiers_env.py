@@ -38,6 +38,7 @@ from typing_extensions import TypedDict
 
 from .client import ApiError, Client, DeskbrokerError, artifact_bytes
 from .computer import REFUSAL_CODES
+from .types import Screenshot
 
 __all__ = ["load_environment", "DeskbrokerCadEnv", "check_batch"]
 
@@ -162,7 +163,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             delivery = {"delivery": "rejected", "reason": reason, "items_executed": 0}
             return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
         start_sha = desk["last_sha256"]
-        final: dict[str, Any] | None = None
+        final: Screenshot | None = None
         for index, action in enumerate(batch):
             request_id = f"{desk['rollout_id']}-t{turn}-i{index}"
             try:
@@ -179,12 +180,12 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
                 desk["status"] = "failed_closed"
                 desk["status_detail"] = f"item {index}: {error}"
                 raise vf.ToolCallError(f"failed closed at item {index}: {error}") from None
-            if answer["screenshot"] is None:
+            frame = answer["screenshot"]
+            if frame is None:
                 # Delivered without a frame (the receipt names the failed observation): the
                 # action counts; take a fresh one.
-                fresh = await self.broker.screenshot(desk["session_id"])
-                answer = {**answer, "screenshot": fresh}
-            sequence = int(answer["screenshot"]["sequence"])
+                frame = await self.broker.screenshot(desk["session_id"])
+            sequence = int(frame["sequence"])
             if sequence <= desk["last_sequence"]:
                 desk["status"] = "failed_closed"
                 desk["status_detail"] = f"item {index}: frame sequence did not increase"
@@ -192,9 +193,9 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             desk["last_sequence"] = sequence
             desk["actions_used"] += 1
             desk["items"].append({"request_id": request_id, "receipt": answer["receipt"]})
-            final = answer
+            final = frame
         assert final is not None
-        shot = final["screenshot"]
+        shot = final
         desk["last_sha256"] = shot["sha256"]
         if batch[-1]["type"] == "done":
             desk["status"] = "done"
