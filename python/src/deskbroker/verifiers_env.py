@@ -33,8 +33,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import verifiers as vf
-from datasets import Dataset
-from typing_extensions import TypedDict
+
+if not hasattr(vf, "StatefulToolEnv"):  # 0.4 ships only `verifiers.v1`, another architecture
+    raise ImportError(
+        f"deskbroker's Verifiers environment needs verifiers 0.3 (>=0.3.1,<0.4); found "
+        f"{getattr(vf, '__version__', 'an unknown version')}, which has no StatefulToolEnv: "
+        "pip install 'deskbroker[verifiers]'")
+
+from datasets import Dataset  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402
 
 from .client import ApiError, Client, DeskbrokerError, artifact_bytes
 from .computer import REFUSAL_CODES
