@@ -40,7 +40,7 @@ fn a_part_of_several_solids_scores_as_its_union() {
     let script = format!(
         r#"import FreeCAD, Part
 from FreeCAD import Vector as V
-g = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(20, 15, 0)))
+g = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(20, 15, 0))).Solids[0]
 d = FreeCAD.newDocument("gold"); d.addObject("Part::Feature", "Part").Shape = g
 d.saveAs("{dir}/gold.FCStd")
 a = g.common(Part.makeBox(20, 30, 10)); b = g.common(Part.makeBox(20, 30, 10, V(20, 0, 0)))
@@ -56,7 +56,7 @@ d.saveAs("{dir}/two.FCStd")
 off = Part.makeCompound([Part.makeBox(10, 10, 10), Part.makeCylinder(5, 20, V(31, 0, 0))])
 d = FreeCAD.newDocument("off"); d.addObject("Part::Feature", "Two").Shape = off
 d.saveAs("{dir}/two-off.FCStd")
-m = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(22, 15, 0)))
+m = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(22, 15, 0))).Solids[0]
 d = FreeCAD.newDocument("moved"); d.addObject("Part::Feature", "Part").Shape = m
 d.saveAs("{dir}/moved.FCStd")
 "#,
@@ -176,4 +176,56 @@ fn solids_of(path: &Path) -> usize {
         desk_cad::solid::FcstdFacts::Ok { part, .. } => part.len(),
         _ => 0,
     }
+}
+
+/// The judge's decision with both booleans silently empty (what a real piston did against
+/// itself): the line sample decides, reported as `sampled`. The judge's own functions run in
+/// trusted freecadcmd with the common replaced by an empty shape.
+#[test]
+fn a_silently_empty_common_is_decided_by_the_sample() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let solid = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/solid");
+    let reader = std::fs::read_to_string(solid.join("fcstd_read.py")).unwrap();
+    let judge = std::fs::read_to_string(solid.join("judge_fcstd.py")).unwrap();
+    let judge = judge.trim_end().strip_suffix("judge()").unwrap();
+    let script = format!(
+        r#"{reader}
+{judge}
+import json, Part
+from FreeCAD import Vector as V
+g = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(20, 15, 0))).Solids[0]
+m = Part.makeBox(40, 30, 10).cut(Part.makeCylinder(5, 10, V(22, 15, 0))).Solids[0]
+class Empty:
+    def __init__(self, shape): self.shape = shape
+    def common(self, *args): return Part.Shape()
+out = dict(
+    self_empty=overlap_of((Empty(g), [g]), (g, [g])),
+    moved_empty=overlap_of((Empty(g), [g]), (m, [m])),
+    moved=overlap_of((g, [g]), (m, [m])))
+open("{dir}/out.json", "w").write(json.dumps(out))
+"#,
+        dir = dir.path().display()
+    );
+    run_freecad_script(dir.path(), &script, "out.json");
+    let out: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out.json")).unwrap())
+            .unwrap();
+    println!("{out:#}");
+    let iou = |case: &str| {
+        let c = &out[case];
+        let common = c["common_volume"].as_f64().unwrap();
+        common
+            / (c["gold_volume"].as_f64().unwrap() + c["candidate_volume"].as_f64().unwrap()
+                - common)
+    };
+    assert_eq!(out["self_empty"]["method"], "sampled");
+    assert!(iou("self_empty") > 0.999, "{out}");
+    assert_eq!(out["moved_empty"]["method"], "sampled");
+    // The booleans' IoU of the moved hole, and the sample's within 0.005 of it.
+    assert_eq!(out["moved"]["method"], "exact");
+    assert!((iou("moved_empty") - iou("moved")).abs() < 0.005, "{out}");
+    assert!(iou("moved") < 0.97, "{out}");
 }
