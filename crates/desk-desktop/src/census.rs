@@ -36,8 +36,8 @@ mod scan;
 pub use check::check;
 pub use scan::{Census, ScanError, confirmed_violation, scan};
 
-/// An executable the app may run: a host path (resolved: links followed) and how many
-/// processes may run it at once.
+/// An executable the app may run: a path or a name in the sandbox's `PATH`, resolved inside the
+/// sandbox ([`resolve_in`]), and how many processes may run it at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AllowedExecutable {
@@ -57,39 +57,26 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CensusRules {
-    /// The executables of the app's process tree (its entry included), resolved host paths.
+    /// The executables of the app's process tree (its entry included), as the profile names them.
     pub app: Vec<AllowedExecutable>,
 }
 
 impl CensusRules {
-    /// The rules for the app's `allowed` executables, each resolved on the host
-    /// ([`resolve_program`]); an executable that resolves to nothing stays as written (and so
-    /// matches no process).
-    pub fn for_app(allowed: &[AllowedExecutable]) -> CensusRules {
-        CensusRules {
-            app: allowed
-                .iter()
-                .map(|allowed| AllowedExecutable {
-                    path: resolve_program(&allowed.path)
-                        .map(|path| path.display().to_string())
-                        .unwrap_or_else(|| allowed.path.clone()),
-                    max: allowed.max,
-                })
-                .collect(),
-        }
-    }
-
     /// The rules of `profile`: its `allowed_executables`, or its command's program alone
     /// (one instance) when it lists none.
     pub fn for_profile(profile: &crate::profile::AppProfile) -> CensusRules {
         if profile.allowed_executables.is_empty() {
             let program = profile.command.first().cloned().unwrap_or_default();
-            return CensusRules::for_app(&[AllowedExecutable {
-                path: program,
-                max: 1,
-            }]);
+            return CensusRules {
+                app: vec![AllowedExecutable {
+                    path: program,
+                    max: 1,
+                }],
+            };
         }
-        CensusRules::for_app(&profile.allowed_executables)
+        CensusRules {
+            app: profile.allowed_executables.clone(),
+        }
     }
 
     /// Writes the rules to `<session>/census.json` (through a rename).
@@ -126,8 +113,79 @@ pub fn resolve_program(program: &str) -> Option<PathBuf> {
         .and_then(|path| std::fs::canonicalize(path).ok())
 }
 
+/// How many symbolic links one resolution follows at most.
+const MAX_LINKS: usize = 40;
+
+/// `program` as the sandbox whose root the host reaches at `root` shows it: an absolute path
+/// or a name found in the sandbox's `PATH`, its links followed inside that root (an absolute
+/// link starts again at the sandbox's root), as a path inside (`/usr/bin/…`). `None` for
+/// `root`: the host's own view ([`resolve_program`]).
+pub fn resolve_in(root: Option<&Path>, program: &str) -> Option<String> {
+    let Some(root) = root else {
+        return resolve_program(program).map(|path| path.display().to_string());
+    };
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![PathBuf::from(program)]
+    } else {
+        search_path()
+            .map(|dir| Path::new(dir).join(program))
+            .collect()
+    };
+    candidates
+        .iter()
+        .filter_map(|candidate| walk_inside(root, candidate))
+        .find(|inside| std::fs::metadata(below(root, inside)).is_ok_and(|meta| meta.is_file()))
+        .map(|inside| inside.display().to_string())
+}
+
+/// `inside` (a path inside the sandbox) as the host reaches it below `root`.
+pub(crate) fn below(root: &Path, inside: &Path) -> PathBuf {
+    root.join(inside.strip_prefix("/").unwrap_or(inside))
+}
+
+/// `path` with its links followed inside `root`; `None` past [`MAX_LINKS`] links or when a
+/// component is missing.
+fn walk_inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    let push_all = |pending: &mut Vec<std::ffi::OsString>, path: &Path| {
+        for part in path.components().rev() {
+            match part {
+                Component::Normal(name) => pending.push(name.to_os_string()),
+                Component::ParentDir => pending.push("..".into()),
+                _ => {}
+            }
+        }
+    };
+    push_all(&mut pending, path);
+    let mut current = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = pending.pop() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        let next = current.join(&name);
+        let meta = std::fs::symlink_metadata(below(root, &next)).ok()?;
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return None;
+            }
+            let target = std::fs::read_link(below(root, &next)).ok()?;
+            if target.is_absolute() {
+                current = PathBuf::from("/");
+            }
+            push_all(&mut pending, &target);
+        } else {
+            current = next;
+        }
+    }
+    Some(current)
+}
+
 /// The helpers the desktop's own processes run: (parent program, child program, at most
-/// this many at once), as written (resolved on the host before use).
+/// this many at once), as written (resolved inside the sandbox before use).
 pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
     // Xvfb compiles its keymap with `sh -c "xkbcomp …"` at start.
     ("Xvfb", "sh", 1),
@@ -159,12 +217,13 @@ pub const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExeIdentity {
-    /// The same file (device and inode) as the host's at that path.
+    /// The same file (device and inode) as the one the sandbox shows at that path.
     Host,
     /// The file was deleted or replaced on the host after the process started it
     /// (`… (deleted)`).
     Deleted,
-    /// Another file than the host's at that path (or the host has none there).
+    /// Another file than the one the sandbox shows at that path (or it shows none there): a
+    /// program mounted over it in a nested namespace, say.
     Foreign,
 }
 
@@ -189,7 +248,7 @@ pub struct Seen {
 pub struct Wrapper {
     /// Its role (`xvfb`, `worker`, `app`, …).
     pub role: String,
-    /// The program it names, resolved on the host (`None`: unreadable).
+    /// The program it names, resolved inside the sandbox (`None`: unreadable).
     pub program: Option<String>,
 }
 
@@ -198,6 +257,9 @@ pub struct Wrapper {
 pub struct Snapshot {
     /// The holder's host pid.
     pub holder: u32,
+    /// The sandbox's root as the host reaches it (`/proc/<holder>/root`), where program names
+    /// are resolved; `None`: the host's own view.
+    pub root: Option<PathBuf>,
     /// The launcher's live wrappers by host pid.
     pub wrappers: BTreeMap<u32, Wrapper>,
     /// Every process of the namespace (the holder included).

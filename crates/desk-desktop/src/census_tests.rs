@@ -44,6 +44,7 @@ fn desktop(holder: &str) -> Snapshot {
     .collect();
     Snapshot {
         holder: 1,
+        root: None,
         wrappers,
         processes: vec![seen(1, 0, holder), seen(11, 10, WORKER), seen(21, 20, APP)],
     }
@@ -202,12 +203,29 @@ fn zombies_and_vanished_processes_are_not_counted() {
 }
 
 #[test]
-fn rules_resolve_names_and_round_trip_through_the_session_directory() {
-    let rules = CensusRules::for_app(&[AllowedExecutable {
-        path: "sh".to_string(),
-        max: 1,
-    }]);
-    assert_eq!(rules.app[0].path, host("sh"));
+fn names_resolve_inside_the_sandboxs_root_and_rules_round_trip() {
+    // A root of our own: `bin` -> `usr/bin`, an absolute link resolved inside the root.
+    let root = tempfile::tempdir().unwrap();
+    let usr_bin = root.path().join("usr/bin");
+    std::fs::create_dir_all(&usr_bin).unwrap();
+    std::fs::write(usr_bin.join("dash"), b"").unwrap();
+    std::os::unix::fs::symlink("dash", usr_bin.join("sh")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/dash", usr_bin.join("shell")).unwrap();
+    std::os::unix::fs::symlink("usr/bin", root.path().join("bin")).unwrap();
+    let inside = |program: &str| resolve_in(Some(root.path()), program);
+    assert_eq!(inside("sh").as_deref(), Some("/usr/bin/dash"));
+    assert_eq!(inside("/bin/shell").as_deref(), Some("/usr/bin/dash"));
+    assert_eq!(inside("/bin/../bin/sh").as_deref(), Some("/usr/bin/dash"));
+    assert_eq!(inside("python3"), None, "not in this root");
+    std::os::unix::fs::symlink("loop", usr_bin.join("loop")).unwrap();
+    assert_eq!(inside("loop"), None);
+
+    let rules = CensusRules {
+        app: vec![AllowedExecutable {
+            path: "sh".to_string(),
+            max: 1,
+        }],
+    };
     let dir = tempfile::tempdir().unwrap();
     let session = SessionDir::at(dir.path());
     assert_eq!(CensusRules::read(&session), None);
@@ -228,7 +246,7 @@ fn profiles_name_their_allowed_executables_or_default_to_their_command() {
     assert_eq!(
         default.app,
         vec![AllowedExecutable {
-            path: host("sh"),
+            path: "sh".to_string(),
             max: 1
         }]
     );
@@ -237,7 +255,7 @@ fn profiles_name_their_allowed_executables_or_default_to_their_command() {
     assert_eq!(
         rules.app,
         vec![AllowedExecutable {
-            path: host("sleep"),
+            path: "sleep".to_string(),
             max: 3
         }]
     );

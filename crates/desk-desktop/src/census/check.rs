@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{
     CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_ADOPTS, HOLDER_CHILDREN, LAUNCH_STAGES,
-    Seen, Snapshot, Violation, resolve_program,
+    Seen, Snapshot, Violation, resolve_in,
 };
 
 /// Where an allowed process belongs.
@@ -28,19 +28,34 @@ struct Checker<'a> {
     rules: &'a CensusRules,
     by_pid: BTreeMap<u32, &'a Seen>,
     places: BTreeMap<u32, Result<Place, String>>,
-    resolved: BTreeMap<&'static str, Option<String>>,
+    resolved: BTreeMap<String, Option<String>>,
 }
 
 impl Checker<'_> {
-    fn resolve(&mut self, program: &'static str) -> Option<String> {
+    fn resolve(&mut self, program: &str) -> Option<String> {
+        let root = self.snapshot.root.as_deref();
         self.resolved
-            .entry(program)
-            .or_insert_with(|| resolve_program(program).map(|path| path.display().to_string()))
+            .entry(program.to_string())
+            // An absolute path the sandbox does not show stays as written (nothing runs it).
+            .or_insert_with(|| {
+                resolve_in(root, program)
+                    .or_else(|| program.starts_with('/').then(|| program.to_string()))
+            })
             .clone()
     }
 
-    fn allowed_for_app(&self, exe: &str) -> bool {
-        self.rules.app.iter().any(|allowed| allowed.path == exe)
+    /// The app's rule for `exe`: its `max`.
+    fn app_max(&mut self, exe: &str) -> Option<u32> {
+        let rules = self.rules;
+        rules
+            .app
+            .iter()
+            .find(|allowed| self.resolve(&allowed.path).as_deref() == Some(exe))
+            .map(|allowed| allowed.max)
+    }
+
+    fn allowed_for_app(&mut self, exe: &str) -> bool {
+        self.app_max(exe).is_some()
     }
 
     fn place(&mut self, pid: u32, depth: usize) -> Result<Place, String> {
@@ -174,11 +189,7 @@ pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
     }
     for ((app, exe), mut seen) in instances {
         let max = if app {
-            rules
-                .app
-                .iter()
-                .find(|allowed| allowed.path == exe)
-                .map_or(0, |allowed| allowed.max)
+            checker.app_max(&exe).unwrap_or(0)
         } else {
             DESKTOP_CHILDREN
                 .iter()

@@ -8,7 +8,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt as _;
 use std::time::{Duration, Instant};
 
-use super::{CensusRules, ExeIdentity, Seen, Snapshot, Violation, Wrapper, check, resolve_program};
+use std::path::Path;
+
+use super::{
+    CensusRules, ExeIdentity, Seen, Snapshot, Violation, Wrapper, below, check, resolve_in,
+};
 use crate::launcher::recorded_processes;
 use crate::layout::SessionDir;
 
@@ -50,9 +54,14 @@ fn stat(pid: u32) -> Option<(char, u32, u64)> {
     Some((state, ppid, start))
 }
 
-/// The program of `pid` and how it compares with the host's file at that path; `host` caches
-/// the host's `(device, inode)` per path for one scan.
-fn exe(pid: u32, host: &mut BTreeMap<String, Option<(u64, u64)>>) -> Option<(String, ExeIdentity)> {
+/// The program of `pid` and how it compares with the file the sandbox (its root reached at
+/// `root`) shows at that path; `shown` caches that file's `(device, inode)` per path for one
+/// scan.
+fn exe(
+    pid: u32,
+    root: &Path,
+    shown: &mut BTreeMap<String, Option<(u64, u64)>>,
+) -> Option<(String, ExeIdentity)> {
     let link = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
     let link = link.to_string_lossy();
     if let Some(path) = link.strip_suffix(" (deleted)") {
@@ -62,8 +71,8 @@ fn exe(pid: u32, host: &mut BTreeMap<String, Option<(u64, u64)>>) -> Option<(Str
     let theirs = std::fs::metadata(format!("/proc/{pid}/exe"))
         .ok()
         .map(|meta| (meta.dev(), meta.ino()));
-    let ours = *host.entry(path.clone()).or_insert_with(|| {
-        std::fs::metadata(&path)
+    let ours = *shown.entry(path.clone()).or_insert_with(|| {
+        std::fs::metadata(below(root, Path::new(&path)))
             .ok()
             .map(|meta| (meta.dev(), meta.ino()))
     });
@@ -90,8 +99,9 @@ pub(crate) fn cmdline(pid: u32) -> String {
     text[..end].to_string()
 }
 
-/// The program a launcher wrapper (`nsenter … -- env -C DIR -- PROGRAM …`) names, resolved.
-fn wrapper_program(pid: u32) -> Option<String> {
+/// The program a launcher wrapper (`nsenter … -- env -C DIR -- PROGRAM …`) names, resolved
+/// inside the sandbox.
+fn wrapper_program(pid: u32, root: &Path) -> Option<String> {
     let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let args: Vec<&[u8]> = bytes.split(|byte| *byte == 0).collect();
     let env = args.iter().position(|arg| *arg == b"env")?;
@@ -102,7 +112,7 @@ fn wrapper_program(pid: u32) -> Option<String> {
         _ => return None,
     };
     let program = std::str::from_utf8(program).ok()?;
-    resolve_program(program).map(|path| path.display().to_string())
+    resolve_in(Some(root), program)
 }
 
 /// The sandbox holder's host pid recorded in `desktop.json`.
@@ -122,7 +132,8 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
     let holder = holder_pid(session_dir).ok_or(ScanError::NoSandbox)?;
     let namespace =
         std::fs::read_link(format!("/proc/{holder}/ns/pid")).map_err(|_| ScanError::HolderGone)?;
-    let mut host = BTreeMap::new();
+    let root = std::path::PathBuf::from(format!("/proc/{holder}/root"));
+    let mut shown = BTreeMap::new();
     let mut processes = Vec::new();
     let entries = std::fs::read_dir("/proc").map_err(|_| ScanError::HolderGone)?;
     for entry in entries.flatten() {
@@ -143,7 +154,7 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         let Some((state, ppid, start_ticks)) = stat(pid) else {
             continue;
         };
-        let (exe, identity) = match exe(pid, &mut host) {
+        let (exe, identity) = match exe(pid, &root, &mut shown) {
             Some((path, identity)) if state != 'Z' => (Some(path), identity),
             _ => (None, ExeIdentity::Host),
         };
@@ -167,13 +178,14 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         .map(|process| {
             let wrapper = Wrapper {
                 role: process.role.clone(),
-                program: wrapper_program(process.pid),
+                program: wrapper_program(process.pid, &root),
             };
             (process.pid, wrapper)
         })
         .collect();
     let snapshot = Snapshot {
         holder,
+        root: Some(root),
         wrappers,
         processes,
     };
