@@ -258,7 +258,7 @@ impl Controls {
     }
 
     /// `POST .../control`: claims an unowned session (a new generation) or changes the mode of
-    /// the owner's own one (same generation).
+    /// the owner's own one (a new generation as well; the same mode again changes nothing).
     pub(crate) fn claim(
         &self,
         session_id: &SessionId,
@@ -282,7 +282,14 @@ impl Controls {
                         "another owner holds this session's control",
                     ));
                 }
-                Some(_) => persisted.mode = claim.mode,
+                // A mode change is a new generation too: work admitted under the old mode
+                // (a running program, a settle or `wait` in the worker) stops at its next
+                // check instead of acting in a mode that no longer allows it.
+                Some(_) if persisted.mode != claim.mode => {
+                    persisted.mode = claim.mode;
+                    persisted.generation = persisted.generation.saturating_add(1);
+                }
+                Some(_) => {}
                 None => {
                     persisted.owner = Some(claim.owner.clone());
                     persisted.mode = claim.mode;

@@ -110,7 +110,12 @@ impl X11Session {
             }
         } else {
             let mut injector = Injector::new(&self.conn, self.root, &mut self.keymap);
-            let injected = inject(&mut injector, action, focus_before.pointer);
+            let injected = inject(
+                &mut injector,
+                action,
+                focus_before.pointer,
+                interrupt.as_ref(),
+            );
             let sent_any = injector.sent_any();
             (injected, sent_any, injector.into_events())
         };
@@ -253,6 +258,7 @@ fn inject(
     injector: &mut Injector<'_>,
     action: &InputAction,
     pointer: ScreenPoint,
+    interrupt: Option<&crate::settle::Interrupt>,
 ) -> Result<(), X11Error> {
     match action {
         InputAction::Click {
@@ -277,9 +283,10 @@ fn inject(
         }
         InputAction::Key { keys } => injector.chord(keys)?,
         InputAction::Type { text } => injector.type_text(text)?,
-        InputAction::Wait { milliseconds } => {
-            std::thread::sleep(std::time::Duration::from_millis(u64::from(*milliseconds)))
-        }
+        InputAction::Wait { milliseconds } => wait(
+            std::time::Duration::from_millis(u64::from(*milliseconds)),
+            interrupt,
+        ),
         // Sent by `semantic_input`, never through the injector.
         InputAction::Done | InputAction::AxPress { .. } | InputAction::AxSetText { .. } => {}
     }
@@ -287,4 +294,21 @@ fn inject(
         injector.sync()?;
     }
     Ok(())
+}
+
+/// How often a `wait` step looks for a Stop.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A `wait` step: sleeps `duration`, ending within [`WAIT_POLL`] once a Stop (or a mode or
+/// owner change) advanced the control generation past the step's (`interrupt`). It sends no
+/// input either way; the settle wait after it then ends `interrupted` too.
+fn wait(duration: std::time::Duration, interrupt: Option<&crate::settle::Interrupt>) {
+    let end = Instant::now() + duration;
+    loop {
+        let now = Instant::now();
+        if now >= end || interrupt.is_some_and(crate::settle::Interrupt::requested) {
+            return;
+        }
+        std::thread::sleep((end - now).min(WAIT_POLL));
+    }
 }

@@ -27,7 +27,7 @@ pub(crate) struct Interrupt {
 impl Interrupt {
     /// Whether a Stop advanced the generation past this wait's (a missing or unreadable file:
     /// no).
-    fn requested(&self) -> bool {
+    pub(crate) fn requested(&self) -> bool {
         std::fs::read_to_string(&self.path)
             .ok()
             .and_then(|text| text.trim().parse::<u64>().ok())

@@ -220,7 +220,16 @@ impl Broker {
         let id = session_id.clone();
         self.run(None, move |inner| {
             inner.with_control(&id, "claim_control", |inner, dir| {
+                let before = inner.controls.status(&id, dir)?.generation;
                 let status = inner.controls.claim(&id, dir, &claim)?;
+                // Like Stop: a step of the replaced generation settling or waiting in the
+                // worker ends now, without waiting for the session's turn.
+                if status.generation != before
+                    && let Err(error) =
+                        desk_desktop::sandbox::workspace::signal_stop(dir, status.generation)
+                {
+                    tracing::warn!(session_id = %id, %error, "a new control generation could not signal the worker; the step settles in full");
+                }
                 tracing::info!(
                     session_id = %id,
                     generation = status.generation,

@@ -98,27 +98,50 @@ fn owner_generation_stop_and_restart() {
     let scope = controls
         .admit(&sid("s"), &dir, Some(&token("a", 2)))
         .unwrap();
-    // Observe mode: no input; the owner switches back without a new generation.
-    controls
+    // Observe mode: no input, and a new generation, so work admitted under `act` halts at
+    // its next check; claiming the same mode again changes nothing.
+    let observing = controls
         .claim(&sid("s"), &dir, &claim("a", ControlMode::Observe))
         .unwrap();
+    assert_eq!(observing.generation, 3);
     assert_eq!(
-        code(
-            controls
-                .admit(&sid("s"), &dir, Some(&token("a", 2)))
-                .unwrap_err()
-        ),
-        ErrorCode::ControlObserveOnly
+        code(controls.recheck(&sid("s"), &dir, scope).unwrap_err()),
+        ErrorCode::ControlStaleGeneration
     );
-    controls
+    assert_eq!(
+        controls
+            .claim(&sid("s"), &dir, &claim("a", ControlMode::Observe))
+            .unwrap()
+            .generation,
+        3
+    );
+    for (sent, refused) in [
+        (token("a", 2), ErrorCode::ControlStaleGeneration),
+        (token("a", 3), ErrorCode::ControlObserveOnly),
+    ] {
+        assert_eq!(
+            code(
+                controls
+                    .admit(&sid("s"), &dir, Some(&sent))
+                    .unwrap_err()
+            ),
+            refused
+        );
+    }
+    // Back to act: another generation; the `act` work of generation 2 stays halted.
+    let acting = controls
         .claim(&sid("s"), &dir, &claim("a", ControlMode::Act))
+        .unwrap();
+    assert_eq!(acting.generation, 4);
+    let scope = controls
+        .admit(&sid("s"), &dir, Some(&token("a", 4)))
         .unwrap();
     controls.recheck(&sid("s"), &dir, scope).unwrap();
     // Stop advances the generation first; a second Stop changes nothing.
     let stopped = controls
         .stop(&sid("s"), &dir, StopReason::UserStopped)
         .unwrap();
-    assert_eq!((stopped.generation, stopped.stopped), (3, true));
+    assert_eq!((stopped.generation, stopped.stopped), (5, true));
     assert_eq!(
         controls
             .stop(&sid("s"), &dir, StopReason::AgentStopped)
@@ -129,7 +152,7 @@ fn owner_generation_stop_and_restart() {
         code(controls.recheck(&sid("s"), &dir, scope).unwrap_err()),
         ErrorCode::ControlStopped
     );
-    for sent in [None, Some(token("a", 2)), Some(token("a", 3))] {
+    for sent in [None, Some(token("a", 4)), Some(token("a", 5))] {
         assert_eq!(
             code(controls.admit(&sid("s"), &dir, sent.as_ref()).unwrap_err()),
             ErrorCode::ControlStopped
@@ -149,9 +172,9 @@ fn owner_generation_stop_and_restart() {
     let restarted = reloaded
         .restart(&sid("s"), &dir, &claim("c", ControlMode::Act))
         .unwrap();
-    assert_eq!((restarted.generation, restarted.stopped), (4, false));
+    assert_eq!((restarted.generation, restarted.stopped), (6, false));
     reloaded
-        .admit(&sid("s"), &dir, Some(&token("c", 4)))
+        .admit(&sid("s"), &dir, Some(&token("c", 6)))
         .unwrap();
     assert_eq!(
         code(

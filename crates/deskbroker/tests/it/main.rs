@@ -35,6 +35,7 @@ mod sandbox;
 mod sandbox_view;
 mod semantic;
 mod stop_settle;
+mod stop_wait;
 mod strict;
 mod support;
 mod watchdog;
