@@ -52,7 +52,7 @@ use crate::solid::{FcstdFacts, READER, SolidFacts, UnionFacts, sandbox};
 
 mod sheet;
 
-pub use sheet::{SHEET_WEIGHT, SheetScore};
+pub use sheet::{SHEET_PARTS, SHEET_WEIGHT, SheetScore};
 
 const JUDGE: &str = include_str!("solid/judge_fcstd.py");
 /// The line the judge prints once the gold is read, before it touches the candidate.
@@ -65,7 +65,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// checks the booleans and decides when they fail or disagree ([`IouMethod`]); Python
 /// properties and extensions count as Python content (`python_content`); the judge's limits
 /// give `resource_limit`.
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v3";
+/// v4: the sheet also judges its views' arrangement and relative scale (`sheet/layout.rs`);
+/// its parts are reweighted ([`SHEET_PARTS`]).
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v4";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.

@@ -69,6 +69,13 @@ pub struct SheetView {
     pub kind: String,
     /// The view direction (toward the viewer) as stored.
     pub direction: [f64; 3],
+    /// Its stored `X`, `Y` on the page in mm (a projection-group item's plus its group's);
+    /// none when not stored or not finite.
+    #[serde(default)]
+    pub position: Option<[f64; 2]>,
+    /// Its stored `Scale` (the page's when its `ScaleType` is `Page`, as FreeCAD keeps it).
+    #[serde(default)]
+    pub scale: Option<f64>,
 }
 
 /// One TechDraw page, read from `Document.xml` (views are never recomputed).
@@ -79,6 +86,9 @@ pub struct SheetFacts {
     pub label: String,
     /// Its views, including a projection group's items.
     pub views: Vec<SheetView>,
+    /// Its template's stored `Width` and `Height` in mm.
+    #[serde(default)]
+    pub page_size: Option<[f64; 2]>,
     /// Its dimensions' types (`DistanceX`, `Diameter`, ...), sorted. Their values are not
     /// stored in the file and are not read.
     pub dimensions: Vec<String>,

@@ -1,6 +1,7 @@
 //! The 3D judge's `sheet` category: the candidate's `Layout1` TechDraw page against the
 //! gold's, from the facts `solid/fcstd_read.py` reads out of `Document.xml` (views are never
-//! recomputed, so dimension values are not compared). See [`super`] for the weights.
+//! recomputed, so dimension values are not compared). The parts and their weights are
+//! [`SHEET_PARTS`]; `arrangement` and `scale` are in [`layout`].
 
 use serde::{Deserialize, Serialize};
 
@@ -8,15 +9,37 @@ use super::{SolidCategory, SolidCategoryScore, SolidScoreReport, round6};
 use crate::generate3d::SHEET_NAME;
 use crate::solid::SheetFacts;
 
+pub(crate) mod layout;
+
 /// Weight of the sheet category when the gold has a `Layout1` sheet; the part categories
 /// share the rest in proportion to [`super::SOLID_WEIGHTS`].
 pub const SHEET_WEIGHT: f64 = 0.4;
 
-/// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item.
+/// The sheet's parts and their weights within [`SHEET_WEIGHT`] (a part the gold does not
+/// have, e.g. hatches without a section, is left out and the rest renormalized).
+pub const SHEET_PARTS: [(&str, f64); 6] = [
+    ("views", 0.30),
+    ("arrangement", 0.15),
+    ("scale", 0.10),
+    ("dimensions", 0.25),
+    ("notes", 0.10),
+    ("hatches", 0.10),
+];
+
+/// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item, and the
+/// matched views' arrangement and scale.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SheetScore {
     /// Views matched on kind and direction (within 0.5°).
     pub views_f1: f64,
+    /// Fraction of the matched views in place relative to the others ([`layout::arrangement`];
+    /// none before scorer v4 or when the gold has fewer than two placed views).
+    #[serde(default)]
+    pub arrangement: Option<f64>,
+    /// Fraction of the matched views at the sheet's common scale ratio to the gold
+    /// ([`layout::scale`]; none before scorer v4).
+    #[serde(default)]
+    pub scale: Option<f64>,
     /// Dimensions matched on type.
     pub dimensions_f1: Option<f64>,
     /// Notes matched on text.
@@ -48,12 +71,13 @@ fn unit(v: [f64; 3]) -> Option<[f64; 3]> {
     (len > 1e-9).then(|| [v[0] / len, v[1] / len, v[2] / len])
 }
 
-/// Views matched 1:1 on kind and direction within 0.5°.
-fn matched_views(gold: &SheetFacts, candidate: &SheetFacts) -> usize {
+/// Views matched 1:1 on kind and direction within 0.5°, in gold order: (gold index,
+/// candidate index).
+fn matched_views(gold: &SheetFacts, candidate: &SheetFacts) -> Vec<(usize, usize)> {
     let cos_tol = 0.5f64.to_radians().cos();
     let mut used = vec![false; candidate.views.len()];
-    let mut matched = 0;
-    for view in &gold.views {
+    let mut matched = Vec::new();
+    for (gold_idx, view) in gold.views.iter().enumerate() {
         let Some(g) = unit(view.direction) else {
             continue;
         };
@@ -65,18 +89,17 @@ fn matched_views(gold: &SheetFacts, candidate: &SheetFacts) -> usize {
         });
         if let Some((idx, _)) = found {
             used[idx] = true;
-            matched += 1;
+            matched.push((gold_idx, idx));
         }
     }
     matched
 }
 
 fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64) {
-    let views_f1 = f1(
-        matched_views(gold, candidate),
-        gold.views.len(),
-        candidate.views.len(),
-    );
+    let matched = matched_views(gold, candidate);
+    let views_f1 = f1(matched.len(), gold.views.len(), candidate.views.len());
+    let arrangement = layout::arrangement(gold, candidate, &matched).map(round6);
+    let scale = layout::scale(gold, candidate, &matched).map(round6);
     let part = |n_gold: usize, value: f64| (n_gold > 0).then_some(value);
     let dimensions_f1 = part(
         gold.dimensions.len(),
@@ -102,12 +125,18 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
             candidate.hatches,
         ),
     );
-    let weighted = [
-        (Some(views_f1), 0.5),
-        (dimensions_f1, 0.3),
-        (notes_f1, 0.1),
-        (hatches_f1, 0.1),
+    let values = [
+        Some(views_f1),
+        arrangement,
+        scale,
+        dimensions_f1,
+        notes_f1,
+        hatches_f1,
     ];
+    let weighted: Vec<(Option<f64>, f64)> = values
+        .into_iter()
+        .zip(SHEET_PARTS.iter().map(|(_, w)| *w))
+        .collect();
     let total: f64 = weighted
         .iter()
         .filter(|(v, _)| v.is_some())
@@ -116,6 +145,8 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
     let value: f64 = weighted.iter().filter_map(|(v, w)| v.map(|v| v * w)).sum();
     let score = SheetScore {
         views_f1,
+        arrangement,
+        scale,
         dimensions_f1,
         notes_f1,
         hatches_f1,

@@ -164,8 +164,11 @@ fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
             .map(|direction| SheetView {
                 kind: "part".to_owned(),
                 direction: *direction,
+                position: None,
+                scale: None,
             })
             .collect(),
+        page_size: None,
         dimensions: vec!["DistanceX".to_owned(), "DistanceY".to_owned()],
         hatches: 0,
         notes: vec!["UNITS: MM".to_owned()],
@@ -324,4 +327,119 @@ fn the_union_measures_the_part_and_the_method_is_reported() {
         .find(|c| c.category == SolidCategory::Iou)
         .map(|c| c.candidate);
     assert_eq!(iou, Some(round6(990.0 / 1010.0)));
+}
+
+/// A three-view gold as the builder places it: A3 page, 1:1, two columns.
+fn placed_gold() -> SheetFacts {
+    let mut gold = sheet(
+        "Layout1",
+        &[[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, -1.0, 1.0]],
+    );
+    gold.page_size = Some([420.0, 297.0]);
+    for (view, at) in gold
+        .views
+        .iter_mut()
+        .zip([[100.0, 200.0], [300.0, 200.0], [100.0, 80.0]])
+    {
+        view.position = Some(at);
+        view.scale = Some(1.0);
+    }
+    gold
+}
+
+fn sheet_score(gold: &SheetFacts, candidate: SheetFacts) -> (SheetScore, f64) {
+    let gold_part = [solid(1000.0, 600.0, BOX, true)];
+    let mut report = compare(
+        part(&gold_part),
+        part(&gold_part),
+        overlap(1000.0, 1000.0, 1000.0),
+    );
+    sheet::add_sheet(&mut report, gold, &[candidate]);
+    let score = report.sheet.clone().expect("a Layout1 sheet");
+    (score, report.score)
+}
+
+#[test]
+fn the_sheet_judges_arrangement_and_relative_scale() {
+    let gold = placed_gold();
+    let (score, total) = sheet_score(&gold, gold.clone());
+    assert_eq!(
+        (score.arrangement, score.scale, total),
+        (Some(1.0), Some(1.0), 1.0)
+    );
+
+    // The recipe's page: A4 at 1:2, the pictorial view left at the page centre (between the
+    // columns, below the row): the same order of rows and columns, the same relative scale.
+    let mut oracle = gold.clone();
+    oracle.page_size = Some([297.0, 210.0]);
+    for (view, at) in oracle
+        .views
+        .iter_mut()
+        .zip([[65.0, 160.0], [225.0, 160.0], [148.5, 105.0]])
+    {
+        view.position = Some(at);
+        view.scale = Some(0.5);
+    }
+    let (score, total) = sheet_score(&gold, oracle.clone());
+    assert_eq!(
+        (score.arrangement, score.scale, total),
+        (Some(1.0), Some(1.0), 1.0)
+    );
+
+    // Two views' places exchanged: the plan is right of the front, and the pictorial view is
+    // now under the front view (the gold has it left of it): no view keeps all its relations.
+    let mut swapped = gold.clone();
+    swapped.views[0].position = gold.views[1].position;
+    swapped.views[1].position = gold.views[0].position;
+    let (score, total) = sheet_score(&gold, swapped);
+    assert_eq!(score.arrangement, Some(0.0));
+    assert!(total < 1.0);
+
+    // Everything on one point: apart on no axis.
+    let mut stacked = oracle.clone();
+    for view in &mut stacked.views {
+        view.position = Some([148.5, 105.0]);
+    }
+    let (score, _) = sheet_score(&gold, stacked);
+    assert_eq!(score.arrangement, Some(0.0));
+    // Within the band (5 % of the page, 14.85 mm on A4) is not apart: the front view 14 mm
+    // right of the plan is neither right of it nor (for the pictorial view) right of that.
+    let mut near = oracle.clone();
+    near.views[1].position = Some([65.0 + 14.0, 160.0]);
+    let (score, _) = sheet_score(&gold, near.clone());
+    assert_eq!(score.arrangement, Some(0.0));
+    near.views[1].position = Some([65.0 + 16.0, 160.0]);
+    near.views[2].position = Some([60.0, 105.0]);
+    let (score, _) = sheet_score(&gold, near);
+    assert_eq!(score.arrangement, Some(1.0));
+
+    // One view at twice the others' scale: two of three in the common scale.
+    let mut rescaled = oracle.clone();
+    rescaled.views[2].scale = Some(1.0);
+    let (score, total) = sheet_score(&gold, rescaled);
+    assert_eq!(score.scale, Some(round6(2.0 / 3.0)));
+    assert!(total < 1.0);
+    // Of two views one rescaled: the first gold view's ratio wins the tie.
+    let mut two = gold.clone();
+    two.views.truncate(2);
+    let mut candidate = two.clone();
+    candidate.views[1].scale = Some(1.5);
+    let (score, _) = sheet_score(&two, candidate);
+    assert_eq!(score.scale, Some(0.5));
+    // 0.5 % off is the same scale.
+    let mut close = oracle;
+    close.views[0].scale = Some(0.5025);
+    assert_eq!(sheet_score(&gold, close).0.scale, Some(1.0));
+
+    // A gold without stored positions or scales (older files) leaves both parts out.
+    let bare = sheet("Layout1", &[[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]);
+    let (score, total) = sheet_score(&bare, bare.clone());
+    assert_eq!((score.arrangement, score.scale, total), (None, None, 1.0));
+}
+
+#[test]
+fn a_sheet_score_from_before_v4_still_reads() {
+    let old = r#"{"views_f1":1.0,"dimensions_f1":0.5,"notes_f1":null,"hatches_f1":null}"#;
+    let score: SheetScore = serde_json::from_str(old).expect("a v3 sheet score");
+    assert_eq!((score.arrangement, score.scale), (None, None));
 }

@@ -16,6 +16,7 @@
 # many part solids or stored solids, or shape data over its caps, is refused as TooLarge and
 # reported as status "resource_limit", like a MemoryError.
 import json
+import math
 import sys
 import zipfile
 import xml.etree.ElementTree as ET
@@ -252,19 +253,46 @@ def string_value(props, name):
     return element.get("value") if element is not None else None
 
 
+def float_value(props, name):
+    prop = props.get(name)
+    element = prop.find("Float") if prop is not None else None
+    if element is None:
+        return None
+    try:
+        value = float(element.get("value"))
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def page_size(types, objects, props):
+    """The page's template Width and Height (mm) as stored, or None."""
+    template = link_targets(props["Template"]) if "Template" in props else []
+    if not template or not types.get(template[0], "").startswith("TechDraw::Draw"):
+        return None
+    template = objects.get(template[0], {})
+    size = [float_value(template, "Width"), float_value(template, "Height")]
+    return size if all(v is not None and v > 0 for v in size) else None
+
+
 def sheet_facts(types, objects):
-    """Every TechDraw page: its label, views (kind, direction), dimensions, hatches (hatch
-    objects on its views and hatched section cut surfaces), notes."""
+    """Every TechDraw page: its label, page size, views (kind, direction, position on the
+    page, scale), dimensions, hatches (hatch objects on its views and hatched section cut
+    surfaces), notes."""
     sheets = []
     for page, kind in types.items():
         if kind != "TechDraw::DrawPage" or page not in objects:
             continue
         props = objects[page]
         members = link_targets(props["Views"]) if "Views" in props else []
-        # A projection group lists its own items.
+        # A projection group lists its own items; their X and Y are the group's plus theirs.
+        offsets = {}
         for name in list(members):
             if types.get(name) == "TechDraw::DrawProjGroup" and "Views" in objects.get(name, {}):
-                members.extend(link_targets(objects[name]["Views"]))
+                group = objects[name]
+                for item in link_targets(group["Views"]):
+                    members.append(item)
+                    offsets[item] = (float_value(group, "X"), float_value(group, "Y"))
         views, dimensions, notes = [], [], []
         hatches = 0
         for name in members:
@@ -279,7 +307,14 @@ def sheet_facts(types, objects):
                     direction = [float(vector.get(axis)) for axis in ("valueX", "valueY", "valueZ")]
                 except (TypeError, ValueError):
                     continue
-                views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction))
+                position = [float_value(member, "X"), float_value(member, "Y")]
+                base = offsets.get(name, (0.0, 0.0))
+                if None in position or None in base:
+                    position = None
+                else:
+                    position = [position[0] + base[0], position[1] + base[1]]
+                views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction,
+                                  position=position, scale=float_value(member, "Scale")))
                 # A section's cut surface drawn with an SVG or PAT hatch counts as a hatch.
                 display = member.get("CutSurfaceDisplay")
                 display = display.find("Integer") if display is not None else None
@@ -303,6 +338,7 @@ def sheet_facts(types, objects):
                 if source is not None and set(link_targets(source)) & set(members):
                     hatches += 1
         sheets.append(dict(label=string_value(props, "Label") or page, views=views,
+                           page_size=page_size(types, objects, props),
                            dimensions=sorted(dimensions), hatches=hatches,
                            notes=[" ".join(note.split()) for note in notes if note.strip()]))
     return sheets
