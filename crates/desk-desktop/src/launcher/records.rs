@@ -140,24 +140,32 @@ pub(crate) fn sandbox_holder(
     })
 }
 
-/// The live members of `leader`'s process group: every live process whose group is the
-/// leader's pid and which started no earlier than the leader (a group's members are born
-/// after it; a pid reused later is never taken for one), the leader included.
-pub(crate) fn group_members(leader: &RecordedProcess) -> Vec<u32> {
-    // A pid number is free for reuse only once no process, group or session holds it: a live
-    // process at the leader's pid that is not the leader means the group is gone.
-    if start_ticks(leader.pid).is_some_and(|ticks| ticks != leader.start_ticks) {
-        return Vec::new();
-    }
+/// Every live (not zombie) process as (pid, process group, start time): one pass over `/proc`.
+fn scan_processes() -> Vec<(u32, u32, u64)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            group_and_ticks(*pid)
-                .is_some_and(|(group, ticks)| group == leader.pid && ticks >= leader.start_ticks)
-        })
+        .filter_map(|pid| group_and_ticks(pid).map(|(group, ticks)| (pid, group, ticks)))
+        .collect()
+}
+
+/// The live members of `leader`'s process group in `scan`: every process whose group is the
+/// leader's pid and which started no earlier than the leader (a group's members are born
+/// after it; a pid reused later is never taken for one), the leader included.
+fn members_in(scan: &[(u32, u32, u64)], leader: &RecordedProcess) -> Vec<u32> {
+    // A pid number is free for reuse only once no process, group or session holds it: a live
+    // process at the leader's pid that is not the leader means the group is gone.
+    let reused = scan
+        .iter()
+        .any(|(pid, _, ticks)| *pid == leader.pid && *ticks != leader.start_ticks);
+    if reused {
+        return Vec::new();
+    }
+    scan.iter()
+        .filter(|(_, group, ticks)| *group == leader.pid && *ticks >= leader.start_ticks)
+        .map(|(pid, _, _)| *pid)
         .collect()
 }
 
@@ -178,14 +186,19 @@ pub(crate) fn survivors(
     recorded: &[RecordedProcess],
     holder: Option<&RecordedProcess>,
 ) -> Vec<String> {
+    let scan = scan_processes();
+    let alive = |process: &RecordedProcess| {
+        scan.iter()
+            .any(|(pid, _, ticks)| *pid == process.pid && *ticks == process.start_ticks)
+    };
     let mut left = Vec::new();
     for process in holder.into_iter().chain(recorded) {
-        if process.is_alive() {
+        if alive(process) {
             left.push(format!("{} (pid {})", process.role, process.pid));
         }
     }
     for process in recorded {
-        for member in group_members(process) {
+        for member in members_in(&scan, process) {
             if member != process.pid {
                 left.push(format!("{} group member (pid {member})", process.role));
             }
@@ -205,13 +218,20 @@ pub(crate) fn kill_and_prove(
 ) -> Vec<String> {
     let mut ordered: Vec<&RecordedProcess> = recorded.iter().collect();
     ordered.sort_by_key(|process| process.role != "worker");
-    let has_members = |process: &RecordedProcess| !group_members(process).is_empty();
+    // Groups with a live member, from one pass over /proc.
+    let with_members = || -> Vec<&RecordedProcess> {
+        let scan = scan_processes();
+        ordered
+            .iter()
+            .copied()
+            .filter(|process| !members_in(&scan, process).is_empty())
+            .collect()
+    };
+    let mut groups = with_members();
     if grace.is_zero() {
         // Destruction: the worker (the only process that sends input) before anything else.
-        for process in ordered.iter().filter(|process| process.role == "worker") {
-            if has_members(process) {
-                force_kill_group(process.pid);
-            }
+        for process in groups.iter().filter(|process| process.role == "worker") {
+            force_kill_group(process.pid);
         }
     }
     if let Some(holder) = holder.filter(|holder| holder.is_alive())
@@ -223,17 +243,14 @@ pub(crate) fn kill_and_prove(
         );
         let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
     }
-    if !grace.is_zero() {
-        let mut any = false;
-        for process in ordered.iter().filter(|process| has_members(process)) {
+    if !grace.is_zero() && !groups.is_empty() {
+        for process in &groups {
             kill_group(process.pid);
-            any = true;
         }
-        if any {
-            std::thread::sleep(grace);
-        }
+        std::thread::sleep(grace);
+        groups = with_members();
     }
-    for process in ordered.iter().filter(|process| has_members(process)) {
+    for process in &groups {
         force_kill_group(process.pid);
     }
     let deadline = Instant::now() + proof;
@@ -243,7 +260,7 @@ pub(crate) fn kill_and_prove(
             return left;
         }
         // A member forked between the scan and the signal: signal the groups again.
-        for process in recorded.iter().filter(|process| has_members(process)) {
+        for process in with_members() {
             force_kill_group(process.pid);
         }
         std::thread::sleep(Duration::from_millis(20));
