@@ -158,6 +158,7 @@ impl Broker {
                     read_only: Vec::new(),
                     view: Default::default(),
                     writable: Default::default(),
+                    limits: Default::default(),
                 };
                 match factory.reattach(&request) {
                     Ok(Some(backend)) => {

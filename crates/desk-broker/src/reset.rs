@@ -101,6 +101,7 @@ impl Inner {
                     read_only: profile.read_only.clone(),
                     view: profile.fs_view(),
                     writable,
+                    limits: desk_desktop::sandbox::cgroup::Limits::for_profile(&profile.name),
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;
             runtime.display = backend.display_size();

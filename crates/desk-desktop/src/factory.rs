@@ -28,6 +28,9 @@ pub struct BackendRequest {
     /// The workspace policy's writable directories, the only host-backed paths the desktop's
     /// sandbox may write besides its run directory.
     pub writable: crate::sandbox::WritableDirs,
+    /// The session's memory, process and CPU limits (`sandbox::cgroup`); a reattached desktop
+    /// keeps those it started with.
+    pub limits: crate::sandbox::cgroup::Limits,
 }
 
 /// Creates one desktop per session, on the session's first reset, and adopts surviving desktops
@@ -121,6 +124,7 @@ impl LocalFactory {
         config.read_only = request.read_only.clone();
         config.view = request.view.clone();
         config.writable = request.writable.clone();
+        config.limits = request.limits;
         config.private_paths = self.private_paths.clone();
         config
     }

@@ -43,13 +43,26 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 2 GiB (FreeCAD with a part open stays under 1 GiB), 512 processes and threads (a
-    /// desktop runs about 60 threads), one core.
+    /// 2 GiB, 512 processes and threads, one core.
     fn default() -> Limits {
         Limits {
             memory_bytes: 2 << 30,
             pids: 512,
             cpu_percent: 100,
+        }
+    }
+}
+
+impl Limits {
+    /// The limits of a session of profile `name`: LibreCAD 1 GiB, every other profile
+    /// (FreeCAD, generic) the default 2 GiB; 512 processes and threads and one core for all.
+    pub fn for_profile(name: &str) -> Limits {
+        match name {
+            "librecad" => Limits {
+                memory_bytes: 1 << 30,
+                ..Limits::default()
+            },
+            _ => Limits::default(),
         }
     }
 }
