@@ -38,6 +38,7 @@ mod stop_settle;
 mod stop_wait;
 mod strict;
 mod support;
+mod untrusted_attempt;
 mod watchdog;
 mod worker_peer;
 mod worker_program;
