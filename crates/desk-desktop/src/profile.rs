@@ -158,15 +158,15 @@ pub struct AppProfile {
     /// a handoff whose workspace shows a forbidden path is still refused.
     #[serde(default)]
     pub read_only: Vec<PathBuf>,
-    /// Files written below the private home before launch: relative path → contents.
-    #[serde(default)]
-    pub home_files: BTreeMap<String, String>,
     /// The host filesystem the session's sandbox shows (`[sandbox]`, see
     /// [`crate::sandbox::view`]): `view = "allowlist"` with the programs, paths and run-time
     /// libraries the app needs beyond its command, or `view = "broad"` (all of `/usr` and
     /// `/etc`), which is also what a profile without the table gets.
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::ViewSpec>,
+    /// Files written below the private home before launch: relative path → contents.
+    #[serde(default)]
+    pub home_files: BTreeMap<String, String>,
     /// The attempt file.
     pub attempt: AttemptSpec,
     /// Main window rules.
@@ -241,12 +241,12 @@ impl AppProfile {
                 )));
             }
         }
-        let filename = &self.attempt.filename;
-        if filename.is_empty() || filename.contains('/') || filename.starts_with('.') {
-            return Err(invalid("attempt.filename must be a plain file name"));
         if let Some(view) = &self.sandbox {
             view.check().map_err(|message| invalid(&message))?;
         }
+        let filename = &self.attempt.filename;
+        if filename.is_empty() || filename.contains('/') || filename.starts_with('.') {
+            return Err(invalid("attempt.filename must be a plain file name"));
         }
         for relative in self.home_files.keys() {
             let path = Path::new(relative);
@@ -274,14 +274,14 @@ impl AppProfile {
         Ok(())
     }
 
-    /// Writes the home seed and the attempt file below `session_dir` and resolves the launch,
-    /// in the workspace laid out for `sandbox` (the same policy the session's desktop runs
-    /// under: see [`crate::sandbox::ensure_workspace`]). `writable` are the policy's writable
     /// The filesystem view its sandbox is built with (see [`crate::sandbox::ViewSpec::view_for`]).
     pub fn fs_view(&self) -> crate::sandbox::FsView {
         crate::sandbox::ViewSpec::view_for(self.sandbox.as_ref(), self.command.first())
     }
 
+    /// Writes the home seed and the attempt file below `session_dir` and resolves the launch,
+    /// in the workspace laid out for `sandbox` (the same policy the session's desktop runs
+    /// under: see [`crate::sandbox::ensure_workspace`]). `writable` are the policy's writable
     /// directories: made, and kept (emptied) across resets, because a running sandbox binds them.
     pub fn prepare(
         &self,
