@@ -8,7 +8,8 @@
 //! beside the bracket's first hole), the scaled one is the first hole 1.5x wider. Each has
 //! smaller fallbacks, tried in order when a candidate does not build one valid solid; removed,
 //! extra and scaled must change the built volume, so a change that cuts no material is not
-//! taken for one.
+//! taken for one. The sheet perturbations (views swapped, stacked, one rescaled) are made from
+//! the gold file itself by [`bad_files`]' script.
 
 use std::path::Path;
 use std::time::Instant;
@@ -68,6 +69,29 @@ pub fn validate_part(task: &str, part: &PartTask, work: &Path) -> Result<TaskVal
         cases.push(match score_fcstd(&gold, &path) {
             Ok(report) => case(name, expected, judged(&report), gold_score, case_started),
             Err(error) => unmade(name, expected, error.to_string(), case_started),
+        });
+    }
+    for name in bad_files::SHEET_FILES {
+        let case_started = Instant::now();
+        if let Err(error) = &made {
+            cases.push(unmade(
+                name,
+                Expected::BelowGold,
+                error.to_string(),
+                bad_started,
+            ));
+            continue;
+        }
+        let path = work.join(bad_files::file_name(name));
+        cases.push(match score_fcstd(&gold, &path) {
+            Ok(report) => case(
+                name,
+                Expected::BelowGold,
+                judged(&report),
+                gold_score,
+                case_started,
+            ),
+            Err(error) => unmade(name, Expected::BelowGold, error.to_string(), case_started),
         });
     }
     Ok(TaskValidity {

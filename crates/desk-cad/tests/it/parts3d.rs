@@ -9,7 +9,7 @@ use desk_cad::generate3d::{View, generate_part};
 use desk_cad::part_task::{build_part, render_views_png};
 use desk_cad::score3d::score_fcstd;
 use desk_cad::solid::{FcstdFacts, inspect_fcstd};
-use desk_cad::validity::part::bad_files::BAD_FILES;
+use desk_cad::validity::part::bad_files::{BAD_FILES, SHEET_FILES};
 use desk_cad::validity::{Expected, ValidityGold, validate_task};
 
 use crate::solid::tools_available;
@@ -132,6 +132,12 @@ fn the_judge_ranks_gold_above_perturbations_and_zeroes_invalid_files() {
             .iter()
             .filter(|c| matches!(c.expected, Expected::Zero { .. }));
         assert_eq!(n_zero.count(), BAD_FILES.len());
+        // The sheet perturbations are judged (not unmade) and lose only on the sheet.
+        for name in SHEET_FILES {
+            let case = report.cases.iter().find(|c| c.name == name);
+            let case = case.unwrap_or_else(|| panic!("task {index}: no {name} case"));
+            assert!(case.pass && case.zero_reason.is_none(), "{case:?}");
+        }
         println!(
             "task {index}: min margin {:.4}, {} ms",
             report.min_margin(),
@@ -147,6 +153,8 @@ fn the_judge_ranks_gold_above_perturbations_and_zeroes_invalid_files() {
     build_part(&task.spec, Some(&task.sheet), &[], &gold).unwrap();
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle-task-034.FCStd");
     let report = score_fcstd(&gold, &oracle).unwrap();
-    println!("task 12 oracle: {}", report.score);
+    println!("task 12 oracle: {} sheet {:?}", report.score, report.sheet);
+    let sheet = report.sheet.as_ref().expect("the gold has Layout1");
+    assert_eq!((sheet.arrangement, sheet.scale), (Some(1.0), Some(1.0)));
     assert!(report.score > 0.999, "{report:?}");
 }

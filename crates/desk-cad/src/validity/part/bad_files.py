@@ -2,7 +2,9 @@
 # /in/gold.FCStd, a gold made by desk-cad's own builder (one Part::Feature "Part" and its
 # Layout1 sheet). Output in /out: a mesh of the gold alone, the gold's solid beside a
 # Part::FeaturePython, a lone face, the gold with its solid hidden (the sheet alone), and the
-# gold with one flipped byte in its stored shape member (the zip's CRC check fails).
+# gold with one flipped byte in its stored shape member (the zip's CRC check fails); and the
+# gold's sheet perturbed (below the gold, not zero): its first two views' X/Y exchanged, every
+# view at the page's centre, its first view at twice its scale.
 import zipfile
 
 import FreeCAD
@@ -35,6 +37,45 @@ flat.saveAs("/out/face-only.FCStd")
 sheet = FreeCAD.openDocument(GOLD)
 sheet.getObject("Part").Visibility = False
 sheet.saveAs("/out/sheet-only.FCStd")
+
+
+
+def sheet_case(out, change):
+    """The gold with `change` applied to its Layout1 views (in page order), saved unrecomputed."""
+    document = FreeCAD.openDocument(GOLD)
+    page = [o for o in document.Objects if o.TypeId == "TechDraw::DrawPage"][0]
+    views = [v for v in page.Views
+             if v.TypeId in ("TechDraw::DrawViewPart", "TechDraw::DrawViewSection")]
+    change(page, views)
+    document.saveAs(out)
+    FreeCAD.closeDocument(document.Name)
+
+
+def mm(value):
+    return float(getattr(value, "Value", value))
+
+
+def swap(page, views):
+    (a, b) = views[:2]
+    a.X, a.Y, b.X, b.Y = mm(b.X), mm(b.Y), mm(a.X), mm(a.Y)
+
+
+def stack(page, views):
+    template = page.Template
+    for view in views:
+        view.X, view.Y = mm(template.Width) / 2, mm(template.Height) / 2
+
+
+def rescale(page, views):
+    scale = float(views[0].Scale)
+    views[0].ScaleType = "Custom"
+    views[0].Scale = 2 * scale
+
+
+FreeCAD.closeDocument(sheet.Name)
+sheet_case("/out/views-swapped.FCStd", swap)
+sheet_case("/out/views-stacked.FCStd", stack)
+sheet_case("/out/view-rescaled.FCStd", rescale)
 
 source = zipfile.ZipFile(GOLD)
 path = "/out/corrupt-member.FCStd"

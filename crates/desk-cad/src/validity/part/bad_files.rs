@@ -2,7 +2,8 @@
 //! ones (a mesh of the gold, a Python feature trap, a lone face, the sheet with its solid
 //! hidden, a shape member failing its CRC) come from our own script (`bad_files.py`) run by
 //! trusted freecadcmd in the judge's sandbox with only the gold bound in; the rest (an empty
-//! file, a garbage zip, a symlink to the gold, no file) are written here.
+//! file, a garbage zip, a symlink to the gold, no file) are written here. The same script makes
+//! the sheet perturbations ([`SHEET_FILES`]), which must score below the gold, not zero.
 
 use std::path::Path;
 
@@ -26,24 +27,31 @@ pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
     ("not a zip", SolidZeroReason::Unreadable),
 ];
 
+/// The gold with its `Layout1` perturbed, made by the same script: the first two views' places
+/// exchanged, every view at the page's centre, the first view at twice its scale. Each must
+/// score strictly below the gold.
+pub const SHEET_FILES: [&str; 3] = ["views swapped", "views stacked", "view rescaled"];
+
 /// The file a case is written to: its name with dashes, `.FCStd`.
 pub fn file_name(case: &str) -> String {
     format!("{}.FCStd", case.replace(' ', "-"))
 }
 
-/// Writes every file of [`BAD_FILES`] but the missing one into `dir`, from `gold`.
+/// Writes every file of [`BAD_FILES`] but the missing one, and every [`SHEET_FILES`] one,
+/// into `dir`, from `gold`.
 pub fn make_bad_files(dir: &Path, gold: &Path) -> Result<(), CadError> {
     let out_dir = dir.join("made");
     create(&out_dir)?;
     let stdout = sandbox::run_freecad(SCRIPT, &[(gold, "/in/gold.FCStd")], Some(&out_dir))?;
     let _: serde_json::Value = sandbox::parse_report(&stdout.finished()?)?;
-    for name in [
+    let made_here = [
         "mesh",
         "python feature",
         "face only",
         "sheet only",
         "corrupt member",
-    ] {
+    ];
+    for name in made_here.into_iter().chain(SHEET_FILES) {
         let made = out_dir.join(file_name(name));
         let path = dir.join(file_name(name));
         std::fs::rename(&made, &path).map_err(|source| CadError::Io {
