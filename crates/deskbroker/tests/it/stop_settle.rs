@@ -26,11 +26,14 @@ async fn stop_interrupts_the_settle_wait_of_the_running_step() {
     std::fs::create_dir_all(&profiles).unwrap();
     let text = format!(
         "name = \"restless\"\ncommand = [{program:?}, \"--out\", {out:?}, \"--repaint-ms\", \
-         \"30\", \"--repaint-after-press\", \"yes\"]\n[attempt]\nfilename = \"attempt.txt\"\n\
+         \"30\", \"--repaint-after-press\", \"yes\"]\nread_only = [{dir:?}]\n\
+         [attempt]\nfilename = \"attempt.txt\"\n\
          template = \"fresh\"\n[window]\nclass = \"deskprobe\"\nmaximize = true\n\
          timeout_ms = 15000\n",
         program = probe_binary().display().to_string(),
         out = log.display().to_string(),
+        // The sandbox shows the worker program alone of the target directory.
+        dir = probe_binary().parent().unwrap().display().to_string(),
     );
     std::fs::write(profiles.join("restless.toml"), text).unwrap();
     let broker = Broker::start(root.path(), None, &log);
