@@ -61,7 +61,7 @@ fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<Session
     }
 }
 
-fn watchdog_pid(state_dir: &Path) -> u32 {
+pub(crate) fn watchdog_pid(state_dir: &Path) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(pid) = std::fs::read_to_string(state_dir.join("watchdog.lock"))
@@ -75,7 +75,7 @@ fn watchdog_pid(state_dir: &Path) -> u32 {
     }
 }
 
-fn signal(pid: u32, name: &str) {
+pub(crate) fn signal(pid: u32, name: &str) {
     let status = std::process::Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
         .status()

@@ -104,6 +104,11 @@ async fn the_sandbox_shows_only_the_worker_program_of_ours_and_it_is_pid_1() {
     assert_eq!(argv[1], "hold", "{argv:?}");
 
     // An orphan (a child whose parent exited) is adopted and reaped by pid 1: no zombie stays.
+    // The shell planted for it is a prohibited process the census would end the session for
+    // (census.rs tests that), so the watchdog is paused meanwhile and no action is sent; both
+    // the shell and its orphan are gone before it resumes.
+    let watchdog = crate::census::watchdog_pid(&broker.state_dir);
+    crate::census::signal(watchdog, "STOP");
     let mut orphaner = sandbox.command(
         &[
             "sh".to_string(),
@@ -164,6 +169,7 @@ async fn the_sandbox_shows_only_the_worker_program_of_ours_and_it_is_pid_1() {
         .map(describe)
         .filter(|line| line.contains(&format!(" ppid {holder} ")))
         .collect();
+    crate::census::signal(watchdog, "CONT");
     assert!(zombies.is_empty(), "zombies: {zombies:?}");
     println!(
         "orphan reaped; ours visible: {ours:?}; checked in {} ms",
