@@ -255,7 +255,7 @@ async fn observe_mode_reads_but_never_writes_and_a_failed_write_is_never_retried
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["code"], "control_observe_only");
 
-    let (status, _) = harness
+    let (status, acting) = harness
         .call(
             "POST",
             &format!("/v1/sessions/{id}/control"),
@@ -263,6 +263,13 @@ async fn observe_mode_reads_but_never_writes_and_a_failed_write_is_never_retried
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    // A mode change is a new generation: the observe generation's token is stale now.
+    let (status, body) = put(&harness, &id, json!({"text": "x", "control": token})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "control_stale_generation");
+    let generation = acting["generation"].as_u64().unwrap();
+    let token = json!({"owner": "agent", "generation": generation});
+    let query = format!("?owner=agent&generation={generation}");
     harness.fake.fail_clipboard_writes();
     let n_ops = harness.fake.n_clipboard_ops();
     let (status, body) = put(&harness, &id, json!({"text": "x", "control": token})).await;
