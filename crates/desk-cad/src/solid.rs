@@ -78,6 +78,18 @@ pub struct SheetView {
     pub scale: Option<f64>,
 }
 
+/// One TechDraw dimension on a page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetDimension {
+    /// Its type (`DistanceX`, `Diameter`, ...; `Unknown` when unreadable).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The page view (index into [`SheetFacts::views`]) its first `References2D` link names;
+    /// none when it names no view of the page.
+    pub view: Option<usize>,
+}
+
 /// One TechDraw page, read from `Document.xml` (views are never recomputed).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,9 +101,9 @@ pub struct SheetFacts {
     /// Its template's stored `Width` and `Height` in mm.
     #[serde(default)]
     pub page_size: Option<[f64; 2]>,
-    /// Its dimensions' types (`DistanceX`, `Diameter`, ...), sorted. Their values are not
-    /// stored in the file and are not read.
-    pub dimensions: Vec<String>,
+    /// Its dimensions, sorted by type. Their values are not stored in the file and are not
+    /// read.
+    pub dimensions: Vec<SheetDimension>,
     /// Hatches of its views.
     pub hatches: usize,
     /// Note texts (annotations and rich annotations), whitespace collapsed.

@@ -40,7 +40,7 @@ pub struct SheetScore {
     /// ([`layout::scale`]; none before scorer v4).
     #[serde(default)]
     pub scale: Option<f64>,
-    /// Dimensions matched on type.
+    /// Dimensions matched on type and view (the gold view the candidate's view matched).
     pub dimensions_f1: Option<f64>,
     /// Notes matched on text.
     pub notes_f1: Option<f64>,
@@ -101,10 +101,27 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
     let arrangement = layout::arrangement(gold, candidate, &matched).map(round6);
     let scale = layout::scale(gold, candidate, &matched).map(round6);
     let part = |n_gold: usize, value: f64| (n_gold > 0).then_some(value);
+    // A dimension is its type and the gold view it sits on (a candidate view counts as the
+    // gold view it matched; an unmatched or missing view as none).
+    let gold_dimensions: Vec<(&str, Option<usize>)> = gold
+        .dimensions
+        .iter()
+        .map(|d| (d.kind.as_str(), d.view))
+        .collect();
+    let candidate_dimensions: Vec<(&str, Option<usize>)> = candidate
+        .dimensions
+        .iter()
+        .map(|d| {
+            let view = d
+                .view
+                .and_then(|cv| matched.iter().find(|(_, c)| *c == cv).map(|(g, _)| *g));
+            (d.kind.as_str(), view)
+        })
+        .collect();
     let dimensions_f1 = part(
         gold.dimensions.len(),
         f1(
-            common_count(&gold.dimensions, &candidate.dimensions),
+            common_count(&gold_dimensions, &candidate_dimensions),
             gold.dimensions.len(),
             candidate.dimensions.len(),
         ),

@@ -1,7 +1,7 @@
 //! The judge's pure rules: zero reasons from facts, category values, the sheet category.
 
 use super::*;
-use crate::solid::{SheetFacts, SheetView};
+use crate::solid::{SheetDimension, SheetFacts, SheetView};
 
 fn solid(volume: f64, area: f64, bbox: [f64; 6], valid: bool) -> SolidFacts {
     SolidFacts {
@@ -169,7 +169,12 @@ fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
             })
             .collect(),
         page_size: None,
-        dimensions: vec!["DistanceX".to_owned(), "DistanceY".to_owned()],
+        dimensions: ["DistanceX", "DistanceY"]
+            .map(|kind| SheetDimension {
+                kind: kind.to_owned(),
+                view: Some(0),
+            })
+            .to_vec(),
         hatches: 0,
         notes: vec!["UNITS: MM".to_owned()],
     }
@@ -435,6 +440,25 @@ fn the_sheet_judges_arrangement_and_relative_scale() {
     let bare = sheet("Layout1", &[[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]);
     let (score, total) = sheet_score(&bare, bare.clone());
     assert_eq!((score.arrangement, score.scale, total), (None, None, 1.0));
+}
+
+#[test]
+fn dimensions_match_on_type_and_the_view_they_sit_on() {
+    let gold = placed_gold();
+    // The candidate lists its views in another order; its dimensions name its own indices.
+    let mut candidate = gold.clone();
+    candidate.views.swap(0, 1);
+    for dimension in &mut candidate.dimensions {
+        dimension.view = Some(1);
+    }
+    assert_eq!(
+        sheet_score(&gold, candidate.clone()).0.dimensions_f1,
+        Some(1.0)
+    );
+    // On the other (front) view, or on no view of the page: not the gold's.
+    candidate.dimensions[0].view = Some(0);
+    candidate.dimensions[1].view = None;
+    assert_eq!(sheet_score(&gold, candidate).0.dimensions_f1, Some(0.0));
 }
 
 #[test]

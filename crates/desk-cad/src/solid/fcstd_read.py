@@ -265,6 +265,18 @@ def float_value(props, name):
     return value if math.isfinite(value) else None
 
 
+def dimension_facts(member, view_index):
+    index = member.get("Type")
+    index = index.find("Integer") if index is not None else None
+    try:
+        kind = DIM_TYPES[int(index.get("value"))]
+    except (AttributeError, TypeError, ValueError, IndexError):
+        kind = "Unknown"
+    references = member.get("References2D")
+    views = link_targets(references) if references is not None else []
+    return dict(type=kind, view=view_index.get(views[0]) if views else None)
+
+
 def page_size(types, objects, props):
     """The page's template Width and Height (mm) as stored, or None."""
     template = link_targets(props["Template"]) if "Template" in props else []
@@ -294,6 +306,7 @@ def sheet_facts(types, objects):
                     members.append(item)
                     offsets[item] = (float_value(group, "X"), float_value(group, "Y"))
         views, dimensions, notes = [], [], []
+        view_index = {}
         hatches = 0
         for name in members:
             member_kind = types.get(name, "")
@@ -313,6 +326,7 @@ def sheet_facts(types, objects):
                     position = None
                 else:
                     position = [position[0] + base[0], position[1] + base[1]]
+                view_index.setdefault(name, len(views))
                 views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction,
                                   position=position, scale=float_value(member, "Scale")))
                 # A section's cut surface drawn with an SVG or PAT hatch counts as a hatch.
@@ -322,16 +336,14 @@ def sheet_facts(types, objects):
                         and display.get("value") in ("2", "3"):
                     hatches += 1
             elif member_kind == "TechDraw::DrawViewDimension":
-                index = member.get("Type")
-                index = index.find("Integer") if index is not None else None
-                try:
-                    dimensions.append(DIM_TYPES[int(index.get("value"))])
-                except (AttributeError, TypeError, ValueError, IndexError):
-                    dimensions.append("Unknown")
+                dimensions.append((name, member))
             elif member_kind == "TechDraw::DrawViewAnnotation" and "Text" in member:
                 notes.extend(e.get("value") or "" for e in member["Text"].iter("String"))
             elif member_kind == "TechDraw::DrawRichAnno":
                 notes.append(string_value(member, "AnnoText") or "")
+        # A dimension's type and the view its first 2D reference names (its value is not
+        # stored). Read after every view, whatever the page's order.
+        dimensions = [dimension_facts(member, view_index) for _, member in dimensions]
         for name, hatch_kind in types.items():
             if hatch_kind in ("TechDraw::DrawHatch", "TechDraw::DrawGeomHatch"):
                 source = objects.get(name, {}).get("Source")
@@ -339,7 +351,9 @@ def sheet_facts(types, objects):
                     hatches += 1
         sheets.append(dict(label=string_value(props, "Label") or page, views=views,
                            page_size=page_size(types, objects, props),
-                           dimensions=sorted(dimensions), hatches=hatches,
+                           dimensions=sorted(dimensions, key=lambda d: (d["type"], d["view"] is None,
+                                                                        d["view"] or 0)),
+                           hatches=hatches,
                            notes=[" ".join(note.split()) for note in notes if note.strip()]))
     return sheets
 

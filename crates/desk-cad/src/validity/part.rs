@@ -8,8 +8,8 @@
 //! beside the bracket's first hole), the scaled one is the first hole 1.5x wider. Each has
 //! smaller fallbacks, tried in order when a candidate does not build one valid solid; removed,
 //! extra and scaled must change the built volume, so a change that cuts no material is not
-//! taken for one. The sheet perturbations (views swapped, stacked, one rescaled) are made from
-//! the gold file itself by [`bad_files`]' script.
+//! taken for one. The sheet perturbations (views swapped, stacked, one rescaled, a dimension
+//! moved to another view) are made from the gold file itself by [`bad_files`]' script.
 
 use std::path::Path;
 use std::time::Instant;

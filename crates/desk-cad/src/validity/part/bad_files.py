@@ -4,7 +4,8 @@
 # Part::FeaturePython, a lone face, the gold with its solid hidden (the sheet alone), and the
 # gold with one flipped byte in its stored shape member (the zip's CRC check fails); and the
 # gold's sheet perturbed (below the gold, not zero): its first two views' X/Y exchanged, every
-# view at the page's centre, its first view at twice its scale.
+# view at the page's centre, its first view at twice its scale, its first dimension moved to
+# another view.
 import zipfile
 
 import FreeCAD
@@ -72,10 +73,20 @@ def rescale(page, views):
     views[0].Scale = 2 * scale
 
 
+def move_dimension(page, views):
+    """The first dimension's reference moved to the same-named edge of another view."""
+    dimension = [v for v in page.Views if v.TypeId == "TechDraw::DrawViewDimension"][0]
+    view, sub = dimension.References2D[0]
+    sub = sub[0] if isinstance(sub, (list, tuple)) else sub
+    target = views[1] if view == views[0] else views[0]
+    dimension.References2D = [(target, sub)]
+
+
 FreeCAD.closeDocument(sheet.Name)
 sheet_case("/out/views-swapped.FCStd", swap)
 sheet_case("/out/views-stacked.FCStd", stack)
 sheet_case("/out/view-rescaled.FCStd", rescale)
+sheet_case("/out/dimension-moved.FCStd", move_dimension)
 
 source = zipfile.ZipFile(GOLD)
 path = "/out/corrupt-member.FCStd"

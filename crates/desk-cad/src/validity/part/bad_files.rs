@@ -28,9 +28,15 @@ pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
 ];
 
 /// The gold with its `Layout1` perturbed, made by the same script: the first two views' places
-/// exchanged, every view at the page's centre, the first view at twice its scale. Each must
-/// score strictly below the gold.
-pub const SHEET_FILES: [&str; 3] = ["views swapped", "views stacked", "view rescaled"];
+/// exchanged, every view at the page's centre, the first view at twice its scale, the first
+/// dimension's reference moved to the same-named edge of another view. Each must score
+/// strictly below the gold.
+pub const SHEET_FILES: [&str; 4] = [
+    "views swapped",
+    "views stacked",
+    "view rescaled",
+    "dimension moved",
+];
 
 /// The file a case is written to: its name with dashes, `.FCStd`.
 pub fn file_name(case: &str) -> String {
