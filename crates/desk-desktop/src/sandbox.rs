@@ -25,8 +25,8 @@
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
 
-mod elf;
 pub mod cgroup;
+mod elf;
 pub mod facts;
 mod host;
 pub mod inside;

@@ -120,11 +120,7 @@ fn owner_generation_stop_and_restart() {
         (token("a", 3), ErrorCode::ControlObserveOnly),
     ] {
         assert_eq!(
-            code(
-                controls
-                    .admit(&sid("s"), &dir, Some(&sent))
-                    .unwrap_err()
-            ),
+            code(controls.admit(&sid("s"), &dir, Some(&sent)).unwrap_err()),
             refused
         );
     }
