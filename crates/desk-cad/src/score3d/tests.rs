@@ -467,3 +467,27 @@ fn a_sheet_score_from_before_v4_still_reads() {
     let score: SheetScore = serde_json::from_str(old).expect("a v3 sheet score");
     assert_eq!((score.arrangement, score.scale), (None, None));
 }
+
+#[test]
+fn the_oracle_layout_of_a_section_task_stays_above_0_99() {
+    // The gold of a [section, top, isometric] task (row-major cells, one hatch) against the
+    // FreeCAD oracle's page of it: the top view in the first slot, the section in the second,
+    // the pictorial view at the page centre. No view is in place; the sheet's arrangement
+    // weight keeps that within 0.01 of the total (see `SHEET_PARTS`).
+    let mut gold = placed_gold();
+    gold.views[0].kind = "section".to_owned();
+    gold.hatches = 1;
+    let mut oracle = gold.clone();
+    oracle.page_size = Some([297.0, 210.0]);
+    for (view, at) in oracle
+        .views
+        .iter_mut()
+        .zip([[225.0, 160.0], [65.0, 160.0], [148.5, 105.0]])
+    {
+        view.position = Some(at);
+        view.scale = Some(0.5);
+    }
+    let (score, total) = sheet_score(&gold, oracle);
+    assert_eq!(score.arrangement, Some(0.0));
+    assert!((0.99..1.0).contains(&total), "{total}");
+}
