@@ -7,12 +7,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use desk_contract::DisplaySize;
 use desk_desktop::launcher::recorded_processes;
 use desk_desktop::sandbox::cgroup::{Limits, SessionCgroup};
-use desk_desktop::{AppProfile, BackendError, DesktopBackend, LocalDesktop, LocalDesktopConfig};
+use desk_desktop::{AppProfile, BackendError, DesktopBackend, LocalDesktop};
 
-use crate::support::{worker_program, xvfb_available};
+use crate::support::{bare_desktop_config, xvfb_available};
 
 /// Forks shells that each double a string forever.
 const HOG: &str = r#"
@@ -38,15 +37,7 @@ fn a_forking_allocating_app_is_stopped_and_named_a_resource_limit() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let session_dir = desk_desktop::StateDir::new(tmp.path().join("state")).session("s_limits");
-    let mut config = LocalDesktopConfig::new(
-        DisplaySize {
-            width: 640,
-            height: 400,
-        },
-        vec![worker_program().display().to_string()],
-        session_dir.clone(),
-    );
-    config.window_manager = None;
+    let mut config = bare_desktop_config(&session_dir);
     config.limits = Limits {
         memory_bytes: 256 << 20,
         pids: 160,

@@ -7,11 +7,10 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use desk_contract::DisplaySize;
+use desk_desktop::LocalDesktop;
 use desk_desktop::launcher::{reap_recorded, recorded_processes};
-use desk_desktop::{LocalDesktop, LocalDesktopConfig};
 
-use crate::support::{worker_program, xvfb_available};
+use crate::support::{bare_desktop_config, xvfb_available};
 
 /// Pids of live (not zombie) processes whose pid namespace is `ns` (a `pid:[...]` link).
 fn in_namespace(ns: &str) -> Vec<u32> {
@@ -44,15 +43,7 @@ fn reaping_a_sandbox_whose_leaders_died_leaves_nothing() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let session_dir = desk_desktop::StateDir::new(tmp.path().join("state")).session("reap");
-    let mut config = LocalDesktopConfig::new(
-        DisplaySize {
-            width: 640,
-            height: 400,
-        },
-        vec![worker_program().display().to_string()],
-        session_dir.clone(),
-    );
-    config.window_manager = None;
+    let config = bare_desktop_config(&session_dir);
     let mut desktop = LocalDesktop::start(config).unwrap();
     // As a broker that died would: the desktop runs on, nobody waits for its processes.
     desktop.detach();

@@ -12,15 +12,25 @@ use serde_json::json;
 use crate::probe::{ProbeSession, of_type, probe_events};
 use crate::support::xvfb_available;
 
-/// A program of a long `wait` and then a click, claimed by `agent` in `act` mode.
-async fn waiting_program(probe: &ProbeSession, wait_ms: u64) -> (ProgramRequest, u64) {
-    let claim = ControlClaim {
+fn claim(mode: ControlMode) -> ControlClaim {
+    ControlClaim {
         owner: "agent".to_string(),
-        mode: ControlMode::Act,
-    };
+        mode,
+    }
+}
+
+/// Claims the probe session in `act` mode, runs a program of a `wait_ms` wait and a click,
+/// and 400 ms into the wait calls `interrupt` (which returns the new generation). Checks that
+/// the wait ended early, the click never ran and nothing reached the probe; returns how long
+/// the program took.
+async fn interrupted_wait<F>(attempt: &str, wait_ms: u64, interrupt: F) -> Duration
+where
+    F: AsyncFnOnce(&ProbeSession) -> u64,
+{
+    let probe = ProbeSession::start(attempt).await;
     let generation = probe
         .client
-        .claim_control(&probe.session, &claim)
+        .claim_control(&probe.session, &claim(ControlMode::Act))
         .await
         .unwrap()
         .generation;
@@ -38,46 +48,18 @@ async fn waiting_program(probe: &ProbeSession, wait_ms: u64) -> (ProgramRequest,
         ]))
         .unwrap(),
     };
-    (request, generation)
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stop_ends_a_running_wait_step() {
-    if !xvfb_available() {
-        return;
-    }
-    let probe = ProbeSession::start("stop-wait").await;
-    let (request, generation) = waiting_program(&probe, 5_000).await;
     let started = Instant::now();
     let running = {
         let (client, session) = (probe.client.clone(), probe.session.clone());
         tokio::spawn(async move { client.program(&session, &request).await })
     };
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let stop_sent = Instant::now();
-    let stopped = probe
-        .client
-        .stop(
-            &probe.session,
-            &StopRequest {
-                reason: StopReason::UserStopped,
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(stopped.control.generation, generation + 1);
+    assert_eq!(interrupt(&probe).await, generation + 1);
     let answer = running.await.unwrap().unwrap();
-    let after_stop_ms = stop_sent.elapsed().as_millis();
+    let took = started.elapsed();
     let receipt = &answer.receipt;
-    println!(
-        "wait step stopped: program answered {after_stop_ms} ms after the stop, {} ms in all",
-        started.elapsed().as_millis()
-    );
-    // The 5 s wait ended at the Stop (the worker looks every 10 ms), not at its end.
-    assert!(
-        started.elapsed() < Duration::from_millis(2_500),
-        "{receipt:?}"
-    );
+    // The wait ended at the new generation (the worker looks every 10 ms), not at its end.
+    assert!(took < Duration::from_millis(2_500), "{took:?}: {receipt:?}");
     assert_eq!(
         receipt
             .failing_step
@@ -88,9 +70,26 @@ async fn stop_ends_a_running_wait_step() {
     );
     assert!(
         answer.screenshot.is_none(),
-        "the stopped generation's frame is dropped"
+        "the old generation's frame is dropped"
     );
     assert!(of_type(&probe_events(&probe.log), "button_press").is_empty());
+    took
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_ends_a_running_wait_step() {
+    if !xvfb_available() {
+        return;
+    }
+    let took = interrupted_wait("stop-wait", 5_000, async |probe: &ProbeSession| {
+        let stop = StopRequest {
+            reason: StopReason::UserStopped,
+        };
+        let stopped = probe.client.stop(&probe.session, &stop).await.unwrap();
+        stopped.control.generation
+    })
+    .await;
+    println!("a 5 s wait stopped after 0.4 s: the program answered in {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -98,47 +97,15 @@ async fn switching_to_observe_halts_a_running_program() {
     if !xvfb_available() {
         return;
     }
-    let probe = ProbeSession::start("observe-halts").await;
-    let (request, generation) = waiting_program(&probe, 3_000).await;
-    let started = Instant::now();
-    let running = {
-        let (client, session) = (probe.client.clone(), probe.session.clone());
-        tokio::spawn(async move { client.program(&session, &request).await })
-    };
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let observing = probe
-        .client
-        .claim_control(
-            &probe.session,
-            &ControlClaim {
-                owner: "agent".to_string(),
-                mode: ControlMode::Observe,
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        observing.generation,
-        generation + 1,
-        "a mode change is a new generation"
-    );
-    let answer = running.await.unwrap().unwrap();
-    let receipt = &answer.receipt;
-    println!(
-        "observe halted the program after {} ms",
-        started.elapsed().as_millis()
-    );
-    assert!(
-        started.elapsed() < Duration::from_millis(2_500),
-        "the wait ended at the mode change: {receipt:?}"
-    );
-    assert_eq!(
-        receipt
-            .failing_step
-            .as_ref()
-            .map(|failing| failing.step_index),
-        Some(1),
-        "no input after the switch to observe: {receipt:?}"
-    );
-    assert!(of_type(&probe_events(&probe.log), "button_press").is_empty());
+    let took = interrupted_wait("observe-halts", 3_000, async |probe: &ProbeSession| {
+        let observing = probe
+            .client
+            .claim_control(&probe.session, &claim(ControlMode::Observe))
+            .await
+            .unwrap();
+        // A mode change is a new generation.
+        observing.generation
+    })
+    .await;
+    println!("a switch to observe 0.4 s into a 3 s wait: the program answered in {took:?}");
 }

@@ -22,6 +22,23 @@ pub(crate) fn worker_program() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_deskbroker-worker"))
 }
 
+/// A sandboxed 640x400 desktop of `session_dir` with the worker and no window manager: what
+/// the launcher-level tests (limits, reaping, the worker's peer check) start from.
+pub(crate) fn bare_desktop_config(
+    session_dir: &desk_desktop::SessionDir,
+) -> desk_desktop::LocalDesktopConfig {
+    let mut config = desk_desktop::LocalDesktopConfig::new(
+        desk_contract::DisplaySize {
+            width: 640,
+            height: 400,
+        },
+        vec![worker_program().display().to_string()],
+        session_dir.clone(),
+    );
+    config.window_manager = None;
+    config
+}
+
 /// The probe window binary, built by desk-test-support in the same target directory.
 pub(crate) fn probe_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();

@@ -8,23 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use desk_contract::DisplaySize;
 use desk_desktop::{BackendError, LocalDesktop, LocalDesktopConfig, SandboxPolicy};
 
-use crate::support::{worker_program, xvfb_available};
-
-fn config(session_dir: &desk_desktop::SessionDir) -> LocalDesktopConfig {
-    let mut config = LocalDesktopConfig::new(
-        DisplaySize {
-            width: 640,
-            height: 400,
-        },
-        vec![worker_program().display().to_string()],
-        session_dir.clone(),
-    );
-    config.window_manager = None;
-    config
-}
+use crate::support::{bare_desktop_config, xvfb_available};
 
 fn reattach_error(config: &LocalDesktopConfig) -> BackendError {
     match LocalDesktop::reattach(config.clone()) {
@@ -67,7 +53,7 @@ fn reattach_refuses_a_proxy_at_the_worker_socket() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let session_dir = desk_desktop::StateDir::new(tmp.path().join("state")).session("peer");
-    let config = config(&session_dir);
+    let config = bare_desktop_config(&session_dir);
     let SandboxPolicy::On { uid, gid } = config.sandbox else {
         panic!("the sandbox is on by default");
     };
