@@ -318,16 +318,20 @@ impl LocalDesktop {
         self.spawn(role, command)
     }
 
-    pub(super) fn record_processes(&self) {
-        let recorded: Vec<RecordedProcess> = self
-            .processes
+    /// The processes as `processes.json` records them.
+    pub(super) fn recorded(&self) -> Vec<RecordedProcess> {
+        self.processes
             .iter()
             .map(|process| RecordedProcess {
                 role: process.role.to_string(),
                 pid: process.pid,
                 start_ticks: process.start_ticks,
             })
-            .collect();
+            .collect()
+    }
+
+    pub(super) fn record_processes(&self) {
+        let recorded = self.recorded();
         let path = self.config.session_dir.processes_file();
         if let Ok(text) = serde_json::to_string_pretty(&recorded)
             && let Err(error) = write_atomically(&path, &text)

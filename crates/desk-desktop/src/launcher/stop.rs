@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use desk_contract::worker::WorkerOp;
 
 use super::records::{
-    RecordedProcess, force_kill_group, kill_and_prove, kill_group, read_desktop_record,
-    remove_display_files, sandbox_holder, start_ticks, wait_gone,
+    force_kill_group, kill_and_prove, kill_group, read_desktop_record, remove_display_files,
+    sandbox_holder, start_ticks, wait_gone,
 };
 use super::{LocalDesktop, Supervised};
 
@@ -29,15 +29,7 @@ impl LocalDesktop {
 
     pub(super) fn stop_all(&mut self) {
         // Read before anything stops: what must be proven gone afterwards.
-        let recorded: Vec<RecordedProcess> = self
-            .processes
-            .iter()
-            .map(|process| RecordedProcess {
-                role: process.role.to_string(),
-                pid: process.pid,
-                start_ticks: process.start_ticks,
-            })
-            .collect();
+        let recorded = self.recorded();
         let holder = read_desktop_record(&self.config.session_dir)
             .and_then(|record| sandbox_holder(&record, &recorded));
         if let Some(mut worker) = self.worker.take() {
