@@ -19,7 +19,8 @@
 //!     refused_actions             how many of the session's actions were refused (watchdog)
 //!   evidence/                     signing.key, evidence.pub
 //!   policy/                       policy.key, policy.pub, default.signed.json (no --policy)
-//!     <id>/                       the signed journal, frames and artifact; survives release
+//!     <id>/                       the signed journal (survives release), frames and artifact
+//!                                 (deleted at release: attempt data)
 //!   kills/<id>.json               a killed session's tombstone: its lease stays revoked
 //!   spool/terminal.ndjson         signed terminal receipts, replayed into the evidence
 //!   workspaces/<id>.json          a workspace's durable state (launching ... destroyed)
