@@ -4,8 +4,8 @@
 //!
 //! The rules ([`check`], pure) place each process by where it came from:
 //! - the sandbox's first process (the holder) by identity: its host pid recorded in
-//!   `desktop.json`, whatever its program; its children may only be the helpers the transitional
-//!   shell holder runs ([`HOLDER_CHILDREN`]);
+//!   `desktop.json`, whatever its program; it starts nothing, so its only children are the
+//!   orphans it may adopt ([`HOLDER_ADOPTS`]);
 //! - an entry: a process whose parent is one of the launcher's recorded wrappers
 //!   (`processes.json`: `setpriv … nsenter … -- env -C DIR -- PROGRAM …`) runs `nsenter` or `env`
 //!   for an instant, then the very program that wrapper names (the app's entry: a program of the
@@ -200,10 +200,6 @@ pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
         1,
     ),
 ];
-
-/// What the holder runs between its deadline checks while it is the transitional shell loop
-/// (allowed only under a holder whose program is `sh`).
-pub const HOLDER_CHILDREN: &[&str] = &["sleep", "date"];
 
 /// The desktop's helpers the holder adopts as orphans: the AT-SPI registry, which the
 /// accessibility bus activates as a daemon (its parent exits; measured with LibreCAD). Their

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_ADOPTS, HOLDER_CHILDREN, LAUNCH_STAGES,
-    Seen, Snapshot, Violation, resolve_in,
+    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_ADOPTS, LAUNCH_STAGES, Seen, Snapshot,
+    Violation, resolve_in,
 };
 
 /// Where an allowed process belongs.
@@ -113,21 +113,11 @@ impl Checker<'_> {
             return Err(format!("its program is not the host's file at {exe}"));
         }
         if seen.ppid == self.snapshot.holder {
-            // Only a shell holder (the transitional one) runs helpers; ours runs none.
-            let holder_exe = self
-                .by_pid
-                .get(&self.snapshot.holder)
-                .and_then(|holder| holder.exe.clone());
-            let shell = holder_exe.is_some() && self.resolve("sh") == holder_exe;
-            let helper = shell
-                && HOLDER_CHILDREN
-                    .iter()
-                    .any(|child| self.resolve(child).as_deref() == Some(exe.as_str()));
+            // The holder starts nothing; it only adopts what the accessibility bus daemonizes.
             let adopted = HOLDER_ADOPTS
                 .iter()
                 .any(|orphan| self.resolve(orphan).as_deref() == Some(exe.as_str()));
-            let helper = helper || adopted;
-            return if helper {
+            return if adopted {
                 Ok(Place::Desktop(exe))
             } else {
                 Err("a child of the sandbox's first process (or an orphan it adopted)".to_string())
@@ -197,9 +187,6 @@ pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
                 .map(|(_, _, max)| *max)
                 .max()
                 .unwrap_or(1)
-                .max(u32::from(HOLDER_CHILDREN.iter().any(|child| {
-                    checker.resolve(child).as_deref() == Some(exe.as_str())
-                })))
         };
         let max = usize::try_from(max).unwrap_or(usize::MAX);
         if seen.len() > max {
