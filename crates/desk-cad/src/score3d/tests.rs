@@ -1,4 +1,6 @@
 //! The judge's pure rules: zero reasons from facts, category values, the sheet category.
+//! Over 400 lines: one place for every pure rule of the judge, sharing the fact builders
+//! (solids, sheets placed as the gold builder places them).
 
 use super::*;
 use crate::solid::{SheetDimension, SheetFacts, SheetView};

@@ -2,7 +2,8 @@
 # bubblewrap sandbox. It never opens a file as a FreeCAD document (openDocument would restore
 # Python feature proxies, i.e. run code named by the file). It reads the zip with zipfile, the
 # object list and properties from Document.xml with a DOCTYPE-refusing parse, and each Part shape
-# from its BREP member with OCCT's reader.
+# from its BREP member with OCCT's reader. Over 400 lines: one script, because the inspector and
+# the judge each run it as a single freecadcmd program (no imports of our own in the sandbox).
 #
 # The part (what a judge scores) is chosen from the document's objects, never from every stored
 # shape: a PartDesign body stores a shape on every feature, so the body's shape (or its tip's when
