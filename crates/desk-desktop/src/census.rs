@@ -258,6 +258,11 @@ pub struct Snapshot {
     pub root: Option<PathBuf>,
     /// The launcher's live wrappers by host pid.
     pub wrappers: BTreeMap<u32, Wrapper>,
+    /// Whether a recorded wrapper (other than the holder) has died: its program, still dying
+    /// or left behind, is then parented outside the sandbox (by the host's init). The desktop
+    /// has failed, and the liveness check before the next operation names the dead process
+    /// (`desktop_failed`); the census does not call such an orphan prohibited.
+    pub wrapper_died: bool,
     /// Every process of the namespace (the holder included).
     pub processes: Vec<Seen>,
 }

@@ -46,8 +46,24 @@ fn desktop(holder: &str) -> Snapshot {
         holder: 1,
         root: None,
         wrappers,
+        wrapper_died: false,
         processes: vec![seen(1, 0, holder), seen(11, 10, WORKER), seen(21, 20, APP)],
     }
+}
+
+#[test]
+fn an_orphan_of_a_dead_wrapper_is_left_to_the_liveness_check() {
+    // The worker's wrapper (pid 10) died: its program is parented by the host's init.
+    let mut snapshot = desktop(WORKER);
+    snapshot.wrappers.remove(&10);
+    snapshot.processes[1].ppid = 999;
+    assert_eq!(
+        whys(&snapshot).len(),
+        1,
+        "with every wrapper alive, an intruder"
+    );
+    snapshot.wrapper_died = true;
+    assert_eq!(whys(&snapshot), vec![]);
 }
 
 fn rules() -> CensusRules {

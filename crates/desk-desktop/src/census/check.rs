@@ -124,6 +124,10 @@ impl Checker<'_> {
             };
         }
         if !self.by_pid.contains_key(&seen.ppid) {
+            if self.snapshot.wrapper_died {
+                // Orphaned by a dead wrapper: a failed desktop, named by the liveness check.
+                return Ok(Place::Desktop(exe));
+            }
             return Err(
                 "started from outside the sandbox by no process of the desktop".to_string(),
             );

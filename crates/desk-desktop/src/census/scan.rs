@@ -172,9 +172,14 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
     }
     // Read after the listing: a wrapper whose child was listed was recorded before (or is
     // caught by the confirmation a moment later).
-    let wrappers = recorded_processes(session_dir.path())
+    let recorded: Vec<_> = recorded_processes(session_dir.path())
         .into_iter()
-        .filter(|process| process.is_alive() && process.pid != holder)
+        .filter(|process| process.pid != holder)
+        .collect();
+    let wrapper_died = recorded.iter().any(|process| !process.is_alive());
+    let wrappers = recorded
+        .into_iter()
+        .filter(|process| process.is_alive())
         .map(|process| {
             let wrapper = Wrapper {
                 role: process.role.clone(),
@@ -187,6 +192,7 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         holder,
         root: Some(root),
         wrappers,
+        wrapper_died,
         processes,
     };
     let mut violations = check(&snapshot, rules);

@@ -1,8 +1,9 @@
 //! Limits per session: every process of a session's desktop (the sandbox's pid 1, Xvfb, the
 //! window manager, the buses, the worker, the app and whatever they fork) runs in the session's
-//! own control groups, `deskbroker/<session>` below the broker's own group in the cgroup v1
-//! `memory`, `pids` and `cpu` hierarchies, with a memory limit (the kernel OOM-kills inside the
-//! group past it), a process limit (`fork` fails past it) and a CPU quota.
+//! own control groups, `deskbroker/<session>-<path digest>` below the broker's own group in
+//! the cgroup v1 `memory`, `pids` and `cpu` hierarchies, with a memory limit (the kernel
+//! OOM-kills inside the group past it), a process limit (`fork` fails past it) and a CPU quota.
+//! A group that still holds processes is never shared: the desktop is refused.
 //!
 //! Race-free placement without `unsafe` or a wrapper process: cgroup v1 moves single threads
 //! (`tasks`), and a child starts in its forking thread's groups. So [`SessionCgroup::spawn_inside`]
@@ -102,19 +103,30 @@ fn io_error(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> BackendEr
     move |source| BackendError::Spawn { what, source }
 }
 
+/// The group name of the session at `session_dir`: the session's id and a digest of the
+/// directory's full path, so that two brokers (or two tests) on one host whose sessions share
+/// an id never share a group.
+fn group_name(session_dir: &Path) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let id = session_dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".to_string());
+    // SipHash with fixed keys: the same path gives the same name (it is recorded anyway).
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    session_dir.hash(&mut hasher);
+    format!("{id}-{:08x}", hasher.finish() & 0xffff_ffff)
+}
+
 impl SessionCgroup {
-    /// Creates the session's groups (named after the session directory) with `limits`, records
+    /// Creates the session's groups (named by [`group_name`]) with `limits`, records
     /// them in the session directory and returns them; `None` (logged) when this host offers
     /// no writable v1 `memory` and `pids` hierarchies.
     pub fn create(
         session_dir: &SessionDir,
         limits: Limits,
     ) -> Result<Option<SessionCgroup>, BackendError> {
-        let name = session_dir
-            .path()
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "session".to_string());
+        let name = group_name(session_dir.path());
         let mut groups = Vec::new();
         for controller in CONTROLLERS {
             let Some(own) = own_group(controller).filter(|own| own.join("tasks").exists()) else {
@@ -131,6 +143,15 @@ impl SessionCgroup {
                 }
                 tracing::warn!(%error, group = %group.display(), "cannot create a cgroup: limits off");
                 return Ok(None);
+            }
+            // A group left by an earlier desktop of this session is reused only when empty:
+            // never share limits (or a removal) with processes that still run in it.
+            let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
+            if !procs.trim().is_empty() {
+                return Err(BackendError::DesktopFailed(format!(
+                    "the cgroup {} already holds processes",
+                    group.display()
+                )));
             }
             groups.push((controller.to_string(), group));
         }

@@ -60,10 +60,19 @@ fn a_forking_allocating_app_is_stopped_and_named_a_resource_limit() {
         "{cgroup:?}"
     );
     // Every recorded process (and so everything it forked) is in the session's groups.
-    let suffix = "/deskbroker/s_limits";
+    let name = groups[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        name.starts_with("s_limits-"),
+        "{name}: the session id and a path digest"
+    );
+    let suffix = format!("/deskbroker/{name}");
     for process in recorded_processes(session_dir.path()) {
         assert!(
-            in_group(process.pid, suffix),
+            in_group(process.pid, &suffix),
             "{process:?} outside the session's cgroup"
         );
     }
