@@ -96,7 +96,8 @@ fn ms(elapsed: Duration) -> f64 {
 fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(path) = explicit {
         if path.is_file() {
-            return Ok(path);
+            return std::fs::canonicalize(&path)
+                .with_context(|| format!("failed to resolve {}", path.display()));
         }
         bail!("probe binary {} not found", path.display());
     }
@@ -104,7 +105,9 @@ fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
     let dir = exe.parent().context("the executable has no directory")?;
     for candidate in [dir.join("desk-probe"), dir.join("../desk-probe")] {
         if candidate.is_file() {
-            return Ok(candidate);
+            // Without `..`: the sandbox shows the profile's `read_only` paths as named.
+            return std::fs::canonicalize(&candidate)
+                .with_context(|| format!("failed to resolve {}", candidate.display()));
         }
     }
     bail!(
@@ -114,10 +117,13 @@ fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
     )
 }
 
+/// The probe profile; the sandbox shows the probe binary itself (`read_only`), nothing else of
+/// its directory.
 fn probe_profile(probe: &Path) -> String {
     format!(
         r#"name = "probe"
 command = ["{probe}", "--out", "{{attempt}}.probe.ndjson"]
+read_only = ["{probe}"]
 [attempt]
 filename = "attempt.txt"
 template = "fresh"
