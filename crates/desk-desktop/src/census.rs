@@ -206,6 +206,17 @@ pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
 /// `max` is [`DESKTOP_CHILDREN`]'s.
 pub const HOLDER_ADOPTS: &[&str] = &["/usr/libexec/at-spi2-registryd"];
 
+/// The desktop's own programs (besides the worker, the holder's program): one that a launch
+/// wrapper (`nsenter`) on the host starts is the desktop's even while its wrapper is not (or no
+/// longer) in `processes.json`, as around a desktop's restart or stop. The app is never among
+/// them: it comes only through its recorded wrapper.
+pub const DESKTOP_PROGRAMS: &[&str] = &[
+    "Xvfb",
+    "openbox",
+    "dbus-daemon",
+    "/usr/libexec/at-spi-bus-launcher",
+];
+
 /// Programs a recorded wrapper's child runs for an instant before the program it names.
 pub const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
 
@@ -258,6 +269,9 @@ pub struct Snapshot {
     pub root: Option<PathBuf>,
     /// The launcher's live wrappers by host pid.
     pub wrappers: BTreeMap<u32, Wrapper>,
+    /// Parents outside the namespace that are launch wrappers on the host (`nsenter`), whether
+    /// `processes.json` lists them yet or not.
+    pub launch_parents: std::collections::BTreeSet<u32>,
     /// Whether a recorded wrapper (other than the holder) has died: its program, still dying
     /// or left behind, is then parented outside the sandbox (by the host's init). The desktop
     /// has failed, and the liveness check before the next operation names the dead process

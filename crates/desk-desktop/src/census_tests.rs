@@ -46,9 +46,28 @@ fn desktop(holder: &str) -> Snapshot {
         holder: 1,
         root: None,
         wrappers,
+        launch_parents: Default::default(),
         wrapper_died: false,
         processes: vec![seen(1, 0, holder), seen(11, 10, WORKER), seen(21, 20, APP)],
     }
+}
+
+#[test]
+fn a_desktop_program_of_an_unrecorded_launch_wrapper_is_the_desktops() {
+    // Around a restart or stop, a window manager whose `nsenter` wrapper (pid 30) is not in
+    // processes.json: the desktop's; the app or any other program there stays an intruder.
+    let openbox = host("openbox");
+    if !std::path::Path::new(&openbox).exists() {
+        return;
+    }
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.push(seen(31, 30, &openbox));
+    snapshot.processes.push(seen(33, 32, &host("sleep")));
+    assert_eq!(whys(&snapshot).len(), 2, "unknown parents: both intruders");
+    snapshot.launch_parents = [30, 32].into_iter().collect();
+    let whys = whys(&snapshot);
+    assert_eq!(whys.len(), 1, "{whys:?}");
+    assert_eq!(whys[0].0, 33);
 }
 
 #[test]

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    CensusRules, DESKTOP_CHILDREN, ExeIdentity, HOLDER_ADOPTS, LAUNCH_STAGES, Seen, Snapshot,
-    Violation, resolve_in,
+    CensusRules, DESKTOP_CHILDREN, DESKTOP_PROGRAMS, ExeIdentity, HOLDER_ADOPTS, LAUNCH_STAGES,
+    Seen, Snapshot, Violation, resolve_in,
 };
 
 /// Where an allowed process belongs.
@@ -52,6 +52,18 @@ impl Checker<'_> {
             .iter()
             .find(|allowed| self.resolve(&allowed.path).as_deref() == Some(exe))
             .map(|allowed| allowed.max)
+    }
+
+    /// Whether `exe` is one of [`DESKTOP_PROGRAMS`] or the worker (the holder's program).
+    fn desktop_program(&mut self, exe: &str) -> bool {
+        let worker = self
+            .by_pid
+            .get(&self.snapshot.holder)
+            .and_then(|holder| holder.exe.clone());
+        worker.as_deref() == Some(exe)
+            || DESKTOP_PROGRAMS
+                .iter()
+                .any(|program| self.resolve(program).as_deref() == Some(exe))
     }
 
     fn allowed_for_app(&mut self, exe: &str) -> bool {
@@ -126,6 +138,10 @@ impl Checker<'_> {
         if !self.by_pid.contains_key(&seen.ppid) {
             if self.snapshot.wrapper_died {
                 // Orphaned by a dead wrapper: a failed desktop, named by the liveness check.
+                return Ok(Place::Desktop(exe));
+            }
+            if self.snapshot.launch_parents.contains(&seen.ppid) && self.desktop_program(&exe) {
+                // A desktop program a launch wrapper runs that is not (or no longer) recorded.
                 return Ok(Place::Desktop(exe));
             }
             return Err(

@@ -167,6 +167,16 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         });
     }
     processes.sort_by_key(|seen| seen.pid);
+    let inside: std::collections::BTreeSet<u32> = processes.iter().map(|seen| seen.pid).collect();
+    let launch_parents = processes
+        .iter()
+        .map(|seen| seen.ppid)
+        .filter(|ppid| !inside.contains(ppid))
+        .filter(|ppid| {
+            std::fs::read_link(format!("/proc/{ppid}/exe"))
+                .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "nsenter"))
+        })
+        .collect();
     if !processes.iter().any(|seen| seen.pid == holder) {
         return Err(ScanError::HolderGone);
     }
@@ -192,6 +202,7 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         holder,
         root: Some(root),
         wrappers,
+        launch_parents,
         wrapper_died,
         processes,
     };

