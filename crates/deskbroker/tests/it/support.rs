@@ -143,9 +143,19 @@ impl Broker {
             command.env("DESKBROKER_FAULT", fault);
         }
         self.child = Some(command.spawn().unwrap());
+        // Ready when the socket accepts a connection (a socket file alone may be a stale one,
+        // or bound before it listens), or when the broker has already exited.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.socket.exists() {
-            assert!(Instant::now() < deadline, "broker socket did not appear");
+        loop {
+            if std::os::unix::net::UnixStream::connect(&self.socket).is_ok() {
+                break;
+            }
+            if let Some(child) = self.child.as_mut()
+                && child.try_wait().unwrap().is_some()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "broker socket did not accept");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
