@@ -4,8 +4,8 @@
 
 use std::os::unix::fs::symlink;
 
-use crate::probe::leased_probe;
-use crate::support::{Broker, xvfb_available};
+use crate::probe::ProbeSession;
+use crate::support::xvfb_available;
 
 fn refusal(error: desk_client::ClientError) -> (String, String) {
     match error {
@@ -19,25 +19,23 @@ async fn a_linked_attempt_file_is_refused_in_a_real_session() {
     if !xvfb_available() {
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let log = root.path().join("probe.ndjson");
-    let broker = Broker::start(root.path(), None, &log);
-    let client = broker.client();
-    let session = leased_probe(&broker, "linked").await;
+    let probe = ProbeSession::start("linked").await;
+    let (root, broker, client, session) =
+        (&probe.root, &probe.broker, &probe.client, &probe.session);
     let secret = root.path().join("gold.dxf");
     std::fs::write(&secret, "PRIVATE-GOLD-5c1e").unwrap();
     let attempt = broker
-        .session_dir(&session)
+        .session_dir(session)
         .join("workspace/attempt/attempt.txt");
     for target in [secret.as_path(), std::path::Path::new("/proc/self/environ")] {
         let _ = std::fs::remove_file(&attempt);
         symlink(target, &attempt).unwrap();
-        let (code, message) = refusal(client.checkpoint(&session).await.unwrap_err());
+        let (code, message) = refusal(client.checkpoint(session).await.unwrap_err());
         assert_eq!(code, "artifact_invalid", "{message}");
         assert!(message.contains("symbolic link"), "{message}");
         assert!(!message.contains("PRIVATE-GOLD") && !message.contains("PATH="));
-        let (code, _) = refusal(client.artifact(&session).await.unwrap_err());
+        let (code, _) = refusal(client.artifact(session).await.unwrap_err());
         assert_eq!(code, "checkpoint_required");
     }
-    client.release(&session).await.unwrap();
+    client.release(session).await.unwrap();
 }
