@@ -224,6 +224,7 @@ pub fn merge_runs(
             .map(|source| source.summary.run.jobs)
             .max()
             .unwrap_or(1),
+        jobs_reason: None,
         shard: None,
         broker: first.summary.run.broker.clone(),
         sum_rollout_ms,

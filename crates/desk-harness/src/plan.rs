@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::HarnessError;
 
+mod jobs;
+
+pub use jobs::{DefaultJobs, JobsBasis, default_jobs};
+
 /// The most rollouts a run plays at once: each needs a desktop (an X server, a window manager
 /// and the app, a few hundred MB), so more is a typo, not a plan.
 pub const MAX_JOBS: u32 = 32;
@@ -132,6 +136,9 @@ pub struct DesktopMemory {
 pub struct RunInfo {
     /// Rollouts at once (`--jobs`).
     pub jobs: u32,
+    /// Why that many: `--jobs`, or the default's bounds (see [`default_jobs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_reason: Option<String>,
     /// This run's shard, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
@@ -170,6 +177,8 @@ pub type MemoryReading = std::sync::Arc<dyn Fn() -> Option<DesktopMemory> + Send
 pub struct RunPlan {
     /// Rollouts at once, 1 to [`MAX_JOBS`].
     pub jobs: u32,
+    /// Why that many, recorded (see [`RunInfo::jobs_reason`]).
+    pub jobs_reason: Option<String>,
     /// The shard the tasks were cut to, recorded only (the caller selects).
     pub shard: Option<Shard>,
     /// The broker, recorded.
@@ -182,6 +191,7 @@ impl fmt::Debug for RunPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunPlan")
             .field("jobs", &self.jobs)
+            .field("jobs_reason", &self.jobs_reason)
             .field("shard", &self.shard)
             .field("broker", &self.broker)
             .field("memory", &self.memory.is_some())
@@ -193,6 +203,7 @@ impl Default for RunPlan {
     fn default() -> Self {
         RunPlan {
             jobs: 1,
+            jobs_reason: None,
             shard: None,
             broker: BrokerStamp::default(),
             memory: None,
@@ -204,6 +215,7 @@ pub(crate) fn run_info(summary: &crate::suite::Summary, plan: &RunPlan) -> RunIn
     let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
     RunInfo {
         jobs: plan.jobs,
+        jobs_reason: plan.jobs_reason.clone(),
         shard: plan.shard,
         broker: plan.broker.clone(),
         sum_rollout_ms,

@@ -9,7 +9,8 @@
 //! when absent. Gold (`private/`) is read only here for the scorer and the oracle; it is never
 //! handed to the broker or the desktop.
 //!
-//! Spreading a run out: `--jobs N` plays N rollouts at once (one broker, N desktops),
+//! Spreading a run out: `--jobs N` plays N rollouts at once (one broker, N desktops; by
+//! default what the machine holds, `bench/jobs.rs`),
 //! `--shard I/N` plays one slice of the selection, `--broker-socket` plays against a running
 //! broker, and `merge` joins out directories (`bench/multi.rs`).
 //!
@@ -29,6 +30,7 @@ use desk_harness::{
 };
 
 mod corpus;
+mod jobs;
 mod memory;
 mod multi;
 mod validity;
@@ -330,7 +332,7 @@ pub(crate) async fn run_with_factory(
         // verified is not played (`--allow-unsandboxed` lifts this for fake brokers).
         require_sandbox: !args.spread.allow_unsandboxed,
     };
-    let mut plan = args.spread.plan();
+    let (mut plan, jobs) = jobs::plan(&args.spread, tasks, &broker_args.default_profile)?;
     let summary = match &args.spread.broker_socket {
         Some(socket) => {
             // An external broker: its flags (the gold's --private-path) are the operator's.
@@ -369,6 +371,7 @@ pub(crate) async fn run_with_factory(
         }
     };
     out!("{}", format_table(&summary));
+    outln!("jobs: {} ({})", jobs.jobs, jobs.reason);
     outln!(
         "results: {} (summary.json, report.html, rollouts/)",
         out.display()

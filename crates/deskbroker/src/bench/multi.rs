@@ -21,8 +21,11 @@ fn shard_value(text: &str) -> Result<Shard, String> {
 pub(crate) struct SpreadArgs {
     /// Rollouts played at once, each on its own desktop of the one broker (1 to 32). Results
     /// equal a sequential run's except timings: same records, same order.
-    #[arg(long, default_value = "1", value_parser = jobs_value)]
-    pub(crate) jobs: u32,
+    /// [default: what this machine holds: min(cores, available memory / one desktop's memory
+    /// limit (LibreCAD 1 GiB, FreeCAD 2 GiB; the largest profile among the tasks), tasks, the
+    /// broker's 8 sessions); the summary prints the number chosen and why]
+    #[arg(long, value_parser = jobs_value)]
+    pub(crate) jobs: Option<u32>,
     /// Play only shard I of N (1-based, 1 <= I <= N): the selected tasks at 0-based positions
     /// p with p % N == I-1. Recorded in summary.json; join shards with `bench merge`.
     #[arg(long, value_name = "I/N", value_parser = shard_value)]
@@ -41,14 +44,15 @@ pub(crate) struct SpreadArgs {
 }
 
 impl SpreadArgs {
-    /// The run plan these flags describe, with the broker's stamp.
-    pub(crate) fn plan(&self) -> RunPlan {
+    /// The run plan these flags describe, with the broker's stamp, playing `jobs` at once.
+    pub(crate) fn plan(&self, jobs: &super::jobs::ChosenJobs) -> RunPlan {
         let (mode, gold) = match &self.broker_socket {
             Some(_) => ("external", "operator"),
             None => ("in_process", "checked_at_each_handoff"),
         };
         RunPlan {
-            jobs: self.jobs,
+            jobs: jobs.jobs,
+            jobs_reason: Some(jobs.reason.clone()),
             shard: self.shard,
             broker: BrokerStamp {
                 mode: mode.to_owned(),
