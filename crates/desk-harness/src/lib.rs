@@ -16,6 +16,7 @@ pub mod merge;
 pub mod oracle;
 pub mod plan;
 mod play;
+pub mod progress;
 pub mod record;
 pub mod replay;
 pub mod report;

@@ -7,7 +7,6 @@
 //! agents that need gold (the oracle) get it through their factory. Each task is played in
 //! the app profile it names and judged by its kind's judge (`desk_cad::score_task`).
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +16,6 @@ use desk_cad::{
     CorpusVersion, Gold, Task, generate_corpus_version, load_task_gold, load_task_list,
 };
 use desk_client::Client;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -26,6 +24,7 @@ use crate::agent::{Agent, AgentError, AgentInfo};
 use crate::error::{HarnessError, write_json};
 use crate::oracle::OracleAgent;
 use crate::plan::{RunInfo, RunPlan};
+use crate::progress::RunProgress;
 use crate::record::{ROLLOUT_FILE, RolloutRecord, RolloutStatus};
 use crate::rollout::{RolloutOptions, run_rollout};
 
@@ -169,8 +168,8 @@ pub async fn run_suite(
 
 /// Runs every task with up to `plan.jobs` rollouts at once, each on its own session, and writes
 /// the records, `summary.json` and `report.html`. Agents are built and rollouts started in task
-/// order, and results are reported and summarized in task order, so the records equal a
-/// sequential run's except for timings. A local failure stops new rollouts; those already
+/// order; progress (`progress.rs`) reports each rollout as it ends, and results are summarized
+/// in task order, so the records equal a sequential run's except for timings. A local failure stops new rollouts; those already
 /// running finish (and release their sessions) before it is returned.
 pub async fn run_suite_with(
     client: &Client,
@@ -181,24 +180,16 @@ pub async fn run_suite_with(
 ) -> Result<(Summary, Vec<RolloutRecord>), HarnessError> {
     let started = Instant::now();
     let corpus_version = load_task_list(&config.public_dir)?.corpus_version;
-    let progress = ProgressBar::new(tasks.len() as u64);
-    progress.set_style(
-        ProgressStyle::with_template(
-            "{spinner} rollouts {pos}/{len} [{elapsed_precise}] {bar:30} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    progress.enable_steady_tick(Duration::from_millis(200));
+    let mut progress = RunProgress::new(tasks.len());
     let shared = Arc::new((config.clone(), corpus_version.clone()));
     let slots = Arc::new(Semaphore::new(plan.jobs.max(1) as usize));
-    let mut running: VecDeque<(String, JoinHandle<Result<RolloutRecord, HarnessError>>)> =
-        VecDeque::new();
-    let mut records = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut finished: Vec<Option<RolloutRecord>> = vec![None; tasks.len()];
     let mut failure = None;
-    for task in tasks {
-        // A slot frees when a rollout ends; report every finished one in order meanwhile.
+    for (task_idx, task) in tasks.iter().enumerate() {
+        // A slot frees when a rollout ends; report every finished one meanwhile.
         let permit = loop {
-            drain_finished(&mut running, &mut records, &mut failure, &progress, false).await;
+            drain_finished(&mut running, &mut finished, &mut failure, &mut progress).await;
             if failure.is_some() {
                 break None;
             }
@@ -219,7 +210,6 @@ pub async fn run_suite_with(
                 break;
             }
         };
-        progress.set_message(format!("{} ({:?})", task.id, task.level));
         let (client, task_owned, config) = (client.clone(), task.clone(), Arc::clone(&shared));
         let handle = tokio::spawn(async move {
             let (config, corpus_version) = (&config.0, &config.1);
@@ -227,14 +217,19 @@ pub async fn run_suite_with(
             drop(permit);
             result
         });
-        running.push_back((task.id.to_string(), handle));
+        progress.started();
+        tracing::debug!(task = %task.id, "rollout started");
+        running.push((task_idx, task.id.to_string(), handle));
     }
-    drain_finished(&mut running, &mut records, &mut failure, &progress, true).await;
+    while !running.is_empty() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drain_finished(&mut running, &mut finished, &mut failure, &mut progress).await;
+    }
+    drop(progress);
     if let Some(error) = failure {
-        progress.abandon();
         return Err(error);
     }
-    progress.finish_and_clear();
+    let records: Vec<RolloutRecord> = finished.into_iter().flatten().collect();
     let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut summary = summarize(&records, &config.broker_version, &config.versions, wall_ms);
     summary.corpus_version = corpus_version;
@@ -244,22 +239,29 @@ pub async fn run_suite_with(
     Ok((summary, records))
 }
 
-/// Collects the finished rollouts at the front of `running` (all of them with `wait`), in
-/// order, printing one line each. The first failure is kept; later results are still awaited.
+/// A rollout being played: its task's position in the run, its id, its task.
+type Running = (
+    usize,
+    String,
+    JoinHandle<Result<RolloutRecord, HarnessError>>,
+);
+
+/// Collects every finished rollout of `running` as it finishes (so progress counts what is
+/// done, whatever the order), keeping its record at its task's position in `finished`. The
+/// first failure is kept; later results are still collected.
 async fn drain_finished(
-    running: &mut VecDeque<(String, JoinHandle<Result<RolloutRecord, HarnessError>>)>,
-    records: &mut Vec<RolloutRecord>,
+    running: &mut Vec<Running>,
+    finished: &mut [Option<RolloutRecord>],
     failure: &mut Option<HarnessError>,
-    progress: &ProgressBar,
-    wait: bool,
+    progress: &mut RunProgress,
 ) {
-    while running
-        .front()
-        .is_some_and(|(_, handle)| wait || handle.is_finished())
-    {
-        let Some((task_id, handle)) = running.pop_front() else {
-            break;
-        };
+    let mut idx = 0;
+    while idx < running.len() {
+        if !running[idx].2.is_finished() {
+            idx += 1;
+            continue;
+        }
+        let (task_idx, task_id, handle) = running.swap_remove(idx);
         let result = handle.await.unwrap_or_else(|error| {
             Err(HarnessError::RolloutTask {
                 task_id,
@@ -268,24 +270,13 @@ async fn drain_finished(
         });
         match result {
             Ok(record) => {
-                let line = format!(
-                    "{}: {} score {:.4} in {} actions, {:.1} s",
-                    record.task_id,
-                    record.status.as_str(),
-                    record.score.score(),
-                    record.actions_used,
-                    record.wall_time_ms as f64 / 1000.0
-                );
-                if progress.is_hidden() {
-                    // No terminal (CI, logs): plain progress lines on stderr instead of a bar.
-                    eprintln!("{line}");
-                } else {
-                    progress.println(line);
+                progress.finished(&record);
+                if let Some(slot) = finished.get_mut(task_idx) {
+                    *slot = Some(record);
                 }
-                records.push(record);
-                progress.inc(1);
             }
             Err(error) => {
+                progress.failed();
                 failure.get_or_insert(error);
             }
         }

@@ -19,9 +19,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "deskbroker", version, about, long_about, verbatim_doc_comment)]
 pub(crate) struct Cli {
-    /// Log filter (also RUST_LOG), e.g. `info` or `deskbroker=debug`.
-    #[arg(long, global = true, default_value = "info", env = "DESKBROKER_LOG")]
-    pub(crate) log: String,
+    /// Log filter, e.g. `info` or `deskbroker=debug` (else RUST_LOG). Logs go to stderr, in
+    /// colour only on a terminal (and without NO_COLOR).
+    /// [default: warn for `bench`, whose progress and summary are its output; info otherwise]
+    #[arg(long, global = true, env = "DESKBROKER_LOG")]
+    pub(crate) log: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

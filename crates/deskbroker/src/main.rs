@@ -24,26 +24,55 @@ mod policy_cmd;
 mod session;
 mod watchdog;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-fn init_logging(filter: &str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
+/// Logs on stderr: `--log` (or `DESKBROKER_LOG`) when given, else `RUST_LOG`, else
+/// `default`; ANSI colours only when stderr is a terminal and `NO_COLOR` is unset. Each line is
+/// written with a run's progress bar hidden (`desk_harness::progress::suspend`), so the two
+/// never overwrite each other.
+fn init_logging(explicit: Option<&str>, default: &str) {
+    let filter = match explicit {
+        Some(filter) => EnvFilter::new(filter),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default)),
+    };
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     // A log destination that cannot be written (disk full, file size limit) must cost log
     // lines, not requests: tracing-subscriber would otherwise report each failed write with
     // `eprintln!`, which panics when stderr itself fails.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .with_writer(|| LogWriter)
         .log_internal_errors(false)
         .init();
 }
 
+/// stderr, below any progress bar.
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        desk_harness::progress::suspend(|| std::io::Write::write(&mut std::io::stderr(), buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::Write::flush(&mut std::io::stderr())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    init_logging(&cli.log);
+    // A benchmark's output is its progress and its summary: its logs are quiet unless asked.
+    let default_filter = match cli.command {
+        cli::Command::Bench(_) => "warn",
+        _ => "info",
+    };
+    init_logging(cli.log.as_deref(), default_filter);
     let result = match cli.command {
         // Neither needs a runtime: the watchdog polls, the kill switch acts on files.
         cli::Command::Watchdog(args) => watchdog::watchdog(args),

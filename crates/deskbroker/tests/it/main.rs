@@ -8,6 +8,7 @@ mod app_view;
 mod auth;
 mod ax_fixture;
 mod bench;
+mod bench_progress;
 mod bench_spread;
 mod census;
 mod clipboard;
