@@ -20,4 +20,4 @@ for arg in "$@"; do
         --split | --split=* | --task | --task=*) selection=() ;;
     esac
 done
-cargo run --release --locked -p deskbroker -- bench run "${selection[@]}" --agent oracle --out "$out" --log warn "$@"
+cargo run --release --locked -p deskbroker -- bench run "${selection[@]}" --agent oracle --out "$out" "$@"
