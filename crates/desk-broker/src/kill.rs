@@ -4,7 +4,10 @@
 //! alive.
 //!
 //! In order, under the session's kill lock `<state_dir>/kills/<id>.lock` (held until the
-//! receipt is spooled, released by the kernel if the killer dies): (1) the session's tombstone
+//! receipt is spooled, released by the kernel if the killer dies; only killers wait on it) and
+//! its fence `<state_dir>/kills/<id>.fence`, which the broker holds while it writes an action's
+//! records and a kill waits for [`KILL_FENCE_BOUND`] (250 ms) at most before it goes on
+//! without it (`kill/lock.rs`): (1) the session's tombstone
 //! `<state_dir>/kills/<id>.json` is created exclusively (a second kill waits for the lock, finds
 //! the tombstone and its receipt and is a no-op: idempotent) and fsynced: from then on the lease token
 //! authorizes nothing (`auth.rs` answers `session_killed`); (2) the workspace's state becomes
@@ -14,8 +17,10 @@
 //! group and the sandbox, then the workspace and the session directory are removed and the
 //! removal is checked (`desk_desktop::destroy`); (4) the workspace becomes `destroyed` when
 //! proven (else the reconciler retries); (5) a signed terminal receipt is appended to the spool
-//! (append, fsync, read back). The broker, when it runs, marks the session `killed` and replays
-//! the receipt into the session's evidence (`reconcile.rs`).
+//! (append, fsync, read back), naming the action in flight (journaled, not complete) as
+//! `action_in_doubt`: its outcome is unknown and it is never replayed (the broker, fenced off
+//! or cut past the bound, closes it in doubt: `ledger.rs`). The broker, when it runs, marks the
+//! session `killed` and replays the receipt into the session's evidence (`reconcile.rs`).
 //!
 //! A killer that dies (or fails) between its tombstone and its receipt leaves a tombstone
 //! without a spooled receipt and a free kill lock: [`finish_interrupted_kills`] (the broker's
@@ -49,8 +54,9 @@ mod keep;
 mod lock;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
-use lock::kill_lock;
+pub use lock::KILL_FENCE_BOUND;
 pub(crate) use lock::{fence, remove_at_release};
+use lock::{fence_for_kill, kill_lock};
 
 /// How long a kill waits for the killed processes to be gone before it records what is left.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -249,6 +255,9 @@ pub fn kill_session(
             reason: "the session was released; nothing is left to kill".to_string(),
         });
     }
+    // The broker's hold on the fence (an action's records being written) is waited for
+    // KILL_FENCE_BOUND at most; past it the kill goes on and that action is in doubt.
+    let _fence = fence_for_kill(state, session_id);
     let tombstone = Tombstone {
         session_id: session_id.clone(),
         reason: reason.to_string(),
@@ -316,6 +325,7 @@ fn finish_kill(
         lease_revoked: true,
         storage_destroyed: !removal.directory_left && !removal.workspace_left,
         process: tombstone.process.clone(),
+        action_in_doubt: facts.pending_action,
     };
     desk_evidence::spool::append(&state.spool(), key, session_id.as_str(), &receipt).map_err(
         |source| BrokerError::Evidence {
@@ -327,6 +337,7 @@ fn finish_kill(
         %session_id,
         reason = tombstone.reason,
         outcome = receipt.outcome,
+        action_in_doubt = ?receipt.action_in_doubt,
         "session killed"
     );
     Ok(receipt)

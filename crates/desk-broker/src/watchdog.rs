@@ -329,6 +329,7 @@ mod tests {
             handoff_ms: Some(10_000),
             last_action_end_ms: Some(20_000),
             action_in_flight: false,
+            pending_action: None,
         }
     }
 

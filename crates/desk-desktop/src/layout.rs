@@ -90,6 +90,13 @@ impl StateDir {
         self.kills().join(format!("{id}.lock"))
     }
 
+    /// The fence of session `id`: held shared by the broker while it writes an action's
+    /// records, taken exclusively by a kill for at most a bounded wait (`desk-broker`'s
+    /// `kill/lock.rs`).
+    pub fn kill_fence(&self, id: &str) -> PathBuf {
+        self.kills().join(format!("{id}.fence"))
+    }
+
     /// The append-only spool of signed terminal receipts.
     pub fn spool(&self) -> PathBuf {
         self.0.join("spool").join("terminal.ndjson")

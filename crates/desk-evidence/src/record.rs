@@ -221,6 +221,10 @@ pub struct SessionKilled {
     /// The process the census found prohibited (limit `prohibited_process`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<ProhibitedProcess>,
+    /// The action in flight (journaled, not yet complete) when the kill went through: its
+    /// outcome is unknown and it is never replayed. Absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_in_doubt: Option<u64>,
 }
 
 /// A process the census of a session's sandbox did not allow, as its kill records it.

@@ -152,6 +152,7 @@ mod tests {
             lease_revoked: true,
             storage_destroyed: true,
             process: None,
+            action_in_doubt: None,
         }
     }
 

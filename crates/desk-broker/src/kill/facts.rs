@@ -23,6 +23,9 @@ pub(crate) struct SessionFacts {
     pub(crate) last_action_end_ms: Option<u64>,
     /// Whether an action is journaled `pending` (in flight).
     pub(crate) action_in_flight: bool,
+    /// The index of the action journaled `pending`, if any: a kill now leaves its outcome
+    /// unknown.
+    pub(crate) pending_action: Option<u64>,
 }
 
 /// Opens the store at `database` read-only (the watchdog and the kill CLI never write it).
@@ -41,7 +44,7 @@ pub(crate) fn open_read_only(database: &Path) -> Result<Connection, BrokerError>
 const FACTS: &str = "SELECT s.id, s.state, s.session_dir, s.next_action_index, s.expires_at_ms, \
     s.handoff_ms, \
     (SELECT MAX(a.updated_at_ms) FROM actions a WHERE a.session_id = s.id AND a.status != 'pending'), \
-    EXISTS (SELECT 1 FROM actions a WHERE a.session_id = s.id AND a.status = 'pending') \
+    (SELECT MIN(a.action_index) FROM actions a WHERE a.session_id = s.id AND a.status = 'pending') \
     FROM sessions s";
 
 fn facts_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionFacts> {
@@ -54,7 +57,8 @@ fn facts_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionFacts> {
         expires_at_ms: to_u64(row.get(4)?),
         handoff_ms: row.get::<_, Option<i64>>(5)?.map(to_u64),
         last_action_end_ms: row.get::<_, Option<i64>>(6)?.map(to_u64),
-        action_in_flight: row.get::<_, i64>(7)? != 0,
+        action_in_flight: row.get::<_, Option<i64>>(7)?.is_some(),
+        pending_action: row.get::<_, Option<i64>>(7)?.map(to_u64),
     })
 }
 

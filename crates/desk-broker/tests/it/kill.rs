@@ -1,8 +1,8 @@
 //! The kill path's gaps on fake desktops: a kill whose killer died after its tombstone is
 //! finished by the reconciler with exactly one receipt; every refused action is a signed
 //! denial record carrying the refused-action count; a failed session's workspace is `stopped`
-//! (directory kept) until release proves its removal; release removes the kill lock of a
-//! session never killed, and only of such a session.
+//! (directory kept) until release proves its removal; release removes the kill files (fence,
+//! lock) of a session never killed, and only of such a session.
 
 use axum::http::StatusCode;
 use desk_broker::kill::Tombstone;
@@ -195,9 +195,15 @@ async fn a_failed_sessions_workspace_is_stopped_until_release_destroys_it() {
     assert_eq!(harness.status(&id).await["workspace_state"], "destroyed");
 }
 
-fn kill_files(harness: &Harness, id: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+/// Session `id`'s fence (held shared by the broker while it writes an action's records), kill
+/// lock (taken by killers only) and tombstone.
+fn kill_files(
+    harness: &Harness,
+    id: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     let kills = harness.dir.path().join("kills");
     (
+        kills.join(format!("{id}.fence")),
         kills.join(format!("{id}.lock")),
         kills.join(format!("{id}.json")),
     )
@@ -209,16 +215,17 @@ async fn release_removes_the_kill_lock_of_a_session_never_killed() {
     let id = harness.ready().await;
     let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
     assert_eq!(status, StatusCode::OK);
-    let (lock, tombstone) = kill_files(&harness, &id);
+    let (fence, lock, tombstone) = kill_files(&harness, &id);
     assert!(
-        lock.exists(),
+        fence.exists(),
         "the action's records were written under the fence"
     );
+    assert!(!lock.exists(), "only a kill takes the kill lock");
     let (status, body) = harness
         .call("DELETE", &format!("/v1/sessions/{id}"), None)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(!lock.exists(), "release removed the lock");
+    assert!(!fence.exists(), "release removed the fence");
     assert!(!tombstone.exists());
 }
 
@@ -228,15 +235,18 @@ async fn release_leaves_a_kill_lock_that_is_held() {
     let id = harness.ready().await;
     let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
     assert_eq!(status, StatusCode::OK);
-    let (lock, _) = kill_files(&harness, &id);
+    let (fence, _, _) = kill_files(&harness, &id);
     // What a kill under way holds (a second open file description conflicts with it).
-    let held = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fence)
+        .unwrap();
     held.lock().unwrap();
     let (status, body) = harness
         .call("DELETE", &format!("/v1/sessions/{id}"), None)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(lock.exists(), "a held lock is left");
+    assert!(fence.exists(), "a held fence is left");
 }
 
 #[tokio::test]
@@ -259,9 +269,9 @@ async fn a_killed_session_keeps_its_tombstone_and_its_lock() {
         .await
         .unwrap();
     assert!(!released.released_now, "a killed session is not released");
-    let (lock, tombstone) = kill_files(&harness, &id);
+    let (fence, lock, tombstone) = kill_files(&harness, &id);
     assert!(tombstone.exists());
-    assert!(lock.exists());
+    assert!(lock.exists() && fence.exists());
 }
 
 #[tokio::test]
@@ -271,7 +281,7 @@ async fn release_leaves_the_lock_when_a_tombstone_exists() {
     let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
     assert_eq!(status, StatusCode::OK);
     // A kill landed that the broker has not applied yet (the reaper releases first).
-    let (lock, tombstone) = kill_files(&harness, &id);
+    let (fence, _, tombstone) = kill_files(&harness, &id);
     std::fs::write(&tombstone, b"{}").unwrap();
     let released = harness
         .broker
@@ -279,6 +289,6 @@ async fn release_leaves_the_lock_when_a_tombstone_exists() {
         .await
         .unwrap();
     assert!(released.released_now);
-    assert!(lock.exists(), "a tombstone keeps the lock");
+    assert!(fence.exists(), "a tombstone keeps the fence");
     assert!(tombstone.exists());
 }

@@ -9,6 +9,7 @@ mod control_stop;
 mod fair;
 mod invalid;
 mod kill;
+mod kill_fence;
 mod lifecycle;
 mod observe;
 mod policy;

@@ -219,6 +219,7 @@ fn killed() -> RecordBody {
         lease_revoked: true,
         storage_destroyed: true,
         process: None,
+        action_in_doubt: None,
     })
 }
 
