@@ -114,7 +114,7 @@ impl RunProgress {
             let bar = ProgressBar::new(total as u64);
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} {pos}/{len} rollouts [{elapsed_precise}] {bar:30} {msg}",
+                    "{spinner} {pos}/{len} rollouts [{elapsed}] {wide_bar} {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
