@@ -73,7 +73,7 @@ pub use evidence::{
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
 pub use ids::SessionId;
-pub use openapi::OPENAPI_JSON;
+pub use openapi::{openapi_json, statuses as error_statuses};
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};
 pub use private::restrict_umask;
 pub use reconcile::Reconciled;

@@ -26,7 +26,7 @@ use crate::error::BrokerError;
 use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody};
 use crate::ids::SessionId;
 use crate::metrics::operation;
-use crate::openapi::OPENAPI_JSON;
+use crate::openapi::openapi_json;
 use crate::shot_json::ShotJson;
 use crate::watch::StatusWait;
 
@@ -187,7 +187,7 @@ async fn metrics(State(broker): State<Broker>) -> Result<Response, BrokerError> 
 }
 
 async fn openapi() -> Response {
-    let mut response = OPENAPI_JSON.into_response();
+    let mut response = openapi_json().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -51,6 +51,7 @@ crate::wire_enum! {
 
 /// Bounds of one snapshot, checked by [`AxLimits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AxLimits {
     /// At most this many nodes (1..=[`AX_MAX_NODES_CEILING`]).
@@ -106,6 +107,7 @@ impl AxLimits {
 
 /// One accessible object of the app, in breadth-first order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AxNode {
     /// Its index in this observation (the application is 0).
     pub index: u32,
@@ -134,6 +136,7 @@ pub struct AxNode {
 
 /// One snapshot of the app's accessibility tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AxTree {
     /// Identifies this observation; node indices are valid only with it, and only until the
     /// next snapshot replaces it.

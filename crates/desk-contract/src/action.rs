@@ -35,6 +35,7 @@ crate::wire_enum! {
 
 /// A point as sent by a client; validated against the display before use.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WirePoint {
     /// Column in screen pixels.
@@ -45,6 +46,7 @@ pub struct WirePoint {
 
 /// One agent action, as received. Every variant carries a required `intent`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     /// Press and release a button once at a point.

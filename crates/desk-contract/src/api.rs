@@ -30,6 +30,7 @@ crate::wire_enum! {
 
 /// `POST /v1/leases`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LeaseRequest {
     /// The task being attempted.
@@ -43,6 +44,7 @@ pub struct LeaseRequest {
 
 /// A lease, as returned by `POST /v1/leases`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct LeaseResponse {
     /// Opaque session id.
     pub session_id: String,
@@ -71,6 +73,7 @@ pub struct LeaseResponse {
 
 /// A lease-scoped bearer credential. Serialized as a plain string; `Debug` never prints it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct LeaseToken(String);
 
@@ -94,6 +97,7 @@ impl std::fmt::Debug for LeaseToken {
 
 /// `POST /v1/sessions/{id}/reset`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResetRequest {
     /// Idempotency key for this reset.
@@ -102,6 +106,7 @@ pub struct ResetRequest {
 
 /// A screenshot as returned to clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Screenshot {
     /// PNG bytes, standard base64.
     pub png_base64: String,
@@ -134,6 +139,7 @@ pub struct Screenshot {
 
 /// The response of a reset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ResetResponse {
     /// Session id.
     pub session_id: String,
@@ -181,6 +187,7 @@ crate::wire_enum! {
 
 /// `POST /v1/sessions/{id}/actions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ActionRequest {
     /// Idempotency key for this action.
@@ -199,6 +206,7 @@ pub struct ActionRequest {
 
 /// Settle evidence inside a receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct SettleReceipt {
     /// The conclusion.
     pub outcome: SettleOutcome,
@@ -223,6 +231,7 @@ crate::wire_enum! {
 
 /// Delivery evidence for one action. Focus fields are diagnostic only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Receipt {
     /// The action's index.
     pub action_index: u64,
@@ -279,6 +288,7 @@ pub struct Receipt {
 
 /// The response of an action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ActionResponse {
     /// The index the action received.
     pub action_index: u64,
@@ -294,6 +304,7 @@ pub struct ActionResponse {
 
 /// How a checkpoint obtained its saved file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SaveMethod {
     /// The agent had already saved a changed file.
@@ -304,6 +315,7 @@ pub enum SaveMethod {
 
 /// The response of `POST /v1/sessions/{id}/checkpoint`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CheckpointResponse {
     /// Session id.
     pub session_id: String,
@@ -319,6 +331,7 @@ pub struct CheckpointResponse {
 
 /// The response of `GET /v1/sessions/{id}/artifact`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ArtifactResponse {
     /// File name, e.g. `attempt.dxf`.
     pub filename: String,
@@ -332,6 +345,7 @@ pub struct ArtifactResponse {
 
 /// The checkpoint part of a status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CheckpointStatus {
     /// SHA-256 of the checkpointed artifact.
     pub sha256: String,
@@ -341,6 +355,7 @@ pub struct CheckpointStatus {
 
 /// The response of `GET /v1/sessions/{id}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StatusResponse {
     /// Session id.
     pub session_id: String,
@@ -380,6 +395,7 @@ pub struct StatusResponse {
 
 /// The response of `DELETE /v1/sessions/{id}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ReleaseResponse {
     /// Session id.
     pub session_id: String,
@@ -392,6 +408,7 @@ pub struct ReleaseResponse {
 /// `POST /v1/sessions/{id}/kill` (an operator route: a Unix peer, or over TLS an orchestration
 /// credential with the `kill` scope; never the lease token).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct KillRequest {
     /// Why, in words (1 to 256 bytes, no control characters); signed into the terminal receipt.
@@ -400,6 +417,7 @@ pub struct KillRequest {
 
 /// The response of `POST /v1/sessions/{id}/kill`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct KillResponse {
     /// Session id.
     pub session_id: String,
@@ -418,6 +436,7 @@ pub struct KillResponse {
 /// Answer to `GET /v1/sessions/{id}/accessibility`: the app's accessibility tree, a new current
 /// observation (see `docs/accessibility.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AccessibilityResponse {
     /// The tree, flattened into the answer: `observation_id`, `nodes`, `truncated`,
     /// `elapsed_ms`.
@@ -427,6 +446,7 @@ pub struct AccessibilityResponse {
 
 /// Answer to `GET /v1/sessions/{id}/windows`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct WindowsResponse {
     /// The app's top-level windows, bottom to top: managed ones, then override-redirect ones.
     pub windows: Vec<crate::desktop::AppWindowInfo>,

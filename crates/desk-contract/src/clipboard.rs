@@ -27,6 +27,7 @@ pub const DEADLINE_MS: u64 = 10_000;
 
 /// `PUT /v1/sessions/{id}/clipboard`: replace the clipboard's text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClipboardWriteRequest {
     /// The new text (UTF-8, no NUL, at most [`CEILING_BYTES`]); empty clears the clipboard.
@@ -38,6 +39,7 @@ pub struct ClipboardWriteRequest {
 
 /// The answer to a clipboard write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClipboardWritten {
     /// UTF-8 bytes now offered on the session's clipboard.
@@ -46,6 +48,7 @@ pub struct ClipboardWritten {
 
 /// The clipboard's text as read (`GET /v1/sessions/{id}/clipboard`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClipboardText {
     /// An exact prefix of the clipboard's text, cut at a character boundary; the whole text

@@ -38,6 +38,7 @@ crate::wire_enum! {
 /// `POST /v1/sessions/{id}/control`: claim the control session, or change the mode of one
 /// this owner already holds. Restart after Stop is `POST /v1/sessions/{id}/control/restart`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ControlClaim {
     /// The owner's name: 1 to 200 printable ASCII characters.
@@ -49,6 +50,7 @@ pub struct ControlClaim {
 
 /// `POST /v1/sessions/{id}/stop`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
     /// Why; `agent_stopped` when absent.
@@ -58,6 +60,7 @@ pub struct StopRequest {
 
 /// The control session of one broker session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ControlStatus {
     /// Session id.
     pub session_id: String,
@@ -79,6 +82,7 @@ pub struct ControlStatus {
 
 /// The answer to `POST /v1/sessions/{id}/stop`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StopResponse {
     /// The control session after Stop (its generation already advanced).
     pub control: ControlStatus,
@@ -90,6 +94,7 @@ pub struct StopResponse {
 
 /// The control token a program carries: who sends it and for which generation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ControlToken {
     /// The owner that claimed the control session.
@@ -102,6 +107,7 @@ pub struct ControlToken {
 /// accessibility observation through AT-SPI, never through a coordinate. See
 /// `docs/accessibility.md`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SemanticStep {
     /// The node's default action, exactly once.
@@ -148,6 +154,7 @@ impl SemanticStep {
 /// One step of a program: an action of the action schema, or a semantic step. Both are objects
 /// tagged by `type`; an action step serializes exactly as the action does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum ProgramStep {
     /// `ax_press` or `ax_set_text`.
@@ -186,6 +193,7 @@ pub const MAX_PROGRAM_STEPS: usize = 64;
 
 /// `POST /v1/sessions/{id}/programs`: a typed input program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProgramRequest {
     /// Idempotency key: the program runs at most once per session and request id.
@@ -207,6 +215,7 @@ pub struct ProgramRequest {
 
 /// The step at which a program stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct StepFailure {
     /// Index of the failing step in `steps`.
     pub step_index: u64,
@@ -218,6 +227,7 @@ pub struct StepFailure {
 
 /// The receipt of a program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgramReceipt {
     /// The action index the program took.
     pub action_index: u64,
@@ -251,6 +261,7 @@ pub struct ProgramReceipt {
 
 /// The answer to a program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ProgramResponse {
     /// The action index the program took.
     pub action_index: u64,
@@ -266,6 +277,7 @@ pub struct ProgramResponse {
 /// `POST /v1/sessions/{id}/zoom`: a fresh capture of a region, enlarged. The region is in the
 /// image pixels of `screenshot_id` and must lie inside its content rectangle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ZoomRequest {
     /// The screenshot whose pixels the region is given in (current generation and revision).
@@ -282,6 +294,7 @@ pub struct ZoomRequest {
 
 /// What makes a screenshot a zoom: it is marked, never inferred from its region.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ZoomInfo {
     /// The screenshot the region was given in.
     pub source_screenshot_id: String,
@@ -291,6 +304,7 @@ pub struct ZoomInfo {
 
 /// A rectangle in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PixelRect {
     /// Left column.
     pub x: u32,
@@ -304,6 +318,7 @@ pub struct PixelRect {
 
 /// Whether a feature is offered, and the refusal code when it is not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct FeatureSupport {
     /// The feature's name, e.g. `background_input`.
     pub feature: String,
@@ -318,6 +333,7 @@ pub struct FeatureSupport {
 
 /// `GET /v1/capabilities` (and `GET /v1/sessions/{id}/capabilities`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Capabilities {
     /// The API path prefix, `/v1`.
     pub api: String,

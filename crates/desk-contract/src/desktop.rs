@@ -30,6 +30,7 @@ pub struct Frame {
 
 /// A window rectangle in screen pixels (may extend off screen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct WindowRect {
     /// Left edge.
     pub x: i32,
@@ -43,6 +44,7 @@ pub struct WindowRect {
 
 /// Facts about one top-level window, read through EWMH/ICCCM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct WindowFacts {
     /// X11 window id (client window, not the frame).
     pub window_id: u32,
@@ -62,6 +64,7 @@ pub struct WindowFacts {
 
 /// What one of the app's top-level windows is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WindowRole {
     /// The app's bound main window.
@@ -78,6 +81,7 @@ pub enum WindowRole {
 
 /// One top-level window of the app, for `GET /v1/sessions/{id}/windows`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct AppWindowInfo {
     /// X11 window id.
     pub window_id: u32,
@@ -93,6 +97,7 @@ pub struct AppWindowInfo {
 
 /// The input target around an action: diagnostic only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct FocusFacts {
     /// `_NET_ACTIVE_WINDOW`, when any.
     pub active: Option<WindowFacts>,
@@ -209,6 +214,7 @@ pub mod observation {
 
 /// Whether a session's desktop runs in its sandbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
     /// One sandbox per session (the default).
@@ -228,6 +234,7 @@ impl SandboxMode {
 /// The session's workspace as the broker measured it from outside (`/proc`) at handoff. With
 /// the sandbox on, a handoff is refused (`workspace_unverified`) unless `failures` is empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceFacts {
     /// `on` or `off`.

@@ -126,6 +126,7 @@ crate::wire_enum! {
 
 /// The JSON body of every error response: `{"code", "message"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ErrorBody {
     /// Stable code.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The size of a desktop's display in screen pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct DisplaySize {
     /// Width in pixels.
     pub width: u32,
@@ -41,6 +42,7 @@ impl std::fmt::Display for DisplaySize {
 
 /// A validated point on the display, in screen pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct ScreenPoint {
     /// Column, 0 at the left edge.
     pub x: u32,

@@ -36,6 +36,10 @@ pub mod validate;
 pub mod wire;
 pub mod worker;
 
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+pub use schemars;
+
 pub use action::{Action, ActionType, Button, Modifier, WirePoint};
 pub use digest::sha256_hex;
 pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};

@@ -77,6 +77,7 @@ impl SettlePolicy {
 
 /// What the settle wait after one action observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SettleReport {
     /// The conclusion.

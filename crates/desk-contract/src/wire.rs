@@ -38,12 +38,45 @@ macro_rules! wire_enum {
             }
         }
 
+        $crate::__wire_enum_schema!($name, $($wire),+);
+
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
     };
+}
+
+/// With the `schemars` feature: a `JsonSchema` for a [`wire_enum!`] enum, a string of one of its
+/// wire names, named after the enum.
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wire_enum_schema {
+    ($name:ident, $($wire:literal),+) => {
+        impl $crate::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(stringify!($name))
+            }
+
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(concat!(module_path!(), "::", stringify!($name)))
+            }
+
+            fn json_schema(_: &mut $crate::schemars::SchemaGenerator) -> $crate::schemars::Schema {
+                $crate::schemars::json_schema!({"type": "string", "enum": [$($wire),+]})
+            }
+        }
+    };
+}
+
+/// Without the `schemars` feature: nothing.
+#[cfg(not(feature = "schemars"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wire_enum_schema {
+    ($($tokens:tt)*) => {};
 }
 
 #[cfg(test)]

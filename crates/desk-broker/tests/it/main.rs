@@ -12,6 +12,7 @@ mod kill;
 mod kill_fence;
 mod lifecycle;
 mod observe;
+mod openapi;
 mod policy;
 mod recovery;
 mod replay;

@@ -1,0 +1,758 @@
+//! The route table the OpenAPI document is built from: each operation's method, path, summary
+//! (the human-written text a client generator turns into docs), credential, body and answer
+//! types, query parameters, and the error codes its handler can answer with. The statuses come
+//! from the codes ([`super::statuses`]); codes every operation can answer are added by
+//! [`Operation::codes`]. Over 400 lines: one entry per route, which reads best as one table.
+
+use desk_contract::ErrorCode::{self, *};
+use desk_contract::{api, clipboard, control};
+use schemars::{Schema, SchemaGenerator};
+use serde_json::{Value, json};
+
+use super::schema_of;
+
+/// A type's schema in a generator.
+pub(crate) type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// Which credential an operation takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The session's lease token (`leaseToken`).
+    Session,
+    /// None from an admitted Unix peer or a verified client certificate, else an orchestration
+    /// credential with the route's scope.
+    Operator,
+    /// Any admitted peer.
+    Open,
+}
+
+/// What a successful answer carries.
+pub(crate) enum Answer {
+    /// A JSON body of this type.
+    Json(SchemaFn),
+    /// NDJSON text, one record of the named kind per line.
+    Ndjson(&'static str),
+    /// Text of this media type.
+    Text(&'static str),
+    /// The OpenAPI document itself.
+    Document,
+}
+
+/// A query (or non-session path) parameter.
+pub(crate) struct Parameter {
+    pub(crate) name: &'static str,
+    pub(crate) required: bool,
+    pub(crate) schema: fn() -> Value,
+    pub(crate) description: &'static str,
+}
+
+/// One operation of the API.
+pub(crate) struct Operation {
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    pub(crate) id: &'static str,
+    pub(crate) summary: &'static str,
+    pub(crate) access: Access,
+    pub(crate) request: Option<SchemaFn>,
+    pub(crate) answer: Answer,
+    pub(crate) parameters: &'static [Parameter],
+    /// The codes the handler can answer with, beyond those of [`Operation::codes`].
+    pub(crate) codes: &'static [ErrorCode],
+    /// What a code means on this operation, where it needs saying.
+    pub(crate) notes: &'static [(ErrorCode, &'static str)],
+}
+
+impl Operation {
+    /// Every code this operation can answer with: its own, `unauthorized` (the peer check
+    /// before every route, the credential check), `internal`, `invalid_request` when it reads
+    /// a body, and `session_killed` on a session route.
+    pub(crate) fn codes(&self) -> Vec<ErrorCode> {
+        let mut codes = vec![Unauthorized];
+        if self.request.is_some() {
+            codes.push(InvalidRequest);
+        }
+        codes.extend(self.codes.iter().copied());
+        if self.access == Access::Session || self.path.starts_with("/v1/sessions/") {
+            codes.push(SessionKilled);
+        }
+        codes.push(Internal);
+        let mut unique = Vec::with_capacity(codes.len());
+        for code in codes {
+            if !unique.contains(&code) {
+                unique.push(code);
+            }
+        }
+        unique
+    }
+
+    /// True when a missing or wrong credential answers 401 (every operation but the open ones).
+    pub(crate) fn takes_credential(&self) -> bool {
+        self.access != Access::Open
+    }
+
+    /// The note on `code`, or the common one for `session_busy`.
+    pub(crate) fn note(&self, code: ErrorCode) -> Option<&'static str> {
+        let own = self.notes.iter().find(|(known, _)| *known == code);
+        own.map(|(_, note)| *note).or(match code {
+            SessionBusy => Some(
+                "the session already has its queue of waiting requests; nothing was done; retry \
+                 later, with the same request_id for an action",
+            ),
+            Unauthorized => Some("401: missing or wrong credential; 403: peer not admitted"),
+            _ => None,
+        })
+    }
+}
+
+/// The document's description.
+pub(crate) const DESCRIPTION: &str = "Control plane between computer-use agent harnesses and real \
+desktops. Errors are {code, message}; each operation lists every status it can answer and the \
+codes behind it. Served on a Unix socket (mode 0600; peers admitted by uid, 403 unauthorized \
+otherwise) and optionally over TLS on TCP (mutual TLS with --client-ca). Session routes need the \
+lease token as a bearer credential (401 unauthorized without it). A session queues at most 32 \
+requests behind the running one by default (429 session_busy beyond). Bodies are at most \
+256 KiB (413), the clipboard's PUT 32 MiB + 64 KiB.";
+
+/// The security schemes operations name.
+pub(crate) fn security_schemes() -> Value {
+    json!({
+        "leaseToken": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The lease_token of the session's lease. Required on every \
+                /v1/sessions/{id} route, over the Unix socket too. Missing, wrong, another \
+                session's token and unknown session ids all answer 401 unauthorized; an expired \
+                lease answers 410 lease_expired except on status and release.",
+        },
+        "orchestrationCredential": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "Over TCP (TLS) without a client certificate: an Ed25519-signed, \
+                expiring credential from `deskbroker certs token` with the route's scope \
+                (lease, metrics, kill). Not needed from an allowed Unix-socket peer or a client \
+                with a verified certificate.",
+        },
+    })
+}
+
+const NOTHING_SENT: &str = "nothing was sent";
+
+/// Every operation, in the order of [`crate::ROUTES`].
+pub(crate) const OPERATIONS: &[Operation] = &[
+    Operation {
+        method: "POST",
+        path: "/v1/leases",
+        id: "lease_session",
+        summary: "Reserve a desktop; identical (task_id, attempt_id) replays the active lease",
+        access: Access::Operator,
+        request: Some(schema_of::<api::LeaseRequest>),
+        answer: Answer::Json(schema_of::<api::LeaseResponse>),
+        parameters: &[],
+        codes: &[
+            PolicyInvalid,
+            ProfileNotAllowed,
+            NotFound,
+            LeaseConflict,
+            LeaseExpired,
+            SandboxUnavailable,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                PolicyInvalid,
+                "the broker's signed workspace policy is unsigned, altered, expired or not yet \
+                 valid, fails lint, or states a network allowlist this sandbox cannot enforce; \
+                 nothing is leased",
+            ),
+            (
+                ProfileNotAllowed,
+                "the policy does not allow the profile; nothing is leased",
+            ),
+            (NotFound, "profile"),
+        ],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/reset",
+        id: "reset_session",
+        summary: "Prepare the attempt file, start the app maximized, return the handoff \
+                  screenshot; identical request_id replays",
+        access: Access::Session,
+        request: Some(schema_of::<api::ResetRequest>),
+        answer: Answer::Json(schema_of::<api::ResetResponse>),
+        parameters: &[],
+        codes: &[
+            InvalidState,
+            AppNotMaximized,
+            ResetUnstable,
+            DesktopFailed,
+            ResourceLimit,
+            SandboxUnavailable,
+            WorkspaceUnverified,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                AppNotMaximized,
+                "the window does not cover the work area, is not viewable, or is iconic",
+            ),
+            (
+                ResetUnstable,
+                "the handoff screen kept changing through every settle wait",
+            ),
+        ],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/screenshot",
+        id: "get_screenshot",
+        summary: "Capture the live desktop; sequence strictly increases",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::Screenshot>),
+        parameters: &[],
+        codes: &[
+            InvalidState,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/actions",
+        id: "execute_action",
+        summary: "Validate and execute exactly one action; identical retry replays with \
+                  idempotent_replay=true",
+        access: Access::Session,
+        request: Some(schema_of::<api::ActionRequest>),
+        answer: Answer::Json(schema_of::<api::ActionResponse>),
+        parameters: &[],
+        codes: &[
+            InvalidAction,
+            ActionSequenceConflict,
+            InvalidState,
+            ScreenshotUnknown,
+            ScreenshotStale,
+            PointOutsideImage,
+            DestinationNotApp,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            InputOutcomeUnknown,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                PointOutsideImage,
+                "an action naming a screenshot_id; never clamped",
+            ),
+            (
+                DestinationNotApp,
+                "the input would reach something other than the app: the bare desktop, another \
+                 program's window, or keys with the focus on no window of the app; nothing was \
+                 sent",
+            ),
+            (DesktopFailed, NOTHING_SENT),
+            (
+                JournalUnavailable,
+                "the action journal cannot be written; nothing was sent",
+            ),
+        ],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/checkpoint",
+        id: "checkpoint_save",
+        summary: "Accept an already-saved change or send the profile's save gesture when an app \
+                  window is in front",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::CheckpointResponse>),
+        parameters: &[],
+        codes: &[
+            InvalidState,
+            CheckpointFailed,
+            ArtifactInvalid,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/artifact",
+        id: "retrieve_artifact",
+        summary: "The checkpointed attempt file",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::ArtifactResponse>),
+        parameters: &[],
+        codes: &[
+            CheckpointRequired,
+            InvalidState,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/events",
+        id: "retrieve_events",
+        summary: "events.json: raw input NDJSON (EventRecord per line)",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Ndjson("EventRecord"),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired, SessionBusy],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/frame-events",
+        id: "retrieve_frame_events",
+        summary: "frame_events.json: frame-aligned input NDJSON (FrameEventsRow per line)",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Ndjson("FrameEventsRow"),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired, SessionBusy],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}",
+        id: "get_status",
+        summary: "State, action count, checkpoint and last error; with wait_ms, a long-poll",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::StatusResponse>),
+        parameters: &[
+            Parameter {
+                name: "wait_ms",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 0, "maximum": 5000}),
+                description: "long-poll: wait at most this many milliseconds for a change",
+            },
+            Parameter {
+                name: "state",
+                required: false,
+                schema: || json!({"$ref": "#/components/schemas/SessionState"}),
+                description: "long-poll: the state the client last saw (needs wait_ms)",
+            },
+            Parameter {
+                name: "next_action_index",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 0}),
+                description: "long-poll: the next action index the client last saw (needs \
+                              wait_ms)",
+            },
+        ],
+        codes: &[InvalidRequest, NotFound],
+        notes: &[(InvalidRequest, "long-poll parameters")],
+    },
+    Operation {
+        method: "DELETE",
+        path: "/v1/sessions/{id}",
+        id: "release_session",
+        summary: "Idempotent: shut the desktop down and delete attempt data",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::ReleaseResponse>),
+        parameters: &[],
+        codes: &[NotFound, SessionBusy, JournalUnavailable],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/kill",
+        id: "kill_session",
+        summary: "Operator kill switch (a Unix peer, or over TLS an orchestration credential \
+                  with the kill scope; never the lease token): destroy the workspace now, revoke \
+                  the lease, write a signed terminal receipt. Idempotent. Afterwards every \
+                  session route answers 410 session_killed.",
+        access: Access::Operator,
+        request: Some(schema_of::<api::KillRequest>),
+        answer: Answer::Json(schema_of::<api::KillResponse>),
+        parameters: &[],
+        codes: &[NotFound, InvalidState],
+        notes: &[(InvalidState, "the session was released")],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/metrics",
+        id: "metrics",
+        summary: "Prometheus text: request counts by operation, status and error code, latency \
+                  histograms per operation, session gauges",
+        access: Access::Operator,
+        request: None,
+        answer: Answer::Text("text/plain"),
+        parameters: &[],
+        codes: &[],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/openapi.json",
+        id: "openapi",
+        summary: "This document",
+        access: Access::Open,
+        request: None,
+        answer: Answer::Document,
+        parameters: &[],
+        codes: &[],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/programs",
+        id: "execute_program",
+        summary: "Validate a whole input program (steps of the action schema, and the semantic \
+                  steps ax_press and ax_set_text on the current accessibility observation), then \
+                  run it exactly once as one action index; stops at the first failing step or at \
+                  Stop",
+        access: Access::Session,
+        request: Some(schema_of::<control::ProgramRequest>),
+        answer: Answer::Json(schema_of::<control::ProgramResponse>),
+        parameters: &[],
+        codes: &[
+            InvalidParams,
+            ActionSequenceConflict,
+            InvalidState,
+            ControlBusy,
+            ControlStopped,
+            ControlStaleGeneration,
+            ControlObserveOnly,
+            AccessibilityUnavailable,
+            AxProviderBusy,
+            ScreenshotUnknown,
+            ScreenshotStale,
+            PointOutsideImage,
+            AxObservationStale,
+            AxForeignWindow,
+            AxNotActionable,
+            DestinationNotApp,
+            SessionBusy,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            InputOutcomeUnknown,
+            Unsupported,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                InvalidParams,
+                "the message names the step index and field; nothing was sent",
+            ),
+            (
+                PointOutsideImage,
+                "never clamped, never a coordinate fallback; nothing was sent",
+            ),
+            (DesktopFailed, NOTHING_SENT),
+            (
+                Unsupported,
+                "a semantic step on a broker whose desktops offer no accessibility; nothing was \
+                 sent",
+            ),
+        ],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/control",
+        id: "get_control",
+        summary: "The control session: owner, mode, generation, target revision, stopped",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<control::ControlStatus>),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/control",
+        id: "claim_control",
+        summary: "Claim an unowned session's control (a new generation) or change the owner's \
+                  mode",
+        access: Access::Session,
+        request: Some(schema_of::<control::ControlClaim>),
+        answer: Answer::Json(schema_of::<control::ControlStatus>),
+        parameters: &[],
+        codes: &[
+            ControlBusy,
+            ControlStopped,
+            InvalidState,
+            NotFound,
+            LeaseExpired,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/control/restart",
+        id: "restart_control",
+        summary: "The only way out of a stopped generation: a new generation for the named owner",
+        access: Access::Session,
+        request: Some(schema_of::<control::ControlClaim>),
+        answer: Answer::Json(schema_of::<control::ControlStatus>),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired, JournalUnavailable],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/stop",
+        id: "stop",
+        summary: "Advance the generation and mark the control session stopped first; a running \
+                  program halts before its next step and its observation is dropped; then release \
+                  held input",
+        access: Access::Session,
+        request: Some(schema_of::<control::StopRequest>),
+        answer: Answer::Json(schema_of::<control::StopResponse>),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired, JournalUnavailable],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/zoom",
+        id: "zoom",
+        summary: "A fresh capture of a region given in a current screenshot's image pixels, \
+                  enlarged by a whole number up to 8 (long edge at most 1568 px): a marked \
+                  screenshot (zoom) with its own screenshot_id whose pixels map onto the region",
+        access: Access::Session,
+        request: Some(schema_of::<control::ZoomRequest>),
+        answer: Answer::Json(schema_of::<api::Screenshot>),
+        parameters: &[],
+        codes: &[
+            InvalidParams,
+            InvalidState,
+            ScreenshotUnknown,
+            ScreenshotStale,
+            PointOutsideImage,
+            SessionBusy,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+        ],
+        notes: &[
+            (
+                InvalidParams,
+                "an empty region, or one whose long edge is beyond 1568 screen pixels; nothing \
+                 was captured",
+            ),
+            (PointOutsideImage, "nothing was captured; never clamped"),
+        ],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/capabilities",
+        id: "get_session_capabilities",
+        summary: "The capabilities document with this session's control state",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<control::Capabilities>),
+        parameters: &[],
+        codes: &[InvalidState, NotFound, LeaseExpired],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/capabilities",
+        id: "get_capabilities",
+        summary: "Routes, action and step types, and every feature a client may ask for, offered \
+                  or not",
+        access: Access::Open,
+        request: None,
+        answer: Answer::Json(schema_of::<control::Capabilities>),
+        parameters: &[],
+        codes: &[],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/capabilities/{feature}",
+        id: "get_capability",
+        summary: "A feature's entry when offered; 501 unsupported when known and not offered",
+        access: Access::Open,
+        request: None,
+        answer: Answer::Json(schema_of::<control::FeatureSupport>),
+        parameters: &[Parameter {
+            name: "feature",
+            required: true,
+            schema: || json!({"type": "string"}),
+            description: "a feature name of GET /v1/capabilities",
+        }],
+        codes: &[NotFound, Unsupported],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/clipboard",
+        id: "clipboard_read",
+        summary: "Read the session display's clipboard as UTF-8 text (policy clipboard mode read \
+                  or read_write; allowed in observe mode); at most max_output_bytes, cut at a \
+                  character boundary with truncated=true; a Stop while it runs discards it",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<clipboard::ClipboardText>),
+        parameters: &[
+            Parameter {
+                name: "max_output_bytes",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 1, "maximum": 1_048_576, "default": 65_536}),
+                description: "read cap; outside 1..=1 MiB is refused (invalid_params), never \
+                              clamped",
+            },
+            Parameter {
+                name: "owner",
+                required: false,
+                schema: || json!({"type": "string"}),
+                description: "control token owner (with generation)",
+            },
+            Parameter {
+                name: "generation",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 0}),
+                description: "control token generation (with owner)",
+            },
+        ],
+        codes: &[
+            InvalidRequest,
+            InvalidParams,
+            ClipboardDisabled,
+            NotFound,
+            InvalidState,
+            ControlBusy,
+            ControlStopped,
+            ControlStaleGeneration,
+            LeaseExpired,
+            ClipboardUnavailable,
+            SessionBusy,
+            DesktopFailed,
+            ResourceLimit,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "PUT",
+        path: "/v1/sessions/{id}/clipboard",
+        id: "clipboard_write",
+        summary: "Replace the session display's clipboard text (policy clipboard mode \
+                  read_write; act mode); NUL and text over 16 MiB are refused before anything \
+                  changes; a write that fails once asked is clipboard_outcome_unknown and never \
+                  retried",
+        access: Access::Session,
+        request: Some(schema_of::<clipboard::ClipboardWriteRequest>),
+        answer: Answer::Json(schema_of::<clipboard::ClipboardWritten>),
+        parameters: &[],
+        codes: &[
+            InvalidParams,
+            ClipboardDisabled,
+            NotFound,
+            InvalidState,
+            ControlBusy,
+            ControlStopped,
+            ControlStaleGeneration,
+            ControlObserveOnly,
+            LeaseExpired,
+            ClipboardUnavailable,
+            SessionBusy,
+            DesktopFailed,
+            ResourceLimit,
+            ClipboardOutcomeUnknown,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/accessibility",
+        id: "get_accessibility",
+        summary: "The app's accessibility (AT-SPI) tree, breadth first, bounded by max_nodes, \
+                  max_depth and a 3 s deadline (truncated says whether anything was left out); a \
+                  new observation_id that replaces the previous one. Sends no input. \
+                  docs/accessibility.md",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::AccessibilityResponse>),
+        parameters: &[
+            Parameter {
+                name: "max_nodes",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 1}),
+                description: "at most this many nodes; default 2000, 1..=10000, refused \
+                              (invalid_request) otherwise",
+            },
+            Parameter {
+                name: "max_depth",
+                required: false,
+                schema: || json!({"type": "integer", "minimum": 1}),
+                description: "depth limit (the application is depth 0); default 64, 1..=256",
+            },
+        ],
+        codes: &[
+            InvalidRequest,
+            InvalidState,
+            AccessibilityUnavailable,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                InvalidRequest,
+                "unknown, repeated or out-of-range query parameter",
+            ),
+            (
+                AccessibilityUnavailable,
+                "no accessibility bus, or the app is not on it",
+            ),
+        ],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/windows",
+        id: "get_windows",
+        summary: "The app's top-level windows (managed and override-redirect), bottom to top, \
+                  with title, role (main, dialog, menu, popup, other), bounds and on-screen \
+                  state. Sends no input.",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<api::WindowsResponse>),
+        parameters: &[],
+        codes: &[
+            InvalidState,
+            DesktopFailed,
+            ResourceLimit,
+            NotFound,
+            LeaseExpired,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[],
+    },
+];

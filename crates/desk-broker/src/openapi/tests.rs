@@ -1,0 +1,93 @@
+//! The generated document: one operation per route, unique and resolvable component names,
+//! every error code documented under every status it takes.
+
+use std::collections::BTreeSet;
+
+use desk_contract::ErrorCode;
+use serde_json::Value;
+
+use super::document;
+use crate::ROUTES;
+
+fn refs(value: &Value, found: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(object) => {
+            for (key, child) in object {
+                match (key.as_str(), child.as_str()) {
+                    ("$ref", Some(target)) => {
+                        found.insert(target.to_string());
+                    }
+                    _ => refs(child, found),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| refs(item, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_route_has_exactly_one_operation() {
+    let document = document();
+    let mut documented = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    let routes: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(method, path)| (method.to_string(), path.to_string()))
+        .collect();
+    assert_eq!(documented, routes);
+    assert_eq!(super::OPERATIONS.len(), ROUTES.len());
+}
+
+#[test]
+fn components_are_uniquely_named_and_every_reference_resolves() {
+    let document = document();
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    for name in schemas.keys() {
+        // schemars names a second type of the same name `Name2`.
+        assert!(
+            !name.ends_with(|c: char| c.is_ascii_digit()),
+            "two types named {name}"
+        );
+    }
+    let mut found = BTreeSet::new();
+    refs(&document, &mut found);
+    assert!(found.len() > 20, "{found:?}");
+    for target in found {
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        assert!(schemas.contains_key(name), "{target} does not resolve");
+    }
+    // The drag path's points are one named type, as is every action.
+    assert!(schemas.contains_key("WirePoint"));
+    assert!(schemas.contains_key("Action"));
+}
+
+#[test]
+fn every_error_code_is_documented_with_every_status_it_takes() {
+    let document = document();
+    let mut named = BTreeSet::new();
+    for item in document["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let reads_body = operation["requestBody"].is_object();
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let description = response["description"].as_str().unwrap();
+                for code in ErrorCode::ALL {
+                    if description.contains(code.as_str()) {
+                        named.insert(code.as_str());
+                        let statuses = super::statuses(*code, reads_body);
+                        assert!(
+                            statuses.iter().any(|known| known.as_str() == status),
+                            "{code} under {status}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+    assert_eq!(named, all);
+}
