@@ -302,7 +302,9 @@ fn finish_kill(
     let remains = destroy::remains(&session_dir);
     workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
     keep::keep_logs(state, session_id, &session_dir);
+    let destroying = std::time::Instant::now();
     let removal = destroy::destroy(&remains, DESTROY_TIMEOUT);
+    let destroy_ms = destroying.elapsed().as_millis();
     if removal.proven() {
         workspace::record(state, session_id, WorkspaceState::Destroyed, &remains)?;
     }
@@ -338,6 +340,7 @@ fn finish_kill(
         reason = tombstone.reason,
         outcome = receipt.outcome,
         action_in_doubt = ?receipt.action_in_doubt,
+        destroy_ms,
         "session killed"
     );
     Ok(receipt)

@@ -13,10 +13,8 @@
 //! frame file (step 4, `frame_store`), event-log write (step 5, `event_log`) or evidence receipt
 //! (step 6, `evidence`) is an observation failure named in the receipt's `observation_failures`,
 //! and the session continues. Before its records are written the ledger fences off kills
-//! ([`Ledger::fence_kills`]): an action a kill cut is closed in doubt without new records. A
-//! kill waits for the fence `kill::KILL_FENCE_BOUND` at most, so a tombstone may still appear
-//! while the records are written: [`Ledger::delivered`] looks again before the evidence
-//! receipt and closes the action in doubt.
+//! ([`Ledger::fence_kills`]): an action a kill cut is closed in doubt without new records (a
+//! kill past `KILL_FENCE_BOUND` is caught again before step 6, [`Ledger::delivered`]).
 //! Exactly-once rests on the journal (step 7), not on the evidence:
 //! an identical retry replays the cached response and sends nothing. A frame that could not be
 //! stored is cached inside the journal row instead, so the replay still carries it; an action
@@ -342,16 +340,11 @@ impl<'a> Ledger<'a> {
             self.observation_failed(response, "event_log", &error);
         }
         let event_logs_us = micros(logs_started);
-        // A kill that waited kill::KILL_FENCE_BOUND for the fence held here went on without it
-        // (this broker was stopped or slow inside the records): the action is in doubt, never
-        // complete, since the kill already removed what these records describe.
-        if let Some(tombstone) =
-            crate::kill::read_tombstone(&self.inner.config.layout(), &self.session.id)
-        {
-            return Err(self.in_doubt(BackendError::OutcomeUnknown(format!(
-                "the session was killed while the action's records were written: {}",
-                tombstone.reason
-            ))));
+        // A kill past kill::KILL_FENCE_BOUND did not wait for this broker: in doubt, not complete.
+        let layout = self.inner.config.layout();
+        if let Some(cut) = crate::kill::read_tombstone(&layout, &self.session.id) {
+            let why = format!("killed while its records were written: {}", cut.reason);
+            return Err(self.in_doubt(BackendError::OutcomeUnknown(why)));
         }
         let receipt_started = Instant::now();
         if let Err(error) = evidence::action_receipt(

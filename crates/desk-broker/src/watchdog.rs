@@ -12,6 +12,11 @@
 //! running a prohibited process (`prohibited_process`). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
 //! same state directory asks the older one to stop (SIGTERM) and takes over. It exits when the
 //! state directory is gone, or when its broker is gone and no session is live.
+//!
+//! Sessions are checked and killed concurrently: each round gives every live session a job on
+//! a thread of its own (at most [`MAX_PARALLEL_SESSIONS`] at once, one per session) and does
+//! not wait for them, so N sessions over their limits are killed in parallel and a slow kill
+//! holds back no other session.
 
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::PathBuf;
@@ -210,16 +215,49 @@ fn stop_older(pid: Option<i32>) {
     }
 }
 
+/// The most sessions the watchdog checks and kills at once, each on a thread of its own; a
+/// session beyond it waits for a later round. Sessions are independent: one slow kill (its
+/// destruction waits up to a few seconds for processes to go) or a broker stopped inside one
+/// session's records (`kill::KILL_FENCE_BOUND`) delays no other session's check or kill.
+pub const MAX_PARALLEL_SESSIONS: usize = 16;
+
+/// The sessions whose check or kill runs now (at most one job per session).
+#[derive(Clone, Default)]
+struct Jobs(std::sync::Arc<std::sync::Mutex<std::collections::HashSet<SessionId>>>);
+
+impl Jobs {
+    fn set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<SessionId>> {
+        // A job that panicked left the set consistent (its guard removed it on unwind).
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Removes its session from [`Jobs`] when its job ends, even by a panic.
+struct JobGuard {
+    jobs: Jobs,
+    id: SessionId,
+}
+
+impl Drop for JobGuard {
+    fn drop(&mut self) {
+        self.jobs.set().remove(&self.id);
+    }
+}
+
 /// Runs the watchdog until its state directory is gone, or its broker is gone and no session
-/// is live. Errors of one round are logged and the next round runs.
+/// is live (and no kill is under way). Errors of one round are logged and the next round runs.
 pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     let state = StateDir::new(&config.state_dir);
     let _lock = take_lock(&state)?;
     let key = crate::evidence::load_signing_key(&config.state_dir, config.signing_key.as_deref())?;
     let broker = broker_process(config.broker_pid);
+    let jobs = Jobs::default();
     tracing::info!(
         state_dir = %config.state_dir.display(),
         limits = ?config.limits,
+        max_parallel = MAX_PARALLEL_SESSIONS,
         "watchdog running"
     );
     loop {
@@ -227,14 +265,17 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
             tracing::info!("state directory gone; watchdog exits");
             return Ok(());
         }
-        let live = match round(&state, &key, config) {
+        let live = match round(&state, &key, config, &jobs) {
             Ok(live) => live,
             Err(error) => {
                 tracing::warn!(error = %error, "watchdog round failed");
                 1
             }
         };
-        if live == 0 && broker.as_ref().is_some_and(|broker| !broker.is_alive()) {
+        if live == 0
+            && jobs.set().is_empty()
+            && broker.as_ref().is_some_and(|broker| !broker.is_alive())
+        {
             tracing::info!("broker gone and no live session; watchdog exits");
             return Ok(());
         }
@@ -242,17 +283,21 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     }
 }
 
-/// One round: kills every session that reached a limit; returns how many sessions are live.
+/// One round: starts a job ([`check_session`]) for every live session that has none running
+/// (at most [`MAX_PARALLEL_SESSIONS`] at once) and returns without waiting for them; returns
+/// how many sessions are live (not killed).
 fn round(
     state: &StateDir,
     key: &desk_evidence::SigningKey,
     config: &WatchdogConfig,
+    jobs: &Jobs,
 ) -> Result<usize, BrokerError> {
     if !state.database().exists() {
         return Ok(0);
     }
     // A kill cut between its tombstone and its receipt (its killer died) is finished here too;
-    // a failure there never keeps this round from enforcing the limits.
+    // a failure there never keeps this round from enforcing the limits. A kill of this
+    // watchdog's under way holds its kill lock and is skipped.
     match crate::kill::finish_interrupted_kills(state, key) {
         Ok(receipts) => {
             for receipt in receipts {
@@ -267,118 +312,88 @@ fn round(
     }
     let sessions = crate::kill::live_sessions(&crate::kill::open_read_only(&state.database())?)?;
     let mut live = 0;
-    for facts in &sessions {
+    for facts in sessions {
         if crate::kill::read_tombstone(state, &facts.id).is_some() {
             continue;
         }
-        let refused = refused_actions(&desk_desktop::SessionDir::at(&facts.session_dir));
-        let Some((limit, reason)) =
-            due(facts, refused, &config.limits, config.lease_grace, now_ms())
-        else {
-            let session_dir = desk_desktop::SessionDir::at(&facts.session_dir);
-            match census::enforce(
-                state,
-                || Ok(key.clone()),
-                &facts.id,
-                &session_dir,
-                "watchdog",
-            ) {
-                Ok(None) => live += 1,
-                Ok(Some(KillOutcome::Killed(receipt))) => tracing::warn!(
-                    session_id = %facts.id,
-                    limit = Limit::ProhibitedProcess.as_str(),
-                    outcome = receipt.outcome,
-                    "watchdog killed a session"
-                ),
-                Ok(Some(KillOutcome::AlreadyKilled(_))) => {}
-                Err(error) => {
-                    live += 1;
-                    tracing::error!(session_id = %facts.id, error = %error, "census kill failed");
-                }
+        live += 1;
+        {
+            let mut running = jobs.set();
+            if running.contains(&facts.id) || running.len() >= MAX_PARALLEL_SESSIONS {
+                continue;
             }
-            continue;
+            running.insert(facts.id.clone());
+        }
+        let guard = JobGuard {
+            jobs: jobs.clone(),
+            id: facts.id.clone(),
         };
-        match kill_session(state, key, &facts.id, &reason, &KillSource::Watchdog(limit)) {
-            Ok(KillOutcome::Killed(receipt)) => tracing::warn!(
-                session_id = %facts.id,
-                limit = limit.as_str(),
-                outcome = receipt.outcome,
-                "watchdog killed a session"
-            ),
-            Ok(KillOutcome::AlreadyKilled(_)) => {}
-            Err(error) => {
-                live += 1;
-                tracing::error!(session_id = %facts.id, error = %error, "watchdog kill failed");
-            }
+        let (state, key, limits, grace) = (
+            state.clone(),
+            key.clone(),
+            config.limits,
+            config.lease_grace,
+        );
+        let spawned = std::thread::Builder::new()
+            .name("watchdog-session".to_string())
+            .spawn(move || {
+                let _guard = guard;
+                check_session(&state, &key, &limits, grace, &facts);
+            });
+        if let Err(error) = spawned {
+            // The guard went with the closure and was dropped: the next round tries again.
+            tracing::error!(error = %error, "watchdog cannot start a session's check");
         }
     }
     Ok(live)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn facts() -> SessionFacts {
-        SessionFacts {
-            id: crate::ids::sid("s_1"),
-            state: "ready".to_string(),
-            session_dir: "/nonexistent".to_string(),
-            next_action_index: 2,
-            expires_at_ms: 100_000,
-            handoff_ms: Some(10_000),
-            last_action_end_ms: Some(20_000),
-            action_in_flight: false,
-            pending_action: None,
+/// One session's job: kills it when it reached a limit ([`due`]), else takes its census and
+/// kills it when a prohibited process runs. Errors are logged; the next round checks again.
+fn check_session(
+    state: &StateDir,
+    key: &desk_evidence::SigningKey,
+    limits: &SessionLimits,
+    lease_grace: Duration,
+    facts: &SessionFacts,
+) {
+    let session_dir = desk_desktop::SessionDir::at(&facts.session_dir);
+    let refused = refused_actions(&session_dir);
+    let Some((limit, reason)) = due(facts, refused, limits, lease_grace, now_ms()) else {
+        match census::enforce(
+            state,
+            || Ok(key.clone()),
+            &facts.id,
+            &session_dir,
+            "watchdog",
+        ) {
+            Ok(None | Some(KillOutcome::AlreadyKilled(_))) => {}
+            Ok(Some(KillOutcome::Killed(receipt))) => tracing::warn!(
+                session_id = %facts.id,
+                limit = Limit::ProhibitedProcess.as_str(),
+                outcome = receipt.outcome,
+                "watchdog killed a session"
+            ),
+            Err(error) => {
+                tracing::error!(session_id = %facts.id, error = %error, "census kill failed");
+            }
+        }
+        return;
+    };
+    match kill_session(state, key, &facts.id, &reason, &KillSource::Watchdog(limit)) {
+        Ok(KillOutcome::Killed(receipt)) => tracing::warn!(
+            session_id = %facts.id,
+            limit = limit.as_str(),
+            outcome = receipt.outcome,
+            action_in_doubt = ?receipt.action_in_doubt,
+            "watchdog killed a session"
+        ),
+        Ok(KillOutcome::AlreadyKilled(_)) => {}
+        Err(error) => {
+            tracing::error!(session_id = %facts.id, error = %error, "watchdog kill failed");
         }
     }
-
-    const GRACE: Duration = Duration::from_secs(30);
-
-    #[test]
-    fn no_limit_no_kill_until_the_lease_and_its_grace_end() {
-        let none = SessionLimits::default();
-        assert_eq!(due(&facts(), 99, &none, GRACE, 130_000), None);
-        let (limit, _) = due(&facts(), 0, &none, GRACE, 130_001).expect("due");
-        assert_eq!(limit, Limit::LeaseExpiry);
-    }
-
-    #[test]
-    fn each_limit_fires_at_its_threshold_and_not_before() {
-        let task = SessionLimits {
-            max_task: Some(Duration::from_secs(5)),
-            ..SessionLimits::default()
-        };
-        assert_eq!(due(&facts(), 0, &task, GRACE, 14_999), None);
-        assert_eq!(
-            due(&facts(), 0, &task, GRACE, 15_000).map(|due| due.0),
-            Some(Limit::MaxTaskMinutes)
-        );
-        let mut not_reset = facts();
-        not_reset.handoff_ms = None;
-        assert_eq!(due(&not_reset, 0, &task, GRACE, 50_000), None);
-
-        let refused = SessionLimits {
-            max_refused_actions: Some(3),
-            ..SessionLimits::default()
-        };
-        assert_eq!(due(&facts(), 2, &refused, GRACE, 20_000), None);
-        assert_eq!(
-            due(&facts(), 3, &refused, GRACE, 20_000).map(|due| due.0),
-            Some(Limit::MaxRefusedActions)
-        );
-
-        let idle = SessionLimits {
-            idle_limit: Some(Duration::from_secs(10)),
-            ..SessionLimits::default()
-        };
-        assert_eq!(due(&facts(), 0, &idle, GRACE, 29_999), None);
-        assert_eq!(
-            due(&facts(), 0, &idle, GRACE, 30_000).map(|due| due.0),
-            Some(Limit::IdleLimit)
-        );
-        let mut busy = facts();
-        busy.action_in_flight = true;
-        assert_eq!(due(&busy, 0, &idle, GRACE, 60_000), None);
-    }
 }
+
+#[cfg(test)]
+mod tests;
