@@ -7,7 +7,10 @@
 //! credential, body and answer types, and the error codes the handler can answer with); each
 //! code's statuses come from [`statuses`], the mapping `api_error.rs` applies, so an operation
 //! documents every status its codes take. There is no checked-in copy to fall behind: clients
-//! are generated from the served document.
+//! are generated from the served document (`python/tests/test_openapi_client.py` generates one
+//! with `openapi-python-client` and runs a session through it). Two rewrites keep generated
+//! clients sane: unit enums are string `enum`s, and each tagged variant has a title
+//! (`DragAction`).
 //!
 //! Invariants: every route of [`crate::ROUTES`] has exactly one operation (checked by a test);
 //! component names are unique (two types of one name would fail [`document`]'s test).
@@ -133,6 +136,72 @@ impl Generators {
     }
 }
 
+/// A unit enum's schema as schemars writes it when its variants have doc comments (a `oneOf` of
+/// string constants, which client generators misread as "the first constant") becomes a string
+/// `enum`, the variants' docs kept in its description.
+fn string_enum(schema: &mut Value) {
+    let Some(variants) = schema.get("oneOf").and_then(Value::as_array) else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    for variant in variants {
+        let Some(name) = variant["const"].as_str() else {
+            return;
+        };
+        if let Some(doc) = variant["description"].as_str() {
+            docs.push(format!("`{name}`: {doc}"));
+        }
+        names.push(json!(name));
+    }
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    object.remove("oneOf");
+    object.insert("type".into(), json!("string"));
+    object.insert("enum".into(), Value::Array(names));
+    if !docs.is_empty() {
+        let described = object.get("description").and_then(Value::as_str);
+        let text = described.map_or_else(String::new, |text| format!("{text}\n\n"));
+        object.insert("description".into(), json!(text + &docs.join("\n")));
+    }
+}
+
+/// Names each variant of a tagged enum (a `oneOf` of objects told apart by a constant `type` or
+/// `kind`) `<Tag><Enum>`, e.g. `DragAction`: client generators name a model after its title,
+/// and otherwise number the variants (`Action0`, `Action1`, ...), names that change whenever a
+/// variant is added.
+fn title_variants(components: &mut Map<String, Value>) {
+    for (name, schema) in components.iter_mut() {
+        let Some(variants) = schema.get_mut("oneOf").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for variant in variants {
+            let tag = ["type", "kind"]
+                .iter()
+                .find_map(|key| variant["properties"][*key]["const"].as_str())
+                .map(pascal_case);
+            if let (Some(tag), Some(object)) = (tag, variant.as_object_mut()) {
+                object
+                    .entry("title")
+                    .or_insert_with(|| json!(format!("{tag}{name}")));
+            }
+        }
+    }
+}
+
+fn pascal_case(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
+}
+
 /// Points every `$ref` to a renamed component at its new name.
 fn rename_refs(value: &mut Value, renamed: &[(String, String)]) {
     match value {
@@ -177,7 +246,9 @@ pub(crate) fn document() -> Value {
     }
     // ErrorBody is every error's answer.
     let error_body = schema_of::<desk_contract::ErrorBody>(&mut generators.answers);
-    let (components, renamed) = generators.components();
+    let (mut components, renamed) = generators.components();
+    components.values_mut().for_each(string_enum);
+    title_variants(&mut components);
     let mut document = json!({
         "openapi": "3.1.0",
         "info": {

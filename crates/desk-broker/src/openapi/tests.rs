@@ -61,9 +61,34 @@ fn components_are_uniquely_named_and_every_reference_resolves() {
         let name = target.strip_prefix("#/components/schemas/").unwrap();
         assert!(schemas.contains_key(name), "{target} does not resolve");
     }
-    // The drag path's points are one named type, as is every action.
+    // The drag path's points are one named type, as is every action; each action variant has a
+    // title of its own (a generated client's model name), none a component's name.
     assert!(schemas.contains_key("WirePoint"));
-    assert!(schemas.contains_key("Action"));
+    let titles: BTreeSet<&str> = schemas["Action"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variant| variant["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains("DragAction"), "{titles:?}");
+    assert_eq!(
+        titles.len(),
+        schemas["Action"]["oneOf"].as_array().unwrap().len()
+    );
+    assert!(titles.iter().all(|title| !schemas.contains_key(*title)));
+    // Unit enums are string enums, never a `oneOf` of constants.
+    assert_eq!(
+        schemas["SandboxMode"]["enum"],
+        serde_json::json!(["on", "off"])
+    );
+    for (name, schema) in schemas {
+        let constants = schema["oneOf"].as_array().is_some_and(|variants| {
+            variants
+                .iter()
+                .any(|variant| variant.get("const").is_some())
+        });
+        assert!(!constants, "{name} is a oneOf of constants");
+    }
 }
 
 #[test]
