@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::action::{Action, ActionType};
 use crate::desktop::{FocusFacts, WindowFacts};
 use crate::geometry::ScreenPoint;
-use crate::settle::SettleOutcome;
+use crate::settle::{SettleOutcome, SettleRule};
 
 crate::wire_enum! {
     /// Session states.
@@ -214,6 +214,8 @@ pub struct SettleReceipt {
     pub wait_ms: u64,
     /// Pixels changed between the pre-action frame and the returned frame.
     pub changed_pixels: u64,
+    /// The rule that ended the wait (`app_idle`, `quiet_timer`, `max_wait`, `not_settled`).
+    pub rule: SettleRule,
 }
 
 crate::wire_enum! {

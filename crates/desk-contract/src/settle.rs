@@ -45,6 +45,25 @@ crate::wire_enum! {
     }
 }
 
+crate::wire_enum! {
+    /// Which rule ended a settle wait (`docs/settle.md`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum SettleRule {
+        /// The desktop went idle: the X server had processed the input, every X client and the
+        /// server had read all their sockets, their threads were blocked with no timer due
+        /// soon and no context switch for a quiet time, and no damage arrived through the
+        /// capture.
+        AppIdle = "app_idle",
+        /// The quiet-time rule of [`SettlePolicy`] (an idle signal was unavailable or the
+        /// desktop never went idle before it).
+        QuietTimer = "quiet_timer",
+        /// [`SettlePolicy::max_ms`] passed while the screen kept changing.
+        MaxWait = "max_wait",
+        /// No rule decided: the wait was skipped, interrupted or its capture failed.
+        NotSettled = "not_settled",
+    }
+}
+
 /// The decision at one sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettleDecision {
@@ -90,4 +109,6 @@ pub struct SettleReport {
     pub n_samples: u32,
     /// True only when `outcome` is `stable`.
     pub post_action_visual_stable: bool,
+    /// The rule that ended the wait.
+    pub rule: SettleRule,
 }

@@ -7,7 +7,9 @@
 //! - every action type produces exactly the expected [`InputEventKind`]s, in order, and the
 //!   desktop really receives input for it (a [`Witness`] counts what arrived);
 //! - the settle rule of [`SettlePolicy`]: `post_action_visual_stable` only when `stable`, a
-//!   stable answer not before the quiet time, a give-up not before `max_ms`, `done` skipped;
+//!   stable by the quiet-time rule not before the quiet time, stable by the idle rule
+//!   (`app_idle`, a real desktop's) at any time, a give-up (`max_wait`) not before `max_ms`,
+//!   `done` skipped, and the rule consistent with the outcome;
 //! - held input is released: nothing held after any action;
 //! - bounds: an action outside the display is refused before any input (`Rejected`), injects
 //!   nothing and leaves the desktop usable;
@@ -21,7 +23,9 @@ use std::fmt;
 
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::InputEventKind;
-use desk_contract::{DisplaySize, InputAction, SettleOutcome, SettlePolicy, SettleReport};
+use desk_contract::{
+    DisplaySize, InputAction, SettleOutcome, SettlePolicy, SettleReport, SettleRule,
+};
 
 mod cases;
 
@@ -81,7 +85,10 @@ pub fn check_settle(
         return fail(&check, format!("stable flag disagrees with {report:?}"));
     }
     if matches!(action, InputAction::Done) {
-        if report.outcome != SettleOutcome::Skipped || report.wait_ms != 0 {
+        if report.outcome != SettleOutcome::Skipped
+            || report.wait_ms != 0
+            || report.rule != SettleRule::NotSettled
+        {
             return fail(&check, format!("done must skip settling, got {report:?}"));
         }
         return Ok(());
@@ -90,11 +97,23 @@ pub fn check_settle(
         .quiet_after_change_ms
         .min(policy.quiet_without_change_ms);
     let max = u64::from(policy.max_ms);
+    let rule_fits = match report.outcome {
+        SettleOutcome::Stable => matches!(report.rule, SettleRule::AppIdle | SettleRule::QuietTimer),
+        SettleOutcome::StillChanging => report.rule == SettleRule::MaxWait,
+        _ => report.rule == SettleRule::NotSettled,
+    };
+    if !rule_fits {
+        return fail(&check, format!("rule disagrees with the outcome: {report:?}"));
+    }
     match report.outcome {
-        SettleOutcome::Stable if report.wait_ms < u64::from(quiet) => fail(
+        SettleOutcome::Stable
+            if report.rule == SettleRule::QuietTimer && report.wait_ms < u64::from(quiet) =>
+        {
+            fail(
             &check,
-            format!("stable after {} ms, before the quiet time", report.wait_ms),
-        ),
+                format!("stable after {} ms, before the quiet time", report.wait_ms),
+            )
+        }
         SettleOutcome::StillChanging if report.wait_ms < max => fail(
             &check,
             format!("gave up after {} ms, before max_ms", report.wait_ms),

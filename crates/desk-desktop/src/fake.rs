@@ -261,6 +261,7 @@ impl DesktopBackend for FakeDesktop {
                 changed_pixels: 0,
                 n_samples: 1,
                 post_action_visual_stable: true,
+                rule: desk_contract::settle::SettleRule::QuietTimer,
             },
         })
     }

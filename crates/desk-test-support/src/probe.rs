@@ -84,6 +84,9 @@ pub struct ProbeOptions {
     /// With `repaint_ms`: start repainting only at the first button press (a window that
     /// settles at handoff, then never again).
     pub repaint_after_press: bool,
+    /// Repaint once, in the flicker color, this many ms after each button press: a timer of
+    /// the event loop (the loop blocks in `ppoll` until it is due), like a click animation.
+    pub paint_after_press_ms: Option<u64>,
 }
 
 impl Default for ProbeOptions {
@@ -96,6 +99,7 @@ impl Default for ProbeOptions {
             max_size: None,
             repaint_ms: None,
             repaint_after_press: false,
+            paint_after_press_ms: None,
         }
     }
 }
@@ -197,11 +201,15 @@ pub fn run(
     let mut flicker = (std::time::Instant::now(), false);
     let mut clipboard = clip::ProbeClipboard::new(&conn, window);
     let mut pressed = false;
+    let mut paint_at = None;
     loop {
         let repaint_ms = options
             .repaint_ms
             .filter(|_| pressed || !options.repaint_after_press);
-        let event = unruly::next_event(&conn, window, repaint_ms, &mut flicker)?;
+        let event = match options.paint_after_press_ms {
+            Some(delay) => unruly::next_event_or_paint(&conn, window, delay, &mut paint_at)?,
+            None => unruly::next_event(&conn, window, repaint_ms, &mut flicker)?,
+        };
         pressed |= matches!(event, Event::ButtonPress(_));
         let clipped = clipboard.handle(&conn, &keyboard, &event)?;
         let record = match event {

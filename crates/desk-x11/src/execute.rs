@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use desk_contract::desktop::{ActionOutcome, observation};
 use desk_contract::geometry::ScreenPoint;
-use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport};
+use desk_contract::settle::{SettleOutcome, SettlePolicy, SettleReport, SettleRule};
 use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
 
@@ -22,7 +22,7 @@ use crate::error::X11Error;
 use crate::fault::{WORKER_FAULT_ENV, WorkerFault};
 use crate::input::Injector;
 use crate::session::X11Session;
-use crate::settle::{Settled, millis, wait_for_stable};
+use crate::settle::{Settled, millis, wait_for_idle, wait_for_stable};
 
 impl X11Session {
     fn check_point(&self, point: ScreenPoint) -> Result<(), WorkerFailure> {
@@ -96,6 +96,10 @@ impl X11Session {
         // What was open before the input, to report the windows the step opens.
         let windows_before = self.top_level_windows();
         let focused = Instant::now();
+        // Damage from here on counts as a change after the input.
+        if let Some(watch) = self.idle.as_mut() {
+            watch.arm(&self.conn).map_err(before_failed)?;
+        }
         let before = self.capture_raw().map_err(before_failed)?;
         let input_started = Instant::now();
         let (injected, sent_any, events) = if action.is_semantic() {
@@ -145,6 +149,7 @@ impl X11Session {
         let settled = if matches!(action, InputAction::Done) {
             self.capture_raw().map(|frame| Settled {
                 outcome: SettleOutcome::Skipped,
+                rule: SettleRule::NotSettled,
                 frame,
                 wait_ms: 0,
                 n_samples: 0,
@@ -154,6 +159,14 @@ impl X11Session {
             Err(X11Error::Capture(format!(
                 "{WORKER_FAULT_ENV}: injected capture failure"
             )))
+        } else if let Some(watch) = self.idle.as_mut() {
+            wait_for_idle(
+                &self.conn,
+                &mut self.capturer,
+                policy,
+                watch,
+                interrupt.as_ref(),
+            )
         } else {
             wait_for_stable(
                 &self.conn,
@@ -211,6 +224,7 @@ impl X11Session {
                     changed_pixels,
                     n_samples: settled.n_samples,
                     post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
+                    rule: settled.rule,
                 };
                 (report, frame)
             }
@@ -221,6 +235,7 @@ impl X11Session {
                     changed_pixels: 0,
                     n_samples: 0,
                     post_action_visual_stable: false,
+                    rule: SettleRule::NotSettled,
                 };
                 (report, None)
             }

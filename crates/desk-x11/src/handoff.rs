@@ -211,6 +211,7 @@ impl X11Session {
                 changed_pixels: settled.frame.changed_pixels(&first),
                 n_samples,
                 post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
+                rule: settled.rule,
             },
         })
     }

@@ -21,6 +21,7 @@ mod execute;
 mod fault;
 mod handoff;
 mod held;
+mod idle;
 mod input;
 mod keymap;
 mod session;

@@ -50,6 +50,9 @@ pub struct X11Session {
     pub(crate) a11y: Option<desk_a11y::Accessibility>,
     /// Where the broker signals a Stop (`STOP_GENERATION_FILE` beside the socket).
     pub(crate) stop_file: Option<std::path::PathBuf>,
+    /// Damage and the desktop's idle signals for the settle after input; `None` without
+    /// DAMAGE (the settle then samples frames).
+    pub(crate) idle: Option<crate::idle::IdleWatch>,
 }
 
 impl X11Session {
@@ -118,6 +121,7 @@ impl X11Session {
         let (width, height) = (screen.width_in_pixels, screen.height_in_pixels);
         let capturer = Capturer::new(&conn, root, width, height)?;
         let keymap = Keymap::load(&conn)?;
+        let idle = crate::idle::IdleWatch::new(&conn, root);
         let display = DisplaySize {
             width: u32::from(width),
             height: u32::from(height),
@@ -134,6 +138,7 @@ impl X11Session {
             fault: WorkerFault::from_env(),
             stop_file: None,
             a11y: None,
+            idle,
         })
     }
 

@@ -1,16 +1,26 @@
-//! The settle wait: sample raw frames about every 20 ms, note when the screen last changed, and
-//! let [`SettlePolicy::decide`] say when to stop.
+//! The settle waits (`docs/settle.md`).
+//!
+//! - [`wait_for_idle`], after an action's input when the display has a DAMAGE extension: every
+//!   [`IDLE_POLL`] it reads damage and the desktop's idle signals (`idle.rs`); settled when
+//!   the desktop stayed idle for [`IDLE_QUIET`] (rule `app_idle`), or when the quiet-time rule
+//!   of [`SettlePolicy::decide`] says so with damage as the change signal (`quiet_timer`). The
+//!   frame is captured then and kept only if no damage arrived up to after its capture.
+//! - [`wait_for_stable`], at the handoff and without DAMAGE: samples raw frames about every
+//!   20 ms, notes when the pixels last changed, and lets [`SettlePolicy::decide`] say when to
+//!   stop.
 //!
 //! Invariant: settling never fails because the screen kept changing; it gives up with
-//! `still_changing` and the freshest frame. Only an X error ends it with an error.
+//! `still_changing` (rule `max_wait`) and the freshest frame, bounded by `max_ms`. Only an X
+//! error ends it with an error.
 
 use std::time::{Duration, Instant};
 
-use desk_contract::settle::{SettleDecision, SettleOutcome, SettlePolicy};
+use desk_contract::settle::{SettleDecision, SettleOutcome, SettlePolicy, SettleRule};
 use x11rb::rust_connection::RustConnection;
 
 use crate::capture::{Capturer, RawFrame};
 use crate::error::X11Error;
+use crate::idle::{IdleWatch, Judgement, QuietWindow};
 
 /// Interval between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
@@ -38,8 +48,10 @@ impl Interrupt {
 /// What one settle wait observed.
 #[derive(Debug, Clone)]
 pub(crate) struct Settled {
-    /// `stable` or `still_changing`.
+    /// `stable`, `still_changing` or `interrupted`.
     pub(crate) outcome: SettleOutcome,
+    /// The rule that ended the wait.
+    pub(crate) rule: SettleRule,
     /// The freshest frame.
     pub(crate) frame: RawFrame,
     /// Time waited.
@@ -89,8 +101,8 @@ pub(crate) fn wait_for_stable(
             Some(interrupt) if interrupt.requested() => None,
             _ => Some(policy.decide(elapsed_ms, last_change_ms)),
         };
-        let outcome = match decision {
-            None => SettleOutcome::Interrupted,
+        let (outcome, rule) = match decision {
+            None => (SettleOutcome::Interrupted, SettleRule::NotSettled),
             Some(SettleDecision::Continue) => {
                 // Encode while waiting, when a sample interval leaves room for it.
                 if encoded.is_none() && Instant::now() + ENCODE_BUDGET < next_sample {
@@ -101,19 +113,149 @@ pub(crate) fn wait_for_stable(
                 }
                 continue;
             }
-            Some(SettleDecision::Settled) => SettleOutcome::Stable,
-            Some(SettleDecision::GiveUp) => SettleOutcome::StillChanging,
+            Some(SettleDecision::Settled) => (SettleOutcome::Stable, SettleRule::QuietTimer),
+            Some(SettleDecision::GiveUp) => (SettleOutcome::StillChanging, SettleRule::MaxWait),
         };
         if let Some(replaced) = previous.take() {
             capturer.recycle(replaced);
         }
         return Ok(Settled {
             outcome,
+            rule,
             frame: sample,
             wait_ms: elapsed_ms,
             n_samples,
             png: encoded,
         });
+    }
+}
+
+/// Interval between reads of the idle signals and damage.
+pub(crate) const IDLE_POLL: Duration = Duration::from_millis(5);
+/// How long the desktop must stay idle, with no thread running and no damage, to be settled.
+pub(crate) const IDLE_QUIET: Duration = Duration::from_millis(10);
+/// The same when a timer was due soon at the quiet window's start (an app's periodic tick):
+/// long enough that a tick that draws only now and then (an animation) is seen drawing.
+pub(crate) const TICKING_QUIET: Duration = Duration::from_millis(100);
+
+/// Waits after input until the desktop is idle or the quiet-time rule decides (see the module
+/// comment); `watch` was armed before the input.
+pub(crate) fn wait_for_idle(
+    conn: &RustConnection,
+    capturer: &mut Capturer,
+    policy: &SettlePolicy,
+    watch: &mut IdleWatch,
+    interrupt: Option<&Interrupt>,
+) -> Result<Settled, X11Error> {
+    let started = Instant::now();
+    let mut last_change_ms: Option<u64> = None;
+    // When the current quiet window began, with every thread then.
+    let mut idle_since: Option<(Instant, QuietWindow)> = None;
+    let mut last_busy: Option<String> = None;
+    let mut n_samples = 0u32;
+    let mut next_poll = started + IDLE_POLL;
+    loop {
+        let now = Instant::now();
+        if next_poll > now {
+            std::thread::sleep(next_poll - now);
+        }
+        next_poll += IDLE_POLL;
+        let elapsed_ms = millis(started.elapsed());
+        if watch.damaged(conn)? {
+            last_change_ms = Some(elapsed_ms);
+            idle_since = None;
+        }
+        if interrupt.is_some_and(Interrupt::requested) {
+            let frame = capturer.capture_raw(conn)?;
+            return Ok(finish(
+                frame,
+                SettleOutcome::Interrupted,
+                SettleRule::NotSettled,
+                started,
+                n_samples + 1,
+            ));
+        }
+        let mut idle_long_enough = false;
+        if watch.unavailable().is_none() {
+            match watch.sample() {
+                Ok(sample) if sample.asleep => match &idle_since {
+                    Some((since, window)) => match window.judge(&sample) {
+                        Judgement::Quiet => idle_long_enough = since.elapsed() >= IDLE_QUIET,
+                        Judgement::QuietTicking => {
+                            idle_long_enough = since.elapsed() >= TICKING_QUIET;
+                        }
+                        Judgement::TimerPending => last_busy = Some("a timer is due".into()),
+                        Judgement::Disturbed => {
+                            idle_since = Some((Instant::now(), QuietWindow::start(&sample)));
+                        }
+                    },
+                    None => idle_since = Some((Instant::now(), QuietWindow::start(&sample))),
+                },
+                Ok(sample) => {
+                    idle_since = None;
+                    last_busy = sample.busy;
+                }
+                Err(reason) => {
+                    tracing::warn!(%reason, "an idle signal could not be read: this wait uses the quiet-time rule");
+                    watch.give_up(reason);
+                }
+            }
+        }
+        let rule = match (idle_long_enough, policy.decide(elapsed_ms, last_change_ms)) {
+            (true, _) => SettleRule::AppIdle,
+            (false, SettleDecision::Settled) => SettleRule::QuietTimer,
+            (false, SettleDecision::GiveUp) => {
+                let frame = capturer.capture_raw(conn)?;
+                return Ok(finish(
+                    frame,
+                    SettleOutcome::StillChanging,
+                    SettleRule::MaxWait,
+                    started,
+                    n_samples + 1,
+                ));
+            }
+            (false, SettleDecision::Continue) => continue,
+        };
+        let frame = capturer.capture_raw(conn)?;
+        n_samples = n_samples.saturating_add(1);
+        if watch.damaged_until_now(conn)? {
+            // Drawn while or just before it was captured: not the settled frame.
+            capturer.recycle(frame);
+            last_change_ms = Some(millis(started.elapsed()));
+            idle_since = None;
+            continue;
+        }
+        if rule == SettleRule::QuietTimer {
+            tracing::debug!(
+                unavailable = watch.unavailable(),
+                busy = last_busy.as_deref(),
+                "settled by the quiet-time rule"
+            );
+        }
+        return Ok(finish(
+            frame,
+            SettleOutcome::Stable,
+            rule,
+            started,
+            n_samples,
+        ));
+    }
+}
+
+fn finish(
+    frame: RawFrame,
+    outcome: SettleOutcome,
+    rule: SettleRule,
+    started: Instant,
+    n_samples: u32,
+) -> Settled {
+    Settled {
+        outcome,
+        rule,
+        frame,
+        wait_ms: millis(started.elapsed()),
+        n_samples,
+        png: None,
     }
 }
 

@@ -67,6 +67,8 @@ class SettleReceipt(TypedDict):
     outcome: str
     wait_ms: int
     changed_pixels: int
+    # app_idle, quiet_timer, max_wait or not_settled (docs/settle.md).
+    rule: str
 
 
 class _ReceiptBase(TypedDict):

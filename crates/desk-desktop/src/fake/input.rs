@@ -3,7 +3,7 @@
 //! the worker's order, its bounds check before input, and the settle rule on a virtual clock.
 
 use desk_contract::events::{InputEvent, InputEventKind};
-use desk_contract::settle::SettleDecision;
+use desk_contract::settle::{SettleDecision, SettleRule};
 use desk_contract::{
     Button, DisplaySize, InputAction, Key, Modifier, ScreenPoint, SettleOutcome, SettlePolicy,
     SettleReport,
@@ -202,6 +202,7 @@ pub(super) fn settle(
             changed_pixels,
             n_samples: 0,
             post_action_visual_stable: false,
+            rule: SettleRule::NotSettled,
         };
     }
     let mut last_change_ms = None;
@@ -212,10 +213,10 @@ pub(super) fn settle(
         if never_settles || (changed && n_samples == 1) {
             last_change_ms = Some(elapsed_ms);
         }
-        let outcome = match policy.decide(elapsed_ms, last_change_ms) {
+        let (outcome, rule) = match policy.decide(elapsed_ms, last_change_ms) {
             SettleDecision::Continue => continue,
-            SettleDecision::Settled => SettleOutcome::Stable,
-            SettleDecision::GiveUp => SettleOutcome::StillChanging,
+            SettleDecision::Settled => (SettleOutcome::Stable, SettleRule::QuietTimer),
+            SettleDecision::GiveUp => (SettleOutcome::StillChanging, SettleRule::MaxWait),
         };
         return SettleReport {
             outcome,
@@ -223,6 +224,7 @@ pub(super) fn settle(
             changed_pixels,
             n_samples,
             post_action_visual_stable: outcome == SettleOutcome::Stable,
+            rule,
         };
     }
 }

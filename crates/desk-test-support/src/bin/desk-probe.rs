@@ -1,7 +1,8 @@
 //! `desk-probe --display :N --out FILE [--title T] [--class C] [--max-size WxH]
-//! [--repaint-ms N]`: the probe window as a process, for manual checks and tests that want a
-//! separate pid (`--max-size`: a window that cannot cover the work area; `--repaint-ms`: a
-//! screen that never settles).
+//! [--repaint-ms N] [--paint-after-press-ms N]`: the probe window as a process, for manual
+//! checks and tests that want a separate pid (`--max-size`: a window that cannot cover the work
+//! area; `--repaint-ms`: a screen that never settles; `--paint-after-press-ms`: a repaint on a
+//! timer after each press).
 
 use std::path::PathBuf;
 
@@ -34,6 +35,13 @@ fn main() {
                 "no" => options.repaint_after_press = false,
                 _ => {
                     eprintln!("--repaint-after-press takes yes or no, got {value:?}");
+                    std::process::exit(2);
+                }
+            },
+            "--paint-after-press-ms" => match value.parse() {
+                Ok(delay) => options.paint_after_press_ms = Some(delay),
+                Err(_) => {
+                    eprintln!("--paint-after-press-ms takes milliseconds, got {value:?}");
                     std::process::exit(2);
                 }
             },

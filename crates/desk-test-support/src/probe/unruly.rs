@@ -1,5 +1,6 @@
-//! The probe's unruly behaviours, for handoff tests: a maximum size that keeps a maximized
-//! window from covering the work area, and a window that repaints itself forever.
+//! The probe's unruly behaviours, for handoff and settle tests: a maximum size that keeps a
+//! maximized window from covering the work area, a window that repaints itself forever, and
+//! one that repaints once on a timer after each press.
 
 use std::time::{Duration, Instant};
 
@@ -74,5 +75,45 @@ pub(super) fn next_event(
             conn.flush()?;
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The next event, painting the window in the flicker color when `paint_at` is due; a button
+/// press sets `paint_at` to `delay_ms` later. Between events the thread blocks in `ppoll` on
+/// the connection with the time left as its timeout, as an event loop with a timer does.
+pub(super) fn next_event_or_paint(
+    conn: &RustConnection,
+    window: u32,
+    delay_ms: u64,
+    paint_at: &mut Option<Instant>,
+) -> Result<Event, Box<dyn std::error::Error>> {
+    use std::os::fd::AsFd as _;
+    loop {
+        if let Some(event) = conn.poll_for_event()? {
+            if matches!(event, Event::ButtonPress(_)) {
+                *paint_at = Some(Instant::now() + Duration::from_millis(delay_ms));
+            }
+            return Ok(event);
+        }
+        let timeout = match *paint_at {
+            Some(at) if at <= Instant::now() => {
+                *paint_at = None;
+                conn.change_window_attributes(
+                    window,
+                    &ChangeWindowAttributesAux::new().background_pixel(FLICKER_PIXEL),
+                )?;
+                conn.clear_area(false, window, 0, 0, 0, 0)?;
+                conn.flush()?;
+                continue;
+            }
+            Some(at) => Some(rustix::time::Timespec::try_from(at - Instant::now())?),
+            None => None,
+        };
+        let fd = conn.stream().as_fd();
+        let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+        match rustix::event::poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
     }
 }

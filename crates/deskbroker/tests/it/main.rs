@@ -35,6 +35,7 @@ mod reset_handoff;
 mod sandbox;
 mod sandbox_view;
 mod semantic;
+mod settle_idle;
 mod stop_settle;
 mod stop_wait;
 mod strict;

@@ -1,0 +1,475 @@
+//! The desktop's idle signals, read from outside the app for the idle-aware settle
+//! (`settle.rs`, `docs/settle.md`):
+//!
+//! - damage: an XDamage object on the root window reports any drawing on the screen;
+//! - sockets: every Unix socket held by the X server or one of its clients has nothing unread
+//!   (`idle/diag.rs`): no request waits for the server and no event or reply for a client;
+//! - threads: every thread of those processes is blocked in a call whose timeout is known
+//!   (`idle/thread.rs`), and across a quiet window ([`QuietWindow`]) none ran except to fire a timer
+//!   that was due within [`TIMER_HORIZON_MS`] at the window's start (each such timer must have
+//!   fired: a periodic tick that draws nothing does not hold the settle, a one-shot repaint
+//!   does) and the X server serving it.
+//!
+//! The processes are the X server (the peer of our connection) and every client the server
+//! names through X-Resource, except this worker. They are listed when the watch is armed,
+//! before each action's input.
+//!
+//! Invariant: any signal that cannot be read makes the watch unavailable for the wait with a
+//! reason; the settle then falls back to its quiet-time rule, never to a guess.
+
+mod diag;
+mod thread;
+
+use std::collections::HashSet;
+
+use x11rb::connection::{Connection, RequestConnection as _};
+use x11rb::protocol::Event;
+use x11rb::protocol::damage::{self, ConnectionExt as _, ReportLevel};
+use x11rb::protocol::res::{self, ClientIdMask, ClientIdSpec};
+use x11rb::protocol::xproto::{ConnectionExt as _, Window};
+use x11rb::rust_connection::RustConnection;
+
+use crate::error::X11Error;
+use diag::SockDiag;
+use thread::{Wake, parse_status, parse_syscall};
+
+/// A thread blocked with a timer due within this many milliseconds of its call is not idle:
+/// the event loop has work scheduled (a click animation, a deferred repaint). Longer timers
+/// (a caret's blink, housekeeping) do not hold the settle.
+pub(crate) const TIMER_HORIZON_MS: u64 = 300;
+
+/// The damage object and the processes of one display.
+pub(crate) struct IdleWatch {
+    damage: damage::Damage,
+    diag: Option<SockDiag>,
+    /// The X server's pid, when the peer of our connection could be read.
+    server: Option<u32>,
+    /// The processes watched during the current wait.
+    pids: Vec<u32>,
+    /// Why the idle rule cannot decide the current wait (the quiet-time rule does).
+    unavailable: Option<String>,
+}
+
+/// One sample of the processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sample {
+    /// Every thread blocked in a call with a known timeout, every socket read.
+    pub(crate) asleep: bool,
+    /// Every thread, by tid.
+    pub(crate) threads: Vec<ThreadSample>,
+    /// What kept the desktop busy, for the debug log.
+    pub(crate) busy: Option<String>,
+}
+
+/// One thread in a [`Sample`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ThreadSample {
+    pub(crate) tid: u32,
+    /// Context switches so far.
+    pub(crate) switches: u64,
+    /// Blocked with a timer due within [`TIMER_HORIZON_MS`].
+    pub(crate) timer_soon: bool,
+    /// A thread of the X server (its timers draw nothing by themselves).
+    pub(crate) server: bool,
+}
+
+/// A quiet window: the threads as they were when the desktop was last seen asleep.
+#[derive(Debug, Clone)]
+pub(crate) struct QuietWindow {
+    start: Vec<ThreadSample>,
+}
+
+/// What a later asleep sample says of a [`QuietWindow`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judgement {
+    /// Nothing ran but the server, and no timer was due at the start.
+    Quiet,
+    /// Nothing ran but the server and timers due at the start, each of which fired: the
+    /// window must last [`crate::settle::TICKING_QUIET`], so that a periodic timer that draws
+    /// only on some ticks is seen drawing.
+    QuietTicking,
+    /// A timer due at the start has not fired yet.
+    TimerPending,
+    /// Something else ran, or threads came or went: start a new window.
+    Disturbed,
+}
+
+impl QuietWindow {
+    /// A window starting at the asleep `sample`.
+    pub(crate) fn start(sample: &Sample) -> QuietWindow {
+        QuietWindow {
+            start: sample.threads.clone(),
+        }
+    }
+
+    /// Judges the asleep `sample` against the window's start (both sorted by tid).
+    pub(crate) fn judge(&self, sample: &Sample) -> Judgement {
+        if self.start.len() != sample.threads.len() {
+            return Judgement::Disturbed;
+        }
+        let mut pending = false;
+        let mut ticking = false;
+        for (then, now) in self.start.iter().zip(&sample.threads) {
+            if then.tid != now.tid {
+                return Judgement::Disturbed;
+            }
+            let ran = now.switches != then.switches;
+            if ran && !then.timer_soon && !then.server {
+                return Judgement::Disturbed;
+            }
+            pending |= then.timer_soon && !then.server && !ran;
+            ticking |= then.timer_soon && !then.server;
+        }
+        match (pending, ticking) {
+            (true, _) => Judgement::TimerPending,
+            (false, true) => Judgement::QuietTicking,
+            (false, false) => Judgement::Quiet,
+        }
+    }
+}
+
+impl IdleWatch {
+    /// Creates the damage object on `root`; `None` when the server has no DAMAGE extension (the
+    /// settle then samples frames, as at the handoff).
+    pub(crate) fn new(conn: &RustConnection, root: Window) -> Option<IdleWatch> {
+        let create = || -> Result<damage::Damage, String> {
+            conn.extension_information(damage::X11_EXTENSION_NAME)
+                .map_err(|error| error.to_string())?
+                .ok_or("the X server has no DAMAGE extension")?;
+            conn.damage_query_version(1, 1)
+                .map_err(|error| error.to_string())?
+                .reply()
+                .map_err(|error| error.to_string())?;
+            let damage = conn.generate_id().map_err(|error| error.to_string())?;
+            conn.damage_create(damage, root, ReportLevel::NON_EMPTY)
+                .map_err(|error| error.to_string())?
+                .check()
+                .map_err(|error| error.to_string())?;
+            Ok(damage)
+        };
+        let damage = match create() {
+            Ok(damage) => damage,
+            Err(reason) => {
+                tracing::warn!(%reason, "no damage signal: settle waits sample frames");
+                return None;
+            }
+        };
+        let server = rustix::net::sockopt::socket_peercred(conn.stream())
+            .ok()
+            .and_then(|cred| u32::try_from(cred.pid.as_raw_nonzero().get()).ok());
+        let diag = SockDiag::open()
+            .map_err(|reason| tracing::warn!(%reason, "no socket-queue signal"))
+            .ok();
+        Some(IdleWatch {
+            damage,
+            diag,
+            server,
+            pids: Vec::new(),
+            unavailable: None,
+        })
+    }
+
+    /// Before an action's input: forgets damage so far and lists the processes to watch.
+    pub(crate) fn arm(&mut self, conn: &RustConnection) -> Result<(), X11Error> {
+        conn.damage_subtract(self.damage, x11rb::NONE, x11rb::NONE)
+            .map_err(X11Error::conn("reset the damage object"))?;
+        self.unavailable = None;
+        self.pids = match (self.server, self.diag.is_some()) {
+            (None, _) => {
+                self.unavailable = Some("the X server's pid is unknown".into());
+                Vec::new()
+            }
+            (Some(_), false) => {
+                self.unavailable = Some("socket queues cannot be read".into());
+                Vec::new()
+            }
+            (Some(server), true) => match client_pids(conn) {
+                Ok(mut pids) => {
+                    let me = std::process::id();
+                    pids.retain(|pid| *pid != me && *pid != server);
+                    pids.push(server);
+                    pids.sort_unstable();
+                    pids.dedup();
+                    pids
+                }
+                Err(reason) => {
+                    self.unavailable = Some(reason);
+                    Vec::new()
+                }
+            },
+        };
+        // The round trip above (or this one) orders the subtract before what we drain.
+        conn.get_input_focus()
+            .map_err(X11Error::conn("arm the settle"))?
+            .reply()
+            .map_err(X11Error::reply("arm the settle"))?;
+        self.drain(conn)?;
+        Ok(())
+    }
+
+    /// Why the idle rule cannot decide this wait.
+    pub(crate) fn unavailable(&self) -> Option<&str> {
+        self.unavailable.as_deref()
+    }
+
+    /// Marks the idle rule unavailable for this wait.
+    pub(crate) fn give_up(&mut self, reason: String) {
+        self.unavailable = Some(reason);
+    }
+
+    /// Whether damage arrived since the last call (events already received; no round trip).
+    pub(crate) fn damaged(&mut self, conn: &RustConnection) -> Result<bool, X11Error> {
+        let damaged = self.drain(conn)?;
+        if damaged {
+            conn.damage_subtract(self.damage, x11rb::NONE, x11rb::NONE)
+                .map_err(X11Error::conn("reset the damage object"))?;
+            conn.flush()
+                .map_err(X11Error::conn("reset the damage object"))?;
+        }
+        Ok(damaged)
+    }
+
+    /// Whether damage arrived up to now, after a round trip: every drawing the server did
+    /// before this call is counted.
+    pub(crate) fn damaged_until_now(&mut self, conn: &RustConnection) -> Result<bool, X11Error> {
+        conn.get_input_focus()
+            .map_err(X11Error::conn("confirm the settled frame"))?
+            .reply()
+            .map_err(X11Error::reply("confirm the settled frame"))?;
+        self.damaged(conn)
+    }
+
+    /// Reads every received event; true when one was this watch's damage.
+    fn drain(&self, conn: &RustConnection) -> Result<bool, X11Error> {
+        let mut damaged = false;
+        while let Some(event) = conn
+            .poll_for_event()
+            .map_err(X11Error::conn("read damage events"))?
+        {
+            if let Event::DamageNotify(notify) = event {
+                damaged |= notify.damage == self.damage;
+            }
+        }
+        Ok(damaged)
+    }
+
+    /// Samples the watched processes; `Err` names the signal that could not be read.
+    pub(crate) fn sample(&mut self) -> Result<Sample, String> {
+        let diag = self.diag.as_mut().ok_or("socket queues cannot be read")?;
+        let queues = diag.unix_queues()?;
+        let mut threads = Vec::new();
+        let mut busy = None;
+        for &pid in &self.pids {
+            let Some(process) = read_process(pid, Some(pid) == self.server)? else {
+                continue;
+            };
+            threads.extend(process.threads);
+            if busy.is_none() {
+                busy = process.busy;
+            }
+            if busy.is_none() {
+                busy = process
+                    .sockets
+                    .iter()
+                    .find_map(|inode| queues.get(inode).filter(|len| **len > 0))
+                    .map(|len| format!("pid {pid} has {len} unread bytes"));
+            }
+        }
+        threads.sort_unstable_by_key(|thread| thread.tid);
+        Ok(Sample {
+            asleep: busy.is_none(),
+            threads,
+            busy,
+        })
+    }
+}
+
+/// Every local client's pid, from X-Resource.
+fn client_pids(conn: &RustConnection) -> Result<Vec<u32>, String> {
+    conn.extension_information(res::X11_EXTENSION_NAME)
+        .map_err(|error| error.to_string())?
+        .ok_or("the X server has no X-Resource extension")?;
+    let spec = ClientIdSpec {
+        client: 0,
+        mask: ClientIdMask::LOCAL_CLIENT_PID,
+    };
+    let reply = res::query_client_ids(conn, &[spec])
+        .map_err(|error| error.to_string())?
+        .reply()
+        .map_err(|error| format!("X-Resource client ids: {error}"))?;
+    Ok(reply
+        .ids
+        .iter()
+        .filter(|id| id.spec.mask == ClientIdMask::LOCAL_CLIENT_PID)
+        .filter_map(|id| id.value.first().copied())
+        .collect())
+}
+
+/// One process's threads and sockets.
+struct Process {
+    threads: Vec<ThreadSample>,
+    /// Inodes of its sockets.
+    sockets: HashSet<u64>,
+    /// Why it is not idle.
+    busy: Option<String>,
+}
+
+/// Reads `/proc/<pid>`; `Ok(None)` when the process is gone.
+fn read_process(pid: u32, server: bool) -> Result<Option<Process>, String> {
+    let base = format!("/proc/{pid}");
+    let tasks = match std::fs::read_dir(format!("{base}/task")) {
+        Ok(tasks) => tasks,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("read {base}/task: {error}")),
+    };
+    let mut threads = Vec::new();
+    let mut busy = None;
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|name| name.parse().ok()) else {
+            continue;
+        };
+        let path = task.path();
+        let (Ok(status), Ok(syscall)) = (
+            std::fs::read_to_string(path.join("status")),
+            std::fs::read_to_string(path.join("syscall")),
+        ) else {
+            // A thread that exited between the listing and the read: no longer a thread.
+            if path.exists() {
+                return Err(format!("read {}: permission denied", path.display()));
+            }
+            continue;
+        };
+        let state =
+            parse_status(&status).ok_or_else(|| format!("unreadable {}/status", path.display()))?;
+        let wake = parse_syscall(&syscall).map(|wake| resolve(&base, wake));
+        threads.push(ThreadSample {
+            tid,
+            switches: state.switches,
+            timer_soon: matches!(wake, Some(Wake::Within(ms)) if ms <= TIMER_HORIZON_MS),
+            server,
+        });
+        if busy.is_some() {
+            continue;
+        }
+        busy = match (state.state, wake) {
+            ('S', Some(Wake::Never | Wake::Within(_))) => None,
+            ('S', Some(Wake::Unknown | Wake::Pointer { .. })) => Some(format!(
+                "thread {tid} of pid {pid} waits in call {}",
+                syscall.split_whitespace().next().unwrap_or("?")
+            )),
+            (state, _) => Some(format!("thread {tid} of pid {pid} is in state {state}")),
+        };
+    }
+    let sockets = socket_inodes(&base)?;
+    Ok(Some(Process {
+        threads,
+        sockets,
+        busy,
+    }))
+}
+
+/// Reads a timeout the call's argument points to from the process's memory (the thread's
+/// own copy of the argument, written before the call); unreadable stays [`Wake::Unknown`].
+fn resolve(base: &str, wake: Wake) -> Wake {
+    use std::os::unix::fs::FileExt as _;
+    let Wake::Pointer { address, kind } = wake else {
+        return wake;
+    };
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open(format!("{base}/mem"))
+        .and_then(|mem| mem.read_exact_at(&mut bytes, address));
+    if read.is_err() {
+        return Wake::Unknown;
+    }
+    let clock_ms = |id| {
+        let now = rustix::time::clock_gettime(id);
+        u64::try_from(now.tv_sec)
+            .unwrap_or(0)
+            .saturating_mul(1_000)
+            .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000_000)
+    };
+    let monotonic = clock_ms(rustix::time::ClockId::Monotonic);
+    let realtime = clock_ms(rustix::time::ClockId::Realtime);
+    kind.remaining_ms(bytes, monotonic, realtime)
+        .map_or(Wake::Unknown, Wake::Within)
+}
+
+/// Inodes of the sockets among a process's descriptors.
+fn socket_inodes(base: &str) -> Result<HashSet<u64>, String> {
+    let fds = match std::fs::read_dir(format!("{base}/fd")) {
+        Ok(fds) => fds,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(error) => return Err(format!("read {base}/fd: {error}")),
+    };
+    Ok(fds
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            target
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(tid: u32, switches: u64, timer_soon: bool, server: bool) -> ThreadSample {
+        ThreadSample {
+            tid,
+            switches,
+            timer_soon,
+            server,
+        }
+    }
+
+    fn sample(threads: Vec<ThreadSample>) -> Sample {
+        Sample {
+            asleep: true,
+            threads,
+            busy: None,
+        }
+    }
+
+    #[test]
+    fn a_window_is_quiet_only_when_due_timers_fired_and_nothing_else_ran() {
+        // The app's main thread has a 40 ms tick; a second app thread waits for events; the
+        // server's thread has its own timers.
+        let start = sample(vec![
+            thread(10, 100, true, false),
+            thread(11, 5, false, false),
+            thread(20, 700, true, true),
+        ]);
+        let window = QuietWindow::start(&start);
+        assert_eq!(window.judge(&start), Judgement::TimerPending);
+        let ticked = sample(vec![
+            thread(10, 102, true, false),
+            thread(11, 5, false, false),
+            thread(20, 703, false, true),
+        ]);
+        assert_eq!(window.judge(&ticked), Judgement::QuietTicking);
+        let other_ran = sample(vec![
+            thread(10, 102, true, false),
+            thread(11, 6, false, false),
+            thread(20, 703, false, true),
+        ]);
+        assert_eq!(window.judge(&other_ran), Judgement::Disturbed);
+        let new_thread = sample(vec![
+            thread(10, 102, true, false),
+            thread(11, 5, false, false),
+            thread(12, 1, false, false),
+            thread(20, 703, false, true),
+        ]);
+        assert_eq!(window.judge(&new_thread), Judgement::Disturbed);
+        let no_timers = QuietWindow::start(&sample(vec![thread(11, 5, false, false)]));
+        assert_eq!(
+            no_timers.judge(&sample(vec![thread(11, 5, false, false)])),
+            Judgement::Quiet
+        );
+    }
+}

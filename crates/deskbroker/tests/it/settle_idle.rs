@@ -1,0 +1,123 @@
+//! The idle-aware settle on a real sandboxed desktop (issue 28 item 1, `docs/settle.md`).
+//!
+//! The probe runs as its own process inside the session's sandbox. With
+//! `--paint-after-press-ms 150` its event loop blocks in `ppoll` with the time left as its
+//! timeout after each press, then repaints the window in another color: an app with a timer
+//! due soon is not idle, so the settled frame must already show the repaint. Without a timer
+//! the same click settles by the idle rule, well before the quiet-time rule could.
+
+use desk_client::Client;
+use desk_contract::api::{LeaseRequest, ResetRequest};
+use desk_contract::settle::{SettleOutcome, SettleRule};
+use desk_test_support::PROBE_RGB;
+use serde_json::json;
+
+use crate::probe::act;
+use crate::support::{Broker, png_pixels, probe_binary, xvfb_available};
+
+/// The probe's repaint color (`FLICKER_PIXEL` of desk-test-support's probe).
+const REPAINT_RGB: (u8, u8, u8) = (0xcc, 0x66, 0x33);
+
+/// A broker whose `timer` profile runs the probe with `probe_args`, leased and reset.
+async fn timer_session(root: &std::path::Path, probe_args: &[&str]) -> (Broker, Client, String) {
+    let log = root.join("probe.ndjson");
+    let profiles = root.join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let mut command = vec![
+        probe_binary().display().to_string(),
+        "--out".to_string(),
+        log.display().to_string(),
+    ];
+    command.extend(probe_args.iter().map(|arg| arg.to_string()));
+    let text = format!(
+        "name = \"timer\"\ncommand = {command:?}\nread_only = [{dir:?}]\n\
+         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n\
+         [window]\nclass = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
+        // The sandbox shows the worker program alone of the target directory.
+        dir = probe_binary().parent().unwrap().display().to_string(),
+    );
+    std::fs::write(profiles.join("timer.toml"), text).unwrap();
+    let broker = Broker::start(root, None, &log);
+    let client = broker.client();
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: "settle".into(),
+            attempt_id: "idle".into(),
+            profile: Some("timer".into()),
+        })
+        .await
+        .unwrap();
+    client
+        .reset(
+            &lease.session_id,
+            &ResetRequest {
+                request_id: "reset-1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    (broker, client, lease.session_id)
+}
+
+/// The color at (`x`, `y`) of a response's screenshot.
+fn color_at(response: &desk_contract::api::ActionResponse, x: usize, y: usize) -> (u8, u8, u8) {
+    let screenshot = response.screenshot.as_ref().expect("a settled screenshot");
+    let (pixels, row, channels) = png_pixels(&screenshot.png_base64);
+    let at = y * row + x * channels;
+    (pixels[at], pixels[at + 1], pixels[at + 2])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timer_due_soon_is_waited_for_and_an_idle_desktop_settles_at_once() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (_broker, client, session) =
+        timer_session(root.path(), &["--paint-after-press-ms", "150"]).await;
+    let click = json!({"type": "click", "x": 400, "y": 400, "intent": "starts the timer"});
+    let response = act(&client, &session, "timer-1", 0, click).await.unwrap();
+    let settle = &response.receipt.settle;
+    println!("click with a 150 ms repaint timer: {settle:?}");
+    assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
+    assert_eq!(
+        color_at(&response, 400, 400),
+        REPAINT_RGB,
+        "the settled frame shows the timer's repaint: {settle:?}"
+    );
+    assert!(settle.wait_ms >= 150, "{settle:?}");
+    assert!(settle.changed_pixels > 0, "{settle:?}");
+    // The repaint is done and nothing else is scheduled: the next click's own timer repaints
+    // in the same color, so the screen does not change and the desktop is idle once it fired.
+    let quiet = json!({"type": "move", "x": 420, "y": 420, "intent": "nothing scheduled"});
+    let response = act(&client, &session, "timer-2", 1, quiet).await.unwrap();
+    let settle = &response.receipt.settle;
+    println!("move with nothing scheduled: {settle:?}");
+    assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
+    assert_eq!(settle.rule, SettleRule::AppIdle, "{settle:?}");
+    assert_eq!(settle.changed_pixels, 0, "{settle:?}");
+    assert_eq!(color_at(&response, 400, 400), REPAINT_RGB);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_static_window_settles_by_the_idle_rule() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (_broker, client, session) = timer_session(root.path(), &[]).await;
+    let mut waits = Vec::new();
+    for index in 0..5u64 {
+        let click = json!({"type": "click", "x": 300 + index * 10, "y": 300, "intent": "static"});
+        let response = act(&client, &session, &format!("static-{index}"), index, click)
+            .await
+            .unwrap();
+        let settle = response.receipt.settle.clone();
+        assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
+        assert_eq!(settle.rule, SettleRule::AppIdle, "{settle:?}");
+        assert_eq!(color_at(&response, 300, 300), PROBE_RGB);
+        waits.push(settle.wait_ms);
+    }
+    // A measurement, not a bound: the quiet-time rule alone would wait at least 250 ms.
+    println!("static window, settle waits by the idle rule: {waits:?} ms");
+}
