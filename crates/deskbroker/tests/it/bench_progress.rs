@@ -162,3 +162,52 @@ fn a_piped_run_against_a_fake_broker_prints_plain_progress_and_logs_on_request()
     );
     assert!(!stderr.contains('\x1b'), "{stderr}");
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`), the same run draws a bar
+/// (escape sequences, counts, running, mean, eta) with each rollout's line above it, and the
+/// table follows.
+#[test]
+fn a_run_on_a_terminal_draws_a_bar() {
+    let found = Command::new("sh")
+        .args(["-c", "command -v script"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !found {
+        println!("skipped: script (util-linux) not found");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let fake = FakeServer::start(root.path(), &[]);
+    let out = root.path().join("out");
+    let command = format!(
+        "stty cols 100 rows 40; {} bench run --agent oracle --allow-unsandboxed --task task-001 \
+         --task task-002 --task task-003 --broker-socket {} --out {}",
+        deskbroker().display(),
+        fake.socket.display(),
+        out.display()
+    );
+    // `script` runs the command on a new pseudo-terminal and copies what it draws to stdout.
+    let output = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("XDG_CACHE_HOME", root.path().join("cache"))
+        .env_remove("RUST_LOG")
+        .env_remove("DESKBROKER_LOG")
+        .output()
+        .unwrap();
+    let drawn = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{drawn}");
+    assert!(
+        drawn.contains('\x1b'),
+        "a bar is drawn with escapes: {drawn}"
+    );
+    for needle in [
+        "bench run: 3 rollouts, ",
+        "/3 rollouts [",
+        " running, mean ",
+        "[3/3] ",
+        "jobs: ",
+        "3 rollouts, 3 done",
+    ] {
+        assert!(drawn.contains(needle), "{needle:?} in {drawn}");
+    }
+}
