@@ -24,6 +24,7 @@ mod fake_server;
 mod faults;
 mod freecad;
 mod interrupt;
+mod kill_frozen_broker;
 mod librecad;
 mod limits;
 mod load;
