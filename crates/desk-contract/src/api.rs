@@ -216,6 +216,9 @@ pub struct SettleReceipt {
     pub changed_pixels: u64,
     /// The rule that ended the wait (`app_idle`, `quiet_timer`, `max_wait`, `not_settled`).
     pub rule: SettleRule,
+    /// Only in validation mode (`serve --settle-validate-ms`): the screen a while later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<crate::settle::SettleValidation>,
 }
 
 crate::wire_enum! {

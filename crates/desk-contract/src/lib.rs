@@ -45,7 +45,7 @@ pub use digest::sha256_hex;
 pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};
 pub use geometry::{DisplaySize, ScreenPoint};
 pub use keys::{Key, NamedKey};
-pub use settle::{SettleOutcome, SettlePolicy, SettleReport, SettleRule};
+pub use settle::{SettleOutcome, SettlePolicy, SettleReport, SettleRule, SettleValidation};
 pub use validate::{InputAction, ValidatedAction, validate_action};
 
 #[cfg(test)]

@@ -16,6 +16,11 @@ pub struct SettlePolicy {
     pub quiet_without_change_ms: u32,
     /// Give up after this long and return the freshest frame.
     pub max_ms: u32,
+    /// Validation mode (`docs/settle.md`): after a stable wait, look again this long after it
+    /// and report in [`SettleReport::validation`] whether the screen still changed; the
+    /// returned frame stays the settled one. 0 (the default): off.
+    #[serde(default)]
+    pub validate_ms: u32,
 }
 
 impl Default for SettlePolicy {
@@ -24,6 +29,7 @@ impl Default for SettlePolicy {
             quiet_after_change_ms: 250,
             quiet_without_change_ms: 400,
             max_ms: 2_000,
+            validate_ms: 0,
         }
     }
 }
@@ -111,4 +117,32 @@ pub struct SettleReport {
     pub post_action_visual_stable: bool,
     /// The rule that ended the wait.
     pub rule: SettleRule,
+    /// With [`SettlePolicy::validate_ms`]: the later look at the screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<SettleValidation>,
+}
+
+/// The screen a while after a stable settle, compared with the settled frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SettleValidation {
+    /// Milliseconds after the settle's end of the later frame.
+    pub after_ms: u64,
+    /// Pixels that differ between the settled and the later frame.
+    pub changed_pixels: u64,
+    /// The smallest rectangle holding them, `[x, y, width, height]` (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_box: Option<[u32; 4]>,
+}
+
+impl SettleValidation {
+    /// Whether the later frame equals the settled one outside a caret's rectangle (a change
+    /// at most 3 pixels wide and 40 high: a blinking text cursor).
+    pub fn same_but_caret(&self) -> bool {
+        match self.changed_box {
+            None => self.changed_pixels == 0,
+            Some([_, _, width, height]) => width <= 3 && height <= 40,
+        }
+    }
 }

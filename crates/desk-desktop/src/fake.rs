@@ -262,6 +262,7 @@ impl DesktopBackend for FakeDesktop {
                 n_samples: 1,
                 post_action_visual_stable: true,
                 rule: desk_contract::settle::SettleRule::QuietTimer,
+                validation: None,
             },
         })
     }

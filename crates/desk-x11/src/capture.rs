@@ -61,6 +61,11 @@ impl RawFrame {
         Some((pixel[2], pixel[1], pixel[0]))
     }
 
+    /// The BGRX pixels, row after row.
+    pub(crate) fn bgrx(&self) -> &[u8] {
+        &self.pixels
+    }
+
     /// Counts pixels whose color differs from `other`'s; a size mismatch counts every pixel.
     pub fn changed_pixels(&self, other: &RawFrame) -> u64 {
         if self.width != other.width || self.height != other.height {

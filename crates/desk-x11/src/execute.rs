@@ -214,6 +214,19 @@ impl X11Session {
                         None => self.encode(&settled.frame),
                     }
                 };
+                let validation = match (settled.outcome, policy.validate_ms) {
+                    (SettleOutcome::Stable, validate_ms) if validate_ms > 0 => {
+                        crate::settle::validate(
+                            &self.conn,
+                            &mut self.capturer,
+                            &settled.frame,
+                            validate_ms,
+                        )
+                        .map_err(|error| tracing::warn!(%error, "the validation capture failed"))
+                        .ok()
+                    }
+                    _ => None,
+                };
                 self.capturer.recycle(settled.frame);
                 let frame = encoded
                     .map_err(|error| failed(observation::ENCODE, &error))
@@ -225,6 +238,7 @@ impl X11Session {
                     n_samples: settled.n_samples,
                     post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
                     rule: settled.rule,
+                    validation,
                 };
                 (report, frame)
             }
@@ -236,6 +250,7 @@ impl X11Session {
                     n_samples: 0,
                     post_action_visual_stable: false,
                     rule: SettleRule::NotSettled,
+                    validation: None,
                 };
                 (report, None)
             }

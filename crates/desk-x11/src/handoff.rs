@@ -212,6 +212,7 @@ impl X11Session {
                 n_samples,
                 post_action_visual_stable: settled.outcome == SettleOutcome::Stable,
                 rule: settled.rule,
+                validation: None,
             },
         })
     }

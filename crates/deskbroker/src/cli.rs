@@ -88,6 +88,12 @@ pub(crate) struct BrokerArgs {
     /// `bench run` adds its gold directory.
     #[arg(long = "private-path", value_name = "PATH")]
     pub(crate) private_paths: Vec<PathBuf>,
+    /// Settle validation mode (`docs/settle.md`): after each stable settle, look at the screen
+    /// again this many ms later and report in the receipt's `settle.validation` whether it
+    /// still changed. Slows every action by this much; for measuring the settle rule, not for
+    /// training. 0: off.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=5_000))]
+    pub(crate) settle_validate_ms: u32,
 }
 
 #[derive(Debug, Args)]

@@ -74,6 +74,7 @@ fn build_broker_with(
         height: args.display.1,
     };
     config.lease_ttl = Duration::from_secs(args.lease_ttl_secs);
+    config.settle.validate_ms = args.settle_validate_ms;
     config.lease_grace = Duration::from_secs(args.lease_grace_secs);
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;

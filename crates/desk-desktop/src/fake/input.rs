@@ -203,6 +203,7 @@ pub(super) fn settle(
             n_samples: 0,
             post_action_visual_stable: false,
             rule: SettleRule::NotSettled,
+            validation: None,
         };
     }
     let mut last_change_ms = None;
@@ -225,6 +226,7 @@ pub(super) fn settle(
             n_samples,
             post_action_visual_stable: outcome == SettleOutcome::Stable,
             rule,
+            validation: None,
         };
     }
 }

@@ -13,11 +13,13 @@ use desk_desktop::{AppProfile, DesktopBackend, LocalDesktop, LocalDesktopConfig}
 
 use crate::support::{probe_binary, worker_program, write_probe_profile, xvfb_available};
 
-/// Short settle times: the probe's screen never changes, so every wait is the quiet time.
+/// Short settle times: the probe's screen never changes, so every wait is the idle rule's or
+/// the quiet time.
 const POLICY: SettlePolicy = SettlePolicy {
     quiet_after_change_ms: 60,
     quiet_without_change_ms: 100,
     max_ms: 1_000,
+    validate_ms: 0,
 };
 
 /// Counts the probe's recorded events once they stop arriving (X delivery is asynchronous).

@@ -20,6 +20,15 @@ const REPAINT_RGB: (u8, u8, u8) = (0xcc, 0x66, 0x33);
 
 /// A broker whose `timer` profile runs the probe with `probe_args`, leased and reset.
 async fn timer_session(root: &std::path::Path, probe_args: &[&str]) -> (Broker, Client, String) {
+    timer_session_with(root, probe_args, &[]).await
+}
+
+/// [`timer_session`] with extra `serve` arguments.
+async fn timer_session_with(
+    root: &std::path::Path,
+    probe_args: &[&str],
+    serve_args: &[&str],
+) -> (Broker, Client, String) {
     let log = root.join("probe.ndjson");
     let profiles = root.join("profiles");
     std::fs::create_dir_all(&profiles).unwrap();
@@ -37,7 +46,7 @@ async fn timer_session(root: &std::path::Path, probe_args: &[&str]) -> (Broker, 
         dir = probe_binary().parent().unwrap().display().to_string(),
     );
     std::fs::write(profiles.join("timer.toml"), text).unwrap();
-    let broker = Broker::start(root, None, &log);
+    let broker = Broker::start_with(root, None, &log, serve_args);
     let client = broker.client();
     let lease = client
         .lease(&LeaseRequest {
@@ -120,4 +129,47 @@ async fn a_static_window_settles_by_the_idle_rule() {
     }
     // A measurement, not a bound: the quiet-time rule alone would wait at least 250 ms.
     println!("static window, settle waits by the idle rule: {waits:?} ms");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn validation_mode_sees_a_repaint_past_the_timer_horizon() {
+    if !xvfb_available() {
+        return;
+    }
+    // A repaint 600 ms after the press: past the 300 ms horizon, so the idle rule settles
+    // before it (the documented limit), and validation mode, looking again 1 s later, reports
+    // the change and where it is; the returned frame stays the settled one.
+    let root = tempfile::tempdir().unwrap();
+    let (_broker, client, session) = timer_session_with(
+        root.path(),
+        &["--paint-after-press-ms", "600"],
+        &["--settle-validate-ms", "1000"],
+    )
+    .await;
+    let click = json!({"type": "click", "x": 400, "y": 400, "intent": "a late repaint"});
+    let response = act(&client, &session, "late-1", 0, click).await.unwrap();
+    let settle = &response.receipt.settle;
+    println!("click with a 600 ms repaint timer, validated: {settle:?}");
+    assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
+    assert_eq!(color_at(&response, 400, 400), PROBE_RGB, "{settle:?}");
+    let validation = settle.validation.as_ref().expect("validation mode reports");
+    assert!(validation.after_ms >= 1_000, "{validation:?}");
+    assert!(validation.changed_pixels > 100_000, "{validation:?}");
+    assert!(!validation.same_but_caret(), "{validation:?}");
+    let [x, y, width, height] = validation.changed_box.expect("a changed box");
+    assert!(
+        x <= 400 && y <= 400 && x + width > 400 && y + height > 400,
+        "{validation:?}"
+    );
+    // Without a timer the later frame is the settled one.
+    let quiet = json!({"type": "move", "x": 420, "y": 420, "intent": "nothing scheduled"});
+    let response = act(&client, &session, "late-2", 1, quiet).await.unwrap();
+    let validation = response
+        .receipt
+        .settle
+        .validation
+        .clone()
+        .expect("validation");
+    assert_eq!(validation.changed_pixels, 0, "{validation:?}");
+    assert!(validation.same_but_caret());
 }
