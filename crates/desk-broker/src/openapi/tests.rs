@@ -116,3 +116,91 @@ fn every_error_code_is_documented_with_every_status_it_takes() {
     let all: BTreeSet<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
     assert_eq!(named, all);
 }
+
+/// The statuses the document gives each code are the ones `BrokerError::status_and_code`
+/// answers with: one error of every kind, and a control refusal of every control code.
+#[test]
+fn statuses_agree_with_the_error_mapping() {
+    use desk_desktop::BackendError;
+
+    use crate::BrokerError;
+
+    let text = || "x".to_string();
+    let desktop = |source| BrokerError::Desktop {
+        operation: "test",
+        source,
+    };
+    let mut errors = vec![
+        BrokerError::MalformedAction(text()),
+        BrokerError::InvalidRequest(text()),
+        BrokerError::BodyTooLarge { limit: 1 },
+        BrokerError::NotFound(text()),
+        BrokerError::SequenceConflict(text()),
+        BrokerError::InvalidState {
+            operation: "test",
+            reason: text(),
+        },
+        BrokerError::LeaseConflict(text()),
+        BrokerError::Unauthorized(text()),
+        BrokerError::Forbidden(text()),
+        BrokerError::SessionBusy(text()),
+        BrokerError::SessionKilled {
+            session_id: text(),
+            reason: text(),
+        },
+        BrokerError::LeaseExpired(text()),
+        BrokerError::CheckpointRequired(text()),
+        BrokerError::CheckpointFailed(text()),
+        BrokerError::ArtifactInvalid(text()),
+        BrokerError::AppNotMaximized(text()),
+        BrokerError::ResetUnstable(text()),
+        BrokerError::OutcomeUnknown {
+            action_index: 0,
+            source: None,
+        },
+        BrokerError::JournalUnavailable(text()),
+        BrokerError::PolicyInvalid(text()),
+        BrokerError::ProfileNotAllowed(text()),
+        BrokerError::Internal(text()),
+        desktop(BackendError::DesktopFailed(text())),
+        desktop(BackendError::SandboxUnavailable(text())),
+        desktop(BackendError::WorkspaceUnverified(vec![text()])),
+        desktop(BackendError::AccessibilityUnavailable(text())),
+        desktop(BackendError::AxStale(text())),
+        desktop(BackendError::AxForeignWindow(text())),
+        desktop(BackendError::AxNotActionable(text())),
+        desktop(BackendError::AxProviderBusy(text())),
+        desktop(BackendError::DestinationNotApp(text())),
+        desktop(BackendError::ResourceLimit(text())),
+    ];
+    // The codes the broker refuses control and program requests with (`control_status`).
+    let control_codes = [
+        ErrorCode::InvalidParams,
+        ErrorCode::ControlBusy,
+        ErrorCode::ControlStopped,
+        ErrorCode::ControlStaleGeneration,
+        ErrorCode::ControlObserveOnly,
+        ErrorCode::ScreenshotUnknown,
+        ErrorCode::ScreenshotStale,
+        ErrorCode::PointOutsideImage,
+        ErrorCode::AxObservationStale,
+        ErrorCode::AxForeignWindow,
+        ErrorCode::AxNotActionable,
+        ErrorCode::DestinationNotApp,
+        ErrorCode::Unsupported,
+        ErrorCode::ClipboardDisabled,
+        ErrorCode::ClipboardUnavailable,
+        ErrorCode::ClipboardOutcomeUnknown,
+    ];
+    errors.extend(control_codes.map(|code| BrokerError::Control {
+        code,
+        message: text(),
+    }));
+    for error in errors {
+        let (status, code) = error.status_and_code();
+        assert!(
+            super::statuses(code, true).contains(&status),
+            "{error:?} answers {status} {code}, which the document does not give {code}"
+        );
+    }
+}
