@@ -7,7 +7,8 @@
 //! the store does not yet hold as `killed` is applied in the session's turn (so an action in
 //! flight ends first, as `input_outcome_unknown` or with its receipt): the receipt is replayed
 //! into the session's journal with its original id (once: a journal that ended takes nothing),
-//! the desktop handle is dropped, the session becomes `killed`.
+//! the desktop handle is dropped, anything written in the session directory after the kill
+//! removed it is removed, the session becomes `killed`.
 //!
 //! Workspaces (`workspace.rs`): a `removal_pending` workspace is checked and destroyed again
 //! until its removal is proven, then `destroyed`; a `launching`, `running` or `stopped` one
@@ -58,6 +59,16 @@ impl Inner {
         if let Some(mut backend) = runtime.backend.take() {
             // Its processes were killed; nothing of it is to be reaped or waited for.
             backend.detach();
+        }
+        // The kill removed the directory before its receipt. A broker it did not wait for
+        // (stopped past kill::KILL_FENCE_BOUND inside an action's records) may have written a
+        // frame or log rows since: in the session's turn nothing writes, so they go too.
+        let dir = session.dir();
+        if dir.path().exists() && receipt.storage_destroyed {
+            tracing::warn!(session_id = %id, "removing what was written after the kill");
+            if let Err(error) = std::fs::remove_dir_all(dir.path()) {
+                tracing::error!(session_id = %id, %error, "failed to remove the killed directory");
+            }
         }
         crate::evidence::session_killed(self.evidence(), &session, receipt)?;
         session.lifecycle = killed;

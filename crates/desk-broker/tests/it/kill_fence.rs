@@ -2,7 +2,9 @@
 //! the broker writes an action's records) for more than `KILL_FENCE_BOUND`: with the fence held
 //! by someone else and an action inside the desktop (a fake desktop gated on its first
 //! `execute`), the kill goes on past the bound, its signed receipt names the action in doubt,
-//! and the action is journaled `unknown` (never complete, never replayed).
+//! and the action is journaled `unknown` (never complete, never replayed); what a broker cut
+//! past the bound writes after the kill removed the directory is removed when the kill is
+//! applied.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -209,4 +211,33 @@ async fn a_kill_with_the_fence_held_goes_on_after_the_bound_and_the_action_is_in
         Some(RecordBody::SessionKilled(killed)) => assert_eq!(killed, &receipt),
         other => panic!("last record {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn what_a_broker_writes_after_a_kill_removed_the_directory_goes_when_the_kill_is_applied() {
+    let harness = Harness::new();
+    let id = harness.ready().await;
+    let (status, _) = harness.act(&id, "a0", 0, click(5, 5)).await;
+    assert_eq!(status, StatusCode::OK);
+    // A kill from outside the broker (the watchdog's path), not applied yet.
+    let state = desk_broker::StateDir::new(harness.dir.path());
+    let key = desk_broker::load_signing_key(harness.dir.path(), None).unwrap();
+    let session = desk_broker::SessionId::parse(&id).unwrap();
+    let outcome = desk_broker::kill::kill_session(
+        &state,
+        &key,
+        &session,
+        "operator: late writes",
+        &desk_broker::kill::KillSource::Operator,
+    )
+    .unwrap();
+    assert!(matches!(outcome, desk_broker::kill::KillOutcome::Killed(_)));
+    let dir = harness.dir.path().join("sessions").join(&id);
+    assert!(!dir.exists(), "the kill removed the directory");
+    // What a broker stopped inside an action's records past the bound writes when it resumes.
+    std::fs::create_dir_all(dir.join("frames")).unwrap();
+    std::fs::write(dir.join("frames").join("000001.png"), b"late").unwrap();
+    let done = harness.broker.reconcile().await.unwrap();
+    assert_eq!(done.kills_applied, 1);
+    assert!(!dir.exists(), "applying the kill removed the late writes");
 }
