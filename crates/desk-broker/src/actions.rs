@@ -52,6 +52,7 @@ impl Inner {
         session_id: &SessionId,
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
+        let started = std::time::Instant::now();
         self.load(session_id)?;
         let slot = self.slot(session_id);
         let mut runtime = slot.lock();
@@ -108,7 +109,9 @@ impl Inner {
             steps: vec![validated],
             scope,
         };
+        let checks_us = started.elapsed().as_micros();
         let ran = self.run_plan(backend.as_mut(), session, &plan)?;
+        let run_us = started.elapsed().as_micros() - checks_us;
         let Ran {
             ledger,
             action_index,
@@ -145,7 +148,17 @@ impl Inner {
             screenshot,
         };
         let done = step.input == InputAction::Done;
+        let shot_us = started.elapsed().as_micros() - checks_us - run_us;
         ledger.delivered(&step.outcome, &mut response, done, None)?;
+        tracing::debug!(
+            %session_id,
+            action_index,
+            checks_us,
+            run_us,
+            shot_us,
+            total_us = started.elapsed().as_micros(),
+            "action timing: broker"
+        );
         Ok(response)
     }
 

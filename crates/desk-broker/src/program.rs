@@ -92,6 +92,7 @@ impl Inner {
         session: SessionRow,
         plan: &Plan,
     ) -> Result<Ran<'a>, BrokerError> {
+        let started = std::time::Instant::now();
         let session_id = session.id.clone();
         let dir = session.dir();
         let (running, action_index) = session.lifecycle.accept(plan.expected_action_index)?;
@@ -116,7 +117,9 @@ impl Inner {
             action_type: plan.journal_type,
             intent: &plan.intent,
         };
+        let census_us = started.elapsed().as_micros();
         let ledger = Ledger::open(self, session, running, action_index, accepted)?;
+        let opened_us = started.elapsed().as_micros();
         let mut submitted: Vec<Submitted> = Vec::new();
         let mut attempted = 0;
         let mut failing = None;
@@ -133,12 +136,23 @@ impl Inner {
             let (input, intent) = step.clone().into_parts();
             self.config.fault.fire(FaultHook::KillBeforeInput);
             attempted += 1;
+            let step_started = std::time::Instant::now();
             let result = match input {
                 InputAction::Done => backend.capture().map(crate::actions::done_outcome),
                 // A Stop past this generation interrupts the step's settle wait.
                 _ => backend.execute_for(&input, self.config.settle, plan.scope.generation),
             };
             self.config.fault.fire(FaultHook::KillAfterInput);
+            tracing::debug!(
+                %session_id,
+                action_index,
+                step_index,
+                census_us,
+                ledger_open_us = opened_us - census_us,
+                backend_us = step_started.elapsed().as_micros(),
+                settle_ms = result.as_ref().map(|outcome| outcome.settle.wait_ms).unwrap_or(0),
+                "action timing: step"
+            );
             match result {
                 Ok(outcome) => submitted.push(Submitted {
                     step_index,
