@@ -98,19 +98,24 @@ pub fn check_settle(
         .min(policy.quiet_without_change_ms);
     let max = u64::from(policy.max_ms);
     let rule_fits = match report.outcome {
-        SettleOutcome::Stable => matches!(report.rule, SettleRule::AppIdle | SettleRule::QuietTimer),
+        SettleOutcome::Stable => {
+            matches!(report.rule, SettleRule::AppIdle | SettleRule::QuietTimer)
+        }
         SettleOutcome::StillChanging => report.rule == SettleRule::MaxWait,
         _ => report.rule == SettleRule::NotSettled,
     };
     if !rule_fits {
-        return fail(&check, format!("rule disagrees with the outcome: {report:?}"));
+        return fail(
+            &check,
+            format!("rule disagrees with the outcome: {report:?}"),
+        );
     }
     match report.outcome {
         SettleOutcome::Stable
             if report.rule == SettleRule::QuietTimer && report.wait_ms < u64::from(quiet) =>
         {
             fail(
-            &check,
+                &check,
                 format!("stable after {} ms, before the quiet time", report.wait_ms),
             )
         }

@@ -254,25 +254,35 @@ impl IdleWatch {
     }
 
     /// Samples the watched processes; `Err` names the signal that could not be read.
+    ///
+    /// Stops at the first busy thread (the sample then only says "busy"); sockets are read
+    /// last, when every thread sleeps: a busy desktop costs a few `/proc` reads per sample.
     pub(crate) fn sample(&mut self) -> Result<Sample, String> {
         let diag = self.diag.as_mut().ok_or("socket queues cannot be read")?;
-        let queues = diag.unix_queues()?;
         let mut threads = Vec::new();
-        let mut busy = None;
+        let mut alive = Vec::with_capacity(self.pids.len());
         for &pid in &self.pids {
-            let Some(process) = read_process(pid, Some(pid) == self.server)? else {
-                continue;
-            };
-            threads.extend(process.threads);
-            if busy.is_none() {
-                busy = process.busy;
+            match read_threads(pid, Some(pid) == self.server, &mut threads)? {
+                Threads::Gone => {}
+                Threads::Asleep => alive.push(pid),
+                Threads::Busy(reason) => {
+                    return Ok(Sample {
+                        asleep: false,
+                        threads,
+                        busy: Some(reason),
+                    });
+                }
             }
-            if busy.is_none() {
-                busy = process
-                    .sockets
-                    .iter()
-                    .find_map(|inode| queues.get(inode).filter(|len| **len > 0))
-                    .map(|len| format!("pid {pid} has {len} unread bytes"));
+        }
+        let queues = diag.unix_queues()?;
+        let mut busy = None;
+        for pid in alive {
+            let unread = socket_inodes(&format!("/proc/{pid}"))?
+                .iter()
+                .find_map(|inode| queues.get(inode).copied().filter(|len| *len > 0));
+            if let Some(len) = unread {
+                busy = Some(format!("pid {pid} has {len} unread bytes"));
+                break;
             }
         }
         threads.sort_unstable_by_key(|thread| thread.tid);
@@ -305,67 +315,77 @@ fn client_pids(conn: &RustConnection) -> Result<Vec<u32>, String> {
         .collect())
 }
 
-/// One process's threads and sockets.
-struct Process {
-    threads: Vec<ThreadSample>,
-    /// Inodes of its sockets.
-    sockets: HashSet<u64>,
-    /// Why it is not idle.
-    busy: Option<String>,
+/// What [`read_threads`] found of one process.
+enum Threads {
+    /// The process is gone.
+    Gone,
+    /// Every thread sleeps in a call whose timeout is known.
+    Asleep,
+    /// Why it is not asleep.
+    Busy(String),
 }
 
-/// Reads `/proc/<pid>`; `Ok(None)` when the process is gone.
-fn read_process(pid: u32, server: bool) -> Result<Option<Process>, String> {
+/// Appends the threads of `/proc/<pid>` to `threads`, stopping at the first that is not
+/// asleep.
+fn read_threads(
+    pid: u32,
+    server: bool,
+    threads: &mut Vec<ThreadSample>,
+) -> Result<Threads, String> {
     let base = format!("/proc/{pid}");
     let tasks = match std::fs::read_dir(format!("{base}/task")) {
         Ok(tasks) => tasks,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Threads::Gone),
         Err(error) => return Err(format!("read {base}/task: {error}")),
     };
-    let mut threads = Vec::new();
-    let mut busy = None;
+    // A thread that exits between the listing and a read is no longer a thread; any other
+    // failure to read is a signal we cannot read.
+    let read = |path: &std::path::Path| match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(_) if !path.exists() => Ok(None),
+        Err(error) => Err(format!("read {}: {error}", path.display())),
+    };
     for task in tasks.flatten() {
         let Some(tid) = task.file_name().to_str().and_then(|name| name.parse().ok()) else {
             continue;
         };
         let path = task.path();
-        let (Ok(status), Ok(syscall)) = (
-            std::fs::read_to_string(path.join("status")),
-            std::fs::read_to_string(path.join("syscall")),
-        ) else {
-            // A thread that exited between the listing and the read: no longer a thread.
-            if path.exists() {
-                return Err(format!("read {}: permission denied", path.display()));
-            }
+        let Some(status) = read(&path.join("status"))? else {
             continue;
         };
         let state =
             parse_status(&status).ok_or_else(|| format!("unreadable {}/status", path.display()))?;
-        let wake = parse_syscall(&syscall).map(|wake| resolve(&base, wake));
+        if state.state != 'S' {
+            let state = state.state;
+            return Ok(Threads::Busy(format!(
+                "thread {tid} of pid {pid} is in state {state}"
+            )));
+        }
+        let Some(syscall) = read(&path.join("syscall"))? else {
+            continue;
+        };
+        let wake = match parse_syscall(&syscall).map(|wake| resolve(&base, wake)) {
+            Some(wake @ (Wake::Never | Wake::Within(_))) => wake,
+            Some(Wake::Unknown | Wake::Pointer { .. }) => {
+                let call = syscall.split_whitespace().next().unwrap_or("?");
+                return Ok(Threads::Busy(format!(
+                    "thread {tid} of pid {pid} waits in call {call}"
+                )));
+            }
+            None => {
+                return Ok(Threads::Busy(format!(
+                    "thread {tid} of pid {pid} is running"
+                )));
+            }
+        };
         threads.push(ThreadSample {
             tid,
             switches: state.switches,
-            timer_soon: matches!(wake, Some(Wake::Within(ms)) if ms <= TIMER_HORIZON_MS),
+            timer_soon: matches!(wake, Wake::Within(ms) if ms <= TIMER_HORIZON_MS),
             server,
         });
-        if busy.is_some() {
-            continue;
-        }
-        busy = match (state.state, wake) {
-            ('S', Some(Wake::Never | Wake::Within(_))) => None,
-            ('S', Some(Wake::Unknown | Wake::Pointer { .. })) => Some(format!(
-                "thread {tid} of pid {pid} waits in call {}",
-                syscall.split_whitespace().next().unwrap_or("?")
-            )),
-            (state, _) => Some(format!("thread {tid} of pid {pid} is in state {state}")),
-        };
     }
-    let sockets = socket_inodes(&base)?;
-    Ok(Some(Process {
-        threads,
-        sockets,
-        busy,
-    }))
+    Ok(Threads::Asleep)
 }
 
 /// Reads a timeout the call's argument points to from the process's memory (the thread's

@@ -154,6 +154,8 @@ pub(crate) fn wait_for_idle(
     let mut last_busy: Option<String> = None;
     let mut n_samples = 0u32;
     let mut next_poll = started + IDLE_POLL;
+    // Time spent reading the idle signals, and how often: their cost on the desktop's cores.
+    let (mut sampling, mut n_polls) = (Duration::ZERO, 0u32);
     loop {
         let now = Instant::now();
         if next_poll > now {
@@ -177,7 +179,11 @@ pub(crate) fn wait_for_idle(
         }
         let mut idle_long_enough = false;
         if watch.unavailable().is_none() {
-            match watch.sample() {
+            let sampled_at = Instant::now();
+            let sample = watch.sample();
+            sampling += sampled_at.elapsed();
+            n_polls = n_polls.saturating_add(1);
+            match sample {
                 Ok(sample) if sample.asleep => match &idle_since {
                     Some((since, window)) => match window.judge(&sample) {
                         Judgement::Quiet => idle_long_enough = since.elapsed() >= IDLE_QUIET,
@@ -225,13 +231,15 @@ pub(crate) fn wait_for_idle(
             idle_since = None;
             continue;
         }
-        if rule == SettleRule::QuietTimer {
-            tracing::debug!(
-                unavailable = watch.unavailable(),
-                busy = last_busy.as_deref(),
-                "settled by the quiet-time rule"
-            );
-        }
+        tracing::debug!(
+            rule = rule.as_str(),
+            wait_ms = millis(started.elapsed()),
+            n_polls,
+            sampling_us = sampling.as_micros(),
+            unavailable = watch.unavailable(),
+            busy = last_busy.as_deref(),
+            "settled"
+        );
         return Ok(finish(
             frame,
             SettleOutcome::Stable,
