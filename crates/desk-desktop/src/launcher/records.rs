@@ -209,7 +209,9 @@ pub(crate) fn survivors(
 
 /// Kills `holder` (SIGKILL) and every recorded group with a live member: SIGTERM, `grace`,
 /// SIGKILL (leader alive or not), then waits up to `proof` until [`survivors`] is empty and
-/// returns what is left. A zero `grace` sends SIGKILL at once, `worker` role first.
+/// returns what is left. A zero `grace` sends SIGKILL at once, `worker` role first; with a
+/// live `holder`, the worker itself, then the holder, whose pid namespace is waited out
+/// (up to [`HOLDER_FIRST`]) before the groups' leaders, the `nsenter`s, are killed.
 pub(crate) fn kill_and_prove(
     recorded: &[RecordedProcess],
     holder: Option<&RecordedProcess>,
@@ -228,20 +230,46 @@ pub(crate) fn kill_and_prove(
             .collect()
     };
     let mut groups = with_members();
+    let live_holder = holder.filter(|holder| holder.is_alive());
     if grace.is_zero() {
         // Destruction: the worker (the only process that sends input) before anything else.
+        // In a sandbox, only the worker itself: its group's leader is the `nsenter` outside
+        // the pid namespace that is its parent, left to reap it (below).
+        let scan = scan_processes();
         for process in groups.iter().filter(|process| process.role == "worker") {
-            force_kill_group(process.pid);
+            let members = members_in(&scan, process);
+            let inside: Vec<u32> = members
+                .iter()
+                .copied()
+                .filter(|member| *member != process.pid)
+                .collect();
+            if live_holder.is_some() && !inside.is_empty() {
+                for member in inside {
+                    kill_pid(member);
+                }
+            } else {
+                force_kill_group(process.pid);
+            }
         }
     }
-    if let Some(holder) = holder.filter(|holder| holder.is_alive())
-        && let Ok(raw) = i32::try_from(holder.pid)
-    {
+    if let Some(holder) = live_holder {
         tracing::info!(
             pid = holder.pid,
             "killing the sandbox's pid 1 and its pid namespace"
         );
-        let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
+        kill_pid(holder.pid);
+        if grace.is_zero() {
+            // The sandbox's processes are children of `nsenter`s outside its pid namespace,
+            // recorded as the leaders of their groups. Killed together with their children,
+            // they would leave them to the host's init, and the sandbox's pid 1 stays in its
+            // exit until that init reaps them (a lazy init: seconds). Alive, they reap their
+            // children at once; so the namespace goes first, the groups after.
+            let deadline = Instant::now() + proof.min(HOLDER_FIRST);
+            while holder.is_alive() && Instant::now() < deadline {
+                std::thread::sleep(HOLDER_POLL);
+            }
+            groups = with_members();
+        }
     }
     if !grace.is_zero() && !groups.is_empty() {
         for process in &groups {
@@ -263,7 +291,23 @@ pub(crate) fn kill_and_prove(
         for process in with_members() {
             force_kill_group(process.pid);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(PROOF_POLL);
+    }
+}
+
+/// How often killing looks again whether what it killed is gone (one pass over `/proc`).
+const PROOF_POLL: Duration = Duration::from_millis(10);
+
+/// How often destruction looks whether the sandbox's pid 1 is gone (one `/proc` file).
+const HOLDER_POLL: Duration = Duration::from_millis(2);
+
+/// How long destruction waits for the sandbox's pid namespace to be gone before it kills the
+/// `nsenter` parents of its processes anyway (they reap their children within milliseconds).
+const HOLDER_FIRST: Duration = Duration::from_millis(500);
+
+fn kill_pid(pid: u32) {
+    if let Ok(raw) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(Pid::from_raw(raw), Signal::SIGKILL);
     }
 }
 
