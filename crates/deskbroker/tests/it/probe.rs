@@ -63,6 +63,31 @@ pub(crate) fn wait_for_events(log: &Path, n: usize) -> Vec<Value> {
     probe_events(log)
 }
 
+/// Writes the profile `name` into `root/profiles`: the probe binary logging to `log` with
+/// `args` (see `desk-probe`'s flags), maximized, its directory visible read-only.
+pub(crate) fn write_probe_profile(root: &Path, name: &str, log: &Path, args: &[&str]) {
+    let profiles = root.join("profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let mut command = vec![
+        crate::support::probe_binary().display().to_string(),
+        "--out".to_string(),
+        log.display().to_string(),
+    ];
+    command.extend(args.iter().map(|arg| arg.to_string()));
+    let text = format!(
+        "name = {name:?}\ncommand = {command:?}\nread_only = [{dir:?}]\n\
+         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n\
+         [window]\nclass = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
+        // The sandbox shows the worker program alone of the target directory.
+        dir = crate::support::probe_binary()
+            .parent()
+            .unwrap()
+            .display()
+            .to_string(),
+    );
+    std::fs::write(profiles.join(format!("{name}.toml")), text).unwrap();
+}
+
 /// A broker on a fresh temporary directory with one probe session leased and reset: what most
 /// real-desktop tests start from. Fields drop in declaration order, so the broker is killed
 /// before its directory is removed.
@@ -96,12 +121,18 @@ impl ProbeSession {
 }
 
 pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
+    leased_profile(broker, "probe", attempt).await
+}
+
+/// Leases a session of `profile` (the probe under some options) and resets it to a verified,
+/// settled handoff.
+pub(crate) async fn leased_profile(broker: &Broker, profile: &str, attempt: &str) -> String {
     let client = broker.client();
     let lease = client
         .lease(&LeaseRequest {
             task_id: "probe".into(),
             attempt_id: attempt.into(),
-            profile: Some("probe".into()),
+            profile: Some(profile.into()),
         })
         .await
         .unwrap();

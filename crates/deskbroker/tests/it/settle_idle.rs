@@ -7,13 +7,12 @@
 //! the same click settles by the idle rule, well before the quiet-time rule could.
 
 use desk_client::Client;
-use desk_contract::api::{LeaseRequest, ResetRequest};
 use desk_contract::settle::{SettleOutcome, SettleRule};
 use desk_test_support::PROBE_RGB;
 use serde_json::json;
 
-use crate::probe::act;
-use crate::support::{Broker, png_pixels, probe_binary, xvfb_available};
+use crate::probe::{act, leased_profile, write_probe_profile};
+use crate::support::{Broker, png_pixels, xvfb_available};
 
 /// The probe's repaint color (`FLICKER_PIXEL` of desk-test-support's probe).
 const REPAINT_RGB: (u8, u8, u8) = (0xcc, 0x66, 0x33);
@@ -30,42 +29,11 @@ async fn timer_session_with(
     serve_args: &[&str],
 ) -> (Broker, Client, String) {
     let log = root.join("probe.ndjson");
-    let profiles = root.join("profiles");
-    std::fs::create_dir_all(&profiles).unwrap();
-    let mut command = vec![
-        probe_binary().display().to_string(),
-        "--out".to_string(),
-        log.display().to_string(),
-    ];
-    command.extend(probe_args.iter().map(|arg| arg.to_string()));
-    let text = format!(
-        "name = \"timer\"\ncommand = {command:?}\nread_only = [{dir:?}]\n\
-         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n\
-         [window]\nclass = \"deskprobe\"\nmaximize = true\ntimeout_ms = 15000\n",
-        // The sandbox shows the worker program alone of the target directory.
-        dir = probe_binary().parent().unwrap().display().to_string(),
-    );
-    std::fs::write(profiles.join("timer.toml"), text).unwrap();
+    write_probe_profile(root, "timer", &log, probe_args);
     let broker = Broker::start_with(root, None, &log, serve_args);
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "settle".into(),
-            attempt_id: "idle".into(),
-            profile: Some("timer".into()),
-        })
-        .await
-        .unwrap();
-    client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
-    (broker, client, lease.session_id)
+    let session = leased_profile(&broker, "timer", "idle").await;
+    (broker, client, session)
 }
 
 /// The color at (`x`, `y`) of a response's screenshot.

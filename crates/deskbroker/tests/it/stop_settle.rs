@@ -5,15 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use desk_contract::api::{LeaseRequest, ResetRequest};
 use desk_contract::control::{
     ControlClaim, ControlMode, ControlToken, ProgramRequest, StopReason, StopRequest,
 };
 use desk_contract::settle::SettleOutcome;
 use serde_json::json;
 
-use crate::probe::{of_type, probe_events};
-use crate::support::{Broker, probe_binary, xvfb_available};
+use crate::probe::{leased_profile, of_type, probe_events, write_probe_profile};
+use crate::support::{Broker, xvfb_available};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_interrupts_the_settle_wait_of_the_running_step() {
@@ -22,40 +21,12 @@ async fn stop_interrupts_the_settle_wait_of_the_running_step() {
     }
     let root = tempfile::tempdir().unwrap();
     let log = root.path().join("probe.ndjson");
-    let profiles = root.path().join("profiles");
-    std::fs::create_dir_all(&profiles).unwrap();
-    let text = format!(
-        "name = \"restless\"\ncommand = [{program:?}, \"--out\", {out:?}, \"--repaint-ms\", \
-         \"30\", \"--repaint-after-press\", \"yes\"]\nread_only = [{dir:?}]\n\
-         [attempt]\nfilename = \"attempt.txt\"\n\
-         template = \"fresh\"\n[window]\nclass = \"deskprobe\"\nmaximize = true\n\
-         timeout_ms = 15000\n",
-        program = probe_binary().display().to_string(),
-        out = log.display().to_string(),
-        // The sandbox shows the worker program alone of the target directory.
-        dir = probe_binary().parent().unwrap().display().to_string(),
-    );
-    std::fs::write(profiles.join("restless.toml"), text).unwrap();
+    let args = ["--repaint-ms", "30", "--repaint-after-press", "yes"];
+    write_probe_profile(root.path(), "restless", &log, &args);
     let broker = Broker::start(root.path(), None, &log);
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "stop".into(),
-            attempt_id: "settle".into(),
-            profile: Some("restless".into()),
-        })
-        .await
-        .unwrap();
-    let session = lease.session_id;
-    client
-        .reset(
-            &session,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .expect("the window settles at handoff: it repaints only after a press");
+    // The window settles at handoff: it repaints only after a press.
+    let session = leased_profile(&broker, "restless", "settle").await;
     let claim = ControlClaim {
         owner: "agent".to_string(),
         mode: ControlMode::Act,
