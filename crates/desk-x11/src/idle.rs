@@ -31,7 +31,7 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::error::X11Error;
 use diag::SockDiag;
-use thread::{Wake, parse_status, parse_syscall};
+use thread::{Timeout, Wake, parse_status, parse_syscall};
 
 /// A thread blocked with a timer due within this many milliseconds of its call is not idle:
 /// the event loop has work scheduled (a click animation, a deferred repaint). Longer timers
@@ -408,9 +408,13 @@ fn resolve(base: &str, wake: Wake) -> Wake {
             .saturating_mul(1_000)
             .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000_000)
     };
-    let monotonic = clock_ms(rustix::time::ClockId::Monotonic);
-    let realtime = clock_ms(rustix::time::ClockId::Realtime);
-    kind.remaining_ms(bytes, monotonic, realtime)
+    // Only a deadline needs the time: the clock it is on, read once.
+    let now_ms = match kind {
+        Timeout::MonotonicDeadline => clock_ms(rustix::time::ClockId::Monotonic),
+        Timeout::RealtimeDeadline => clock_ms(rustix::time::ClockId::Realtime),
+        Timeout::Timespec | Timeout::Timeval => 0,
+    };
+    kind.remaining_ms(bytes, now_ms)
         .map_or(Wake::Unknown, Wake::Within)
 }
 

@@ -35,14 +35,10 @@ pub(crate) enum Timeout {
 }
 
 impl Timeout {
-    /// Milliseconds from the call (or from `now_ms` on the deadline's clock) until the
-    /// timeout, from the 16 bytes at its address; `None` when they are not a valid time.
-    pub(crate) fn remaining_ms(
-        self,
-        bytes: [u8; 16],
-        monotonic_ms: u64,
-        realtime_ms: u64,
-    ) -> Option<u64> {
+    /// Milliseconds from the call (or from `now_ms`, read on the deadline's clock, for the
+    /// deadline kinds) until the timeout, from the 16 bytes at its address; `None` when they
+    /// are not a valid time.
+    pub(crate) fn remaining_ms(self, bytes: [u8; 16], now_ms: u64) -> Option<u64> {
         let seconds = i64::from_ne_bytes(bytes[..8].try_into().ok()?);
         let fraction = i64::from_ne_bytes(bytes[8..].try_into().ok()?);
         let seconds = u64::try_from(seconds).ok()?;
@@ -56,8 +52,7 @@ impl Timeout {
         let at_ms = seconds.checked_mul(1_000)?.checked_add(fraction_ms)?;
         Some(match self {
             Timeout::Timespec | Timeout::Timeval => at_ms,
-            Timeout::MonotonicDeadline => at_ms.saturating_sub(monotonic_ms),
-            Timeout::RealtimeDeadline => at_ms.saturating_sub(realtime_ms),
+            Timeout::MonotonicDeadline | Timeout::RealtimeDeadline => at_ms.saturating_sub(now_ms),
         })
     }
 }
@@ -246,19 +241,19 @@ mod tests {
 
     #[test]
     fn timeouts_in_memory_read_as_milliseconds() {
-        let relative = Timeout::Timespec.remaining_ms(timespec(0, 150_000_000), 0, 0);
+        let relative = Timeout::Timespec.remaining_ms(timespec(0, 150_000_000), 99_999);
         assert_eq!(relative, Some(150));
         assert_eq!(
-            Timeout::Timeval.remaining_ms(timespec(2, 500_000), 0, 0),
+            Timeout::Timeval.remaining_ms(timespec(2, 500_000), 0),
             Some(2_500)
         );
-        let deadline = Timeout::MonotonicDeadline.remaining_ms(timespec(10, 0), 9_900, 0);
+        let deadline = Timeout::MonotonicDeadline.remaining_ms(timespec(10, 0), 9_900);
         assert_eq!(deadline, Some(100));
-        let past = Timeout::RealtimeDeadline.remaining_ms(timespec(10, 0), 0, 20_000);
+        let past = Timeout::RealtimeDeadline.remaining_ms(timespec(10, 0), 20_000);
         assert_eq!(past, Some(0));
-        assert_eq!(Timeout::Timespec.remaining_ms(timespec(-1, 0), 0, 0), None);
+        assert_eq!(Timeout::Timespec.remaining_ms(timespec(-1, 0), 0), None);
         assert_eq!(
-            Timeout::Timespec.remaining_ms(timespec(0, 1_000_000_000), 0, 0),
+            Timeout::Timespec.remaining_ms(timespec(0, 1_000_000_000), 0),
             None
         );
     }
