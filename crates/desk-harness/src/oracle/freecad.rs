@@ -6,8 +6,9 @@
 //! cylinder for a bend round, 45°-turned boxes for chamfers), one Union of the material, one
 //! Union of everything cut away, and one Cut. The sheet is TechDraw's default page renamed
 //! `Layout1` at page scale 0.5, with one view per reference view taken from the 3D view's
-//! standard directions (keys 0–6) or, for a section, cut from its plan view; each moved to a
-//! slot and dimensioned on edges `sheet.rs` computes from the part; the notes as an annotation.
+//! standard directions (keys 0–6) or, for a section, cut from its plan view; each moved to the
+//! slot of its cell of the gold's grid (`sheet.rs`, the slot rule) and dimensioned on edges
+//! `sheet.rs` computes from the part; the notes as an annotation in a free slot.
 //!
 //! Every position is a widget measured on the pinned `freecad` profile at 1920x1080 (the combo
 //! view docked left at its default width); the script never reads the screen.
@@ -22,7 +23,7 @@ mod sheet;
 
 use csg::{Placed, Primitive, decompose};
 use sheet::{
-    DimTool, EMPTY_PAGE, NOTE_SLOT, PAGE_CENTRE, PAGE_SCALE, SectionStep, ViewPlan, to_screen,
+    DimTool, EMPTY_PAGE, PAGE_CENTRE, PAGE_SCALE, SectionStep, ViewPlan, note_slot, to_screen,
     view_plans,
 };
 
@@ -252,8 +253,8 @@ fn place_and_dimension(plan: &ViewPlan) -> Vec<Vec<Value>> {
     batches
 }
 
-/// Inserts the notes annotation at the page centre, types its lines and moves it to its slot.
-fn notes_batches(notes: &[String]) -> Vec<Vec<Value>> {
+/// Inserts the notes annotation at the page centre, types its lines and moves it to `slot`.
+fn notes_batches(notes: &[String], slot: (f64, f64)) -> Vec<Vec<Value>> {
     let mut text = vec![
         click(LIST_EDITOR, "focus the list editor"),
         key(&["ctrl", "a"], "select the default text"),
@@ -268,8 +269,8 @@ fn notes_batches(notes: &[String]) -> Vec<Vec<Value>> {
     text.push(wait(800, "let the note redraw"));
     let mut place = vec![click(to_screen(PAGE_CENTRE), "select the note")];
     place.push(wait(300, "let the property editor fill"));
-    place.extend(property(PROP_NOTE_X, &num(NOTE_SLOT.0), "note's page X"));
-    place.extend(property(PROP_NOTE_Y, &num(NOTE_SLOT.1), "note's page Y"));
+    place.extend(property(PROP_NOTE_X, &num(slot.0), "note's page X"));
+    place.extend(property(PROP_NOTE_Y, &num(slot.1), "note's page Y"));
     vec![
         vec![
             click(TAB_PAGE, "show the page"),
@@ -347,17 +348,14 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
         key(&["return"], "confirm the label"),
     ]);
     batches.push(property(PROP_PAGE_SCALE, &num(PAGE_SCALE), "page scale"));
-    let plans = view_plans(&part.spec, &part.sheet.views).ok_or_else(|| {
-        "a sheet with more dimensioned views than page slots, or a section without a plan view"
-            .to_owned()
-    })?;
-    // Dimensioned views first, each moved to its slot (a section after its plan view); then
-    // the notes, moved to theirs; the isometric view last, left at the page centre.
-    let rest = part
-        .sheet
-        .views
-        .iter()
-        .filter(|view| !plans.iter().any(|plan| plan.view == **view));
+    let plans = view_plans(&part.spec, &part.sheet.views)
+        .ok_or("a view outside the grid's cells, or a section without a plan view")?;
+    let notes_slot = note_slot(&part.spec, &part.sheet.views, &plans)
+        .ok_or("a sheet with no room for its notes")?;
+    // Dimensioned views first, each moved to its cell's slot (a section after its plan view);
+    // the notes; the isometric view last, left at the page centre (its bottom-row cell).
+    let planned = |view: &View| plans.iter().any(|plan| plan.view == *view);
+    let rest = part.sheet.views.iter().filter(|view| !planned(view));
     let order: Vec<View> = plans
         .iter()
         .map(|plan| plan.view)
@@ -367,7 +365,7 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
     for view in order {
         let plan = plans.iter().find(|plan| plan.view == view);
         if plan.is_none() && !notes_done && !part.sheet.notes.is_empty() {
-            batches.extend(notes_batches(&part.sheet.notes));
+            batches.extend(notes_batches(&part.sheet.notes, notes_slot));
             notes_done = true;
         }
         match (plan.and_then(|plan| plan.section.as_ref()), view_key(view)) {
@@ -388,7 +386,7 @@ pub(crate) fn part_batches(part: &PartTask) -> Result<Vec<Vec<Value>>, String> {
         }
     }
     if !notes_done && !part.sheet.notes.is_empty() {
-        batches.extend(notes_batches(&part.sheet.notes));
+        batches.extend(notes_batches(&part.sheet.notes, notes_slot));
     }
     batches.push(vec![click(TAB_PAGE, "show the finished page")]);
     batches.push(vec![

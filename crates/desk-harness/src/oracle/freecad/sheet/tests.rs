@@ -1,0 +1,210 @@
+//! The slot rule against the gold's grid for every corpus part, and the page geometry.
+
+use desk_cad::generate3d::{PartTask, generate_part};
+
+use super::*;
+
+/// The 3D parts of the corpus.
+const N_PARTS: u64 = 29;
+
+/// Where the gold puts view `index` (`solid/build_part.py`, `sheet`), and its page (A3).
+fn gold_position(index: usize) -> (f64, f64) {
+    (
+        100.0 + 200.0 * (index % 2) as f64,
+        200.0 - 120.0 * (index / 2) as f64,
+    )
+}
+const GOLD_PAGE: (f64, f64) = (420.0, 297.0);
+/// The recipe's page: TechDraw's default A4 landscape.
+const PAGE: (f64, f64) = (297.0, 210.0);
+/// The judge's band (`score3d/sheet/layout.rs`, `BAND`).
+const BAND: f64 = 0.05;
+
+/// -1, 0 or 1: how `b` lies from `a` along one page axis, 0 within the band.
+fn relation(a: f64, b: f64, page: f64) -> i8 {
+    let delta = b - a;
+    if delta.abs() <= BAND * page {
+        0
+    } else if delta > 0.0 {
+        1
+    } else {
+        -1
+    }
+}
+
+/// Where the recipe leaves each of the sheet's views: its plan's slot, or the page centre.
+fn recipe_positions(part: &PartTask) -> Vec<(f64, f64)> {
+    let plans = view_plans(&part.spec, &part.sheet.views).expect("a plan for every part");
+    part.sheet
+        .views
+        .iter()
+        .map(|view| {
+            plans
+                .iter()
+                .find(|plan| plan.view == *view)
+                .map_or(PAGE_CENTRE, |plan| plan.slot)
+        })
+        .collect()
+}
+
+/// Views whose every pair keeps the gold's order of columns and rows (the judge's rule).
+fn n_in_place(positions: &[(f64, f64)]) -> usize {
+    (0..positions.len())
+        .filter(|a| {
+            (0..positions.len()).filter(|b| b != a).all(|b| {
+                let (ga, gb) = (gold_position(*a), gold_position(b));
+                let (ca, cb) = (positions[*a], positions[b]);
+                let x = relation(ga.0, gb.0, GOLD_PAGE.0);
+                let y = relation(ga.1, gb.1, GOLD_PAGE.1);
+                (x == 0 || relation(ca.0, cb.0, PAGE.0) == x)
+                    && (y == 0 || relation(ca.1, cb.1, PAGE.1) == y)
+            })
+        })
+        .count()
+}
+
+#[test]
+fn every_corpus_view_is_in_the_cell_of_the_gold_grid() {
+    let mut n_layouts = std::collections::BTreeMap::new();
+    for index in 0..N_PARTS {
+        let part = generate_part(index);
+        let positions = recipe_positions(&part);
+        assert_eq!(
+            n_in_place(&positions),
+            part.sheet.views.len(),
+            "part {index}: {:?} at {positions:?}",
+            part.sheet.views
+        );
+        let kinds: Vec<&str> = part.sheet.views.iter().map(|view| view.label()).collect();
+        *n_layouts.entry(kinds.len()).or_insert(0) += 1;
+    }
+    // The corpus has both layouts: three views (plates, flanges) and four (brackets).
+    assert_eq!(n_layouts.get(&3), Some(&19));
+    assert_eq!(n_layouts.get(&4), Some(&10));
+}
+
+#[test]
+fn the_judges_rule_fails_the_old_plan_order() {
+    // The check above can fail: the old rule (slots filled in plan order, sections last) put
+    // a section task's two top views and a bracket's third view out of place.
+    let old_slots = [(65.0, 160.0), (225.0, 160.0), (225.0, 95.0)];
+    let mut n_out_of_place = 0;
+    for index in 0..N_PARTS {
+        let part = generate_part(index);
+        let mut plan_order: Vec<usize> = (0..part.sheet.views.len())
+            .filter(|idx| part.sheet.views[*idx] != View::Isometric)
+            .collect();
+        plan_order.sort_by_key(|idx| part.sheet.views[*idx] == View::Section);
+        let mut positions = vec![PAGE_CENTRE; part.sheet.views.len()];
+        for (slot, idx) in old_slots.iter().zip(plan_order) {
+            positions[idx] = *slot;
+        }
+        if n_in_place(&positions) < part.sheet.views.len() {
+            n_out_of_place += 1;
+        }
+    }
+    assert_eq!(n_out_of_place, 14);
+}
+
+#[test]
+fn a_pictorial_view_in_the_top_row_has_no_plan() {
+    let part = generate_part(0);
+    let mut views = part.sheet.views.clone();
+    views.rotate_right(1);
+    assert_eq!(views[0], View::Isometric);
+    assert_eq!(view_plans(&part.spec, &views), None);
+    let five = [
+        View::Top,
+        View::Front,
+        View::Right,
+        View::Left,
+        View::Isometric,
+    ];
+    assert_eq!(view_plans(&part.spec, &five), None);
+}
+
+#[test]
+fn every_corpus_view_fits_its_slot_and_its_edge_points_lie_on_its_outline_box() {
+    for index in 0..N_PARTS {
+        let part = generate_part(index);
+        let plans = view_plans(&part.spec, &part.views).expect("enough slots");
+        let dimensioned = part
+            .views
+            .iter()
+            .filter(|view| camera(**view).is_some())
+            .count();
+        assert_eq!(plans.len(), dimensioned, "part {index}");
+        if part.views.contains(&View::Section) {
+            let section = plans.last().and_then(|plan| plan.section.as_ref());
+            assert!(section.is_some(), "part {index}: the section comes last");
+        }
+        for plan in &plans {
+            let view = &plan.view;
+            let (hx, hy) = half_extents(&part.spec, *view);
+            // Inside the page's drawing frame and clear of the title block and the page
+            // centre, where the next view appears.
+            let (x, y) = plan.slot;
+            assert!(x - hx > 10.0 && x + hx < 287.0 && y - hy > 10.0 && y + hy < 200.0);
+            assert!(!(x + hx > 140.0 && y - hy < 60.0), "title block: {view:?}");
+            assert!(
+                (x - PAGE_CENTRE.0).abs() > hx + 20.0,
+                "part {index} {view:?}"
+            );
+            assert!(!plan.dims.is_empty(), "part {index} {view:?}");
+            for (_, (px, py)) in &plan.dims {
+                assert!(
+                    (px - x).abs() <= hx + 1e-9 && (py - y).abs() <= hy + 1e-9,
+                    "part {index} {view:?}: ({px}, {py}) outside the view"
+                );
+            }
+            let (gx, gy) = plan.grab;
+            assert!((gx - PAGE_CENTRE.0).abs() <= hx + 1e-9);
+            assert!((gy - PAGE_CENTRE.1).abs() <= hy + 1e-9);
+            let (ex, ey) = EMPTY_PAGE;
+            assert!(
+                (ex - x).abs() > hx || (ey - y).abs() > hy,
+                "empty spot covered"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_corpus_sheet_has_room_for_its_notes_clear_of_the_title_block() {
+    let mut n_by_slot = std::collections::BTreeMap::new();
+    for index in 0..N_PARTS {
+        let part = generate_part(index);
+        let plans = view_plans(&part.spec, &part.views).expect("a plan");
+        let (x, y) = note_slot(&part.spec, &part.views, &plans).expect("room for the notes");
+        let (nx, ny) = NOTE_HALF_EXTENTS;
+        assert!(x - nx > 10.0 && x + nx < 287.0 && y - ny > 10.0 && y + ny < 200.0);
+        assert!(
+            !(x + nx > 140.0 && y - ny < 60.0),
+            "part {index}: title block"
+        );
+        // The notes are inserted at the page centre and picked there, before the pictorial
+        // view: no moved view may cover it.
+        for plan in &plans {
+            let (hx, hy) = half_extents(&part.spec, plan.view);
+            assert!(
+                (plan.slot.0 - PAGE_CENTRE.0).abs() > hx
+                    || (plan.slot.1 - PAGE_CENTRE.1).abs() > hy
+            );
+        }
+        *n_by_slot.entry(format!("{x},{y}")).or_insert(0) += 1;
+    }
+    // Brackets fill the bottom-left cell, so their notes go right of the pictorial view.
+    assert_eq!(n_by_slot.get("240,100"), Some(&10), "{n_by_slot:?}");
+}
+
+#[test]
+fn page_points_map_to_the_measured_screen_positions() {
+    // Measured: a 100 x 60 mm box's top view at page scale 1, centred on the page, has
+    // its left edge at x = 883.5 and its top edge at y = 457.5.
+    assert_eq!(to_screen(PAGE_CENTRE), (1088, 580));
+    let (left, top) = to_screen((PAGE_CENTRE.0 - 50.0, PAGE_CENTRE.1 + 30.0));
+    assert!(
+        (left - 884).abs() <= 1 && (top - 458).abs() <= 1,
+        "{left} {top}"
+    );
+}
