@@ -22,7 +22,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
-use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -103,12 +102,10 @@ fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error)
     }
 }
 
-fn create_private_dir(path: &Path) -> Result<(), EvidenceError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(io_error("create", path))
+/// Creates `path` 0700 below `root`, which must still exist (see
+/// [`crate::private::create_dir_below`]).
+fn create_private_dir(root: &Path, path: &Path) -> Result<(), EvidenceError> {
+    crate::private::create_dir_below(root, path).map_err(io_error("create", path))
 }
 
 /// Loads (or on first start creates) the signing key and publishes `evidence.pub`, so a broker

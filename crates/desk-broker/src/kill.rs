@@ -35,8 +35,7 @@
 //! exists; a held lock (a kill under way) or a tombstone leaves it.
 
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::time::Duration;
 
 use desk_desktop::{SessionDir, StateDir, destroy};
@@ -160,17 +159,15 @@ pub fn read_tombstone(state: &StateDir, id: &SessionId) -> Option<Tombstone> {
     serde_json::from_slice(&bytes).ok()
 }
 
-fn create_private_dir(path: &Path) -> Result<(), BrokerError> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(BrokerError::io("create", path))
+/// Creates `state`'s kill directory (never the state directory itself).
+fn create_kills_dir(state: &StateDir) -> Result<(), BrokerError> {
+    let path = state.kills();
+    crate::private::create_dir_below(state.path(), &path).map_err(BrokerError::io("create", &path))
 }
 
 /// Creates the tombstone exclusively; `Ok(false)` when it already exists.
 fn write_tombstone(state: &StateDir, tombstone: &Tombstone) -> Result<bool, BrokerError> {
-    create_private_dir(&state.kills())?;
+    create_kills_dir(state)?;
     let path = state.kill_record(tombstone.session_id.as_str());
     let mut file = match std::fs::OpenOptions::new()
         .write(true)

@@ -78,6 +78,29 @@ fn refused(dir_use: DirUse, dir: &Path, reason: String) -> BrokerError {
     }
 }
 
+/// Creates `dir` (and missing parents up to `root`) with mode 0700 when `root`, the state
+/// directory, still exists. Nothing below the state directory ever recreates it: a broker, kill
+/// or watchdog writing after its state directory was removed (a test's temporary directory, an
+/// operator's cleanup) fails with `NotFound` instead of leaving a new partial tree behind.
+pub(crate) fn create_dir_below(root: &Path, dir: &Path) -> std::io::Result<()> {
+    if !dir.starts_with(root) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not below {}", dir.display(), root.display()),
+        ));
+    }
+    if !root.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("state directory {} is gone", root.display()),
+        ));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Creates `dir` (and missing parents) with mode 0700, or checks an existing one as described
 /// in the module documentation. An existing state directory that is still empty (a fresh
 /// temporary directory, say) holds nothing yet, so it is made 0700 rather than refused.

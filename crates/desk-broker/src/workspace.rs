@@ -7,7 +7,6 @@
 //! `removal_pending` workspace to `destroyed` once it proves the removal.
 
 use std::io::Write as _;
-use std::os::unix::fs::DirBuilderExt as _;
 
 use desk_desktop::StateDir;
 use desk_desktop::destroy::Remains;
@@ -37,10 +36,7 @@ pub(crate) fn record(
     remains: &Remains,
 ) -> Result<(), BrokerError> {
     let directory = state_dir.workspaces();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&directory)
+    crate::private::create_dir_below(state_dir.path(), &directory)
         .map_err(BrokerError::io("create", &directory))?;
     let path = state_dir.workspace_state(id.as_str());
     let temporary = path.with_extension("json.tmp");

@@ -54,7 +54,7 @@ fn append_error(path: &Path, reason: impl Into<String>) -> EvidenceError {
 }
 
 /// Signs `receipt` for `session_id` and appends it to the spool at `path` (created 0600 in a
-/// 0700 directory when missing): append, fsync, read back, verify.
+/// 0700 directory when missing, whose parent must exist): append, fsync, read back, verify.
 pub fn append(
     path: &Path,
     key: &SigningKey,
@@ -69,12 +69,14 @@ pub fn append(
     let envelope = Envelope::sign(&spooled, key)?;
     let mut line = envelope.canonical_bytes()?;
     line.push(b'\n');
+    // The spool's directory alone, never its parent (the broker's state directory): a receipt
+    // written after the state directory was removed fails instead of recreating it.
     if let Some(parent) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(io("create", parent))?;
+        match std::fs::DirBuilder::new().mode(0o700).create(parent) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(io("create", parent)(error)),
+        }
     }
     let mut file = OpenOptions::new()
         .read(true)
@@ -154,6 +156,16 @@ mod tests {
             process: None,
             action_in_doubt: None,
         }
+    }
+
+    #[test]
+    fn a_spool_whose_state_directory_is_gone_is_not_recreated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        let path = state.join("spool").join("terminal.ndjson");
+        let key = SigningKey::generate().expect("key");
+        assert!(append(&path, &key, "s_1", &receipt("kill-1")).is_err());
+        assert!(!state.exists(), "the state directory was recreated");
     }
 
     #[test]

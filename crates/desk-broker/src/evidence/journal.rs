@@ -125,7 +125,7 @@ impl SessionJournal {
     /// staging file, renamed into place by [`SessionJournal::commit_staged`].
     pub(super) fn stage(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, EvidenceError> {
         let staging = self.directory.join(STAGING_DIR);
-        create_private_dir(&staging)?;
+        create_private_dir(&self.directory, &staging)?;
         let path = staging.join(name);
         let mut file = crate::private::create_file(&path).map_err(io_error("create", &path))?;
         file.write_all(bytes).map_err(io_error("write", &path))?;
@@ -140,7 +140,7 @@ impl SessionJournal {
         name: &str,
     ) -> Result<(), EvidenceError> {
         let directory = self.directory.join(relative_dir);
-        create_private_dir(&directory)?;
+        create_private_dir(&self.directory, &directory)?;
         let target = directory.join(name);
         std::fs::rename(staged, &target).map_err(io_error("rename", &target))?;
         File::open(&directory)
@@ -175,7 +175,7 @@ pub(super) fn open_journal(
     let config = evidence.config;
     let key = signing_key(evidence)?;
     let directory = session_evidence_dir(&config.state_dir, &session.id);
-    create_private_dir(&directory)?;
+    create_private_dir(&config.state_dir, &directory)?;
     let path = directory.join(JOURNAL_FILE);
     let empty = match std::fs::metadata(&path) {
         Ok(metadata) => metadata.len() == 0,

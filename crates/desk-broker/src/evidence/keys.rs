@@ -11,7 +11,7 @@ pub(super) fn load_or_create_key(
     configured: Option<&Path>,
 ) -> Result<SigningKey, EvidenceError> {
     let directory = evidence_dir(state_dir);
-    create_private_dir(&directory)?;
+    create_private_dir(state_dir, &directory)?;
     let key = match configured {
         Some(path) => SigningKey::read(path)?,
         None => {

@@ -28,7 +28,7 @@ pub(super) fn kill_lock(
     id: &SessionId,
     blocking: bool,
 ) -> Result<Option<std::fs::File>, BrokerError> {
-    super::create_private_dir(&state.kills())?;
+    super::create_kills_dir(state)?;
     let path = state.kill_lock(id.as_str());
     let file = crate::private::open_lock_file(&path)
         .map_err(BrokerError::io("open the kill lock", &path))?;
@@ -103,7 +103,7 @@ pub(crate) fn fence_for_kill(state: &StateDir, id: &SessionId) -> Option<std::fs
 /// goes on unfenced, as before the fence existed.
 pub(crate) fn fence(state: &StateDir, id: &SessionId) -> Option<std::fs::File> {
     let path = state.kill_fence(id.as_str());
-    let held = super::create_private_dir(&state.kills()).and_then(|()| {
+    let held = super::create_kills_dir(state).and_then(|()| {
         crate::private::open_lock_file(&path)
             .and_then(|file| file.lock_shared().map(|()| file))
             .map_err(BrokerError::io("hold the kill fence", &path))

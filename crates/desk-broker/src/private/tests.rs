@@ -74,3 +74,18 @@ fn a_socket_directory_others_can_write_or_another_uid_owns_is_refused() {
         assert!(cause.contains("uid 54321"), "{cause}");
     }
 }
+
+#[test]
+fn directories_below_a_removed_state_directory_are_not_recreated() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let state = root.path().join("state");
+    let deep = state.join("evidence").join("s_1");
+    let error = create_dir_below(&state, &deep).expect_err("state directory missing");
+    assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+    assert!(!state.exists(), "the state directory was recreated");
+    assert!(create_dir_below(&state, root.path()).is_err(), "not below");
+    std::fs::create_dir(&state).expect("mkdir");
+    create_dir_below(&state, &deep).expect("created below an existing state directory");
+    assert_eq!(mode(&deep), 0o700);
+    assert_eq!(mode(&state.join("evidence")), 0o700);
+}
