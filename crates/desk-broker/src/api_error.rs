@@ -124,6 +124,13 @@ impl BrokerError {
                 ErrorCode::DestinationNotApp,
             ),
             BrokerError::Desktop {
+                source: BackendError::DestinationProhibited(_),
+                ..
+            } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::DestinationProhibited,
+            ),
+            BrokerError::Desktop {
                 source: BackendError::ResourceLimit(_),
                 ..
             } => (StatusCode::BAD_GATEWAY, ErrorCode::ResourceLimit),
@@ -198,7 +205,8 @@ fn control_status(code: ErrorCode) -> StatusCode {
         | ErrorCode::AxObservationStale
         | ErrorCode::AxForeignWindow
         | ErrorCode::AxNotActionable
-        | ErrorCode::DestinationNotApp => StatusCode::UNPROCESSABLE_ENTITY,
+        | ErrorCode::DestinationNotApp
+        | ErrorCode::DestinationProhibited => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
         ErrorCode::ClipboardDisabled => StatusCode::FORBIDDEN,
         ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,

@@ -68,6 +68,7 @@ pub fn statuses(code: ErrorCode, reads_body: bool) -> &'static [StatusCode] {
         | ErrorCode::AxForeignWindow
         | ErrorCode::AxNotActionable
         | ErrorCode::DestinationNotApp
+        | ErrorCode::DestinationProhibited
         | ErrorCode::ClipboardUnavailable => &[StatusCode::UNPROCESSABLE_ENTITY],
         ErrorCode::InputOutcomeUnknown | ErrorCode::Internal => {
             &[StatusCode::INTERNAL_SERVER_ERROR]

@@ -77,7 +77,10 @@ impl Inner {
     /// Input the worker refused because it would have left the app (`destination_not_app`)
     /// counts as a refused action, toward the policy's limit, like any other escape attempt.
     fn count_off_app(&self, session_id: &SessionId, request_id: &str, error: &BrokerError) {
-        if error.status_and_code().1 == ErrorCode::DestinationNotApp {
+        if matches!(
+            error.status_and_code().1,
+            ErrorCode::DestinationNotApp | ErrorCode::DestinationProhibited
+        ) {
             self.count_refused(session_id, request_id, error);
         }
     }

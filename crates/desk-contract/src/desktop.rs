@@ -143,6 +143,43 @@ pub struct WindowRules {
     pub overlays: Vec<OverlayRule>,
     /// How long to wait for the window, in milliseconds.
     pub timeout_ms: u32,
+    /// Destinations seat input must never reach (checked before every action once the app is
+    /// bound): input whose destination window matches one is refused with
+    /// `destination_prohibited`.
+    #[serde(default)]
+    pub prohibited: Vec<ProhibitedDestination>,
+}
+
+/// A window seat input must never reach, recognised by what X says of it: the `WM_CLASS`
+/// (instance or class) and the title (`_NET_WM_NAME`, else `WM_NAME`) of the destination's
+/// client window. Each given part must match (case-insensitive substrings); a rule without
+/// either matches nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProhibitedDestination {
+    /// What the destination is, named in the refusal ("Python console").
+    pub label: String,
+    /// A substring of the window's `WM_CLASS` instance or class.
+    #[serde(default)]
+    pub class_contains: Option<String>,
+    /// A substring of the window's title.
+    #[serde(default)]
+    pub title_contains: Option<String>,
+}
+
+impl ProhibitedDestination {
+    /// Whether a window of `class` (its `WM_CLASS` instance and class joined) and `title`
+    /// matches this rule.
+    pub fn matches(&self, class: &str, title: &str) -> bool {
+        let contains = |haystack: &str, needle: &Option<String>| {
+            needle
+                .as_ref()
+                .is_none_or(|needle| haystack.to_lowercase().contains(&needle.to_lowercase()))
+        };
+        (self.class_contains.is_some() || self.title_contains.is_some())
+            && contains(class, &self.class_contains)
+            && contains(title, &self.title_contains)
+    }
 }
 
 /// An overlay window (first-run dialog, tip of the day) and how to dismiss it.

@@ -119,6 +119,11 @@ crate::wire_enum! {
         /// bare desktop or on another program's window, or keys while the keyboard focus is on
         /// no window of the app. Checked before every action and program step; nothing was sent.
         DestinationNotApp = "destination_not_app",
+        /// An action's seat input would reach a destination the session's profile prohibits
+        /// (a Python console, a macro editor or dialog, an add-on manager, an embedded web
+        /// view), recognised by the destination window's class and title. Checked before every
+        /// action and program step; nothing was sent.
+        DestinationProhibited = "destination_prohibited",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

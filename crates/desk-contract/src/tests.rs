@@ -224,3 +224,21 @@ fn a_program_step_is_an_action_or_a_semantic_step_on_the_same_wire() {
         input
     );
 }
+
+#[test]
+fn a_prohibited_destination_matches_every_given_part_case_insensitively() {
+    use crate::desktop::ProhibitedDestination;
+    let rule = |class: Option<&str>, title: Option<&str>| ProhibitedDestination {
+        label: "x".to_string(),
+        class_contains: class.map(str::to_string),
+        title_contains: title.map(str::to_string),
+    };
+    let console = rule(None, Some("python CONSOLE"));
+    assert!(console.matches("freecad FreeCAD", "Python console"));
+    assert!(!console.matches("freecad FreeCAD", "FreeCAD - attempt.FCStd"));
+    let both = rule(Some("qtwebengine"), Some("Start"));
+    assert!(both.matches("QtWebEngineProcess x", "Start page"));
+    assert!(!both.matches("freecad FreeCAD", "Start page"));
+    assert!(!both.matches("QtWebEngineProcess x", "Help"));
+    assert!(!rule(None, None).matches("anything", "anything"));
+}

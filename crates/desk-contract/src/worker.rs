@@ -195,6 +195,9 @@ pub enum WorkerFailureKind {
     /// or on another client's window, or keys while the focus is on no window of the app;
     /// nothing was sent.
     DestinationNotApp,
+    /// Seat input would reach a destination the profile prohibits (`WindowRules::prohibited`);
+    /// nothing was sent.
+    DestinationProhibited,
 }
 
 /// A failed answer.

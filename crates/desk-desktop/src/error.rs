@@ -74,6 +74,10 @@ pub enum BackendError {
     /// client's window, focus on no window of the app); nothing was sent.
     #[error("{0}")]
     DestinationNotApp(String),
+    /// Seat input would reach a destination the profile prohibits (a Python console, macro
+    /// editor or dialog, add-on manager, web view); nothing was sent.
+    #[error("{0}")]
+    DestinationProhibited(String),
     /// The process listening on the worker socket is not the recorded worker (`SO_PEERCRED`:
     /// another uid or pid); nothing was sent to it.
     #[error("the worker socket's peer was refused: {0}")]
@@ -117,6 +121,9 @@ impl From<WorkerFailure> for BackendError {
             WorkerFailureKind::AxProviderBusy => BackendError::AxProviderBusy(failure.message),
             WorkerFailureKind::DestinationNotApp => {
                 BackendError::DestinationNotApp(failure.message)
+            }
+            WorkerFailureKind::DestinationProhibited => {
+                BackendError::DestinationProhibited(failure.message)
             }
         }
     }

@@ -119,6 +119,10 @@ pub struct WindowSpec {
     /// Milliseconds to wait for the window.
     #[serde(default = "default_timeout")]
     pub timeout_ms: u32,
+    /// Windows seat input must never reach (`[[window.prohibited]]`: label, class_contains,
+    /// title_contains); the worker refuses such input with `destination_prohibited`.
+    #[serde(default)]
+    pub prohibited: Vec<desk_contract::desktop::ProhibitedDestination>,
 }
 
 fn yes() -> bool {
@@ -377,6 +381,7 @@ impl AppProfile {
                 })
                 .collect(),
             timeout_ms: self.window.timeout_ms,
+            prohibited: self.window.prohibited.clone(),
         };
         Ok(PreparedAttempt {
             launch: AppLaunch {

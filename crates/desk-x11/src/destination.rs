@@ -11,8 +11,18 @@
 //!
 //! "Of the app" is `_NET_WM_PID` equal to the bound app's pid, the same rule the window list
 //! uses. Without a bound app (no handoff yet) there is nothing to check against.
+//!
+//! Then the profile's prohibited destinations (`WindowRules::prohibited`, kept from the
+//! handoff): the app's client window the input would reach (under each point, or holding the
+//! focus) is named by its `WM_CLASS` and title, and a match (FreeCAD's macro and customize
+//! dialogs, a floating Python console, the add-on manager, a web view) is refused with
+//! `DestinationProhibited` before the first event. This is the layer outside the app: it holds
+//! when the app's own lockdown fails, for every destination that is a window of its own. A
+//! widget docked inside the main window has no window of its own to X; that one rests on the
+//! app's lockdown (`docs/security.md`, "FreeCAD entry paths"). A profile without rules costs
+//! nothing; with rules, one batch of three property reads per destination window.
 
-use desk_contract::desktop::FocusFacts;
+use desk_contract::desktop::{FocusFacts, ProhibitedDestination};
 use desk_contract::geometry::ScreenPoint;
 use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
@@ -30,8 +40,9 @@ const FRAME_WIDTH: usize = 64;
 /// Where seat input would go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Destination {
-    /// A window of the bound app, or a frame around one.
-    App,
+    /// A window of the bound app (its client window, the one holding `_NET_WM_PID`), or a
+    /// frame around it.
+    App(Window),
     /// No window: the bare desktop (the root).
     Desktop,
     /// Another client's window, numbered as X numbers it.
@@ -64,7 +75,7 @@ impl X11Session {
         };
         for point in points {
             match self.destination_at(point, pid).map_err(unverified)? {
-                Destination::App => {}
+                Destination::App(client) => self.check_prohibited(client)?,
                 Destination::Desktop => {
                     return Err(refused(format!(
                         "({}, {}) is on the bare desktop, not on a window of the app; nothing \
@@ -92,8 +103,8 @@ impl X11Session {
                     .to_string(),
             ));
         };
-        if self.inside_app(focused, pid).map_err(unverified)? {
-            return Ok(());
+        if let Some(client) = self.inside_app(focused, pid).map_err(unverified)? {
+            return self.check_prohibited(client);
         }
         Err(refused(format!(
             "the keyboard focus is on window {focused:#x}, which is not the app's; nothing was \
@@ -120,36 +131,36 @@ impl X11Session {
         if top == x11rb::NONE {
             return Ok(Destination::Desktop);
         }
-        if self.holds_app(top, pid)? {
-            Ok(Destination::App)
-        } else {
-            Ok(Destination::Foreign(top))
-        }
+        Ok(match self.holds_app(top, pid)? {
+            Some(client) => Destination::App(client),
+            None => Destination::Foreign(top),
+        })
     }
 
-    /// Whether `window` or one of its descendants a few levels down (a frame's client) is the
-    /// app's. Requests of one level travel together; a window that vanished meanwhile is not
-    /// the app's.
-    fn holds_app(&self, window: Window, pid: u32) -> Result<bool, X11Error> {
+    /// The app's client window among `window` and its descendants a few levels down (a
+    /// frame's client), if any. Requests of one level travel together; a window that vanished
+    /// meanwhile is not the app's.
+    fn holds_app(&self, window: Window, pid: u32) -> Result<Option<Window>, X11Error> {
         let mut level = vec![window];
         for _ in 0..FRAME_DEPTH {
             level.truncate(FRAME_WIDTH);
             let mut asked = Vec::with_capacity(level.len());
             for window in &level {
+                let window = *window;
                 let owner = self
                     .conn
-                    .get_property(false, *window, self.atoms._NET_WM_PID, AtomEnum::ANY, 0, 1)
+                    .get_property(false, window, self.atoms._NET_WM_PID, AtomEnum::ANY, 0, 1)
                     .map_err(X11Error::conn("get property"))?;
                 let tree = self
                     .conn
-                    .query_tree(*window)
+                    .query_tree(window)
                     .map_err(X11Error::conn("query tree"))?;
-                asked.push((owner, tree));
+                asked.push((window, owner, tree));
             }
             let mut next = Vec::new();
-            for (owner, tree) in asked {
+            for (window, owner, tree) in asked {
                 if owner.reply().is_ok_and(|owner| owned_by(&owner, pid)) {
-                    return Ok(true);
+                    return Ok(Some(window));
                 }
                 if let Ok(tree) = tree.reply() {
                     next.extend(tree.children);
@@ -160,11 +171,11 @@ impl X11Session {
             }
             level = next;
         }
-        Ok(false)
+        Ok(None)
     }
 
-    /// Whether `window` or one of its ancestors is the app's.
-    fn inside_app(&self, window: Window, pid: u32) -> Result<bool, X11Error> {
+    /// The app's window among `window` and its ancestors (the nearest), if any.
+    fn inside_app(&self, window: Window, pid: u32) -> Result<Option<Window>, X11Error> {
         let mut window = window;
         while window != self.root && window != x11rb::NONE {
             let owner = self
@@ -177,15 +188,70 @@ impl X11Session {
                 .map_err(X11Error::conn("query tree"))?;
             let (Ok(owner), Ok(tree)) = (owner.reply(), tree.reply()) else {
                 // The focused window vanished while being read: not the app's.
-                return Ok(false);
+                return Ok(None);
             };
             if owned_by(&owner, pid) {
-                return Ok(true);
+                return Ok(Some(window));
             }
             window = tree.parent;
         }
-        Ok(false)
+        Ok(None)
     }
+
+    /// Refuses with `DestinationProhibited` when the app's `client` window matches one of the
+    /// profile's prohibited destinations.
+    fn check_prohibited(&self, client: Window) -> Result<(), WorkerFailure> {
+        if self.prohibited.is_empty() {
+            return Ok(());
+        }
+        let (class, title) = self.class_and_title(client).map_err(unverified)?;
+        match prohibited_match(&self.prohibited, &class, &title) {
+            None => Ok(()),
+            Some(rule) => Err(WorkerFailure {
+                kind: WorkerFailureKind::DestinationProhibited,
+                message: format!(
+                    "the input would reach the app's {} (window {client:#x}, class {class:?}, \
+                     title {title:?}), which this profile prohibits; nothing was sent",
+                    rule.label
+                ),
+            }),
+        }
+    }
+
+    /// `WM_CLASS` (instance and class joined by a space) and the title (`_NET_WM_NAME`, else
+    /// `WM_NAME`) of `window`, read in one batch; a window that vanished meanwhile has neither.
+    fn class_and_title(&self, window: Window) -> Result<(String, String), X11Error> {
+        let ask = |property: u32| {
+            self.conn
+                .get_property(false, window, property, AtomEnum::ANY, 0, 1024)
+                .map_err(X11Error::conn("get property"))
+        };
+        let class = ask(AtomEnum::WM_CLASS.into())?;
+        let net_name = ask(self.atoms._NET_WM_NAME)?;
+        let name = ask(AtomEnum::WM_NAME.into())?;
+        let text = |reply: Result<GetPropertyReply, _>| {
+            reply
+                .ok()
+                .filter(|reply: &GetPropertyReply| reply.format == 8 && !reply.value.is_empty())
+                .map(|reply| String::from_utf8_lossy(&reply.value).into_owned())
+        };
+        let class = text(class.reply())
+            .map(|class| class.trim_end_matches('\0').replace('\0', " "))
+            .unwrap_or_default();
+        let title = text(net_name.reply())
+            .or_else(|| text(name.reply()))
+            .unwrap_or_default();
+        Ok((class, title))
+    }
+}
+
+/// The first of `rules` a window of `class` and `title` matches.
+fn prohibited_match<'a>(
+    rules: &'a [ProhibitedDestination],
+    class: &str,
+    title: &str,
+) -> Option<&'a ProhibitedDestination> {
+    rules.iter().find(|rule| rule.matches(class, title))
 }
 
 /// Whether a `_NET_WM_PID` reply names `pid`.

@@ -162,6 +162,7 @@ impl X11Session {
             pid,
             window: main.window,
         });
+        self.prohibited.clone_from(&rules.prohibited);
         let first = self.capture_raw()?;
         let (mut wait_ms, mut n_samples) = (0u64, 0u32);
         let mut previous: Option<RawFrame> = None;

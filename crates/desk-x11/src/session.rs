@@ -43,6 +43,8 @@ pub struct X11Session {
     pub(crate) capturer: Capturer,
     pub(crate) keymap: Keymap,
     pub(crate) app: Option<AppWindow>,
+    /// The bound profile's prohibited destinations (`destination.rs`), from `await_app`.
+    pub(crate) prohibited: Vec<desk_contract::desktop::ProhibitedDestination>,
     vendor: String,
     /// Test-only: the observation the next `execute` fails (`DESKBROKER_WORKER_FAULT`).
     pub(crate) fault: WorkerFault,
@@ -134,6 +136,7 @@ impl X11Session {
             capturer,
             keymap,
             app: None,
+            prohibited: Vec::new(),
             vendor,
             fault: WorkerFault::from_env(),
             stop_file: None,

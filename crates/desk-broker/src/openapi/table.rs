@@ -243,6 +243,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             ScreenshotStale,
             PointOutsideImage,
             DestinationNotApp,
+            DestinationProhibited,
             DesktopFailed,
             ResourceLimit,
             NotFound,
@@ -261,6 +262,11 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                 "the input would reach something other than the app: the bare desktop, another \
                  program's window, or keys with the focus on no window of the app; nothing was \
                  sent",
+            ),
+            (
+                DestinationProhibited,
+                "the input would reach a destination the profile prohibits (a Python console, \
+                 macro editor or dialog, add-on manager, web view); nothing was sent",
             ),
             (DesktopFailed, NOTHING_SENT),
             (
@@ -447,6 +453,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             AxForeignWindow,
             AxNotActionable,
             DestinationNotApp,
+            DestinationProhibited,
             SessionBusy,
             DesktopFailed,
             ResourceLimit,

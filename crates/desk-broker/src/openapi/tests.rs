@@ -171,6 +171,7 @@ fn statuses_agree_with_the_error_mapping() {
         desktop(BackendError::AxNotActionable(text())),
         desktop(BackendError::AxProviderBusy(text())),
         desktop(BackendError::DestinationNotApp(text())),
+        desktop(BackendError::DestinationProhibited(text())),
         desktop(BackendError::ResourceLimit(text())),
     ];
     // The codes the broker refuses control and program requests with (`control_status`).
@@ -187,6 +188,7 @@ fn statuses_agree_with_the_error_mapping() {
         ErrorCode::AxForeignWindow,
         ErrorCode::AxNotActionable,
         ErrorCode::DestinationNotApp,
+        ErrorCode::DestinationProhibited,
         ErrorCode::Unsupported,
         ErrorCode::ClipboardDisabled,
         ErrorCode::ClipboardUnavailable,

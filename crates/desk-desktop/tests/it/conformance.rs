@@ -27,6 +27,7 @@ fn launch() -> AppLaunch {
             maximize: true,
             overlays: Vec::new(),
             timeout_ms: 1_000,
+            prohibited: Vec::new(),
         },
         settle: SettlePolicy::default(),
     }

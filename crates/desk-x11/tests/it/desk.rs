@@ -25,6 +25,7 @@ pub fn probe_rules() -> WindowRules {
         maximize: true,
         overlays: Vec::new(),
         timeout_ms: 10_000,
+        prohibited: Vec::new(),
     }
 }
 

@@ -13,4 +13,5 @@ mod handoff;
 mod input;
 mod keys;
 mod observe;
+mod prohibited;
 mod protocol;
