@@ -48,11 +48,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::CadError;
 use crate::generate3d::SHEET_NAME;
-use crate::solid::{FcstdFacts, READER, SolidFacts, UnionFacts, sandbox};
+use crate::solid::{FcstdFacts, SolidFacts, UnionFacts, sandbox};
 
 mod sheet;
 
-pub use sheet::{SHEET_PARTS, SHEET_WEIGHT, SheetScore};
+pub use sheet::{
+    DIMENSION_TOLERANCE, DIMENSION_TOLERANCE_MM, SHEET_PARTS, SHEET_WEIGHT, SheetScore,
+    render_sheet_png,
+};
 
 const JUDGE: &str = include_str!("solid/judge_fcstd.py");
 /// The line the judge prints once the gold is read, before it touches the candidate.
@@ -67,7 +70,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// give `resource_limit`.
 /// v4: the sheet also judges its views' arrangement and relative scale (`sheet/layout.rs`);
 /// its parts are reweighted ([`SHEET_PARTS`]).
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v4";
+/// v5: the judge recomputes `Layout1` headless (`solid/sheet_draw.py`): dimensions also match
+/// on their values, and a `presentation` part compares the trusted renders of the two sheets.
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v5";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.
@@ -256,7 +261,7 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         }
         Ok(_) => {}
     }
-    let script = format!("{READER}\n{JUDGE}");
+    let script = format!("{}{JUDGE}", crate::solid::reader_with_drawing());
     let stdout = sandbox::run_freecad(
         &script,
         &[(gold, "/in/gold.FCStd"), (candidate, "/in/candidate.FCStd")],

@@ -30,6 +30,17 @@ pub use sandbox::{
 /// The shared reader: document objects, BREP shapes and the choice of the part's solids.
 pub(crate) const READER: &str = include_str!("solid/fcstd_read.py");
 const INSPECT: &str = include_str!("solid/inspect_fcstd.py");
+/// The recomputation of the `Layout1` page (after the reader): its drawing and dimension
+/// values.
+const SHEET_DRAW: &str = include_str!("solid/sheet_draw.py");
+
+/// The reader followed by the page recomputation for `Layout1`.
+pub(crate) fn reader_with_drawing() -> String {
+    format!(
+        "{READER}\nDRAW_LABEL = {:?}\n{SHEET_DRAW}\n",
+        crate::generate3d::SHEET_NAME
+    )
+}
 
 /// One solid found in a Part shape.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -88,6 +99,72 @@ pub struct SheetDimension {
     /// The page view (index into [`SheetFacts::views`]) its first `References2D` link names;
     /// none when it names no view of the page.
     pub view: Option<usize>,
+    /// The value it shows (mm or degrees), from the judge's recomputed page
+    /// (`solid/sheet_draw.py`); none when the page was not recomputed (the inspector, a page
+    /// other than `Layout1`) or the dimension could not be measured.
+    #[serde(default)]
+    pub value: Option<f64>,
+}
+
+/// A page point in mm: origin at the page's lower left, Y up.
+pub type PagePoint = [f64; 2];
+
+/// One recomputed view of a drawn page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrawnView {
+    /// The view it draws (index into [`SheetFacts::views`]).
+    pub view: Option<usize>,
+    /// Visible edges as polylines.
+    pub visible: Vec<Vec<PagePoint>>,
+    /// Hidden edges (only when the view shows them) as polylines.
+    pub hidden: Vec<Vec<PagePoint>>,
+    /// A section's hatched cut faces, each its loops (the outer one first).
+    pub cut: Vec<Vec<Vec<PagePoint>>>,
+}
+
+/// One dimension of a drawn page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrawnDimension {
+    /// The view its first reference names (index into [`SheetFacts::views`]).
+    pub view: Option<usize>,
+    /// Its type (`DistanceX`, `Diameter`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The value it shows.
+    pub value: Option<f64>,
+    /// A linear dimension's line ends.
+    pub line: Option<Vec<PagePoint>>,
+    /// Its stored label position (its view's position plus its own offset).
+    pub at: Option<PagePoint>,
+}
+
+/// One note of a drawn page.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrawnNote {
+    /// Its position.
+    pub at: PagePoint,
+    /// Its text size in mm.
+    pub size: f64,
+    /// Its lines.
+    pub lines: Vec<String>,
+}
+
+/// What the judge drew of a page: `Layout1` recomputed headless from its stored facts
+/// (`solid/sheet_draw.py`), in page mm.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SheetDrawing {
+    /// The views that could be recomputed.
+    pub views: Vec<DrawnView>,
+    /// Every dimension of the page.
+    pub dimensions: Vec<DrawnDimension>,
+    /// The annotations.
+    pub notes: Vec<DrawnNote>,
+    /// The drawing stopped at its point budget.
+    pub truncated: bool,
 }
 
 /// One TechDraw page, read from `Document.xml` (views are never recomputed).
@@ -101,13 +178,16 @@ pub struct SheetFacts {
     /// Its template's stored `Width` and `Height` in mm.
     #[serde(default)]
     pub page_size: Option<[f64; 2]>,
-    /// Its dimensions, sorted by type. Their values are not stored in the file and are not
-    /// read.
+    /// Its dimensions, sorted by type. Their values are not stored in the file; the judge
+    /// measures them on its recomputed `Layout1`.
     pub dimensions: Vec<SheetDimension>,
     /// Hatches of its views.
     pub hatches: usize,
     /// Note texts (annotations and rich annotations), whitespace collapsed.
     pub notes: Vec<String>,
+    /// The judge's drawing of the page (`Layout1` only, none from the inspector).
+    #[serde(default)]
+    pub drawing: Option<SheetDrawing>,
 }
 
 /// What the inspector found in one file.
@@ -155,6 +235,14 @@ pub enum FcstdFacts {
 /// Inspects `path` with sandboxed headless FreeCAD.
 pub fn inspect_fcstd(path: &Path) -> Result<FcstdFacts, CadError> {
     let script = format!("{READER}\n{INSPECT}");
+    let stdout = sandbox::run_freecad(&script, &[(path, "/in/candidate.FCStd")], None)?;
+    sandbox::parse_report(&stdout.finished()?)
+}
+
+/// Inspects `path` like [`inspect_fcstd`] and also recomputes its `Layout1` page as the judge
+/// does: the sheet's [`SheetFacts::drawing`] and its dimensions' values.
+pub fn inspect_fcstd_drawn(path: &Path) -> Result<FcstdFacts, CadError> {
+    let script = format!("{}INSPECT_DRAW = True\n{INSPECT}", reader_with_drawing());
     let stdout = sandbox::run_freecad(&script, &[(path, "/in/candidate.FCStd")], None)?;
     sandbox::parse_report(&stdout.finished()?)
 }

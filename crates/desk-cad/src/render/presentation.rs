@@ -17,7 +17,20 @@ const TOLERANCE_PX: usize = 3;
 /// The presentation F1 in `[0, 1]`; 0 when either drawing cannot be rendered.
 pub(crate) fn similarity(gold: &Model, candidate: &Model) -> f64 {
     let view = View::fit_both(gold, candidate);
-    let (Some(gold_ink), Some(candidate_ink)) = (ink(gold, &view), ink(candidate, &view)) else {
+    ink_f1(ink(gold, &view), ink(candidate, &view))
+}
+
+/// The presentation F1 of two drawings each fitted to its own extent (for drawings whose
+/// coordinates are not comparable, e.g. sheets on pages of different sizes and scales).
+pub(crate) fn similarity_each_fitted(gold: &Model, candidate: &Model) -> f64 {
+    ink_f1(
+        ink(gold, &View::fit(gold)),
+        ink(candidate, &View::fit(candidate)),
+    )
+}
+
+fn ink_f1(gold_ink: Option<Vec<bool>>, candidate_ink: Option<Vec<bool>>) -> f64 {
+    let (Some(gold_ink), Some(candidate_ink)) = (gold_ink, candidate_ink) else {
         return 0.0;
     };
     let (n_gold, n_candidate) = (count(&gold_ink), count(&candidate_ink));

@@ -1,7 +1,8 @@
 //! The 3D judge's `sheet` category: the candidate's `Layout1` TechDraw page against the
-//! gold's, from the facts `solid/fcstd_read.py` reads out of `Document.xml` (views are never
-//! recomputed, so dimension values are not compared). The parts and their weights are
-//! [`SHEET_PARTS`]; `arrangement` and `scale` are in [`layout`].
+//! gold's, from the facts `solid/fcstd_read.py` reads out of `Document.xml` and the drawing
+//! `solid/sheet_draw.py` recomputes from them (never by opening the file as a document): the
+//! dimensions' values and the trusted render. The parts and their weights are
+//! [`SHEET_PARTS`]; `arrangement` and `scale` are in [`layout`], `presentation` in [`render`].
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,15 @@ use crate::generate3d::SHEET_NAME;
 use crate::solid::SheetFacts;
 
 pub(crate) mod layout;
+pub(crate) mod render;
+
+pub use render::render_sheet_png;
+
+/// Relative tolerance of a dimension's value (0.5 %), with [`DIMENSION_TOLERANCE_MM`] as its
+/// floor.
+pub const DIMENSION_TOLERANCE: f64 = 0.005;
+/// Absolute floor of a dimension value's tolerance, in mm (or degrees).
+pub const DIMENSION_TOLERANCE_MM: f64 = 0.01;
 
 /// Weight of the sheet category when the gold has a `Layout1` sheet; the part categories
 /// share the rest in proportion to [`super::SOLID_WEIGHTS`].
@@ -24,13 +34,18 @@ pub const SHEET_WEIGHT: f64 = 0.4;
 /// section tasks its two top views are exchanged against the reference's row-major grid and
 /// on the four-view tasks the third view sits in the right column. Once the oracle places each
 /// view in its reference cell, this weight can rise (0.15 was the plan).
-pub const SHEET_PARTS: [(&str, f64); 6] = [
-    ("views", 0.40),
+///
+/// `presentation` (the ink F1 of the trusted renders) weighs 0.08: it sees what the other
+/// parts list (edges, hatches, dimension texts, notes) where they are drawn, so it overlaps
+/// them, and it is held low for the same reason as `arrangement` (the oracle's layout).
+pub const SHEET_PARTS: [(&str, f64); 7] = [
+    ("views", 0.36),
     ("arrangement", 0.02),
     ("scale", 0.08),
-    ("dimensions", 0.28),
-    ("notes", 0.11),
-    ("hatches", 0.11),
+    ("dimensions", 0.26),
+    ("notes", 0.10),
+    ("hatches", 0.10),
+    ("presentation", 0.08),
 ];
 
 /// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item, and the
@@ -47,12 +62,17 @@ pub struct SheetScore {
     /// ([`layout::scale`]; none before scorer v4).
     #[serde(default)]
     pub scale: Option<f64>,
-    /// Dimensions matched on type and view (the gold view the candidate's view matched).
+    /// Dimensions matched on type, view (the gold view the candidate's view matched) and
+    /// value (within [`DIMENSION_TOLERANCE`], when the judge measured the gold's).
     pub dimensions_f1: Option<f64>,
     /// Notes matched on text.
     pub notes_f1: Option<f64>,
     /// Hatches matched by count.
     pub hatches_f1: Option<f64>,
+    /// The matched views' trusted renders compared by ink F1 ([`render`]); none before
+    /// scorer v5 or when the gold's sheet was not drawn.
+    #[serde(default)]
+    pub presentation: Option<f64>,
 }
 
 fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
@@ -62,12 +82,39 @@ fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
     round6(2.0 * matched as f64 / (n_gold + n_candidate) as f64)
 }
 
+/// A dimension as the sheet compares it: type, gold view, value.
+struct Dimension<'a>(&'a str, Option<usize>, Option<f64>);
+
+impl Dimension<'_> {
+    /// Same type and view; the same value within the tolerance when the gold's (`self`) was
+    /// measured.
+    fn matches(&self, candidate: &Self) -> bool {
+        self.0 == candidate.0
+            && self.1 == candidate.1
+            && match (self.2, candidate.2) {
+                (None, _) => true,
+                (Some(gold), Some(value)) => {
+                    (value - gold).abs()
+                        <= (DIMENSION_TOLERANCE * gold.abs()).max(DIMENSION_TOLERANCE_MM)
+                }
+                (Some(_), None) => false,
+            }
+    }
+}
+
 /// Matched items of two multisets.
 fn common_count<T: PartialEq>(gold: &[T], candidate: &[T]) -> usize {
+    common_by(gold, candidate, |g, c| g == c)
+}
+
+/// Items of `gold` matched 1:1, in order, to the first unused item of `candidate` that
+/// `matches(gold item, candidate item)`.
+fn common_by<T>(gold: &[T], candidate: &[T], matches: impl Fn(&T, &T) -> bool) -> usize {
     let mut used = vec![false; candidate.len()];
     gold.iter()
         .filter(|item| {
-            let found = (0..candidate.len()).find(|&idx| !used[idx] && candidate[idx] == **item);
+            let found =
+                (0..candidate.len()).find(|&idx| !used[idx] && matches(item, &candidate[idx]));
             found.map(|idx| used[idx] = true).is_some()
         })
         .count()
@@ -108,27 +155,27 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
     let arrangement = layout::arrangement(gold, candidate, &matched).map(round6);
     let scale = layout::scale(gold, candidate, &matched).map(round6);
     let part = |n_gold: usize, value: f64| (n_gold > 0).then_some(value);
-    // A dimension is its type and the gold view it sits on (a candidate view counts as the
-    // gold view it matched; an unmatched or missing view as none).
-    let gold_dimensions: Vec<(&str, Option<usize>)> = gold
+    // A dimension is its type, the gold view it sits on (a candidate view counts as the
+    // gold view it matched; an unmatched or missing view as none) and its value.
+    let gold_dimensions: Vec<Dimension<'_>> = gold
         .dimensions
         .iter()
-        .map(|d| (d.kind.as_str(), d.view))
+        .map(|d| Dimension(d.kind.as_str(), d.view, d.value))
         .collect();
-    let candidate_dimensions: Vec<(&str, Option<usize>)> = candidate
+    let candidate_dimensions: Vec<Dimension<'_>> = candidate
         .dimensions
         .iter()
         .map(|d| {
             let view = d
                 .view
                 .and_then(|cv| matched.iter().find(|(_, c)| *c == cv).map(|(g, _)| *g));
-            (d.kind.as_str(), view)
+            Dimension(d.kind.as_str(), view, d.value)
         })
         .collect();
     let dimensions_f1 = part(
         gold.dimensions.len(),
         f1(
-            common_count(&gold_dimensions, &candidate_dimensions),
+            common_by(&gold_dimensions, &candidate_dimensions, Dimension::matches),
             gold.dimensions.len(),
             candidate.dimensions.len(),
         ),
@@ -149,6 +196,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
             candidate.hatches,
         ),
     );
+    let presentation = render::presentation(gold, candidate, &matched).map(round6);
     let values = [
         Some(views_f1),
         arrangement,
@@ -156,6 +204,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         dimensions_f1,
         notes_f1,
         hatches_f1,
+        presentation,
     ];
     let weighted: Vec<(Option<f64>, f64)> = values
         .into_iter()
@@ -174,6 +223,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         dimensions_f1,
         notes_f1,
         hatches_f1,
+        presentation,
     };
     (score, round6(value / total))
 }

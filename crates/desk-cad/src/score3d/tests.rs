@@ -3,7 +3,7 @@
 //! (solids, sheets placed as the gold builder places them).
 
 use super::*;
-use crate::solid::{SheetDimension, SheetFacts, SheetView};
+use crate::solid::{DrawnView, SheetDimension, SheetDrawing, SheetFacts, SheetView};
 
 fn solid(volume: f64, area: f64, bbox: [f64; 6], valid: bool) -> SolidFacts {
     SolidFacts {
@@ -175,10 +175,12 @@ fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
             .map(|kind| SheetDimension {
                 kind: kind.to_owned(),
                 view: Some(0),
+                value: None,
             })
             .to_vec(),
         hatches: 0,
         notes: vec!["UNITS: MM".to_owned()],
+        drawing: None,
     }
 }
 
@@ -492,4 +494,111 @@ fn the_oracle_layout_of_a_section_task_stays_above_0_99() {
     let (score, total) = sheet_score(&gold, oracle);
     assert_eq!(score.arrangement, Some(0.0));
     assert!((0.99..1.0).contains(&total), "{total}");
+}
+
+/// A drawn square view with a crossing hidden line and, optionally, a hatched cut face.
+fn drawn_view(view: usize, hidden: bool, cut: bool) -> DrawnView {
+    let square = vec![
+        [0.0, 0.0],
+        [40.0, 0.0],
+        [40.0, 40.0],
+        [0.0, 40.0],
+        [0.0, 0.0],
+    ];
+    DrawnView {
+        view: Some(view),
+        visible: vec![square.clone()],
+        hidden: if hidden {
+            vec![vec![[20.0, 0.0], [20.0, 40.0]]]
+        } else {
+            Vec::new()
+        },
+        cut: if cut {
+            vec![vec![square[..4].to_vec()]]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn drawn(gold: &SheetFacts, hidden: bool, cut: bool) -> SheetFacts {
+    let mut sheet = gold.clone();
+    sheet.drawing = Some(SheetDrawing {
+        views: (0..sheet.views.len())
+            .map(|idx| drawn_view(idx, hidden, cut))
+            .collect(),
+        dimensions: Vec::new(),
+        notes: Vec::new(),
+        truncated: false,
+    });
+    sheet
+}
+
+#[test]
+fn presentation_compares_each_views_render_and_values_decide_dimensions() {
+    let gold = drawn(&placed_gold(), true, true);
+    let (score, total) = sheet_score(&gold, gold.clone());
+    assert_eq!((score.presentation, total), (Some(1.0), 1.0));
+    // The same views drawn at half the scale, elsewhere: each view is fitted to itself.
+    let mut moved = gold.clone();
+    for view in &mut moved.views {
+        view.scale = Some(0.5);
+    }
+    for view in &mut moved.drawing.as_mut().unwrap().views {
+        for line in view.visible.iter_mut().chain(&mut view.hidden) {
+            for p in line {
+                *p = [p[0] * 0.5 + 100.0, p[1] * 0.5 + 30.0];
+            }
+        }
+        for ring in view.cut.iter_mut().flatten() {
+            for p in ring {
+                *p = [p[0] * 0.5 + 100.0, p[1] * 0.5 + 30.0];
+            }
+        }
+    }
+    let half = sheet_score(&gold, moved).0.presentation.unwrap();
+    assert!(half > 0.95, "{half}");
+    // No hidden line, no hatch, no drawing: each lower.
+    let no_hidden = sheet_score(&gold, drawn(&gold, false, true))
+        .0
+        .presentation
+        .unwrap();
+    let no_hatch = sheet_score(&gold, drawn(&gold, true, false))
+        .0
+        .presentation
+        .unwrap();
+    assert!(no_hidden < 0.99 && no_hatch < 0.9, "{no_hidden} {no_hatch}");
+    let mut undrawn = gold.clone();
+    undrawn.drawing = None;
+    assert_eq!(sheet_score(&gold, undrawn).0.presentation, Some(0.0));
+    // A gold without a drawing (the inspector's facts) leaves the part out.
+    assert_eq!(
+        sheet_score(&placed_gold(), gold.clone()).0.presentation,
+        None
+    );
+
+    // Dimension values: within 0.5 % (or 0.01 mm) match, beyond do not; an unmeasured gold
+    // value matches on type and view alone.
+    let mut gold = placed_gold();
+    gold.dimensions[0].value = Some(88.0);
+    gold.dimensions[1].value = Some(10.0);
+    for (first, second, f1) in [
+        (Some(88.4), Some(10.0), 1.0),
+        (Some(88.5), Some(10.0), 0.5),
+        (Some(88.0), Some(10.06), 0.5),
+        (Some(88.0), None, 0.5),
+    ] {
+        let mut candidate = gold.clone();
+        candidate.dimensions[0].value = first;
+        candidate.dimensions[1].value = second;
+        assert_eq!(
+            sheet_score(&gold, candidate).0.dimensions_f1,
+            Some(f1),
+            "{first:?} {second:?}"
+        );
+    }
+    gold.dimensions[1].value = None;
+    let mut candidate = gold.clone();
+    candidate.dimensions[1].value = Some(3.0);
+    assert_eq!(sheet_score(&gold, candidate).0.dimensions_f1, Some(1.0));
 }

@@ -288,10 +288,11 @@ def page_size(types, objects, props):
     return size if all(v is not None and v > 0 for v in size) else None
 
 
-def sheet_facts(types, objects):
+def sheet_facts(types, objects, archive=None):
     """Every TechDraw page: its label, page size, views (kind, direction, position on the
     page, scale), dimensions, hatches (hatch objects on its views and hatched section cut
-    surfaces), notes."""
+    surfaces), notes. With the archive (the judge), the page labelled DRAW_LABEL is also
+    recomputed (sheet_draw.py): its drawing, and each of its dimensions' value."""
     sheets = []
     for page, kind in types.items():
         if kind != "TechDraw::DrawPage" or page not in objects:
@@ -342,15 +343,28 @@ def sheet_facts(types, objects):
                 notes.extend(e.get("value") or "" for e in member["Text"].iter("String"))
             elif member_kind == "TechDraw::DrawRichAnno":
                 notes.append(string_value(member, "AnnoText") or "")
-        # A dimension's type and the view its first 2D reference names (its value is not
-        # stored). Read after every view, whatever the page's order.
-        dimensions = [dimension_facts(member, view_index) for _, member in dimensions]
+        label = string_value(props, "Label") or page
+        drawing, values = None, None
+        if archive is not None and label == DRAW_LABEL:
+            try:
+                drawing, values = draw_page(archive, types, objects, members, offsets,
+                                             view_index)
+            except MemoryError:
+                raise
+            except Exception:
+                drawing, values = None, None
+        # A dimension's type and the view its first 2D reference names, and with a drawing its
+        # value (FreeCAD stores none). Read after every view, whatever the page's order.
+        dimensions = [dict(dimension_facts(member, view_index),
+                           **({} if values is None else dict(value=values.get(name))))
+                      for name, member in dimensions]
         for name, hatch_kind in types.items():
             if hatch_kind in ("TechDraw::DrawHatch", "TechDraw::DrawGeomHatch"):
                 source = objects.get(name, {}).get("Source")
                 if source is not None and set(link_targets(source)) & set(members):
                     hatches += 1
-        sheets.append(dict(label=string_value(props, "Label") or page, views=views,
+        extra = {} if drawing is None else dict(drawing=drawing)
+        sheets.append(dict(label=label, views=views, **extra,
                            page_size=page_size(types, objects, props),
                            dimensions=sorted(dimensions, key=lambda d: (d["type"], d["view"] is None,
                                                                         d["view"] or 0)),
@@ -388,9 +402,9 @@ def centre_of_mass(solids):
     return point
 
 
-def examine(path):
+def examine(path, draw=False):
     """Facts about one file, the part's solids (OCCT shapes) and the (shape, solids) of their
-    union (None without a solid) for the judge."""
+    union (None without a solid) for the judge; `draw` recomputes the DRAW_LABEL page."""
     budget["left"] = TOTAL_LIMIT
     shapes_read.clear()
     archive, types, objects, root = read_document(path)
@@ -434,5 +448,7 @@ def examine(path):
     measures = dict(volume=sum(s.Volume for s in union[1]), area=union[0].Area) if union else None
     facts = dict(status="ok", objects=len(types), solids=solids, part=part,
                  part_shapes=n_shapes, meshes=meshes, linked=sorted(set(linked)),
-                 python_content=python, sheets=sheet_facts(types, objects), union=measures)
+                 python_content=python,
+                 sheets=sheet_facts(types, objects, archive if draw and not python else None),
+                 union=measures)
     return facts, part_shapes, union

@@ -154,7 +154,7 @@ def sample_iou(gold_solids, candidate_solids):
 
 def side(path):
     try:
-        facts, shapes, union = examine(path)
+        facts, shapes, union = examine(path, draw=True)
     except Exception as error:
         return refusal(error), [], None
     return facts, shapes, union

@@ -8,5 +8,6 @@ mod hostile3d;
 mod parts3d;
 mod real_files;
 mod scoring;
+mod sheet_render;
 mod solid;
 mod validity;
