@@ -149,6 +149,7 @@ impl BrokerError {
             | BrokerError::Io { .. }
             | BrokerError::Profile(_)
             | BrokerError::Json { .. }
+            | BrokerError::Watchdog(_)
             | BrokerError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
         }
     }

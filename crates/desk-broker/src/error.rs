@@ -163,6 +163,10 @@ pub enum BrokerError {
         /// Why, for the client.
         message: String,
     },
+    /// The watchdog's readback channel failed or answered with something unverified (no
+    /// socket, a refusal, a bad signature, a nonce not echoed); the message says which.
+    #[error("watchdog {0}")]
+    Watchdog(String),
     /// An invariant broke or a task panicked; details are logged.
     #[error("internal error: {0}")]
     Internal(String),

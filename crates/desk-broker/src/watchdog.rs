@@ -9,7 +9,8 @@
 //! ([`due`]), and finishes every kill interrupted before its receipt
 //! ([`crate::kill::finish_interrupted_kills`]). Each round it also takes the census of every
 //! live session's sandbox (`watchdog/census.rs`, `desk_desktop::census`) and kills a session
-//! running a prohibited process (`prohibited_process`). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
+//! running a prohibited process (`prohibited_process`). It answers operators on its own socket
+//! with a signed, nonce-echoing readback of what it watches (`watchdog/readback.rs`). It holds `<state_dir>/watchdog.lock` (its pid inside); a newer watchdog on the
 //! same state directory asks the older one to stop (SIGTERM) and takes over. It exits when the
 //! state directory is gone, or when its broker is gone and no session is live.
 //!
@@ -32,6 +33,7 @@ use crate::kill::{KillOutcome, KillSource, Limit, SessionFacts, kill_session};
 use crate::util::now_ms;
 
 pub(crate) mod census;
+pub mod readback;
 
 /// How the watchdog runs.
 #[derive(Debug, Clone)]
@@ -253,6 +255,14 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     let _lock = take_lock(&state)?;
     let key = crate::evidence::load_signing_key(&config.state_dir, config.signing_key.as_deref())?;
     let broker = broker_process(config.broker_pid);
+    readback::start(readback::Responder {
+        state: state.clone(),
+        key: key.clone(),
+        limits: config.limits,
+        lease_grace: config.lease_grace,
+        interval: config.interval,
+        broker: broker.clone(),
+    });
     let jobs = Jobs::default();
     tracing::info!(
         state_dir = %config.state_dir.display(),

@@ -59,6 +59,10 @@ pub(crate) enum Command {
     /// The kill switch: destroy a session's workspace now, revoke its lease, write its signed
     /// terminal receipt. Acts on the state directory; works with the broker up or down.
     Kill(crate::watchdog::KillArgs),
+    /// Ask the watchdog itself (not the broker) what it watches and enforces: sends a fresh
+    /// nonce on `<state_dir>/watchdog.sock` and prints the answer only when it is signed with
+    /// the evidence key and echoes the nonce. Works while the broker is stopped or hung.
+    Readback(crate::watchdog::ReadbackArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -77,6 +77,7 @@ fn main() -> ExitCode {
         // Neither needs a runtime: the watchdog polls, the kill switch acts on files.
         cli::Command::Watchdog(args) => watchdog::watchdog(args),
         cli::Command::Kill(args) => watchdog::kill(args),
+        cli::Command::Readback(args) => watchdog::readback(args),
         command => run_async(command),
     };
     match result {
@@ -109,7 +110,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Evidence(command) => evidence::run(command).await,
             cli::Command::Load(args) => load::run(args).await,
             cli::Command::Policy(command) => policy_cmd::run(command).await,
-            cli::Command::Watchdog(_) | cli::Command::Kill(_) => Ok(()),
+            cli::Command::Watchdog(_) | cli::Command::Kill(_) | cli::Command::Readback(_) => Ok(()),
         }
     })
 }

@@ -99,6 +99,30 @@ pub(crate) struct KillArgs {
     pub(crate) state_dir: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct ReadbackArgs {
+    /// The broker's state directory.
+    #[arg(long, env = "DESKBROKER_STATE_DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+    /// The public key the answer must verify with (default: `<state_dir>/evidence/evidence.pub`).
+    #[arg(long)]
+    pub(crate) public_key: Option<PathBuf>,
+}
+
+/// `deskbroker readback`: prints the watchdog's verified answer as JSON.
+pub(crate) fn readback(args: ReadbackArgs) -> Result<()> {
+    let state_dir = args.state_dir.unwrap_or_else(default_state_dir);
+    let key_path = args
+        .public_key
+        .unwrap_or_else(|| desk_broker::public_key_path(&state_dir));
+    let key = desk_evidence::VerifyingKey::read(&key_path)
+        .with_context(|| format!("failed to read the public key {}", key_path.display()))?;
+    let nonce = desk_broker::watchdog::readback::fresh_nonce()?;
+    let answer = desk_broker::watchdog::readback::query(&state_dir, &nonce, &key)?;
+    outln!("{}", serde_json::to_string_pretty(&answer)?);
+    Ok(())
+}
+
 /// `deskbroker watchdog`.
 pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
     desk_broker::restrict_umask();

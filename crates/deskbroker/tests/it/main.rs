@@ -31,6 +31,7 @@ mod load;
 mod perf;
 mod policy_cli;
 mod probe;
+mod readback;
 mod reap;
 mod reset_handoff;
 mod sandbox;

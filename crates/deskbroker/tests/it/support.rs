@@ -398,6 +398,11 @@ impl FakeServer {
         }
         FakeServer { child, socket }
     }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for FakeServer {
