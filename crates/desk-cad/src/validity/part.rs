@@ -9,7 +9,8 @@
 //! smaller fallbacks, tried in order when a candidate does not build one valid solid; removed,
 //! extra and scaled must change the built volume, so a change that cuts no material is not
 //! taken for one. The sheet perturbations (views swapped, stacked, one rescaled, a dimension
-//! moved to another view) are made from the gold file itself by [`bad_files`]' script.
+//! moved to another view, a dimension with a wrong value, and on a gold with a section view
+//! its hatch removed) are made from the gold file itself by [`bad_files`]' script.
 
 use std::path::Path;
 use std::time::Instant;
@@ -17,7 +18,7 @@ use std::time::Instant;
 use super::{CaseResult, Expected, TaskValidity, case, gold_cases, ms_since, reason_name, unmade};
 use crate::CadError;
 use crate::corpus::DrawingType;
-use crate::generate3d::{Axis, Base, Feature, PartSpec, PartTask, SheetSpec};
+use crate::generate3d::{Axis, Base, Feature, PartSpec, PartTask, SheetSpec, View};
 use crate::part_task::build_part;
 use crate::score3d::{SolidScoreReport, score_fcstd};
 
@@ -71,7 +72,14 @@ pub fn validate_part(task: &str, part: &PartTask, work: &Path) -> Result<TaskVal
             Err(error) => unmade(name, expected, error.to_string(), case_started),
         });
     }
-    for name in bad_files::SHEET_FILES {
+    let has_section = part.sheet.views.contains(&View::Section);
+    let section_files: &[&str] = if has_section {
+        &bad_files::SECTION_FILES
+    } else {
+        &[]
+    };
+    for name in bad_files::SHEET_FILES.iter().chain(section_files) {
+        let name = *name;
         let case_started = Instant::now();
         if let Err(error) = &made {
             cases.push(unmade(

@@ -5,7 +5,9 @@
 # gold with one flipped byte in its stored shape member (the zip's CRC check fails); and the
 # gold's sheet perturbed (below the gold, not zero): its first two views' X/Y exchanged, every
 # view at the page's centre, its first view at twice its scale, its first dimension moved to
-# another view.
+# another view, its first dimension showing a wrong value (re-referenced to another edge of its
+# view that measures over 5 % differently, or failing one, an arbitrary text 25 % off), and, when
+# the gold has a section view, that section's cut surface no longer hatched.
 import zipfile
 
 import FreeCAD
@@ -82,11 +84,66 @@ def move_dimension(page, views):
     dimension.References2D = [(target, sub)]
 
 
+def measure(kind, edge):
+    """What a dimension of `kind` on this one view edge shows (view edges are unscaled)."""
+    a, b = edge.Vertexes[0].Point, edge.Vertexes[-1].Point
+    straight = abs(edge.Length - a.distanceToPoint(b)) < 1e-6 * max(1.0, edge.Length)
+    if kind == "DistanceX" and straight:
+        return abs(a.x - b.x)
+    if kind == "DistanceY" and straight:
+        return abs(a.y - b.y)
+    if kind == "Distance" and straight:
+        return edge.Length
+    if kind in ("Diameter", "Radius") and isinstance(edge.Curve, Part.Circle):
+        return edge.Curve.Radius * (2 if kind == "Diameter" else 1)
+    return None
+
+
+def wrong_value(page, views):
+    """The first dimension on another edge of its view whose measure is over 5 % (and 0.5 mm)
+    off; without one, an arbitrary text 25 % off its value."""
+    document = page.Document
+    for view in views:
+        view.touch()
+    document.recompute()
+    dimension = [v for v in page.Views if v.TypeId == "TechDraw::DrawViewDimension"][0]
+    view, sub = dimension.References2D[0]
+    sub = sub[0] if isinstance(sub, (list, tuple)) else sub
+    value = float(dimension.getRawValue())
+    index = 0
+    while True:
+        try:
+            edge = view.getEdgeByIndex(index)
+        except Exception:
+            break
+        if edge is None:
+            break
+        other = measure(dimension.Type, edge)
+        if other is not None and abs(other - value) > max(0.05 * value, 0.5):
+            dimension.References2D = [(view, "Edge%d" % index)]
+            return
+        index += 1
+    dimension.Arbitrary = True
+    dimension.FormatSpec = "%.2f" % (1.25 * value)
+
+
+def hatch_removed(page, views):
+    for view in views:
+        if view.TypeId == "TechDraw::DrawViewSection":
+            view.CutSurfaceDisplay = "Hide"
+
+
 FreeCAD.closeDocument(sheet.Name)
 sheet_case("/out/views-swapped.FCStd", swap)
 sheet_case("/out/views-stacked.FCStd", stack)
 sheet_case("/out/view-rescaled.FCStd", rescale)
 sheet_case("/out/dimension-moved.FCStd", move_dimension)
+sheet_case("/out/dimension-value.FCStd", wrong_value)
+gold_document = FreeCAD.openDocument(GOLD)
+has_section = any(o.TypeId == "TechDraw::DrawViewSection" for o in gold_document.Objects)
+FreeCAD.closeDocument(gold_document.Name)
+if has_section:
+    sheet_case("/out/hatch-removed.FCStd", hatch_removed)
 
 source = zipfile.ZipFile(GOLD)
 path = "/out/corrupt-member.FCStd"

@@ -29,22 +29,28 @@ pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
 
 /// The gold with its `Layout1` perturbed, made by the same script: the first two views' places
 /// exchanged, every view at the page's centre, the first view at twice its scale, the first
-/// dimension's reference moved to the same-named edge of another view. Each must score
-/// strictly below the gold.
-pub const SHEET_FILES: [&str; 4] = [
+/// dimension's reference moved to the same-named edge of another view, the first dimension
+/// showing a wrong value (on another edge of its view measuring over 5 % differently, else an
+/// arbitrary text 25 % off). Each must score strictly below the gold.
+pub const SHEET_FILES: [&str; 5] = [
     "views swapped",
     "views stacked",
     "view rescaled",
     "dimension moved",
+    "dimension value",
 ];
+
+/// Sheet perturbations made only when the gold has a section view: its cut surface no longer
+/// hatched. Each must score strictly below the gold.
+pub const SECTION_FILES: [&str; 1] = ["hatch removed"];
 
 /// The file a case is written to: its name with dashes, `.FCStd`.
 pub fn file_name(case: &str) -> String {
     format!("{}.FCStd", case.replace(' ', "-"))
 }
 
-/// Writes every file of [`BAD_FILES`] but the missing one, and every [`SHEET_FILES`] one,
-/// into `dir`, from `gold`.
+/// Writes every file of [`BAD_FILES`] but the missing one, every [`SHEET_FILES`] one and,
+/// when the gold has a section view, every [`SECTION_FILES`] one, into `dir`, from `gold`.
 pub fn make_bad_files(dir: &Path, gold: &Path) -> Result<(), CadError> {
     let out_dir = dir.join("made");
     create(&out_dir)?;
@@ -57,8 +63,16 @@ pub fn make_bad_files(dir: &Path, gold: &Path) -> Result<(), CadError> {
         "sheet only",
         "corrupt member",
     ];
-    for name in made_here.into_iter().chain(SHEET_FILES) {
+    for name in made_here
+        .into_iter()
+        .chain(SHEET_FILES)
+        .chain(SECTION_FILES)
+    {
         let made = out_dir.join(file_name(name));
+        if SECTION_FILES.contains(&name) && !made.exists() {
+            // The gold has no section.
+            continue;
+        }
         let path = dir.join(file_name(name));
         std::fs::rename(&made, &path).map_err(|source| CadError::Io {
             op: "move",
