@@ -113,6 +113,32 @@ pub(crate) fn load(config: &BrokerConfig) -> Result<PolicyInForce, BrokerError> 
     Ok(PolicyInForce { verified })
 }
 
+/// The signed policy the watchdog enforces, read and verified by the watchdog itself: the
+/// operator's (`configured`, what `serve --policy --policy-pub` names) or, without one, the
+/// broker's signed default (`<state_dir>/policy/default.signed.json` with `policy.pub`). The
+/// policy key must not be the evidence key.
+pub(crate) fn watchdog_policy(
+    state_dir: &Path,
+    configured: Option<&crate::config::PolicyConfig>,
+) -> Result<VerifiedPolicy, BrokerError> {
+    let (signed, public_key) = match configured {
+        Some(configured) => (configured.signed.clone(), configured.public_key),
+        None => {
+            let directory = policy_dir(state_dir);
+            let signed_path = directory.join(DEFAULT_POLICY_FILE);
+            let signed = desk_policy::read_file(&signed_path, desk_policy::MAX_SIGNED_BYTES)
+                .map_err(policy_error)?;
+            let public = VerifyingKey::read(&directory.join(POLICY_PUBLIC_KEY_FILE))
+                .map_err(key_error("read the policy public key"))?;
+            (signed, public)
+        }
+    };
+    let evidence_public = VerifyingKey::read(&crate::evidence::public_key_path(state_dir))
+        .map_err(key_error("read the evidence public key"))?;
+    desk_policy::check_distinct(&public_key, &evidence_public).map_err(policy_error)?;
+    desk_policy::verify_signature(&signed, &public_key).map_err(policy_error)
+}
+
 /// Signs the built-in default policy with the broker's policy key (created at first start).
 fn sign_default(config: &BrokerConfig) -> Result<(Vec<u8>, VerifyingKey), BrokerError> {
     let directory = policy_dir(&config.state_dir);

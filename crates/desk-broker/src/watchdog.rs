@@ -40,8 +40,12 @@ pub mod readback;
 pub struct WatchdogConfig {
     /// The broker's state directory.
     pub state_dir: PathBuf,
-    /// The limits to enforce.
+    /// The operator's limits (flags); the watchdog tightens them by the signed policy it
+    /// verifies itself ([`crate::policy::watchdog_policy`]).
     pub limits: SessionLimits,
+    /// The operator's signed policy (`None`: the broker's signed default in the state
+    /// directory).
+    pub policy: Option<crate::config::PolicyConfig>,
     /// How long past its lease expiry a session is killed when no broker released it.
     pub lease_grace: Duration,
     /// The evidence signing key (`None`: `<state_dir>/evidence/signing.key`).
@@ -255,9 +259,28 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     let _lock = take_lock(&state)?;
     let key = crate::evidence::load_signing_key(&config.state_dir, config.signing_key.as_deref())?;
     let broker = broker_process(config.broker_pid);
+    // The limits come from the signed policy, verified here, not from the broker: flags can
+    // only tighten them. A policy that does not verify leaves the flags alone (the broker
+    // then refuses every lease: nothing new starts).
+    let (limits, policy_sha256) =
+        match crate::policy::watchdog_policy(&config.state_dir, config.policy.as_ref()) {
+            Ok(policy) => (
+                config.limits.tightened_by(&policy.policy().limits()),
+                Some(policy.sha256().to_string()),
+            ),
+            Err(error) => {
+                tracing::error!(%error, "watchdog: no verified policy; enforcing the flags alone");
+                (config.limits, None)
+            }
+        };
+    let config = &WatchdogConfig {
+        limits,
+        ..config.clone()
+    };
     readback::start(readback::Responder {
         state: state.clone(),
         key: key.clone(),
+        policy_sha256,
         limits: config.limits,
         lease_grace: config.lease_grace,
         interval: config.interval,

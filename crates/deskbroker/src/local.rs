@@ -142,7 +142,15 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
 /// The signed policy `serve --policy --policy-pub` names (files that cannot be read stop
 /// `serve`; a policy that does not verify refuses every lease with `policy_invalid`).
 fn serve_policy(args: &ServeArgs) -> Result<Option<desk_broker::PolicyConfig>> {
-    let (Some(signed), Some(public)) = (&args.policy, &args.policy_pub) else {
+    read_policy(args.policy.as_deref(), args.policy_pub.as_deref())
+}
+
+/// The signed policy file and its public key as read (both or neither), unverified.
+pub(crate) fn read_policy(
+    signed: Option<&std::path::Path>,
+    public: Option<&std::path::Path>,
+) -> Result<Option<desk_broker::PolicyConfig>> {
+    let (Some(signed), Some(public)) = (signed, public) else {
         return Ok(None);
     };
     let signed = desk_policy::read_file(signed, desk_policy::MAX_SIGNED_BYTES)
@@ -196,7 +204,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         )
     })
     .await??;
-    crate::watchdog::spawn_watchdog(broker.config())?;
+    let policy_files = args.policy.as_deref().zip(args.policy_pub.as_deref());
+    crate::watchdog::spawn_watchdog(broker.config(), &args.limits.limits(), policy_files)?;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -85,6 +85,14 @@ pub(crate) struct WatchdogArgs {
     /// Exit once this broker process is gone and no session is live.
     #[arg(long)]
     pub(crate) broker_pid: Option<u32>,
+    /// The signed workspace policy whose limits the watchdog verifies and enforces (the
+    /// flags above can only tighten them); needs --policy-pub. Without it: the broker's
+    /// signed default, <state_dir>/policy/default.signed.json with policy.pub.
+    #[arg(long, requires = "policy_pub", value_name = "SIGNED")]
+    pub(crate) policy: Option<PathBuf>,
+    /// The public key --policy must verify with; never the evidence key.
+    #[arg(long, requires = "policy", value_name = "PUB")]
+    pub(crate) policy_pub: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +137,7 @@ pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
     let config = WatchdogConfig {
         state_dir: args.state_dir.unwrap_or_else(default_state_dir),
         limits: args.limits.limits(),
+        policy: crate::local::read_policy(args.policy.as_deref(), args.policy_pub.as_deref())?,
         lease_grace: Duration::from_secs(args.lease_grace_secs),
         signing_key: None,
         broker_pid: args.broker_pid,
@@ -175,10 +184,16 @@ fn receipt_json(receipt: &desk_evidence::record::SessionKilled) -> serde_json::V
     serde_json::to_value(receipt).unwrap_or(serde_json::Value::Null)
 }
 
-/// Starts `deskbroker watchdog` for `state_dir` in its own process group, so it outlives this
+/// Starts `deskbroker watchdog` for `state_dir` with the operator's limit `flags` and policy
+/// files (the watchdog verifies the policy and takes its limits from it itself) in its own
+/// process group, so it outlives this
 /// broker (a SIGKILL, a SIGSTOP, a terminal's ^C); its output goes to
 /// `<state_dir>/watchdog.log`. A watchdog already running there is replaced.
-pub(crate) fn spawn_watchdog(config: &desk_broker::BrokerConfig) -> Result<()> {
+pub(crate) fn spawn_watchdog(
+    config: &desk_broker::BrokerConfig,
+    flags: &SessionLimits,
+    policy_files: Option<(&std::path::Path, &std::path::Path)>,
+) -> Result<()> {
     let state_dir = &config.state_dir;
     use std::os::unix::process::CommandExt as _;
     let exe = std::env::current_exe().context("failed to locate the deskbroker executable")?;
@@ -193,12 +208,20 @@ pub(crate) fn spawn_watchdog(config: &desk_broker::BrokerConfig) -> Result<()> {
         .arg("watchdog")
         .arg("--state-dir")
         .arg(state_dir)
-        .args(limit_args(&config.limits))
+        .args(limit_args(flags))
         .args([
             "--lease-grace-secs",
             &config.lease_grace.as_secs().to_string(),
         ])
-        .args(["--broker-pid", &std::process::id().to_string()])
+        .args(["--broker-pid", &std::process::id().to_string()]);
+    if let Some((signed, public)) = policy_files {
+        command
+            .arg("--policy")
+            .arg(signed)
+            .arg("--policy-pub")
+            .arg(public);
+    }
+    command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)

@@ -122,7 +122,10 @@ pub struct Readback {
     pub interval_ms: u64,
     /// Whether the broker the watchdog watches is alive (`None`: it watches none).
     pub broker_alive: Option<bool>,
-    /// The limits enforced.
+    /// The digest of the signed policy the watchdog verified and takes its limits from
+    /// (`None`: none verified; it enforces the operator's flags alone).
+    pub policy_sha256: Option<String>,
+    /// The limits enforced: the policy's, tightened by the operator's flags.
     pub limits: ReadbackLimits,
     /// Every live or killed session of the state directory.
     pub sessions: Vec<SessionReadback>,
@@ -143,6 +146,7 @@ fn millis(duration: Duration) -> u64 {
 pub(crate) struct Responder {
     pub(crate) state: StateDir,
     pub(crate) key: SigningKey,
+    pub(crate) policy_sha256: Option<String>,
     pub(crate) limits: SessionLimits,
     pub(crate) lease_grace: Duration,
     pub(crate) interval: Duration,
@@ -204,6 +208,7 @@ impl Responder {
             watchdog_pid: std::process::id(),
             interval_ms: millis(self.interval),
             broker_alive: self.broker.as_ref().map(|broker| broker.is_alive()),
+            policy_sha256: self.policy_sha256.clone(),
             limits: ReadbackLimits {
                 max_task_ms: self.limits.max_task.map(millis),
                 max_refused_actions: self.limits.max_refused_actions,

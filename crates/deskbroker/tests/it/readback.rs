@@ -1,8 +1,9 @@
 //! The watchdog's readback channel (containment G005), through the real binaries: `serve
 //! --backend fake` starts its watchdog, `deskbroker readback` asks the watchdog (not the broker)
 //! and prints an answer signed with the evidence key that echoes a fresh nonce. It answers while
-//! the broker is SIGSTOPped, names a killed session's reason, refuses a malformed nonce, and an
-//! answer checked with another key or another nonce is refused.
+//! the broker is SIGSTOPped, shows the limits the watchdog took from the signed policy it
+//! verified itself, names a killed session's reason, refuses a malformed nonce, and an answer
+//! checked with another key is refused.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
@@ -86,7 +87,14 @@ async fn the_watchdog_answers_signed_and_nonce_bound_even_with_the_broker_stoppe
             .unwrap()
             .success()
     );
+    // The watchdog verified the broker's signed default policy itself and took its limits
+    // from it (no flag names refused actions or idle time); the 30 minute flag tightens its
+    // 60 minute task limit.
     assert_eq!(stopped.limits.max_task_ms, Some(30 * 60 * 1000));
+    assert_eq!(stopped.limits.max_refused_actions, Some(50));
+    assert_eq!(stopped.limits.idle_limit_ms, Some(900 * 1000));
+    let policy_sha256 = stopped.policy_sha256.as_deref().expect("a verified policy");
+    assert_eq!(policy_sha256.len(), 64, "{policy_sha256}");
     assert_eq!(stopped.broker_alive, Some(true));
     let session = stopped
         .sessions
@@ -138,4 +146,53 @@ async fn the_watchdog_answers_signed_and_nonce_bound_even_with_the_broker_stoppe
     let kill = session.killed.as_ref().expect("its tombstone");
     assert_eq!(kill.reason, "readback test");
     assert_eq!(kill.source, "operator");
+}
+
+fn cli(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let output = Command::new(deskbroker()).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+#[test]
+fn the_watchdog_takes_its_limits_from_the_operators_signed_policy() {
+    let root = tempfile::tempdir().unwrap();
+    let keys = root.path().join("keys");
+    let os = |path: &Path| path.as_os_str().to_owned();
+    cli(&[
+        "policy".as_ref(),
+        "keygen".as_ref(),
+        "--out-dir".as_ref(),
+        os(&keys).as_os_str(),
+    ]);
+    let example = String::from_utf8(cli(&["policy".as_ref(), "example".as_ref()])).unwrap();
+    let yaml = root.path().join("policy.yaml");
+    std::fs::write(
+        &yaml,
+        example.replace("max_refused_actions: 20", "max_refused_actions: 7"),
+    )
+    .unwrap();
+    let signed = root.path().join("policy.signed.json");
+    cli(&[
+        "policy".as_ref(),
+        "sign".as_ref(),
+        "--key".as_ref(),
+        os(&keys.join("policy.key")).as_os_str(),
+        "--out".as_ref(),
+        os(&signed).as_os_str(),
+        os(&yaml).as_os_str(),
+    ]);
+    let policy = signed.display().to_string();
+    let public = keys.join("policy.pub").display().to_string();
+    let _server = FakeServer::start(root.path(), &["--policy", &policy, "--policy-pub", &public]);
+    let state_dir = root.path().join("state");
+    wait_for_socket(&state_dir);
+    let answer = readback_cli(&state_dir);
+    assert_eq!(answer.limits.max_refused_actions, Some(7), "{answer:?}");
+    assert_eq!(answer.limits.max_task_ms, Some(30 * 60 * 1000));
+    assert!(answer.policy_sha256.is_some());
 }
