@@ -128,6 +128,7 @@ impl Inner {
         };
         // An outcome without a frame takes no sequence number: sequences name frames.
         let sequence = ledger.session().last_sequence + 1;
+        let shot_started = std::time::Instant::now();
         let mut screenshot = match (&revoked, step.outcome.frame.as_ref()) {
             (None, Some(frame)) => Some(screenshot(frame, sequence)),
             _ => None,
@@ -137,6 +138,8 @@ impl Inner {
                 .identify(session_id, &dir, screenshot, runtime.display)?;
         }
         let mut receipt = step_receipt(&step, action_index, accepted_at_ms, self.config.sandbox);
+        let shot_us = u64::try_from(shot_started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        receipt.observation_elapsed_ms = step.observation_ms(shot_us);
         if revoked.is_some() {
             // Stopped while the step ran: its observation belongs to a dead generation.
             receipt.observation_failures.push("stopped".to_string());
@@ -343,6 +346,7 @@ pub(crate) fn step_receipt(
         post_action_visual_stable: outcome.settle.post_action_visual_stable,
         accepted_at_ms,
         input_ms: outcome.input_ms,
+        observation_elapsed_ms: step.observation_ms(0),
         total_ms: now_ms().saturating_sub(accepted_at_ms),
         opened_windows: outcome.opened_windows.clone(),
     }

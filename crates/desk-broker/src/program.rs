@@ -49,6 +49,19 @@ pub(crate) struct Submitted {
     pub(crate) action_type: ActionType,
     pub(crate) intent: String,
     pub(crate) outcome: ActionOutcome,
+    /// Microseconds the desktop took for the step: its input, then its observation.
+    pub(crate) backend_us: u64,
+}
+
+impl Submitted {
+    /// Milliseconds the desktop spent observing after the step's input (settle, capture,
+    /// encode, diagnostic reads), plus `broker_us` the broker then spent on its screenshot.
+    pub(crate) fn observation_ms(&self, broker_us: u64) -> u64 {
+        let observed = self
+            .backend_us
+            .saturating_sub(self.outcome.input_ms.saturating_mul(1000));
+        observed.saturating_add(broker_us) / 1000
+    }
 }
 
 /// An accepted request after its steps ran, before its records are closed.
@@ -145,6 +158,7 @@ impl Inner {
                 // A Stop past this generation interrupts the step's settle wait.
                 _ => backend.execute_for(&input, self.config.settle, plan.scope.generation),
             };
+            let backend_us = u64::try_from(step_started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.config.fault.fire(FaultHook::KillAfterInput);
             tracing::debug!(
                 %session_id,
@@ -152,7 +166,7 @@ impl Inner {
                 step_index,
                 census_us,
                 ledger_open_us = opened_us - census_us,
-                backend_us = step_started.elapsed().as_micros(),
+                backend_us,
                 settle_ms = result.as_ref().map(|outcome| outcome.settle.wait_ms).unwrap_or(0),
                 "action timing: step"
             );
@@ -163,6 +177,7 @@ impl Inner {
                     action_type: step.action_type(),
                     intent,
                     outcome,
+                    backend_us,
                 }),
                 Err(error) if error.input_may_have_been_sent() => {
                     // After a kill the logs are the kill's (kept, then removed): no row is added.
@@ -340,6 +355,7 @@ impl Inner {
             self.config.sandbox,
         ));
         let sequence = ledger.session().last_sequence + 1;
+        let shot_started = std::time::Instant::now();
         let (screenshot, observation_error) = match (&revoked, &last.outcome.frame) {
             (Some(refusal), _) => (None, Some(format!("stopped: {refusal}"))),
             (None, Some(frame)) => {
@@ -356,6 +372,11 @@ impl Inner {
                 )),
             ),
         };
+        let shot_us = u64::try_from(shot_started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let observation_elapsed_ms = last.observation_ms(shot_us);
+        if let Some(receipt) = receipts.last_mut() {
+            receipt.observation_elapsed_ms = observation_elapsed_ms;
+        }
         let mut response = ProgramResponse {
             action_index,
             idempotent_replay: false,
@@ -370,6 +391,7 @@ impl Inner {
                 observation_error,
                 observation_failures: failures,
                 steps: receipts,
+                observation_elapsed_ms,
                 total_ms: 0,
             },
             screenshot,

@@ -283,6 +283,11 @@ pub struct Receipt {
     pub accepted_at_ms: u64,
     /// Milliseconds spent injecting input.
     pub input_ms: u64,
+    /// Milliseconds of host execution spent observing after the input: the settle wait, the
+    /// capture and encode, the diagnostic reads and (for the answer's own screenshot) the
+    /// broker's screenshot. Host time only, not model reasoning or network latency.
+    #[serde(default)]
+    pub observation_elapsed_ms: u64,
     /// Milliseconds from acceptance to response, excluding nothing.
     pub total_ms: u64,
     /// The app's top-level windows (dialogs, menus, popups) the step opened: those that

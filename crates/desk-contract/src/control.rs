@@ -255,6 +255,11 @@ pub struct ProgramReceipt {
     pub observation_failures: Vec<String>,
     /// One receipt per submitted step, in order.
     pub steps: Vec<Receipt>,
+    /// Milliseconds of host execution spent on the program's one final observation (the last
+    /// step's settle wait, capture and encode, and the broker's screenshot); each step's own
+    /// is in its receipt. Host time only, not model reasoning or network latency.
+    #[serde(default)]
+    pub observation_elapsed_ms: u64,
     /// Milliseconds from acceptance to response.
     pub total_ms: u64,
 }

@@ -85,6 +85,8 @@ class _ReceiptBase(TypedDict):
     sandbox: str
     accepted_at_ms: int
     input_ms: int
+    # Host time spent observing after the input (settle, capture, encode, screenshot).
+    observation_elapsed_ms: int
     total_ms: int
 
 

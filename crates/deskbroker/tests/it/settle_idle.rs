@@ -64,6 +64,17 @@ async fn a_timer_due_soon_is_waited_for_and_an_idle_desktop_settles_at_once() {
     );
     assert!(settle.wait_ms >= 150, "{settle:?}");
     assert!(settle.changed_pixels > 0, "{settle:?}");
+    // The observation's host time holds the settle wait (and the capture after it; 1 ms for
+    // rounding each to whole milliseconds) and is part of the whole answer's.
+    let receipt = &response.receipt;
+    assert!(
+        receipt.observation_elapsed_ms + 1 >= settle.wait_ms
+            && receipt.observation_elapsed_ms <= receipt.total_ms,
+        "observation {} ms, settle {} ms, total {} ms",
+        receipt.observation_elapsed_ms,
+        settle.wait_ms,
+        receipt.total_ms
+    );
     // The repaint is done and nothing else is scheduled: the next click's own timer repaints
     // in the same color, so the screen does not change and the desktop is idle once it fired.
     let quiet = json!({"type": "move", "x": 420, "y": 420, "intent": "nothing scheduled"});

@@ -48,6 +48,16 @@ async fn click(client: &Client, session: &str, index: u64, shot: &str, x: u32, y
     };
     let answer = client.program(session, &request).await.unwrap();
     assert_eq!(answer.receipt.submitted, 1, "{:?}", answer.receipt);
+    // The program's final observation is its last step's: the settle wait at least, within
+    // the whole program's time.
+    let receipt = &answer.receipt;
+    let last = receipt.steps.last().expect("the step's receipt");
+    assert_eq!(receipt.observation_elapsed_ms, last.observation_elapsed_ms);
+    assert!(
+        last.observation_elapsed_ms + 1 >= last.settle.wait_ms
+            && receipt.observation_elapsed_ms <= receipt.total_ms,
+        "{receipt:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
