@@ -262,11 +262,13 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         Ok(_) => {}
     }
     let script = format!("{}{JUDGE}", crate::solid::reader_with_drawing());
+    let started = std::time::Instant::now();
     let stdout = sandbox::run_freecad(
         &script,
         &[(gold, "/in/gold.FCStd"), (candidate, "/in/candidate.FCStd")],
         None,
     )?;
+    let judged = started.elapsed();
     let output: JudgeOutput = match judge_output(&stdout.stdout, stdout.timed_out, stdout.limit) {
         Ok(output) => output,
         Err(report) => return *report,
@@ -296,6 +298,11 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
     if let Some(gold_sheet) = gold_sheets.iter().find(|sheet| sheet.label == SHEET_NAME) {
         sheet::add_sheet(&mut report, gold_sheet, candidate_sheets);
     }
+    tracing::debug!(
+        judge_ms = judged.as_millis(),
+        compare_ms = (started.elapsed() - judged).as_millis(),
+        "3D score timing"
+    );
     Ok(report)
 }
 

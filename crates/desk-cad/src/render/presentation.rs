@@ -67,26 +67,51 @@ fn overlap(a: &[bool], b: &[bool]) -> usize {
     a.iter().zip(b).filter(|(x, y)| **x && **y).count()
 }
 
-/// The mask grown by [`TOLERANCE_PX`] in every direction (a square window, separably).
+/// The mask grown by [`TOLERANCE_PX`] in every direction (a square window, separably), each
+/// pass a running count of the set pixels in the window.
 fn dilate(mask: &[bool]) -> Vec<bool> {
     let (w, h) = (WIDTH as usize, HEIGHT as usize);
     let mut rows = vec![false; mask.len()];
-    for y in 0..h {
-        for x in 0..w {
-            let lo = x.saturating_sub(TOLERANCE_PX);
-            let hi = (x + TOLERANCE_PX).min(w - 1);
-            rows[y * w + x] = mask[y * w + lo..=y * w + hi].iter().any(|v| *v);
+    for (row, out) in mask.chunks_exact(w).zip(rows.chunks_exact_mut(w)) {
+        window_any(row, out);
+    }
+    // Down the columns: one running count per column, row by row.
+    let row = |y: usize| rows.get(y * w..(y + 1) * w).unwrap_or_default();
+    let mut counts: Vec<usize> = vec![0; w];
+    for y in 0..TOLERANCE_PX.min(h) {
+        for (count, set) in counts.iter_mut().zip(row(y)) {
+            *count += usize::from(*set);
         }
     }
     let mut out = vec![false; mask.len()];
-    for y in 0..h {
-        let lo = y.saturating_sub(TOLERANCE_PX);
-        let hi = (y + TOLERANCE_PX).min(h - 1);
-        for x in 0..w {
-            out[y * w + x] = (lo..=hi).any(|yy| rows[yy * w + x]);
+    for (y, out_row) in out.chunks_exact_mut(w).enumerate() {
+        for (count, set) in counts.iter_mut().zip(row(y + TOLERANCE_PX)) {
+            *count += usize::from(*set);
+        }
+        if y > TOLERANCE_PX {
+            for (count, set) in counts.iter_mut().zip(row(y - TOLERANCE_PX - 1)) {
+                *count -= usize::from(*set);
+            }
+        }
+        for (slot, count) in out_row.iter_mut().zip(&counts) {
+            *slot = *count > 0;
         }
     }
     out
+}
+
+/// For a line of `n` values, whether any value within [`TOLERANCE_PX`] of each is set.
+fn window_any(values: &[bool], out: &mut [bool]) {
+    let mut count = values.iter().take(TOLERANCE_PX).filter(|v| **v).count();
+    for (idx, slot) in out.iter_mut().enumerate() {
+        if values.get(idx + TOLERANCE_PX).copied().unwrap_or(false) {
+            count += 1;
+        }
+        if idx > TOLERANCE_PX && values.get(idx - TOLERANCE_PX - 1).copied().unwrap_or(false) {
+            count -= 1;
+        }
+        *slot = count > 0;
+    }
 }
 
 #[cfg(test)]

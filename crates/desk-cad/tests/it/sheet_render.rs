@@ -112,3 +112,24 @@ fn layout1_is_recomputed_measured_and_rendered() {
     assert_eq!(report.sheet.and_then(|s| s.presentation), Some(1.0));
     assert_eq!(report.score, 1.0);
 }
+
+/// Renders the `Layout1` of each file in `DESK_SHEET_RENDER` (colon-separated) into
+/// `DESK_SHEET_PNG_DIR`, for looking at a sheet; does nothing without them.
+#[test]
+fn render_given_sheets() {
+    let (Ok(files), Ok(_)) = (
+        std::env::var("DESK_SHEET_RENDER"),
+        std::env::var("DESK_SHEET_PNG_DIR"),
+    ) else {
+        return;
+    };
+    if !tools_available() {
+        return;
+    }
+    for (idx, file) in files.split(':').enumerate() {
+        let sheet = layout1(Path::new(file));
+        println!("{file}: {:?} {:?}", sheet.views, sheet.dimensions);
+        let png = render_sheet_png(sheet.drawing.as_ref().unwrap()).unwrap();
+        keep(&format!("given-{idx}.png"), &png);
+    }
+}

@@ -204,21 +204,26 @@ pub(crate) fn presentation(
     if n_views <= 0.0 {
         return Some(1.0);
     }
-    let sum: f64 = matched
-        .iter()
-        .map(|(g, c)| {
-            match (
-                view_model(gold, gold_drawing, *g),
-                view_model(candidate, candidate_drawing, *c),
-            ) {
-                (Some(gold), Some(candidate)) => {
-                    presentation::similarity_each_fitted(&gold, &candidate)
-                }
-                // A gold view the judge could not draw is nothing to compare against.
-                (None, _) => 1.0,
-                (Some(_), None) => 0.0,
-            }
-        })
-        .sum();
+    let pair = |(g, c): &(usize, usize)| match (
+        view_model(gold, gold_drawing, *g),
+        view_model(candidate, candidate_drawing, *c),
+    ) {
+        (Some(gold), Some(candidate)) => presentation::similarity_each_fitted(&gold, &candidate),
+        // A gold view the judge could not draw is nothing to compare against.
+        (None, _) => 1.0,
+        (Some(_), None) => 0.0,
+    };
+    // Two renders per pair, the pairs on threads of their own (a scoped thread that panics
+    // counts its pair as unlike).
+    let sum: f64 = std::thread::scope(|scope| {
+        let handles: Vec<_> = matched
+            .iter()
+            .map(|matched_pair| scope.spawn(move || pair(matched_pair)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap_or(0.0))
+            .sum()
+    });
     Some((sum / n_views).min(1.0))
 }
