@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use desk_cad::validity::{TaskValidity, ValidityGold, validate_task};
-use desk_cad::{CorpusVersion, Split, generate_corpus_version};
+use desk_cad::{CorpusVersion, DrawingType, Split, generate_corpus_version};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -250,6 +250,23 @@ fn format_table(run: &ValidityRun) -> String {
     for error in &run.errors {
         let _ = writeln!(table, "{:<10} error: {}", error.task, error.error);
     }
+    for (kind, name) in [(DrawingType::ThreeD, "3D"), (DrawingType::TwoD, "2D")] {
+        let mut times: Vec<u64> = run
+            .tasks
+            .iter()
+            .filter(|t| t.kind == kind)
+            .map(|t| t.elapsed_ms)
+            .collect();
+        times.sort_unstable();
+        if let Some(median) = median_ms(&times) {
+            let _ = writeln!(
+                table,
+                "median per {name} task: {:.1} s ({} tasks)",
+                median / 1000.0,
+                times.len()
+            );
+        }
+    }
     let n_cases: usize = run.tasks.iter().map(|t| t.cases.len()).sum();
     let _ = writeln!(
         table,
@@ -259,4 +276,15 @@ fn format_table(run: &ValidityRun) -> String {
         run.wall_ms as f64 / 1000.0
     );
     table
+}
+
+/// The median of sorted times, in ms; none when empty.
+fn median_ms(sorted: &[u64]) -> Option<f64> {
+    let n = sorted.len();
+    let mid = sorted.get(n / 2).copied()? as f64;
+    Some(if n % 2 == 0 {
+        (sorted.get(n / 2 - 1).copied().unwrap_or_default() as f64 + mid) / 2.0
+    } else {
+        mid
+    })
 }
