@@ -23,6 +23,7 @@ mod evidence;
 mod fake_server;
 mod faults;
 mod freecad;
+mod freecad_entry_paths;
 mod interrupt;
 mod kill_frozen_broker;
 mod librecad;

@@ -1,0 +1,446 @@
+//! FreeCAD's entry paths to code (issue 24 item 5; the table in `docs/security.md`, "FreeCAD
+//! entry paths"), driven through the real broker with validated GUI actions on real FreeCAD
+//! 0.20 under Xvfb, asserted by behaviour: no window of a prohibited kind appears, no file the
+//! app was offered runs or opens, no workbench that loads modules by name is offered, and with
+//! the app's own lockdown removed the worker alone still refuses input into a macro dialog.
+//!
+//! Coordinates are those of the pinned 1280x800 desktop (menu bar at y = 28; menu items measured
+//! from FreeCAD 0.20.2's own geometry: 23 px rows). One locked session carries every inner-layer
+//! case; a second session, whose profile is `freecad` without the lockdown module, shows the
+//! outer layer alone.
+//!
+//! Over 400 lines: one table of cases that share one session and its driver (a FreeCAD start
+//! costs seconds); split, each part would start its own.
+//! `DESK_ENTRY_SHOTS=<dir>` saves the screenshots of the file cases there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use desk_client::{Client, ClientError};
+use desk_contract::ErrorCode;
+use desk_contract::api::{ActionResponse, LeaseRequest, ResetRequest};
+use serde_json::{Value, json};
+
+use crate::freecad::freecad_available;
+use crate::probe::act;
+use crate::support::{Broker, png_pixels, xvfb_available};
+
+/// Titles of the windows the profile prohibits (`freecad.toml`'s `[[window.prohibited]]`).
+const PROHIBITED_TITLES: &[&str] = &[
+    "Python console",
+    "Execute macro",
+    "Macro recording",
+    "Customize",
+    "Parameter Editor",
+    "Preferences",
+    "Addon manager",
+    "Start page",
+];
+
+/// One leased FreeCAD session and its next action index.
+struct Driver {
+    client: Client,
+    session: String,
+    index: u64,
+    ids: u32,
+}
+
+impl Driver {
+    async fn lease(broker: &Broker, profile: &str) -> Driver {
+        let client = broker.client();
+        let lease = client
+            .lease(&LeaseRequest {
+                task_id: "entry-paths".into(),
+                attempt_id: format!("{profile}-1"),
+                profile: Some(profile.into()),
+            })
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let reset = client
+            .reset(
+                &lease.session_id,
+                &ResetRequest {
+                    request_id: "reset-1".into(),
+                },
+            )
+            .await
+            .unwrap();
+        println!(
+            "{profile}: reset to handoff {} ms",
+            started.elapsed().as_millis()
+        );
+        assert_eq!(reset.window.title, "FreeCAD - attempt.FCStd");
+        Driver {
+            client,
+            session: lease.session_id,
+            index: 0,
+            ids: 0,
+        }
+    }
+
+    /// Sends `action`; an accepted one advances the action index.
+    async fn send(&mut self, action: Value) -> Result<ActionResponse, ClientError> {
+        self.ids += 1;
+        let id = format!("step-{}", self.ids);
+        let answer = act(&self.client, &self.session, &id, self.index, action).await;
+        if answer.is_ok() {
+            self.index += 1;
+        }
+        answer
+    }
+
+    async fn ok(&mut self, action: Value) -> ActionResponse {
+        let what = action.clone();
+        self.send(action)
+            .await
+            .unwrap_or_else(|error| panic!("{what} was refused: {error:?}"))
+    }
+
+    async fn click(&mut self, x: u32, y: u32, intent: &str) -> ActionResponse {
+        self.ok(json!({"type": "click", "x": x, "y": y, "intent": intent}))
+            .await
+    }
+
+    async fn key(&mut self, keys: &[&str]) -> ActionResponse {
+        self.ok(json!({"type": "key", "keys": keys, "intent": "press keys"}))
+            .await
+    }
+
+    async fn type_text(&mut self, text: &str) -> ActionResponse {
+        self.ok(json!({"type": "type", "text": text, "intent": "type"}))
+            .await
+    }
+
+    async fn wait(&mut self, milliseconds: u32) -> ActionResponse {
+        self.ok(json!({"type": "wait", "milliseconds": milliseconds, "intent": "let it act"}))
+            .await
+    }
+
+    /// The app's top-level window titles.
+    async fn titles(&self) -> Vec<String> {
+        self.client
+            .windows(&self.session)
+            .await
+            .unwrap()
+            .windows
+            .into_iter()
+            .map(|window| window.title)
+            .collect()
+    }
+
+    /// Asserts that no window of a prohibited kind is open, after `case`.
+    async fn assert_no_prohibited_window(&self, case: &str) {
+        let titles = self.titles().await;
+        for title in &titles {
+            assert!(
+                !PROHIBITED_TITLES
+                    .iter()
+                    .any(|prohibited| title.contains(prohibited)),
+                "{case}: a prohibited window is open: {titles:?}"
+            );
+        }
+        println!("{case}: windows {titles:?}");
+    }
+}
+
+/// Screenshot rows `rows` as bytes (every column, every channel).
+fn rows(shot: &ActionResponse, rows: std::ops::Range<usize>) -> Vec<u8> {
+    let png = &shot.screenshot.as_ref().unwrap().png_base64;
+    let (pixels, line, _) = png_pixels(png);
+    pixels[rows.start * line..rows.end * line].to_vec()
+}
+
+/// How many rows of column `x` are menu white.
+fn white_rows(shot: &ActionResponse, x: usize) -> usize {
+    let png = &shot.screenshot.as_ref().unwrap().png_base64;
+    let (pixels, line, channels) = png_pixels(png);
+    (0..800)
+        .filter(|&y| {
+            let at = y * line + x * channels;
+            pixels[at..at + 3] == [255, 255, 255]
+        })
+        .count()
+}
+
+/// Saves `shot` as `<DESK_ENTRY_SHOTS>/<what>-<index>.png` when that variable is set.
+fn save_shot(shot: &ActionResponse, what: &str, index: u64) {
+    if let Ok(dir) = std::env::var("DESK_ENTRY_SHOTS") {
+        let png = &shot.screenshot.as_ref().unwrap().png_base64;
+        let bytes =
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, png).unwrap();
+        std::fs::write(format!("{dir}/{what}-{index}.png"), bytes).unwrap();
+    }
+}
+
+/// Writes, with the host's headless FreeCAD, `feature.FCStd` (a Python feature) and
+/// `property.FCStd` (a Python-object property) into `dir`.
+fn write_python_documents(dir: &Path, scratch: &Path) {
+    let script = scratch.join("make.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import FreeCAD\n\
+             d = FreeCAD.newDocument('feature')\n\
+             d.addObject('App::FeaturePython', 'P')\n\
+             d.saveAs({feature:?})\n\
+             d = FreeCAD.newDocument('property')\n\
+             o = d.addObject('Part::Feature', 'F')\n\
+             o.addProperty('App::PropertyPythonObject', 'Blob')\n\
+             d.saveAs({property:?})\n",
+            feature = dir.join("feature.FCStd").display().to_string(),
+            property = dir.join("property.FCStd").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let out = Command::new("freecadcmd")
+        .arg(&script)
+        .env("HOME", scratch)
+        .output()
+        .unwrap();
+    assert!(
+        dir.join("feature.FCStd").exists() && dir.join("property.FCStd").exists(),
+        "freecadcmd made no documents: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The bottom of the document area with its tab row, above the status bar: a document that
+/// opens adds a tab and a view there.
+const TAB_ROWS: std::ops::Range<usize> = 600..770;
+
+/// File > Open (Ctrl+O) or File > Import of `path` (in the attempt directory) by typing its
+/// name into the file dialog; the screenshot after.
+async fn open_through_dialog(driver: &mut Driver, path: &Path, import: bool) -> ActionResponse {
+    if import {
+        driver.click(20, 28, "open the File menu").await;
+        driver.click(138, 262, "File > Import...").await;
+    } else {
+        driver.key(&["ctrl", "o"]).await;
+    }
+    driver.wait(800).await;
+    // The dialog opens in the attempt directory (a path of its own inside the sandbox).
+    let name = path.file_name().unwrap().to_str().unwrap();
+    let typed = driver.type_text(name).await;
+    save_shot(&typed, "typed", driver.index);
+    driver.key(&["return"]).await;
+    let after = driver.wait(1500).await;
+    save_shot(&after, "after", driver.index);
+    after
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn locked_freecad_refuses_or_defuses_every_entry_path() {
+    if !xvfb_available() || !freecad_available() {
+        return;
+    }
+    let started = Instant::now();
+    let root = tempfile::tempdir().unwrap();
+    let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
+    let mut driver = Driver::lease(&broker, "freecad").await;
+    let attempt_dir: PathBuf = broker
+        .session_dir(&driver.session)
+        .join("workspace/attempt");
+
+    // Workbenches that load modules by name (Test Framework), export cell text (Spreadsheet),
+    // embed web views (Start, Web) and the rest: View > Workbench offers only the benchmark's
+    // (Part Design, Sketcher, Part, TechDraw, <none>: five 23 px rows; unlocked, 23 rows).
+    driver.click(97, 28, "open the View menu").await;
+    let submenu = driver.click(252, 540, "open View > Workbench").await;
+    let white = white_rows(&submenu, 432);
+    assert!(
+        (60..=170).contains(&white),
+        "View > Workbench is {white} px tall: expected five rows"
+    );
+    driver.key(&["escape"]).await;
+    driver.key(&["escape"]).await;
+    driver.assert_no_prohibited_window("View > Workbench").await;
+
+    // The Macro menu (Alt+M, then M for Macro recording), the macro chords (Ctrl+F6 execute,
+    // F6 debug, F9 breakpoint): nothing opens.
+    driver.key(&["alt", "m"]).await;
+    driver.type_text("m").await;
+    driver.key(&["escape"]).await;
+    for chord in [&["ctrl", "f6"][..], &["f6"], &["f9"]] {
+        driver.key(chord).await;
+    }
+    driver.wait(500).await;
+    driver
+        .assert_no_prohibited_window("Macro menu and chords")
+        .await;
+
+    // Tools > Customize... and Tools > Addon manager, where an unlocked FreeCAD lists them.
+    for (y, case) in [(266, "Tools > Customize"), (289, "Tools > Addon manager")] {
+        driver.click(140, 28, "open the Tools menu").await;
+        driver.click(233, y, case).await;
+        driver.wait(800).await;
+        driver.key(&["escape"]).await;
+        driver.assert_no_prohibited_window(case).await;
+    }
+
+    // Files the app is offered through File > Open and File > Import: Python and macro files
+    // (the macro editor), documents carrying a Python feature or a Python-object property.
+    // Each would run `marker` if any of it ran; none opens (the document area is unchanged).
+    let marker = attempt_dir.join("ran");
+    let payload = format!(
+        "open({:?}, 'w').write('ran')\n",
+        marker.display().to_string()
+    );
+    std::fs::write(attempt_dir.join("payload.py"), &payload).unwrap();
+    std::fs::write(attempt_dir.join("payload.FCMacro"), &payload).unwrap();
+    write_python_documents(&attempt_dir, root.path());
+    std::fs::copy(
+        attempt_dir.join("attempt.FCStd"),
+        attempt_dir.join("plain.FCStd"),
+    )
+    .unwrap();
+    // FreeCAD closes an empty, unmodified active document before it opens a file: a body
+    // keeps the attempt open.
+    driver.click(73, 255, "Tasks: Create body").await;
+    let before = rows(&driver.wait(1000).await, TAB_ROWS);
+    // File > Import offers no FCStd filter (0.20 merges projects through the stripped Merge
+    // project); the name typed anyway opens nothing either.
+    for (file, import) in [
+        ("payload.py", false),
+        ("payload.FCMacro", false),
+        ("feature.FCStd", false),
+        ("property.FCStd", false),
+        ("payload.py", true),
+        ("feature.FCStd", true),
+    ] {
+        let case = format!(
+            "{} {file}",
+            if import {
+                "File > Import"
+            } else {
+                "File > Open"
+            }
+        );
+        let shot = open_through_dialog(&mut driver, &attempt_dir.join(file), import).await;
+        // A refusal may show a message box: close it.
+        let titles = driver.titles().await;
+        if titles.len() > 1 {
+            println!("{case}: {titles:?}");
+            driver.key(&["escape"]).await;
+        }
+        driver.assert_no_prohibited_window(&case).await;
+        assert!(
+            rows(&shot, TAB_ROWS) == before,
+            "{case}: the document area changed (something opened)"
+        );
+        assert!(!marker.exists(), "{case}: the payload ran");
+    }
+    // The control: a plain document through the same path opens (a tab appears), so the
+    // observation above can see an opened file.
+    let shot = open_through_dialog(&mut driver, &attempt_dir.join("plain.FCStd"), false).await;
+    assert!(
+        rows(&shot, TAB_ROWS) != before,
+        "the plain document did not open: the observation is blind"
+    );
+    assert!(!marker.exists(), "a payload ran");
+    driver.client.release(&driver.session).await.unwrap();
+    println!(
+        "locked entry paths: {} actions in {} ms",
+        driver.index,
+        started.elapsed().as_millis()
+    );
+}
+
+/// The lockdown module replaced by one that only marks the title the handoff waits for: the
+/// `freecad` profile as if every in-app layer failed.
+fn unlocked_profile() -> String {
+    let profile = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../desk-desktop/profiles/freecad.toml"),
+    )
+    .unwrap();
+    let key = "\".local/share/FreeCAD/Mod/DeskLockdown/InitGui.py\" = \"\"\"\n";
+    let start = profile.find(key).unwrap() + key.len();
+    let end = start + profile[start..].find("\"\"\"").unwrap();
+    let ready = "\
+def _desk_ready():
+    import FreeCAD
+    import FreeCADGui
+    from PySide2 import QtCore
+
+    def tick():
+        document = FreeCAD.ActiveDocument
+        window = FreeCADGui.getMainWindow()
+        if document is None or window is None or not window.isVisible():
+            return
+        window.setWindowTitle(\"FreeCAD - %s.FCStd\" % document.Name)
+        timer.stop()
+
+    timer = QtCore.QTimer()
+    timer.setInterval(250)
+    timer.timeout.connect(tick)
+    timer.start()
+    FreeCADGui.desk_ready = timer
+
+
+_desk_ready()
+";
+    let unlocked = format!("{}{ready}{}", &profile[..start], &profile[end..]);
+    unlocked.replacen("name = \"freecad\"", "name = \"freecad-unlocked\"", 1)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_lockdown_the_worker_alone_refuses_input_into_the_macro_dialog() {
+    if !xvfb_available() || !freecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    // The broker reads its profiles when it starts.
+    std::fs::create_dir_all(root.path().join("profiles")).unwrap();
+    std::fs::write(
+        root.path().join("profiles/freecad-unlocked.toml"),
+        unlocked_profile(),
+    )
+    .unwrap();
+    let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
+    let mut driver = Driver::lease(&broker, "freecad-unlocked").await;
+    // Macro > Macros... opens: the inner layer is gone.
+    driver.click(188, 28, "open the Macro menu").await;
+    driver.click(327, 95, "Macro > Macros...").await;
+    driver.wait(1000).await;
+    let windows = driver
+        .client
+        .windows(&driver.session)
+        .await
+        .unwrap()
+        .windows;
+    let dialog = windows
+        .iter()
+        .find(|window| window.title == "Execute macro")
+        .unwrap_or_else(|| panic!("Macro > Macros... opened no dialog: {windows:?}"));
+    let centre = (
+        dialog.bounds.x + i32::try_from(dialog.bounds.width / 2).unwrap(),
+        dialog.bounds.y + i32::try_from(dialog.bounds.height / 2).unwrap(),
+    );
+    let index = driver.index;
+    let attempts = [
+        json!({"type": "click", "x": centre.0, "y": centre.1, "intent": "click in the dialog"}),
+        json!({"type": "type", "text": "payload", "intent": "type a macro name"}),
+        json!({"type": "key", "keys": ["return"], "intent": "run it"}),
+    ];
+    for attempt in attempts {
+        let what = attempt.clone();
+        match driver.send(attempt).await {
+            Err(ClientError::Api(body)) => {
+                assert_eq!(
+                    body.code,
+                    ErrorCode::DestinationProhibited,
+                    "{what}: {body:?}"
+                );
+            }
+            other => panic!("{what} must be refused with destination_prohibited: {other:?}"),
+        }
+    }
+    assert_eq!(driver.index, index, "refused input takes no action index");
+    let titles = driver.titles().await;
+    assert!(
+        titles.iter().any(|title| title == "Execute macro"),
+        "the dialog is untouched: {titles:?}"
+    );
+    driver.client.release(&driver.session).await.unwrap();
+}
