@@ -282,7 +282,7 @@ fn format_table(run: &ValidityRun) -> String {
 fn median_ms(sorted: &[u64]) -> Option<f64> {
     let n = sorted.len();
     let mid = sorted.get(n / 2).copied()? as f64;
-    Some(if n % 2 == 0 {
+    Some(if n.is_multiple_of(2) {
         (sorted.get(n / 2 - 1).copied().unwrap_or_default() as f64 + mid) / 2.0
     } else {
         mid
