@@ -33,8 +33,6 @@ fn keep(name: &str, png: &[u8]) {
 
 /// Pixels of a PNG darker than mid-grey.
 fn ink_pixels(png: &[u8]) -> usize {
-    // The renders are RGBA; count through resvg's decoder-free route: re-render is not
-    // possible from bytes, so decode with the png signature check and tiny-skia.
     let pixmap = resvg::tiny_skia::Pixmap::decode_png(png).unwrap();
     assert_eq!((pixmap.width(), pixmap.height()), (1600, 1200));
     pixmap
