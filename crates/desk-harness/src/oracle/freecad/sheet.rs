@@ -171,18 +171,30 @@ fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f
             if along_z {
                 points.push((DimTool::Diameter, along([0.0; 3], right, -outer)));
             } else {
-                // The hub's top edge, halfway between the bore and the hub's side (a section
-                // splits it at the bore): far from the outer side the vertical dimension
-                // takes, so neither dimension's lines cover the other's pick.
-                let bore = hole(spec, &[Axis::Z]).map_or(0.0, |(_, radius)| radius);
-                points.push((
-                    DimTool::Horizontal,
-                    along([0.0, 0.0, total], right, (hub + bore) / 2.0),
-                ));
-                points.push((
-                    DimTool::Vertical,
-                    along([0.0, 0.0, thick / 2.0], right, outer),
-                ));
+                // The gold dimensions the longest edges of the part's outline (its section
+                // shows the outline too, not the cut): vertical, the taller of the hub's and
+                // the rim's sides, picked on the -right side; horizontal, the rim's outline (a
+                // circle seen edge-on, split where its seam at +X projects), picked on the
+                // rim's top beyond the hub on the other side, clear of the first dimension.
+                let (side, height) = if total - thick > thick {
+                    (hub, (thick + total) / 2.0)
+                } else {
+                    (outer, thick / 2.0)
+                };
+                let vertical = (DimTool::Vertical, along([0.0, 0.0, height], right, -side));
+                if view == View::Section {
+                    // FIXME: the cut splits the rim's lines at the bore and the bolt holes, so
+                    // no edge of the recipe's section has the gold's full diameter; it takes
+                    // the hub's top, halfway between the bore and the hub's side, instead.
+                    let bore = hole(spec, &[Axis::Z]).map_or(0.0, |(_, radius)| radius);
+                    let hub_top = along([0.0, 0.0, total], right, (hub + bore) / 2.0);
+                    points.push((DimTool::Horizontal, hub_top));
+                    points.push(vertical);
+                } else {
+                    points.push(vertical);
+                    let rim_top = along([0.0, 0.0, thick], right, (hub + outer) / 2.0);
+                    points.push((DimTool::Horizontal, rim_top));
+                }
             }
         }
     }
