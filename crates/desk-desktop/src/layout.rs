@@ -208,6 +208,11 @@ impl SessionDir {
         self.0.join("cgroup.json")
     }
 
+    /// The session's host identities (`sandbox::identity`: the desktop's and the app's uid).
+    pub fn identity_file(&self) -> PathBuf {
+        self.0.join("identity.json")
+    }
+
     /// The last checkpointed artifact named `name`.
     pub fn checkpoint_file(&self, name: &str) -> PathBuf {
         self.0.join("checkpoint").join(name)
@@ -257,6 +262,7 @@ mod tests {
             session.frame_file(7),
             session.checkpoint_file("attempt.dxf"),
             session.refused_actions_file(),
+            session.identity_file(),
         ] {
             assert!(path.starts_with(session.path()), "{}", path.display());
         }

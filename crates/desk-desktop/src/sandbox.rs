@@ -5,36 +5,47 @@
 //! needs no daemon, and its sandbox is an ordinary process tree that outlives the broker
 //! (no `--die-with-parent`), so a restarted broker can reattach.
 //!
-//! Shape: `bwrap` starts a holder (`deskbroker-worker hold`, see [`host`]) in new user, mount, pid, ipc, uts, net and
-//! cgroup namespaces, as an unprivileged uid (the dedicated [`DEFAULT_SANDBOX_UID`] when the
-//! broker is root, else the broker's own uid inside a user namespace), with `NoNewPrivs`. Its
+//! Shape: `bwrap` starts a holder (`deskbroker-worker hold`, see [`host`]) in new mount, pid,
+//! ipc, uts, net and cgroup namespaces, with `NoNewPrivs`. Identities (see [`identity`]): a root
+//! broker runs bwrap as root without a user namespace and with every capability dropped (the
+//! holder is uid 0 without capabilities); each desktop process is entered by root and dropped to
+//! its role's host uid, the session's own desktop uid (Xvfb, window manager, buses, worker) or
+//! its own app uid (the app), so the kernel's uid checks keep the app from the worker's files,
+//! `/proc`, memory and signals. A broker that is not root gets one identity: its own uid in a
+//! new user namespace, which every process joins. Its
 //! root is built from an allowlist: the profile's filesystem view (see [`view`]: all of `/usr`
 //! and `/etc`, or only the programs, data and libraries the desktop and app need) and the font
 //! cache read-only, the merged-usr links, a
 //! minimal `/dev`, a fresh `/proc`, private tmpfs `/tmp` and `/dev/shm`, the worker program
 //! (the file alone, never the directory holding `deskbroker`) read-only, and the session's workspace read-only but for the policy's writable directories
-//! (the attempt directory) and `run/`, the only host-backed writable paths; the app's home is
-//! an in-memory tmpfs filled from a seed at each app start (see [`workspace`]). `/dev` is not
-//! a devpts mount on purpose: that keeps bwrap to one user
-//! namespace, which `nsenter` can join. Each desktop process then enters the holder's
-//! namespaces (`setpriv [--reuid] --no-new-privs nsenter --user --mount ...`), so all of them
-//! share one display socket, one IPC namespace (MIT-SHM) and one loopback-only network.
+//! (the attempt directory), `run/` and (split identities) `bus/`, the only host-backed
+//! writable paths; the app's home is an in-memory tmpfs filled from a seed at each app start
+//! (see [`workspace`]). `/dev` is not a devpts mount on purpose: that keeps bwrap to at most
+//! one user namespace, which `nsenter` can join. Each desktop process then enters the holder's
+//! namespaces (`setpriv --no-new-privs nsenter [--user] --mount ... [-S uid -G gid]`), so all
+//! of them share one display socket, one IPC namespace (MIT-SHM) and one loopback-only network.
 //!
 //! Every process starts from an empty environment plus the allowlist the caller passes.
 //!
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
+//!
+//! This file keeps the one bwrap command line (and the directories bwrap makes for it), the
+//! sandbox's record, how each role's process enters it and the X cookies: one shape, read
+//! together; that is why it is over 400 lines.
 
 pub mod cgroup;
 mod elf;
 pub mod facts;
 mod host;
+pub mod identity;
 pub mod inside;
 pub mod probe;
 pub mod view;
 pub mod workspace;
 
-pub use host::{SANDBOX_USER, set_lease_deadline};
+pub use host::{DESKTOP_USER, SANDBOX_USER, set_lease_deadline};
+pub use identity::{Identities, Ids};
 pub use view::{FsView, ViewKind, ViewSpec};
 pub use workspace::{WritableDirs, ensure_workspace, remove_workspace};
 
@@ -48,13 +59,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
 
-/// The host uid (and gid) desktop processes run as when the broker runs as root: not the
-/// broker's, owns nothing on the host.
+/// The first host uid (and gid) of the range a root broker gives its sessions (two per
+/// session, see [`identity`]): not the broker's, owns nothing on the host.
 pub const DEFAULT_SANDBOX_UID: u32 = 61_234;
 
 /// Where the worker socket and the X authority file live inside the sandbox (short, so the
-/// socket path never depends on the state directory's length).
+/// socket path never depends on the state directory's length). With split identities only
+/// the desktop uid can enter it (0700).
 pub const INSIDE_RUN_DIR: &str = "/run/desk";
+
+/// Where the session bus and the AT-SPI bus put their sockets when the app has an identity of
+/// its own (the workspace's `bus/`, 0755): both identities reach them, the app cannot reach
+/// `run/`.
+pub const INSIDE_BUS_DIR: &str = "/run/desk-bus";
+
+/// The AT-SPI bus launcher's configuration, replaced in a sandbox with split identities by
+/// one that admits both uids (the shipped one admits only the bus's own uid and root).
+const AT_SPI_CONFIG: &str = "/usr/share/defaults/at-spi2/accessibility.conf";
 
 /// The operator's extra writable paths (colon-separated absolute paths, read from the broker's
 /// environment at each desktop start), bound at the same place inside every sandbox. Meant for
@@ -69,11 +90,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum SandboxPolicy {
     /// Processes run unsandboxed as the broker's user (`serve --unsafe-no-sandbox`).
     Off,
-    /// One bubblewrap sandbox per session; processes run as `uid`/`gid` on the host.
+    /// One bubblewrap sandbox per session. A root broker's sessions take their uids from the
+    /// range starting at `uid` (see [`identity`]); otherwise every process runs as `uid`/`gid`
+    /// (the broker's own).
     On {
-        /// Host uid of every desktop process.
+        /// The first uid of the range (root broker), or the uid of every desktop process.
         uid: u32,
-        /// Host gid of every desktop process.
+        /// Its gid.
         gid: u32,
     },
 }
@@ -108,10 +131,14 @@ impl SandboxPolicy {
 pub struct Sandbox {
     /// Host pid of the sandbox's first process (pid 1 inside), whose namespaces others enter.
     pub holder_pid: u32,
-    /// Host uid of every process inside.
+    /// Host uid of the desktop's processes (every process inside when `app` is `None`).
     pub uid: u32,
-    /// Host gid of every process inside.
+    /// Their host gid.
     pub gid: u32,
+    /// The app's own host identity (a root broker: the sandbox has no user namespace and each
+    /// process is dropped to its role's ids); `None`: one identity for all, in a user namespace.
+    #[serde(default)]
+    pub app: Option<Ids>,
     /// Whether processes drop from root to `uid` before entering (the broker is root).
     pub drop_root: bool,
     /// The workspace on the host, bound read-only at the same path inside.
@@ -129,7 +156,8 @@ pub struct Sandbox {
 /// fontconfig's system cache (generated fonts metadata, no user data).
 const FONT_CACHE: &str = "/var/cache/fontconfig";
 
-/// The namespaces every sandbox gets anew (bwrap flags).
+/// The namespaces every sandbox gets anew (bwrap flags); the first, the user namespace, only
+/// with one identity (see [`bwrap_namespace_args`]).
 const UNSHARE: [&str; 6] = [
     "--unshare-user",
     "--unshare-ipc",
@@ -139,11 +167,16 @@ const UNSHARE: [&str; 6] = [
     "--unshare-cgroup",
 ];
 
-/// `setpriv` dropping a root broker to `uid`/`gid` (no supplementary groups), always with
-/// `NoNewPrivs`; the program to run follows as its next argument.
-fn setpriv_command(uid: u32, gid: u32) -> Command {
-    let mut command = Command::new("setpriv");
-    if nix::unistd::geteuid().is_root() {
+/// `setpriv` dropping a root broker to `uid`/`gid` (no supplementary groups) when given,
+/// always with `NoNewPrivs`; the program to run follows as its next argument.
+///
+/// Run under umask 022 (by the host's `/bin/sh`, before anything of the sandbox exists): the
+/// directories bwrap makes for its mount points follow the umask, and a broker's 0077 would
+/// leave them to root alone, out of reach of the desktop's and the app's uids.
+fn setpriv_command(drop_to: Option<(u32, u32)>) -> Command {
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", "umask 022 && exec \"$@\"", "sh", "setpriv"]);
+    if let Some((uid, gid)) = drop_to.filter(|_| nix::unistd::geteuid().is_root()) {
         command.args([
             "--reuid",
             &uid.to_string(),
@@ -154,6 +187,69 @@ fn setpriv_command(uid: u32, gid: u32) -> Command {
     }
     command.arg("--no-new-privs");
     command
+}
+
+/// bwrap's namespace flags: with split identities (a root broker) no user namespace and every
+/// capability dropped (root builds the sandbox; the holder keeps uid 0 and no capability),
+/// else all of [`UNSHARE`].
+pub(crate) fn bwrap_namespace_args(command: &mut Command, split: bool) {
+    if split {
+        command.args(&UNSHARE[1..]).args(["--cap-drop", "ALL"]);
+    } else {
+        command.args(UNSHARE);
+    }
+}
+
+/// The directories bwrap creates in its own root for the mount points among `args` (bwrap
+/// arguments up to `--`): every proper parent of a mount point that is neither a mount point
+/// nor below a host directory bound there (a directory bwrap makes in a tmpfs of its own
+/// counts: it is as private), in order, each once.
+fn created_parents(args: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let args: Vec<PathBuf> = args.into_iter().collect();
+    let flag = |arg: &PathBuf| arg.to_str().map(str::to_string).unwrap_or_default();
+    // Mount points, and whether each shows a host tree (a bind) rather than making one entry
+    // (a directory, a symlink, a file, a fresh filesystem).
+    let mut mounts: Vec<(PathBuf, bool)> = Vec::new();
+    let mut index = 0;
+    while index < args.len() {
+        let name = flag(&args[index]);
+        let (dest, tree, width) = match name.as_str() {
+            "--" => break,
+            "--ro-bind" | "--bind" | "--dev-bind" => (args.get(index + 2), true, 3),
+            "--symlink" => (args.get(index + 2), false, 3),
+            "--proc" | "--dev" | "--mqueue" => (args.get(index + 1), true, 2),
+            "--tmpfs" => (args.get(index + 1), false, 2),
+            "--dir" => (args.get(index + 1), false, 2),
+            "--chmod" => (None, false, 3),
+            "--perms" | "--size" | "--hostname" | "--remount-ro" | "--chdir" | "--info-fd"
+            | "--cap-drop" | "--cap-add" | "--uid" | "--gid" => (None, false, 2),
+            _ => (None, false, 1),
+        };
+        if let Some(dest) = dest {
+            mounts.push((dest.clone(), tree));
+        }
+        index += width;
+    }
+    let inside_tree = |path: &Path| {
+        mounts
+            .iter()
+            .any(|(mount, tree)| path == mount || (*tree && path.starts_with(mount)))
+    };
+    let mut created: Vec<PathBuf> = Vec::new();
+    for (mount, _) in &mounts {
+        let mut parents: Vec<&Path> = mount.ancestors().skip(1).collect();
+        parents.reverse();
+        for parent in parents {
+            if parent == Path::new("/")
+                || inside_tree(parent)
+                || created.iter().any(|c| c == parent)
+            {
+                continue;
+            }
+            created.push(parent.to_path_buf());
+        }
+    }
+    created
 }
 
 /// The read-only base every sandbox root starts from: `/usr` and the merged-usr top-level
@@ -184,8 +280,7 @@ fn top_level_links(command: &mut Command) {
 /// [`SandboxStart::finish`] with its stdout.
 pub struct SandboxStart {
     holder: PathBuf,
-    uid: u32,
-    gid: u32,
+    identities: Identities,
     drop_root: bool,
     workspace: PathBuf,
     writable: Vec<PathBuf>,
@@ -195,24 +290,35 @@ impl SandboxStart {
     /// Builds the bwrap command for `workspace` (read-only but for its `writable` directories,
     /// see [`workspace`]), with `read_only` extra paths (the worker program) bound at the same
     /// place inside, and `holder` (the worker program, one of `read_only`) as its pid 1, over
-    /// the host filesystem `view` (see [`view`]). Spawn the command with its stdout piped.
+    /// the host filesystem `view` (see [`view`]), for the session's `identities` (split only
+    /// under a root broker). Spawn the command with its stdout piped.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         policy: SandboxPolicy,
+        identities: Identities,
         workspace: &Path,
         writable: &WritableDirs,
         read_only: &[PathBuf],
         holder: &Path,
         view: &FsView,
     ) -> Result<(Command, SandboxStart), BackendError> {
-        let SandboxPolicy::On { uid, gid } = policy else {
+        let SandboxPolicy::On { .. } = policy else {
             return Err(BackendError::DesktopFailed(
                 "the sandbox is off for this desktop".to_string(),
             ));
         };
         let drop_root = nix::unistd::geteuid().is_root();
-        let mut command = setpriv_command(uid, gid);
+        let split = identities.split();
+        if split && !drop_root {
+            return Err(BackendError::SandboxUnavailable(
+                "only a root broker can give the app an identity of its own".to_string(),
+            ));
+        }
+        let desktop = identities.desktop;
+        let mut command = setpriv_command((!split).then_some((desktop.uid, desktop.gid)));
         command.arg(probe::bwrap_program()?);
-        command.args(UNSHARE).args(["--hostname", "desk"]);
+        bwrap_namespace_args(&mut command, split);
+        command.args(["--hostname", "desk"]);
         match view {
             FsView::Broad => {
                 base_root_args(&mut command);
@@ -240,11 +346,18 @@ impl SandboxStart {
         if Path::new(FONT_CACHE).is_dir() {
             command.args(["--ro-bind", FONT_CACHE, FONT_CACHE]);
         }
+        // Shared by every identity inside: sticky and world-writable, like a host's.
         command.args([
+            "--perms",
+            "1777",
             "--tmpfs",
             "/dev/shm",
+            "--perms",
+            "1777",
             "--tmpfs",
             "/tmp",
+            "--perms",
+            "1777",
             "--dir",
             "/tmp/.X11-unix",
             "--dir",
@@ -263,8 +376,8 @@ impl SandboxStart {
         for path in &extra {
             command.arg("--bind").arg(path).arg(path);
         }
-        let host_dir = host::prepare(workspace, uid, gid, &workspace.join(workspace::HOME_DIR))?;
-        let dirs = workspace::bind_args(&mut command, workspace, writable)?;
+        let host_dir = host::prepare(workspace, &identities, &workspace.join(workspace::HOME_DIR))?;
+        let mut dirs = workspace::bind_args(&mut command, workspace, writable, split)?;
         command
             .arg("--ro-bind")
             .arg(&host_dir)
@@ -278,7 +391,26 @@ impl SandboxStart {
             .arg("--bind")
             .arg(workspace.join(workspace::RUN_DIR))
             .arg(INSIDE_RUN_DIR);
+        if split {
+            command
+                .arg("--bind")
+                .arg(workspace.join(workspace::BUS_DIR))
+                .arg(INSIDE_BUS_DIR);
+            dirs.push(PathBuf::from(INSIDE_BUS_DIR));
+            if Path::new(AT_SPI_CONFIG).is_file() {
+                command
+                    .arg("--ro-bind")
+                    .arg(host_dir.join(host::AT_SPI_CONFIG_FILE))
+                    .arg(AT_SPI_CONFIG);
+            }
+        }
         // The root itself (bwrap's tmpfs) becomes read-only once everything is mounted on it.
+        // bwrap makes the missing parents of a mount point 0700 root's: opened to the
+        // desktop's and the app's uids (`--chmod`, only on directories of its own root).
+        let created = created_parents(command.get_args().map(|arg| Path::new(arg).to_path_buf()));
+        for dir in created {
+            command.args(["--chmod", "0755"]).arg(dir);
+        }
         command.args(["--remount-ro", "/"]);
         // The holder is pid 1 (no bwrap reaper): signals from inside cannot stop or kill it.
         command.args(["--chdir", "/", "--as-pid-1", "--info-fd", "1", "--"]);
@@ -292,8 +424,7 @@ impl SandboxStart {
             command,
             SandboxStart {
                 holder: holder.to_path_buf(),
-                uid,
-                gid,
+                identities,
                 drop_root,
                 workspace: workspace.to_path_buf(),
                 writable: workspace::allowed_writable(dirs, &extra),
@@ -371,8 +502,9 @@ impl SandboxStart {
         }
         Ok(Sandbox {
             holder_pid: info.child_pid,
-            uid: self.uid,
-            gid: self.gid,
+            uid: self.identities.desktop.uid,
+            gid: self.identities.desktop.gid,
+            app: self.identities.split().then_some(self.identities.app),
             drop_root: self.drop_root,
             workspace: self.workspace,
             writable: self.writable,
@@ -381,39 +513,81 @@ impl SandboxStart {
     }
 }
 
+/// The session bus's configuration file name in the workspace's `host/` (split identities).
+pub fn host_session_bus_config() -> &'static str {
+    host::SESSION_BUS_CONFIG_FILE
+}
+
 /// The `PATH` every desktop process gets.
 pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// Whose identity a process inside a sandbox takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Xvfb, the window manager, the buses, the worker.
+    Desktop,
+    /// The app, and what writes its files (the home seeding).
+    App,
+}
+
 impl Sandbox {
-    /// A command that runs `argv` inside this sandbox in `cwd` (a path inside), with exactly
-    /// `env` as its environment.
+    /// A command that runs `argv` inside this sandbox as a desktop process, in `cwd` (a path
+    /// inside), with exactly `env` as its environment.
     pub fn command(&self, argv: &[String], cwd: &Path, env: &[(String, String)]) -> Command {
+        self.command_as(Role::Desktop, argv, cwd, env)
+    }
+
+    /// The host ids a process of `role` runs as.
+    pub fn ids(&self, role: Role) -> Ids {
+        match (role, self.app) {
+            (Role::App, Some(app)) => app,
+            _ => Ids {
+                uid: self.uid,
+                gid: self.gid,
+            },
+        }
+    }
+
+    /// [`Sandbox::command`] for a process of `role`. With split identities root enters the
+    /// namespaces (no user namespace) and `nsenter` drops to the role's ids (no
+    /// supplementary groups, no capability left); with one identity the process drops first
+    /// and joins the sandbox's user namespace.
+    pub fn command_as(
+        &self,
+        role: Role,
+        argv: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Command {
+        let ids = self.ids(role);
         let mut command = Command::new("setpriv");
-        if self.drop_root {
+        if self.drop_root && self.app.is_none() {
             command.args([
                 "--reuid",
-                &self.uid.to_string(),
+                &ids.uid.to_string(),
                 "--regid",
-                &self.gid.to_string(),
+                &ids.gid.to_string(),
                 "--clear-groups",
             ]);
         }
         command
             .args(["--no-new-privs", "nsenter", "--target"])
-            .arg(self.holder_pid.to_string())
-            .args([
-                "--user",
-                "--mount",
-                "--pid",
-                "--net",
-                "--ipc",
-                "--uts",
-                "--cgroup",
-                "--preserve-credentials",
-                "--",
-                "env",
-                "-C",
-            ])
+            .arg(self.holder_pid.to_string());
+        if self.app.is_none() {
+            command.arg("--user");
+        }
+        command.args(["--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup"]);
+        if self.app.is_none() {
+            command.arg("--preserve-credentials");
+        } else {
+            command
+                .arg("--setuid")
+                .arg(ids.uid.to_string())
+                .arg("--setgid")
+                .arg(ids.gid.to_string());
+        }
+        command
+            .args(["--", "env", "-C"])
             .arg(cwd)
             .arg("--")
             .args(argv)
@@ -485,13 +659,14 @@ impl Sandbox {
         self.workspace.join(workspace::RUN_DIR)
     }
 
-    /// Gives the sandbox uid the tree at `path` (a fresh home or attempt directory the broker
+    /// Gives the app's uid the tree at `path` (a fresh home or attempt directory the broker
     /// prepared as root), without following links. No-op when not dropping root.
     pub fn hand_over(&self, path: &Path) -> Result<(), BackendError> {
         if !self.drop_root {
             return Ok(());
         }
-        chown_tree(path, self.uid, self.gid).map_err(|source| BackendError::Spawn {
+        let ids = self.ids(Role::App);
+        chown_tree(path, ids.uid, ids.gid).map_err(|source| BackendError::Spawn {
             what: format!("ownership of {}", path.display()),
             source,
         })
@@ -525,18 +700,42 @@ pub fn xauthority_entry(family: u16, address: &[u8], number: &[u8], cookie: &[u8
     bytes
 }
 
+fn fresh_cookie(path: &Path) -> Result<[u8; 16], BackendError> {
+    let mut cookie = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut cookie))
+        .map_err(|source| BackendError::Spawn {
+            what: format!("X authority {}", path.display()),
+            source,
+        })?;
+    Ok(cookie)
+}
+
 /// Writes an X authority file with one fresh MIT-MAGIC-COOKIE-1 for any display (family
-/// Wild, empty number), mode 0600, owned by `owner` when given.
-pub fn write_xauthority(path: &Path, owner: Option<(u32, u32)>) -> Result<(), BackendError> {
+/// Wild, empty number), mode 0600, owned by `owner` when given. With `app` (a path and its
+/// owner), a second fresh cookie goes to that file alone and is appended to `path`, which is
+/// also the X server's `-auth` file: the app reaches the display with a cookie of its own and
+/// never needs to read the desktop's.
+pub fn write_xauthority(
+    path: &Path,
+    owner: Option<(u32, u32)>,
+    app: Option<(&Path, (u32, u32))>,
+) -> Result<(), BackendError> {
+    let mut bytes = xauthority_entry(FAMILY_WILD, b"", b"", &fresh_cookie(path)?);
+    if let Some((app_path, app_owner)) = app {
+        let entry = xauthority_entry(FAMILY_WILD, b"", b"", &fresh_cookie(app_path)?);
+        write_private(app_path, &entry, Some(app_owner))?;
+        bytes.extend_from_slice(&entry);
+    }
+    write_private(path, &bytes, owner)
+}
+
+/// Writes `bytes` to a new file at `path` (replacing one there), mode 0600, owned by `owner`.
+fn write_private(path: &Path, bytes: &[u8], owner: Option<(u32, u32)>) -> Result<(), BackendError> {
     let io = |source| BackendError::Spawn {
         what: format!("X authority {}", path.display()),
         source,
     };
-    let mut cookie = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut cookie))
-        .map_err(io)?;
-    let bytes = xauthority_entry(FAMILY_WILD, b"", b"", &cookie);
     let _ = std::fs::remove_file(path);
     {
         use std::io::Write;
@@ -547,10 +746,72 @@ pub fn write_xauthority(path: &Path, owner: Option<(u32, u32)>) -> Result<(), Ba
             .mode(0o600)
             .open(path)
             .map_err(io)?;
-        file.write_all(&bytes).map_err(io)?;
+        file.write_all(bytes).map_err(io)?;
     }
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_parents_bwrap_makes_are_opened() {
+        let args = [
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--ro-bind",
+            "/usr/lib/x",
+            "/usr/lib/x",
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+            "--dir",
+            "/tmp/.X11-unix",
+            "--bind",
+            "/tmp/t/log",
+            "/tmp/t/log",
+            "--dir",
+            "/run",
+            "--ro-bind",
+            "/w/ws",
+            "/run/ws/a/ws",
+            "--bind",
+            "/w/ws/run",
+            "/run/desk",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--ro-bind",
+            "/opt/t/worker",
+            "/opt/t/worker",
+            "--ro-bind",
+            "/etc/x",
+            "/etc/dbus-1/x",
+            "--",
+            "/opt/t/worker",
+            "--dir",
+            "/never",
+        ]
+        .map(PathBuf::from);
+        assert_eq!(
+            created_parents(args),
+            [
+                "/tmp/t",
+                "/run/ws",
+                "/run/ws/a",
+                "/opt",
+                "/opt/t",
+                "/etc",
+                "/etc/dbus-1"
+            ]
+            .map(PathBuf::from)
+            .to_vec()
+        );
+    }
 }

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use super::LocalDesktop;
 use crate::error::BackendError;
-use crate::sandbox::INSIDE_RUN_DIR;
 
 /// The session bus's socket file in the run directory.
 pub(super) const SESSION_BUS_FILE: &str = "bus";
@@ -28,15 +27,6 @@ const BUS_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_SOCKET_PATH: usize = 100;
 
 impl LocalDesktop {
-    /// The directory the session bus and the AT-SPI bus put their sockets in, as the desktop's
-    /// processes see it.
-    fn bus_dir(&self) -> String {
-        match &self.sandbox {
-            Some(_) => INSIDE_RUN_DIR.to_string(),
-            None => self.run_dir.display().to_string(),
-        }
-    }
-
     /// `DBUS_SESSION_BUS_ADDRESS` for the desktop's processes, when the session bus runs.
     pub(super) fn session_bus_address(&self) -> Option<String> {
         self.processes
@@ -57,15 +47,34 @@ impl LocalDesktop {
             );
             return Ok(());
         }
-        let host_socket = self.run_dir.join(SESSION_BUS_FILE);
+        let host_dir = match self.split() {
+            true => self
+                .run_dir
+                .parent()
+                .map(|workspace| workspace.join(crate::sandbox::workspace::BUS_DIR))
+                .unwrap_or_else(|| self.run_dir.clone()),
+            false => self.run_dir.clone(),
+        };
+        let host_socket = host_dir.join(SESSION_BUS_FILE);
         super::records::remove_stale_socket(&host_socket, "bus socket")?;
         let address = format!("unix:path={socket}");
         let mut env = self.x_client_env();
         // The AT-SPI bus socket goes below the run directory, not the home directory.
         env.push(("XDG_RUNTIME_DIR".to_string(), self.bus_dir()));
+        // With split identities the bus admits the app's uid too (`sandbox/host.rs`).
+        let config = match (&self.sandbox, self.split()) {
+            (Some(sandbox), true) => format!(
+                "--config-file={}",
+                sandbox
+                    .host_dir()
+                    .join(crate::sandbox::host_session_bus_config())
+                    .display()
+            ),
+            _ => "--session".to_string(),
+        };
         let argv: Vec<String> = [
             "dbus-daemon",
-            "--session",
+            &config,
             "--nofork",
             "--nopidfile",
             "--nosyslog",
@@ -82,7 +91,9 @@ impl LocalDesktop {
             &env,
             Stdio::null(),
         )?;
-        wait_for_socket(&host_socket)?;
+        if let Err(error) = wait_for_socket(&host_socket) {
+            return Err(self.with_log_tail(error, "session-bus"));
+        }
         env.push(("DBUS_SESSION_BUS_ADDRESS".to_string(), address));
         let argv = vec![
             AT_SPI_BUS_LAUNCHER.to_string(),

@@ -18,6 +18,7 @@ use desk_contract::{DisplaySize, SettlePolicy};
 use super::{CLIPBOARD_WORKER_TIMEOUT, LocalDesktop, WORKER_TIMEOUT, log_file};
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
+use crate::sandbox::Role;
 use crate::sandbox::cgroup::SessionCgroup;
 use crate::worker_client::{ExpectedPeer, check_peer};
 
@@ -145,12 +146,12 @@ impl DesktopBackend for LocalDesktop {
                 crate::sandbox::workspace::seed_home(sandbox, Path::new(home))?;
             }
         }
-        let mut env = self.x_client_env();
+        let mut env = self.app_env();
         for (key, value) in &launch.env {
             env.retain(|(existing, _)| existing != key);
             env.push((key.clone(), value.clone()));
         }
-        let mut command = self.desktop_command(&launch.argv, Some(&launch.cwd), &env)?;
+        let mut command = self.command_as(Role::App, &launch.argv, Some(&launch.cwd), &env)?;
         command
             .stdin(Stdio::null())
             .stdout(log)
@@ -203,6 +204,10 @@ impl DesktopBackend for LocalDesktop {
             &self.forbidden_paths(),
             &workspace,
             &writable,
+            self.sandbox
+                .as_ref()
+                .filter(|sandbox| sandbox.app.is_some())
+                .map(|sandbox| sandbox.uid),
         );
         if !facts.failures.is_empty() {
             tracing::error!(failures = ?facts.failures, "workspace unverified at handoff");

@@ -23,7 +23,9 @@ use super::{
     tail_suffix,
 };
 use crate::error::BackendError;
-use crate::sandbox::{INSIDE_RUN_DIR, SAFE_PATH, SandboxPolicy, SandboxStart};
+use crate::sandbox::{
+    INSIDE_BUS_DIR, INSIDE_RUN_DIR, Identities, Role, SAFE_PATH, SandboxPolicy, SandboxStart,
+};
 use crate::worker_client::WorkerClient;
 
 impl LocalDesktop {
@@ -44,8 +46,25 @@ impl LocalDesktop {
         let read_only: Vec<PathBuf> = std::iter::once(worker.clone())
             .chain(self.config.read_only.iter().cloned())
             .collect();
+        let identities = match self.config.sandbox {
+            // A root broker's session has its own two identities, claimed with its workspace.
+            SandboxPolicy::On { .. } if nix::unistd::geteuid().is_root() => {
+                crate::sandbox::identity::load(&self.config.session_dir).ok_or_else(|| {
+                    BackendError::SandboxUnavailable(
+                        "the session's identities were not claimed".to_string(),
+                    )
+                })?
+            }
+            SandboxPolicy::On { uid, gid } => Identities::single(uid, gid),
+            SandboxPolicy::Off => {
+                return Err(BackendError::DesktopFailed(
+                    "the sandbox is off for this desktop".to_string(),
+                ));
+            }
+        };
         let (mut command, start) = SandboxStart::new(
             self.config.sandbox,
+            identities,
             &workspace,
             &self.config.writable,
             &read_only,
@@ -86,7 +105,16 @@ impl LocalDesktop {
             .as_ref()
             .filter(|s| s.drop_root)
             .map(|s| (s.uid, s.gid));
-        crate::sandbox::write_xauthority(&self.run_dir.join(XAUTHORITY_FILE), owner)?;
+        // The app's own cookie, when it has an identity of its own (`appauth/`, its uid's).
+        let app_cookie = self.app_xauthority_host();
+        let app = match (&self.sandbox, &app_cookie) {
+            (Some(sandbox), Some(path)) => {
+                let ids = sandbox.ids(Role::App);
+                Some((path.as_path(), (ids.uid, ids.gid)))
+            }
+            _ => None,
+        };
+        crate::sandbox::write_xauthority(&self.run_dir.join(XAUTHORITY_FILE), owner, app)?;
         self.start_xvfb()?;
         if let Some(argv) = self.config.window_manager.clone() {
             // Inside the sandbox the session directory is out of reach: the configuration goes
@@ -348,12 +376,24 @@ impl LocalDesktop {
         cwd: Option<&Path>,
         env: &[(String, String)],
     ) -> Result<Command, BackendError> {
+        self.command_as(Role::Desktop, argv, cwd, env)
+    }
+
+    /// [`LocalDesktop::desktop_command`] for a process of `role` (the app's own identity when
+    /// it has one).
+    pub(super) fn command_as(
+        &self,
+        role: Role,
+        argv: &[String],
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+    ) -> Result<Command, BackendError> {
         let Some(program) = argv.first() else {
             return Err(BackendError::Rejected("empty command".to_string()));
         };
         let cwd = cwd.unwrap_or(Path::new("/"));
         if let Some(sandbox) = &self.sandbox {
-            return Ok(sandbox.command(argv, cwd, env));
+            return Ok(sandbox.command_as(role, argv, cwd, env));
         }
         let mut command = Command::new(program);
         command
@@ -382,6 +422,44 @@ impl LocalDesktop {
         match &self.sandbox {
             Some(_) => format!("{INSIDE_RUN_DIR}/{XAUTHORITY_FILE}"),
             None => self.run_dir.join(XAUTHORITY_FILE).display().to_string(),
+        }
+    }
+
+    /// Whether the app runs under an identity of its own (a root broker's sandbox).
+    pub(super) fn split(&self) -> bool {
+        self.sandbox
+            .as_ref()
+            .is_some_and(|sandbox| sandbox.app.is_some())
+    }
+
+    /// The app's own X authority file on the host, when it has an identity of its own.
+    fn app_xauthority_host(&self) -> Option<PathBuf> {
+        let workspace = self.run_dir.parent()?;
+        self.split().then(|| {
+            workspace
+                .join(crate::sandbox::workspace::APP_AUTH_DIR)
+                .join(XAUTHORITY_FILE)
+        })
+    }
+
+    /// The environment the app starts from: an X client's, with the app's own cookie when it
+    /// has an identity of its own (the workspace is at the same path inside).
+    pub(super) fn app_env(&self) -> Vec<(String, String)> {
+        let mut env = self.x_client_env();
+        if let Some(path) = self.app_xauthority_host() {
+            env.retain(|(key, _)| key != "XAUTHORITY");
+            env.push(("XAUTHORITY".to_string(), path.display().to_string()));
+        }
+        env
+    }
+
+    /// The directory the buses put their sockets in, as the desktop's processes see it: one
+    /// both identities reach when the app has its own.
+    pub(super) fn bus_dir(&self) -> String {
+        match &self.sandbox {
+            Some(_) if self.split() => INSIDE_BUS_DIR.to_string(),
+            Some(_) => INSIDE_RUN_DIR.to_string(),
+            None => self.run_dir.display().to_string(),
         }
     }
 

@@ -9,7 +9,8 @@ use desk_contract::desktop::{SandboxMode, WorkspaceFacts};
 /// The namespaces a sandboxed app must not share with the broker.
 const NAMESPACES: [&str; 7] = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
 
-/// Measures the workspace of the app with host pid `pid`. `forbidden` are host paths the app
+/// Measures the workspace of the app with host pid `pid` (`desktop_uid`: the desktop's own
+/// uid when the app must have another, see `sandbox::identity`). `forbidden` are host paths the app
 /// must not see (the broker's state directory, home directories); `workspace` is the
 /// session's own workspace, which may lie inside one of them (a broker that is not root keeps
 /// it in its state directory): the empty directories bubblewrap made on the way to it are not
@@ -21,6 +22,7 @@ pub fn measure(
     forbidden: &[PathBuf],
     workspace: &Path,
     writable: &[PathBuf],
+    desktop_uid: Option<u32>,
 ) -> WorkspaceFacts {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let status = std::fs::read_to_string(proc_dir.join("status")).unwrap_or_default();
@@ -38,8 +40,11 @@ pub fn measure(
         .unwrap_or(0);
     let no_new_privs = field("NoNewPrivs") == "1";
     let cap_eff = field("CapEff");
+    // With split identities (`desktop_uid`, a root broker) the sandbox has no user namespace
+    // by design: the app is kept apart by its own host uid, checked below.
     let shared_namespaces = NAMESPACES
         .iter()
+        .filter(|ns| desktop_uid.is_none() || **ns != "user")
         .filter(|ns| {
             let ours = std::fs::read_link(format!("/proc/self/ns/{ns}"));
             let theirs = std::fs::read_link(proc_dir.join("ns").join(ns));
@@ -90,6 +95,9 @@ pub fn measure(
     };
     if mode == SandboxMode::On {
         facts.failures = failures(&facts);
+        if desktop_uid.is_some_and(|desktop| desktop == facts.app_uid) {
+            facts.failures.push("app_uid_is_desktop_uid".to_string());
+        }
     }
     facts
 }
@@ -223,15 +231,54 @@ mod tests {
             &[PathBuf::from("/proc")],
             Path::new("/nonexistent"),
             &[],
+            None,
         );
         assert_eq!(facts.shared_namespaces.len(), NAMESPACES.len());
+        // Split identities: the user namespace is the host's by design, and the app must not
+        // run as the desktop's uid.
+        let mine = nix::unistd::geteuid().as_raw();
+        let split = measure(
+            me,
+            SandboxMode::On,
+            &[],
+            Path::new("/nonexistent"),
+            &[],
+            Some(mine),
+        );
+        assert_eq!(split.shared_namespaces.len(), NAMESPACES.len() - 1);
+        assert!(!split.shared_namespaces.contains(&"user".to_string()));
+        assert!(
+            split
+                .failures
+                .contains(&"app_uid_is_desktop_uid".to_string())
+        );
+        let other = measure(
+            me,
+            SandboxMode::On,
+            &[],
+            Path::new("/nonexistent"),
+            &[],
+            Some(mine + 1),
+        );
+        assert!(
+            !other
+                .failures
+                .contains(&"app_uid_is_desktop_uid".to_string())
+        );
         assert!(facts.failures.contains(&"namespaces_shared".to_string()));
         assert!(
             facts
                 .failures
                 .contains(&"forbidden_path_visible".to_string())
         );
-        let off = measure(me, SandboxMode::Off, &[], Path::new("/nonexistent"), &[]);
+        let off = measure(
+            me,
+            SandboxMode::Off,
+            &[],
+            Path::new("/nonexistent"),
+            &[],
+            None,
+        );
         assert!(
             off.failures.is_empty(),
             "no rules apply with the sandbox off"

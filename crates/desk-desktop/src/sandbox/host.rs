@@ -1,7 +1,9 @@
 //! What the broker writes for a sandbox and the sandbox may only read: `<workspace>/host/`,
-//! bound read-only inside. It holds the account files (`passwd`, `group`: the sandbox uid has
-//! an entry, because toolkits such as Qt and FreeCAD crash or misbehave without one) and the
-//! lease deadline the sandbox's first process enforces.
+//! bound read-only inside. It holds the account files (`passwd`, `group`: the app's and the
+//! desktop's uids have an entry, because toolkits such as Qt and FreeCAD crash or misbehave
+//! without one), the lease deadline the sandbox's first process enforces and, when the app has
+//! an identity of its own, the configurations of the session bus and the AT-SPI bus that admit
+//! both uids (a bus admits only its own uid by default).
 //!
 //! The first process (pid 1 of the sandbox's pid namespace, so nothing inside can stop or kill
 //! it) is our own holder, `deskbroker-worker hold` (no shell): it reads `deadline` (Unix
@@ -31,15 +33,65 @@ pub(super) const CHECK_INTERVAL_SECS: u32 = 2;
 /// How long the first process waits for a deadline file that is missing or unreadable.
 pub(super) const MISSING_DEADLINE_SECS: u32 = 120;
 
-/// The user name the sandbox uid has inside.
+/// The user name the app's uid has inside.
 pub const SANDBOX_USER: &str = "desk";
 
-/// Creates `<workspace>/host` (0755, the broker's) with `passwd` and `group` naming the sandbox
-/// account (`uid`, `gid`, `home`) beside root and nobody. Returns the directory.
+/// The user name the desktop's uid has inside, when it is not the app's.
+pub const DESKTOP_USER: &str = "desk-desktop";
+
+/// The session bus's configuration in [`HOST_DIR`] (split identities).
+pub(crate) const SESSION_BUS_CONFIG_FILE: &str = "session-bus.conf";
+
+/// The AT-SPI bus's configuration in [`HOST_DIR`] (split identities), bound over the shipped
+/// one.
+pub(super) const AT_SPI_CONFIG_FILE: &str = "accessibility.conf";
+
+/// Admits every uid that reaches the socket (inside the sandbox: the desktop's and the app's).
+const ALLOW_EVERY_UID: &str = r#"  <policy context="default">
+    <allow user="*"/>
+  </policy>"#;
+
+/// The session bus: the system's session configuration, admitting both uids.
+fn session_bus_config() -> String {
+    format!(
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+         \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n<busconfig>\n  \
+         <include>/usr/share/dbus-1/session.conf</include>\n{ALLOW_EVERY_UID}\n</busconfig>\n"
+    )
+}
+
+/// The AT-SPI bus: at-spi2-core 2.46's shipped configuration, admitting both uids.
+fn at_spi_config() -> String {
+    format!(
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+         \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n<busconfig>\n  \
+         <type>accessibility</type>\n  \
+         <servicedir>/usr/share/dbus-1/accessibility-services</servicedir>\n  \
+         <auth>EXTERNAL</auth>\n  <listen>unix:dir=/tmp</listen>\n{ALLOW_EVERY_UID}\n  \
+         <policy context=\"default\">\n    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    \
+         <allow eavesdrop=\"true\"/>\n    <allow own=\"*\"/>\n  </policy>\n  \
+         <limit name=\"max_incoming_bytes\">1000000000</limit>\n  \
+         <limit name=\"max_outgoing_bytes\">1000000000</limit>\n  \
+         <limit name=\"max_message_size\">1000000000</limit>\n  \
+         <limit name=\"service_start_timeout\">120000</limit>\n  \
+         <limit name=\"auth_timeout\">240000</limit>\n  \
+         <limit name=\"max_completed_connections\">100000</limit>\n  \
+         <limit name=\"max_incomplete_connections\">10000</limit>\n  \
+         <limit name=\"max_connections_per_user\">100000</limit>\n  \
+         <limit name=\"max_pending_service_starts\">10000</limit>\n  \
+         <limit name=\"max_names_per_connection\">50000</limit>\n  \
+         <limit name=\"max_match_rules_per_connection\">50000</limit>\n  \
+         <limit name=\"max_replies_per_connection\">50000</limit>\n  \
+         <limit name=\"reply_timeout\">300000</limit>\n</busconfig>\n"
+    )
+}
+
+/// Creates `<workspace>/host` (0755, the broker's) with `passwd` and `group` naming the app's
+/// account (`identities.app`, `home`) and, when split, the desktop's, beside root and nobody,
+/// and then the bus configurations. Returns the directory.
 pub(crate) fn prepare(
     workspace: &Path,
-    uid: u32,
-    gid: u32,
+    identities: &super::Identities,
     home: &Path,
 ) -> Result<PathBuf, BackendError> {
     let dir = workspace.join(HOST_DIR);
@@ -50,14 +102,29 @@ pub(crate) fn prepare(
     std::fs::create_dir_all(&dir).map_err(io("sandbox host directory", &dir))?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
         .map_err(io("sandbox host directory", &dir))?;
-    let passwd = format!(
+    let (uid, gid) = (identities.app.uid, identities.app.gid);
+    let mut passwd = format!(
         "root:x:0:0:root:/root:/usr/sbin/nologin\n\
-         {SANDBOX_USER}:x:{uid}:{gid}:{SANDBOX_USER}:{home}:/usr/sbin/nologin\n\
-         nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+         {SANDBOX_USER}:x:{uid}:{gid}:{SANDBOX_USER}:{home}:/usr/sbin/nologin\n",
         home = home.display()
     );
-    let group = format!("root:x:0:\n{SANDBOX_USER}:x:{gid}:\nnogroup:x:65534:\n");
-    for (name, text) in [("passwd", passwd), ("group", group)] {
+    let mut group = format!("root:x:0:\n{SANDBOX_USER}:x:{gid}:\n");
+    let mut files = Vec::new();
+    if identities.split() {
+        let desktop = identities.desktop;
+        passwd.push_str(&format!(
+            "{DESKTOP_USER}:x:{}:{}:{DESKTOP_USER}:/tmp:/usr/sbin/nologin\n",
+            desktop.uid, desktop.gid
+        ));
+        group.push_str(&format!("{DESKTOP_USER}:x:{}:\n", desktop.gid));
+        files.push((SESSION_BUS_CONFIG_FILE, session_bus_config()));
+        files.push((AT_SPI_CONFIG_FILE, at_spi_config()));
+    }
+    passwd.push_str("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    group.push_str("nogroup:x:65534:\n");
+    files.push(("passwd", passwd));
+    files.push(("group", group));
+    for (name, text) in files {
         let path = dir.join(name);
         write_replacing(&path, text.as_bytes()).map_err(io("sandbox account file", &path))?;
     }
@@ -133,12 +200,34 @@ mod tests {
         let session = root.path();
         let workspace = session.join("workspace");
         std::fs::create_dir_all(&workspace).unwrap();
-        let dir = prepare(&workspace, 61234, 61235, &workspace.join("home")).unwrap();
+        let single = super::super::Identities::single(61234, 61235);
+        let dir = prepare(&workspace, &single, &workspace.join("home")).unwrap();
         let passwd = std::fs::read_to_string(dir.join("passwd")).unwrap();
         assert!(passwd.contains(&format!(
             "desk:x:61234:61235:desk:{}/home:",
             workspace.display()
         )));
+        assert!(!passwd.contains(DESKTOP_USER));
+        assert!(!dir.join(AT_SPI_CONFIG_FILE).exists());
+        let split = super::super::Identities {
+            desktop: super::super::Ids {
+                uid: 70000,
+                gid: 70000,
+            },
+            app: super::super::Ids {
+                uid: 70001,
+                gid: 70001,
+            },
+            slot: Some(3),
+        };
+        prepare(&workspace, &split, &workspace.join("home")).unwrap();
+        let passwd = std::fs::read_to_string(dir.join("passwd")).unwrap();
+        assert!(passwd.contains("desk:x:70001:70001:desk:"), "{passwd}");
+        assert!(passwd.contains("desk-desktop:x:70000:70000:"), "{passwd}");
+        for name in [AT_SPI_CONFIG_FILE, SESSION_BUS_CONFIG_FILE] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert!(text.contains(r#"<allow user="*"/>"#), "{text}");
+        }
         let read = || std::fs::read_to_string(dir.join(DEADLINE_FILE)).unwrap();
         set_lease_deadline(session, 100).unwrap();
         set_lease_deadline(session, 200).unwrap();

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{SAFE_PATH, SandboxPolicy, UNSHARE, base_root_args, setpriv_command};
+use super::{SAFE_PATH, SandboxPolicy, base_root_args, bwrap_namespace_args, setpriv_command};
 use crate::BackendError;
 
 /// The `bwrap` program: found once on the broker's own `PATH` (so an operator, or a test, can
@@ -46,9 +46,12 @@ pub fn check(policy: SandboxPolicy) -> Result<(), BackendError> {
     if PASSED.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let mut command: Command = setpriv_command(uid, gid);
+    // The shape a session gets: a root broker builds it without a user namespace (split
+    // identities), any other broker as its own uid in one.
+    let split = nix::unistd::geteuid().is_root();
+    let mut command: Command = setpriv_command((!split).then_some((uid, gid)));
     command.arg(bwrap_program()?);
-    command.args(UNSHARE);
+    bwrap_namespace_args(&mut command, split);
     base_root_args(&mut command);
     command
         .args(["--proc", "/proc", "--", "true"])

@@ -6,7 +6,10 @@
 //!   host/           broker-written: account files, lease deadline, window manager config
 //!   home/           the seed of the app's home (profile files), read-only at INSIDE_HOME_SEED
 //!   attempt/        the task's output; it, or directories below it, writable (the policy's)
-//!   run/            worker socket, X cookie, buses; writable at INSIDE_RUN_DIR
+//!   run/            worker socket, X cookie (buses without split identities); writable at
+//!                   INSIDE_RUN_DIR; the desktop uid's, 0700
+//!   bus/            split identities: the buses' sockets, writable at INSIDE_BUS_DIR (0755)
+//!   appauth/        split identities: the app's own X cookie, the app uid's, 0700
 //! ```
 //!
 //! Inside the sandbox the workspace is a read-only bind; only the policy's writable
@@ -24,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{INSIDE_RUN_DIR, SAFE_PATH, Sandbox, SandboxPolicy};
+use super::{INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
 use crate::error::BackendError;
 use crate::layout::SessionDir;
 
@@ -36,6 +39,12 @@ pub const ATTEMPT_DIR: &str = "attempt";
 
 /// The run directory in a workspace (worker socket, X cookie, buses).
 pub const RUN_DIR: &str = "run";
+
+/// The buses' directory in a workspace with split identities.
+pub const BUS_DIR: &str = "bus";
+
+/// The app's X cookie directory in a workspace with split identities.
+pub const APP_AUTH_DIR: &str = "appauth";
 
 /// Where the home seed is shown, read-only, inside the sandbox.
 pub const INSIDE_HOME_SEED: &str = "/run/desk-home-seed";
@@ -105,8 +114,9 @@ impl WritableDirs {
 }
 
 /// The session's workspace directory (`<session_dir>/workspace`, a link into
-/// [`ROOT_WORKSPACES`] for a root broker), created when missing, with its `run/`. `home/` and
-/// `attempt/` are filled by the profile at each reset.
+/// [`ROOT_WORKSPACES`] for a root broker), created when missing, with its `run/` (and, for a
+/// root broker, the session's identities claimed, see [`super::identity`], with `bus/` and
+/// `appauth/`). `home/` and `attempt/` are filled by the profile at each reset.
 pub fn ensure_workspace(
     session_dir: &SessionDir,
     policy: SandboxPolicy,
@@ -117,7 +127,7 @@ pub fn ensure_workspace(
         move |source| BackendError::Spawn { what, source }
     };
     let root_broker = nix::unistd::geteuid().is_root();
-    if let (SandboxPolicy::On { uid, gid }, true) = (policy, root_broker) {
+    if let (SandboxPolicy::On { uid: base, .. }, true) = (policy, root_broker) {
         if std::fs::symlink_metadata(&link).is_ok_and(|meta| !meta.file_type().is_symlink()) {
             // Made before this call (not through it): the sandbox uid cannot reach it.
             return Err(BackendError::SandboxUnavailable(format!(
@@ -141,11 +151,28 @@ pub fn ensure_workspace(
             symlink(&target, &link).map_err(io("workspace link", &link))?;
         }
         let workspace = std::fs::canonicalize(&link).map_err(io("workspace", &link))?;
-        let run = workspace.join(RUN_DIR);
-        std::fs::create_dir_all(&run).map_err(io("run directory", &run))?;
-        std::os::unix::fs::chown(&run, Some(uid), Some(gid)).map_err(io("run directory", &run))?;
-        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
-            .map_err(io("run directory", &run))?;
+        let identities = super::identity::claim(session_dir, &workspace, base)?;
+        let (desktop, app) = (identities.desktop, identities.app);
+        for (name, ids, mode) in [
+            (RUN_DIR, desktop, 0o700),
+            (BUS_DIR, desktop, 0o755),
+            (APP_AUTH_DIR, app, 0o700),
+        ] {
+            let dir = workspace.join(name);
+            std::fs::create_dir_all(&dir).map_err(io("workspace directory", &dir))?;
+            std::os::unix::fs::lchown(&dir, Some(ids.uid), Some(ids.gid))
+                .map_err(io("workspace directory", &dir))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
+                .map_err(io("workspace directory", &dir))?;
+        }
+        // at-spi-bus-launcher makes its socket directory 0700 unless it exists: made here so
+        // that the app's uid reaches the accessibility bus.
+        let at_spi = workspace.join(BUS_DIR).join("at-spi");
+        std::fs::create_dir_all(&at_spi).map_err(io("bus directory", &at_spi))?;
+        std::os::unix::fs::lchown(&at_spi, Some(desktop.uid), Some(desktop.gid))
+            .map_err(io("bus directory", &at_spi))?;
+        std::fs::set_permissions(&at_spi, std::fs::Permissions::from_mode(0o755))
+            .map_err(io("bus directory", &at_spi))?;
         return Ok(workspace);
     }
     let run = link.join(RUN_DIR);
@@ -161,6 +188,7 @@ pub fn remove_workspace(session_dir: &SessionDir) {
     if let Ok(target) = std::fs::read_link(&link)
         && target.starts_with(ROOT_WORKSPACES)
     {
+        super::identity::release(session_dir, &target);
         let _ = std::fs::remove_dir_all(&target);
         let _ = std::fs::remove_file(&link);
     }
@@ -212,11 +240,14 @@ pub fn empty_dir(dir: &Path, keep: &[PathBuf]) -> std::io::Result<()> {
 /// The bwrap arguments that show `workspace` inside: read-only, with the `writable` directories
 /// read-write, the home as a tmpfs and its seed read-only at [`INSIDE_HOME_SEED`]. Makes the
 /// mount points that are missing on the host (a desktop started before its first reset).
-/// Returns the read-write host-backed binds (inside paths) it made.
+/// With `split` identities the home's tmpfs is sticky and world-writable (bwrap cannot give a
+/// tmpfs to the app's uid; only the app writes there). Returns the read-write host-backed
+/// binds (inside paths) it made.
 pub(super) fn bind_args(
     command: &mut Command,
     workspace: &Path,
     writable: &WritableDirs,
+    split: bool,
 ) -> Result<Vec<PathBuf>, BackendError> {
     let home = workspace.join(HOME_DIR);
     let dirs = writable.under(workspace);
@@ -234,7 +265,7 @@ pub(super) fn bind_args(
         .arg("--ro-bind")
         .arg(&home)
         .arg(INSIDE_HOME_SEED)
-        .args(["--perms", "0700", "--size"])
+        .args(["--perms", if split { "1777" } else { "0700" }, "--size"])
         .arg(HOME_TMPFS_BYTES.to_string())
         .arg("--tmpfs")
         .arg(&home);
@@ -242,7 +273,7 @@ pub(super) fn bind_args(
 }
 
 /// Fills the app's in-memory home (`home`, a path inside) from its seed: everything a previous
-/// app wrote there is removed first. Runs inside `sandbox` as its uid.
+/// app wrote there is removed first. Runs inside `sandbox` as the app's uid.
 /// The worker program does it (`deskbroker-worker seed-home HOME SEED`): an allowlisted
 /// sandbox has no shell, `find` or `cp`. A sandbox recorded before it knew its holder uses
 /// the shell it was built with.
@@ -269,7 +300,7 @@ pub(crate) fn seed_home(sandbox: &Sandbox, home: &Path) -> Result<(), BackendErr
     };
     let env = [("PATH".to_string(), SAFE_PATH.to_string())];
     let mut child = sandbox
-        .command(&argv, Path::new("/"), &env)
+        .command_as(Role::App, &argv, Path::new("/"), &env)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

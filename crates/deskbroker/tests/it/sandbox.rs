@@ -64,14 +64,14 @@ fn x_setup_answer(socket: &Path, auth: Option<&[u8]>) -> u8 {
     first[0]
 }
 
-/// Writes `path` (a path through the app's `/proc/PID/root`) as the sandbox uid: a root test
-/// is not mapped in the sandbox's user namespace, so it could not create files in its tmpfs.
-fn write_as_app(path: &Path) {
+/// Writes `path` (a path through the app's `/proc/PID/root`) as the app's uid `uid`, as the app
+/// would.
+fn write_as_app(path: &Path, uid: u32) {
     if !nix::unistd::geteuid().is_root() {
         std::fs::write(path, b"x").unwrap();
         return;
     }
-    let uid = desk_desktop::sandbox::DEFAULT_SANDBOX_UID.to_string();
+    let uid = uid.to_string();
     let status = std::process::Command::new("setpriv")
         .args([
             "--reuid",
@@ -144,10 +144,20 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
     let wrapper = processes.iter().find(|p| p.role == "app").unwrap().pid;
     let app = inner_child(wrapper);
 
+    // A root broker's sandbox has no user namespace: the app is kept apart by a host uid of
+    // its own (`sandbox/identity.rs`); any other broker's has one, with one identity.
+    let root = nix::unistd::geteuid().is_root();
     for ns in ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"] {
         let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
         let theirs = std::fs::read_link(format!("/proc/{app}/ns/{ns}")).unwrap();
-        assert_ne!(ours, theirs, "the app must not share the {ns} namespace");
+        if ns == "user" && root {
+            assert_eq!(
+                ours, theirs,
+                "a root broker's sandbox has no user namespace"
+            );
+        } else {
+            assert_ne!(ours, theirs, "the app must not share the {ns} namespace");
+        }
     }
     let uid: u32 = status_field(app, "Uid")
         .split_whitespace()
@@ -155,8 +165,22 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
         .unwrap()
         .parse()
         .unwrap();
-    if nix::unistd::geteuid().is_root() {
-        assert_eq!(uid, desk_desktop::sandbox::DEFAULT_SANDBOX_UID);
+    if root {
+        let identities = desk_desktop::sandbox::identity::load(&desk_desktop::SessionDir::from(
+            session_dir.clone(),
+        ))
+        .expect("the session's identities are recorded");
+        assert_eq!(uid, identities.app.uid);
+        assert_ne!(identities.app.uid, identities.desktop.uid);
+        assert!(identities.desktop.uid >= desk_desktop::sandbox::DEFAULT_SANDBOX_UID);
+        let worker = processes.iter().find(|p| p.role == "worker").unwrap().pid;
+        let worker_uid: u32 = status_field(inner_child(worker), "Uid")
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(worker_uid, identities.desktop.uid);
     } else {
         assert_eq!(uid, nix::unistd::getuid().as_raw());
     }
@@ -231,7 +255,7 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
         ))
         .join("stray"),
     );
-    write_as_app(&inside(&workspace.join("home/written-by-app")));
+    write_as_app(&inside(&workspace.join("home/written-by-app")), uid);
     assert!(
         !workspace.join("home/written-by-app").exists(),
         "the app's home never reaches the host"
@@ -240,7 +264,7 @@ async fn a_session_under_a_200_character_state_dir_runs_contained() {
         inside(&workspace.join("home/.config")).is_dir(),
         "the home was filled from its seed"
     );
-    write_as_app(&inside(&workspace.join("attempt/saved")));
+    write_as_app(&inside(&workspace.join("attempt/saved")), uid);
     assert!(
         workspace.join("attempt/saved").exists(),
         "the attempt is the host's"

@@ -58,6 +58,11 @@ fn reattach_refuses_a_proxy_at_the_worker_socket() {
         panic!("the sandbox is on by default");
     };
     let mut desktop = LocalDesktop::start(config.clone()).unwrap();
+    // Under a root broker the run directory is the desktop uid's alone (the app has a uid of
+    // its own and cannot enter it): the proxy runs as the worker's own uid, the strongest case.
+    let (uid, gid) = desk_desktop::sandbox::identity::load(&session_dir)
+        .map(|ids| (ids.desktop.uid, ids.desktop.gid))
+        .unwrap_or((uid, gid));
     desktop.detach();
     drop(desktop);
     // The real worker passes the check.
@@ -81,7 +86,8 @@ fn reattach_refuses_a_proxy_at_the_worker_socket() {
     drop(listener);
     std::fs::remove_file(&socket).unwrap();
 
-    // The app's own uid (the sandbox uid), as an app that replaced the socket would.
+    // The worker's own uid (the sandbox uid without a root broker, the app's too then), as a
+    // process that replaced the socket would.
     let mut proxy = proxy_as(uid, gid, &socket);
     let error = reattach_error(&config);
     assert!(
