@@ -56,6 +56,7 @@ mod containment;
 mod export;
 mod journal;
 mod keys;
+mod launch;
 
 pub(crate) use clipboard::clipboard_access;
 pub(crate) use containment::{action_refused, session_killed};
@@ -63,6 +64,7 @@ pub use export::{export_evidence, verify_evidence};
 pub(crate) use journal::Journals;
 use journal::with_journal;
 use keys::signing_key;
+pub(crate) use launch::{launch_receipt, workspace_launched};
 
 /// What every evidence hook needs: the broker's settings and its journals.
 #[derive(Clone, Copy)]

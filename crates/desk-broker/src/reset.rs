@@ -101,7 +101,7 @@ impl Inner {
                     read_only: profile.read_only.clone(),
                     view: profile.fs_view(),
                     writable,
-                    limits: desk_desktop::sandbox::cgroup::Limits::for_profile(&profile.name),
+                    limits: profile.limits(),
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;
             runtime.display = backend.display_size();
@@ -180,6 +180,17 @@ impl Inner {
             response.screenshot.sequence,
             &handoff.frame.png,
         )?;
+        // The launch receipt: what runs in the workspace at handoff, signed before the agent's
+        // first screenshot is.
+        let launched = evidence::launch_receipt(
+            &session_dir,
+            self.config.sandbox,
+            response.workspace.as_ref(),
+        )?;
+        if launched.prohibited > 0 {
+            tracing::warn!(%session_id, prohibited = launched.prohibited, "prohibited processes at handoff");
+        }
+        evidence::workspace_launched(self.evidence(), &session, launched)?;
         evidence::screenshot(self.evidence(), &session, sequence, &handoff.frame.png)?;
         let mut stored = response.clone();
         stored.screenshot.png_base64 = String::new();

@@ -52,6 +52,8 @@ desk_contract::wire_enum! {
         ActionRefused = "action_refused",
         /// The session's clipboard was read or written, or such an access was refused.
         ClipboardAccess = "clipboard_access",
+        /// The session's workspace was launched and measured at handoff (the launch receipt).
+        WorkspaceLaunched = "workspace_launched",
     }
 }
 
@@ -302,6 +304,43 @@ pub struct ClipboardAccess {
     pub truncated: Option<bool>,
 }
 
+/// One process running in a workspace at handoff, as the census saw it from outside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchedProcess {
+    /// Host process id.
+    pub pid: u32,
+    /// Host parent process id.
+    pub ppid: u32,
+    /// Start time, clock ticks after boot (with `pid`, the process's identity).
+    pub start_ticks: u64,
+    /// The program as the sandbox shows it (`None`: unreadable).
+    pub exe: Option<String>,
+}
+
+/// Body of `workspace_launched`, the launch receipt: the workspace measured at handoff, before
+/// the agent's first screenshot. The processes are every process of the workspace's pid
+/// namespace (the census, taken from outside); `process_population_sha256` is the SHA-256 of
+/// their canonical JSON, so the population can be compared without the list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceLaunched {
+    /// `on` (sandboxed) or `off` (`--unsafe-no-sandbox`).
+    pub sandbox: String,
+    /// The processes running at handoff, by pid.
+    pub processes: Vec<LaunchedProcess>,
+    /// `processes.len()`.
+    pub process_population_count: u64,
+    /// SHA-256 (hex) of the canonical JSON of `processes`.
+    pub process_population_sha256: String,
+    /// Processes the census refused at handoff (the session does not start with any).
+    pub prohibited: u64,
+    /// SHA-256 (hex) of the canonical JSON of the workspace facts measured at handoff
+    /// (mounts, namespaces, visible executables), as the reset answer shows them; `None`
+    /// without a sandbox.
+    pub workspace_facts_sha256: Option<String>,
+}
+
 /// The typed body of a record, one variant per [`RecordKind`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -326,6 +365,8 @@ pub enum RecordBody {
     ActionRefused(ActionRefused),
     /// `clipboard_access`.
     ClipboardAccess(ClipboardAccess),
+    /// `workspace_launched`.
+    WorkspaceLaunched(WorkspaceLaunched),
 }
 
 impl RecordBody {
@@ -342,6 +383,7 @@ impl RecordBody {
             Self::SessionKilled(_) => RecordKind::SessionKilled,
             Self::ActionRefused(_) => RecordKind::ActionRefused,
             Self::ClipboardAccess(_) => RecordKind::ClipboardAccess,
+            Self::WorkspaceLaunched(_) => RecordKind::WorkspaceLaunched,
         }
     }
 
@@ -357,6 +399,7 @@ impl RecordBody {
             Self::SessionKilled(body) => serde_json::to_value(body),
             Self::ActionRefused(body) => serde_json::to_value(body),
             Self::ClipboardAccess(body) => serde_json::to_value(body),
+            Self::WorkspaceLaunched(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -387,6 +430,9 @@ impl RecordBody {
             }
             RecordKind::ClipboardAccess => {
                 Self::ClipboardAccess(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::WorkspaceLaunched => {
+                Self::WorkspaceLaunched(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -456,6 +502,19 @@ impl RecordBody {
                 }
                 match &body.sha256 {
                     Some(digest) => check_digest("sha256", digest),
+                    None => Ok(()),
+                }
+            }
+            Self::WorkspaceLaunched(body) => {
+                if !["on", "off"].contains(&body.sandbox.as_str()) {
+                    return Err("sandbox must be on or off".to_string());
+                }
+                if body.process_population_count != body.processes.len() as u64 {
+                    return Err("process_population_count is not the number of processes".into());
+                }
+                check_digest("process_population_sha256", &body.process_population_sha256)?;
+                match &body.workspace_facts_sha256 {
+                    Some(digest) => check_digest("workspace_facts_sha256", digest),
                     None => Ok(()),
                 }
             }

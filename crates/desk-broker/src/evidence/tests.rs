@@ -137,7 +137,7 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
     let session_id = setup.ready("attempt-1").await;
     assert_eq!(
         setup.kinds(&session_id),
-        ["session_started", "screenshot 1"],
+        ["session_started", "workspace_launched", "screenshot 1"],
         "lease and reset"
     );
     let first = setup.click(&session_id, 0).await.unwrap();
@@ -152,6 +152,7 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
         setup.kinds(&session_id),
         [
             "session_started",
+            "workspace_launched",
             "screenshot 1",
             "action_accepted 0",
             "action_receipt 0 stable",
@@ -164,13 +165,13 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
         ]
     );
     let records = setup.records(&session_id);
-    let RecordBody::ActionAccepted(accepted) = &records[2].record().body else {
-        panic!("record 2 is not action_accepted");
+    let RecordBody::ActionAccepted(accepted) = &records[3].record().body else {
+        panic!("record 3 is not action_accepted");
     };
     assert_eq!(accepted.intent.as_deref(), Some("press the button"));
     assert_eq!(accepted.action_type, "click");
-    let RecordBody::ActionReceipt(receipt) = &records[5].record().body else {
-        panic!("record 5 is not a receipt");
+    let RecordBody::ActionReceipt(receipt) = &records[6].record().body else {
+        panic!("record 6 is not a receipt");
     };
     assert_eq!(
         receipt.screenshot_sha256.as_deref(),
@@ -180,13 +181,13 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
         first.screenshot.as_ref().unwrap().sha256,
         second.screenshot.as_ref().unwrap().sha256
     );
-    let RecordBody::Checkpoint(recorded) = &records[7].record().body else {
-        panic!("record 7 is not a checkpoint");
+    let RecordBody::Checkpoint(recorded) = &records[8].record().body else {
+        panic!("record 8 is not a checkpoint");
     };
     assert_eq!(recorded.sha256, checkpoint.sha256);
     assert_eq!(recorded.method, "controller_save");
-    let RecordBody::SessionReleased(released) = &records[9].record().body else {
-        panic!("record 9 is not session_released");
+    let RecordBody::SessionReleased(released) = &records[10].record().body else {
+        panic!("record 10 is not session_released");
     };
     assert_eq!(released.n_actions, 2);
     assert!(
@@ -211,7 +212,7 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
         &setup.dir.path().join("evidence").join(PUBLIC_KEY_FILE),
     )
     .unwrap();
-    assert_eq!(report.n_records, 10);
+    assert_eq!(report.n_records, 11);
     assert_eq!(report.n_actions, 2);
     assert_eq!(report.n_frames, 0);
     assert_eq!(report.artifacts.len(), 1);
@@ -285,6 +286,7 @@ async fn a_failure_before_input_withdraws_the_index_and_in_doubt_is_recorded() {
         setup.kinds(&session_id),
         [
             "session_started",
+            "workspace_launched",
             "screenshot 1",
             "action_accepted 0",
             "action_receipt 0 not_injected",
@@ -296,7 +298,7 @@ async fn a_failure_before_input_withdraws_the_index_and_in_doubt_is_recorded() {
         ]
     );
     let records = setup.records(&session_id);
-    let RecordBody::SessionReleased(released) = &records[8].record().body else {
+    let RecordBody::SessionReleased(released) = &records[9].record().body else {
         panic!("last record is not session_released");
     };
     assert_eq!(
@@ -378,6 +380,7 @@ async fn a_restart_closes_an_open_action_with_an_in_doubt_receipt() {
         kinds,
         [
             "session_started",
+            "workspace_launched",
             "screenshot",
             "action_accepted",
             "action_receipt in_doubt"

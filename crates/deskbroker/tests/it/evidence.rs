@@ -382,6 +382,7 @@ async fn a_broker_killed_after_input_leaves_a_verifiable_journal_closed_in_doubt
         kinds(&bundle),
         [
             "session_started",
+            "workspace_launched",
             "screenshot",
             "action_accepted",
             "action_receipt in_doubt"
@@ -434,6 +435,7 @@ async fn the_journal_continues_across_a_broker_restart_that_keeps_the_desktop() 
         kinds(&bundle),
         [
             "session_started",
+            "workspace_launched",
             "screenshot",
             "action_accepted",
             "action_receipt stable",
@@ -442,4 +444,41 @@ async fn the_journal_continues_across_a_broker_restart_that_keeps_the_desktop() 
             "session_released"
         ]
     );
+    assert_launch_receipt(&bundle);
+}
+
+/// The signed launch receipt lists what runs in the sandbox at handoff: the desktop's own
+/// programs and the app, nothing prohibited, with the population's digest.
+fn assert_launch_receipt(bundle: &Path) {
+    let launched: serde_json::Value = journal_lines(bundle)
+        .iter()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|value| value["payload"]["kind"] == "workspace_launched")
+        .expect("a launch receipt")["payload"]["body"]
+        .clone();
+    assert_eq!(launched["sandbox"], "on", "{launched}");
+    assert_eq!(launched["prohibited"], 0, "{launched}");
+    let processes = launched["processes"].as_array().unwrap();
+    assert_eq!(
+        launched["process_population_count"].as_u64(),
+        Some(processes.len() as u64)
+    );
+    let programs: Vec<&str> = processes
+        .iter()
+        .filter_map(|process| process["exe"].as_str())
+        .collect();
+    for wanted in ["Xvfb", "openbox", "deskbroker-worker", "desk-probe"] {
+        assert!(
+            programs.iter().any(|program| program.ends_with(wanted)),
+            "{wanted} not in the launch receipt: {programs:?}"
+        );
+    }
+    assert_eq!(
+        launched["process_population_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(launched["workspace_facts_sha256"].is_string(), "{launched}");
 }
