@@ -5,6 +5,9 @@
 //! attempt file template and the documented save gesture. Placeholders in `command`, `env`
 //! values and seeded file contents: `{attempt}` (attempt file path), `{home}` (private home),
 //! `{session}` (session directory).
+//!
+//! This file keeps the profile's whole schema (every table a profile file may hold, with its
+//! checks) beside its loading and preparing; that is why it is over 400 lines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -189,6 +192,55 @@ pub struct AppProfile {
     /// many may run at once. Empty: the command's program alone, one instance.
     #[serde(default)]
     pub allowed_executables: Vec<crate::census::AllowedExecutable>,
+    /// The session's limits (`[limits]`), each field overriding the default of
+    /// [`crate::sandbox::cgroup::Limits`]; see [`AppProfile::limits`].
+    #[serde(default)]
+    pub limits: Option<LimitsSpec>,
+}
+
+/// A profile's `[limits]` table: what one session of it may use, enforced by its cgroups
+/// (`sandbox::cgroup`). A missing field keeps the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Memory of all the session's processes together, in MiB (64 to 65,536).
+    pub memory_mib: Option<u64>,
+    /// Processes and threads of the session (64 to 65,536: the desktop alone takes about 40).
+    pub pids: Option<u64>,
+    /// CPU time in percent of one core (10 to 6,400).
+    pub cpu_percent: Option<u32>,
+}
+
+impl LimitsSpec {
+    /// The bounds of each field.
+    const MEMORY_MIB: std::ops::RangeInclusive<u64> = 64..=65_536;
+    const PIDS: std::ops::RangeInclusive<u64> = 64..=65_536;
+    const CPU_PERCENT: std::ops::RangeInclusive<u32> = 10..=6_400;
+
+    /// The first field out of its bounds, described.
+    fn check(&self) -> Result<(), String> {
+        let out = |field: &str, value: String, bounds: String| {
+            Err(format!("limits.{field} = {value} is outside {bounds}"))
+        };
+        if let Some(value) = self.memory_mib.filter(|v| !Self::MEMORY_MIB.contains(v)) {
+            return out(
+                "memory_mib",
+                value.to_string(),
+                format!("{:?}", Self::MEMORY_MIB),
+            );
+        }
+        if let Some(value) = self.pids.filter(|v| !Self::PIDS.contains(v)) {
+            return out("pids", value.to_string(), format!("{:?}", Self::PIDS));
+        }
+        if let Some(value) = self.cpu_percent.filter(|v| !Self::CPU_PERCENT.contains(v)) {
+            return out(
+                "cpu_percent",
+                value.to_string(),
+                format!("{:?}", Self::CPU_PERCENT),
+            );
+        }
+        Ok(())
+    }
 }
 
 fn default_save_timeout() -> u32 {
@@ -223,6 +275,24 @@ impl AppProfile {
         })?;
         profile.check()?;
         Ok(profile)
+    }
+
+    /// The limits of one session of this profile: the defaults (2 GiB, 512 processes and
+    /// threads, one core) with the profile's `[limits]` over them.
+    pub fn limits(&self) -> crate::sandbox::cgroup::Limits {
+        let mut limits = crate::sandbox::cgroup::Limits::default();
+        if let Some(spec) = &self.limits {
+            if let Some(mib) = spec.memory_mib {
+                limits.memory_bytes = mib << 20;
+            }
+            if let Some(pids) = spec.pids {
+                limits.pids = pids;
+            }
+            if let Some(percent) = spec.cpu_percent {
+                limits.cpu_percent = percent;
+            }
+        }
+        limits
     }
 
     fn check(&self) -> Result<(), ProfileError> {
@@ -263,6 +333,9 @@ impl AppProfile {
         self.attempt
             .initial_bytes()
             .map_err(|message| invalid(&message))?;
+        if let Some(limits) = &self.limits {
+            limits.check().map_err(|message| invalid(&message))?;
+        }
         for allowed in &self.allowed_executables {
             let path = Path::new(&allowed.path);
             if allowed.path.is_empty()

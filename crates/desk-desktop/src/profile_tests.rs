@@ -113,3 +113,53 @@ fn read_only_paths_must_be_absolute_plain_and_not_the_root() {
         );
     }
 }
+
+#[test]
+fn limits_come_from_the_profile_over_the_defaults_and_bad_values_are_refused() {
+    use crate::sandbox::cgroup::Limits;
+    let builtin = ProfileSet::builtin().unwrap();
+    assert_eq!(
+        builtin.get("librecad").unwrap().limits(),
+        Limits {
+            memory_bytes: 1 << 30,
+            ..Limits::default()
+        }
+    );
+    assert_eq!(builtin.get("generic").unwrap().limits(), Limits::default());
+    assert_eq!(Limits::for_profile("librecad").memory_bytes, 1 << 30);
+    assert_eq!(Limits::for_profile("no-such-profile"), Limits::default());
+    let base = "name = \"x\"\ncommand = [\"x\"]\n[attempt]\nfilename = \"a.txt\"\n\
+                template = \"\"\n[window]\n";
+    let with = |table: &str| AppProfile::from_toml("x", &format!("{base}[limits]\n{table}"));
+    let profile = with("memory_mib = 300\npids = 200\ncpu_percent = 50\n").unwrap();
+    assert_eq!(
+        profile.limits(),
+        Limits {
+            memory_bytes: 300 << 20,
+            pids: 200,
+            cpu_percent: 50
+        }
+    );
+    for bad in [
+        "memory_mib = 0",
+        "memory_mib = 63",
+        "memory_mib = 65537",
+        "pids = 1",
+        "pids = 100000",
+        "cpu_percent = 0",
+        "cpu_percent = 7000",
+    ] {
+        let error = with(bad).unwrap_err();
+        assert!(
+            matches!(&error, ProfileError::Invalid { message, .. } if message.contains("limits.")),
+            "{bad}: {error}"
+        );
+    }
+    for malformed in ["memory_mib = -5", "memory_mib = \"1G\"", "swap_mib = 10"] {
+        let error = with(malformed).unwrap_err();
+        assert!(
+            matches!(error, ProfileError::Parse { .. }),
+            "{malformed}: {error}"
+        );
+    }
+}
