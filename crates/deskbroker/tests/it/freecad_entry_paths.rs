@@ -290,11 +290,9 @@ async fn locked_freecad_refuses_or_defuses_every_entry_path() {
     std::fs::write(attempt_dir.join("payload.py"), &payload).unwrap();
     std::fs::write(attempt_dir.join("payload.FCMacro"), &payload).unwrap();
     write_python_documents(&attempt_dir, root.path());
-    std::fs::copy(
-        attempt_dir.join("attempt.FCStd"),
-        attempt_dir.join("plain.FCStd"),
-    )
-    .unwrap();
+    // Written, not copied: the attempt file's mode (private to the app's uid) stays behind.
+    let plain = std::fs::read(attempt_dir.join("attempt.FCStd")).unwrap();
+    std::fs::write(attempt_dir.join("plain.FCStd"), plain).unwrap();
     // FreeCAD closes an empty, unmodified active document before it opens a file: a body
     // keeps the attempt open.
     driver.click(73, 255, "Tasks: Create body").await;
