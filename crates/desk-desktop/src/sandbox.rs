@@ -524,8 +524,14 @@ pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Whose identity a process inside a sandbox takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Xvfb, the window manager, the buses, the worker.
+    /// Xvfb, the window manager, the buses.
     Desktop,
+    /// The worker: the desktop's ids too; with split identities it starts as root and drops
+    /// to them itself keeping `CAP_SYS_PTRACE` and `CAP_DAC_READ_SEARCH` alone
+    /// (`deskbroker-worker --as UID:GID`), so its idle-aware settle can read the app's `/proc`
+    /// across uids. The grant points one way:
+    /// the app still cannot reach the worker.
+    Worker,
     /// The app, and what writes its files (the home seeding).
     App,
 }
@@ -577,8 +583,16 @@ impl Sandbox {
             command.arg("--user");
         }
         command.args(["--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup"]);
+        let mut argv = argv.to_vec();
         if self.app.is_none() {
             command.arg("--preserve-credentials");
+        } else if role == Role::Worker {
+            // Right after the program: `deskbroker-worker --as UID:GID` (see `Role::Worker`).
+            let at = argv.len().min(1);
+            argv.splice(
+                at..at,
+                ["--as".to_string(), format!("{}:{}", ids.uid, ids.gid)],
+            );
         } else {
             command
                 .arg("--setuid")
@@ -590,7 +604,7 @@ impl Sandbox {
             .args(["--", "env", "-C"])
             .arg(cwd)
             .arg("--")
-            .args(argv)
+            .args(&argv)
             .env_clear()
             .envs(env.iter().map(|(key, value)| (key, value)));
         command

@@ -235,14 +235,14 @@ impl LocalDesktop {
                 env.push((name.to_string(), value));
             }
         }
-        self.spawn_logged(
-            "worker",
-            "worker",
-            &argv,
-            cwd.as_deref(),
-            &env,
-            Stdio::null(),
-        )?;
+        let log = log_file(&self.config.session_dir.log_file("worker"))?;
+        let mut command = self.command_as(Role::Worker, &argv, cwd.as_deref(), &env)?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .process_group(0);
+        self.spawn("worker", command)?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
         let stream = loop {
             match connect_in(&self.run_dir, WORKER_SOCKET_FILE) {

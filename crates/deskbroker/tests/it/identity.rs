@@ -110,6 +110,43 @@ fn the_apps_uid_cannot_reach_the_worker_xvfb_or_the_window_manager() {
     }
     // The holder is pid 1 inside.
     targets.insert("holder".to_string(), 1.into());
+    // The worker runs as the desktop's uid with exactly CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH
+    // (to read the app's /proc for the idle-aware settle), nothing inheritable or ambient.
+    let wrapper = processes.iter().find(|p| p.role == "worker").unwrap().pid;
+    let children = std::fs::read_to_string(format!("/proc/{wrapper}/task/{wrapper}/children"))
+        .unwrap_or_default();
+    let worker: u32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{worker}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let desktop_uid = identities.desktop.uid.to_string();
+    assert!(
+        field("Uid:")
+            .split_whitespace()
+            .all(|uid| uid == desktop_uid),
+        "{status}"
+    );
+    let kept = (1u64 << 19) | (1u64 << 2); // CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH
+    for set in ["CapEff:", "CapPrm:"] {
+        assert_eq!(
+            u64::from_str_radix(&field(set), 16).unwrap(),
+            kept,
+            "{set} {status}"
+        );
+    }
+    for set in ["CapInh:", "CapAmb:"] {
+        assert_eq!(
+            u64::from_str_radix(&field(set), 16).unwrap(),
+            0,
+            "{set} {status}"
+        );
+    }
 
     let app = identities.app;
     let output = Command::new("setpriv")

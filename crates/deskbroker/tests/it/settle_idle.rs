@@ -14,18 +14,6 @@ use serde_json::json;
 use crate::probe::{act, leased_profile, write_probe_profile};
 use crate::support::{Broker, png_pixels, xvfb_available};
 
-/// The rule an idle desktop settles by. Under a root broker the app runs as a uid of its own
-/// (`desk-desktop/src/sandbox/identity.rs`): the worker may not read its threads' blocking
-/// calls, timeouts or sockets from `/proc`, so the idle rule is unavailable and every wait
-/// falls back to the quiet-time rule (`docs/settle.md`); with one identity it is the idle rule.
-fn idle_rule() -> SettleRule {
-    if nix::unistd::geteuid().is_root() {
-        SettleRule::QuietTimer
-    } else {
-        SettleRule::AppIdle
-    }
-}
-
 /// The probe's repaint color (`FLICKER_PIXEL` of desk-test-support's probe).
 const REPAINT_RGB: (u8, u8, u8) = (0xcc, 0x66, 0x33);
 
@@ -94,7 +82,7 @@ async fn a_timer_due_soon_is_waited_for_and_an_idle_desktop_settles_at_once() {
     let settle = &response.receipt.settle;
     println!("move with nothing scheduled: {settle:?}");
     assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
-    assert_eq!(settle.rule, idle_rule(), "{settle:?}");
+    assert_eq!(settle.rule, SettleRule::AppIdle, "{settle:?}");
     assert_eq!(settle.changed_pixels, 0, "{settle:?}");
     assert_eq!(color_at(&response, 400, 400), REPAINT_RGB);
 }
@@ -114,7 +102,7 @@ async fn a_static_window_settles_by_the_idle_rule() {
             .unwrap();
         let settle = response.receipt.settle.clone();
         assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
-        assert_eq!(settle.rule, idle_rule(), "{settle:?}");
+        assert_eq!(settle.rule, SettleRule::AppIdle, "{settle:?}");
         assert_eq!(color_at(&response, 300, 300), PROBE_RGB);
         waits.push(settle.wait_ms);
     }

@@ -6,7 +6,8 @@
 //! a gold (`docs/security.md`, "The session sandbox"). Two jobs:
 //!
 //! - no arguments: the per-session desktop worker, serving the Unix socket named by
-//!   `DESKBROKER_WORKER_SOCKET` (or stdin/stdout without it);
+//!   `DESKBROKER_WORKER_SOCKET` (or stdin/stdout without it); `--as UID:GID` first: started as
+//!   root, it drops to those ids keeping `CAP_SYS_PTRACE` alone (see `identity.rs`);
 //! - `hold [--every SECS] [--missing SECS] FILE`: the sandbox's pid 1, enforcing the lease
 //!   deadline in `FILE` and reaping orphans (see `hold.rs`).
 //!
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod hold;
+mod identity;
 mod seed;
 mod xkbcomp;
 
@@ -24,7 +26,7 @@ use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
 
-const USAGE: &str = "usage: deskbroker-worker                (the desktop worker)\n       \
+const USAGE: &str = "usage: deskbroker-worker [--as UID:GID] (the desktop worker)\n       \
                      deskbroker-worker hold [--every SECS] [--missing SECS] FILE\n       \
                      deskbroker-worker seed-home HOME SEED";
 
@@ -33,6 +35,22 @@ fn main() -> ExitCode {
     let called = std::env::args_os().next().unwrap_or_default();
     if std::path::Path::new(&called).file_name() == Some(std::ffi::OsStr::new("sh")) {
         return xkbcomp::run(&args);
+    }
+    let mut args = args;
+    if args.first().map(String::as_str) == Some("--as") {
+        let Some(ids) = args.get(1).cloned() else {
+            eprintln!("deskbroker-worker: --as needs UID:GID\n{USAGE}");
+            return ExitCode::from(2);
+        };
+        if let Err(message) = identity::drop_to(&ids) {
+            eprintln!("deskbroker-worker: cannot drop to {ids}: {message}");
+            return ExitCode::FAILURE;
+        }
+        args.drain(..2);
+        if !args.is_empty() {
+            eprintln!("deskbroker-worker: --as runs the desktop worker alone\n{USAGE}");
+            return ExitCode::from(2);
+        }
     }
     match args.first().map(String::as_str) {
         None => {
