@@ -256,29 +256,29 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
         "{output}"
     );
     let lines = journal_lines(&released);
-    // session_started, screenshot, 3 × (accepted, receipt), screenshot, checkpoint, artifact,
-    // session_released.
-    assert_eq!(lines.len(), 12, "{lines:#?}");
+    // session_started, workspace_launched, screenshot, 3 × (accepted, receipt), screenshot,
+    // checkpoint, artifact, session_released.
+    assert_eq!(lines.len(), 13, "{lines:#?}");
 
     let mut cases: Vec<(&str, Tamper, Vec<&str>)> = Vec::new();
     cases.push((
         "one byte of a record",
         Box::new(|dir| {
             let mut lines = journal_lines(dir);
-            lines[2] = lines[2].replacen("focus the probe", "focus the probf", 1);
+            lines[3] = lines[3].replacen("focus the probe", "focus the probf", 1);
             write_journal(dir, &lines);
         }),
-        vec!["line 3 (seq 2, kind action_accepted): signature does not verify"],
+        vec!["line 4 (seq 3, kind action_accepted): signature does not verify"],
     ));
     cases.push((
         "a record's signature",
         Box::new(|dir| {
             let mut lines = journal_lines(dir);
-            let other = signature_of(&lines[4]);
-            lines[3] = lines[3].replace(&signature_of(&lines[3]), &other);
+            let other = signature_of(&lines[5]);
+            lines[4] = lines[4].replace(&signature_of(&lines[4]), &other);
             write_journal(dir, &lines);
         }),
-        vec!["line 4 (seq 3, kind action_receipt): signature does not verify"],
+        vec!["line 5 (seq 4, kind action_receipt): signature does not verify"],
     ));
     cases.push((
         "the artifact",
@@ -308,19 +308,19 @@ async fn a_probe_session_exports_verifies_and_every_tampering_is_named() {
         "a dropped record",
         Box::new(|dir| {
             let mut lines = journal_lines(dir);
-            lines.remove(3);
+            lines.remove(4);
             write_journal(dir, &lines);
         }),
-        vec!["line 4 (seq 4, kind action_accepted)", "expected seq 3"],
+        vec!["line 5 (seq 5, kind action_accepted)", "expected seq 4"],
     ));
     cases.push((
         "two reordered records",
         Box::new(|dir| {
             let mut lines = journal_lines(dir);
-            lines.swap(4, 5);
+            lines.swap(5, 6);
             write_journal(dir, &lines);
         }),
-        vec!["line 5 (seq 5, kind action_receipt)"],
+        vec!["line 6 (seq 6, kind action_receipt)"],
     ));
     for (what, tamper, named) in &cases {
         let copy = probe

@@ -20,17 +20,23 @@ use desk_evidence::{SigningKey, VerifyingKey};
 use crate::support::{FakeServer, deskbroker};
 
 fn readback_cli(state_dir: &Path) -> Readback {
-    let output = Command::new(deskbroker())
-        .args(["readback", "--state-dir"])
-        .arg(state_dir)
-        .output()
-        .unwrap();
+    serde_json::from_slice(&cli(&[
+        "readback".as_ref(),
+        "--state-dir".as_ref(),
+        state_dir.as_os_str(),
+    ]))
+    .unwrap()
+}
+
+/// Runs `deskbroker ARGS`, which must succeed; its stdout.
+fn cli(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let output = Command::new(deskbroker()).args(args).output().unwrap();
     assert!(
         output.status.success(),
-        "{}",
+        "{args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    output.stdout
 }
 
 fn wait_for_socket(state_dir: &Path) {
@@ -146,16 +152,6 @@ async fn the_watchdog_answers_signed_and_nonce_bound_even_with_the_broker_stoppe
     let kill = session.killed.as_ref().expect("its tombstone");
     assert_eq!(kill.reason, "readback test");
     assert_eq!(kill.source, "operator");
-}
-
-fn cli(args: &[&std::ffi::OsStr]) -> Vec<u8> {
-    let output = Command::new(deskbroker()).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
 }
 
 #[test]

@@ -47,7 +47,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         args.drain(..2);
-        if !args.is_empty() {
+        // Only the desktop worker drops this way; any other mode is refused below, by name.
+        if matches!(args.first().map(String::as_str), Some("hold" | "seed-home")) {
             eprintln!("deskbroker-worker: --as runs the desktop worker alone\n{USAGE}");
             return ExitCode::from(2);
         }
