@@ -25,7 +25,7 @@ use crate::journal::JournalStatus;
 use crate::ledger::Answer;
 use crate::program::{Plan, Ran, Submitted};
 use crate::store::SessionRow;
-use crate::util::{now_ms, sha256_hex};
+use crate::util::now_ms;
 
 /// SHA-256 of the RFC 8785 (JCS) bytes of `{expected_action_index, action}`: what a journal
 /// row keeps to recognise a retried request id. Journals written with the earlier sorted-keys
@@ -39,9 +39,8 @@ pub(crate) fn request_digest(request: &ActionRequest) -> Result<String, BrokerEr
     if let (Some(id), Some(object)) = (&request.screenshot_id, content.as_object_mut()) {
         object.insert("screenshot_id".to_string(), serde_json::json!(id));
     }
-    let bytes = desk_evidence::canonical_bytes(&content)
-        .map_err(|error| BrokerError::Internal(format!("failed to encode a request: {error}")))?;
-    Ok(sha256_hex(&bytes))
+    desk_evidence::canonical_sha256(&content)
+        .map_err(|error| BrokerError::Internal(format!("failed to encode a request: {error}")))
 }
 
 impl Inner {

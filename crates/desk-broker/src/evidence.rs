@@ -155,9 +155,8 @@ pub(crate) fn action_accepted(
     action_type: &str,
     intent: &str,
 ) -> Result<(), BrokerError> {
-    let request_sha256 = desk_evidence::canonical_bytes(request)
-        .map(|bytes| desk_evidence::sha256_hex(&bytes))
-        .map_err(|source| BrokerError::Evidence {
+    let request_sha256 =
+        desk_evidence::canonical_sha256(request).map_err(|source| BrokerError::Evidence {
             operation: "execute_action",
             source: Box::new(source),
         })?;

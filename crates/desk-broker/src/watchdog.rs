@@ -281,9 +281,7 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
         state: state.clone(),
         key: key.clone(),
         policy_sha256,
-        limits: config.limits,
-        lease_grace: config.lease_grace,
-        interval: config.interval,
+        config: config.clone(),
         broker: broker.clone(),
     });
     let jobs = Jobs::default();

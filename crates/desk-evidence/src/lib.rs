@@ -26,4 +26,4 @@ pub use bundle::{ExportInputs, Manifest, VerifyReport, export, verify};
 pub use error::{EvidenceError, FileProblem, ManifestProblem, RecordProblem, StrictJsonProblem};
 pub use journal::{EvidenceWriter, VerifiedRecord, read_journal, verify_journal};
 pub use record::{Record, RecordBody, RecordKind};
-pub use sign::{Envelope, SigningKey, VerifyingKey, canonical_bytes, sha256_hex};
+pub use sign::{Envelope, SigningKey, VerifyingKey, canonical_bytes, canonical_sha256, sha256_hex};

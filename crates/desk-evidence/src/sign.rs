@@ -32,6 +32,12 @@ pub fn canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Evid
         .map_err(|error| EvidenceError::Canonical(error.to_string()))
 }
 
+/// SHA-256 (hex) of `value`'s [`canonical_bytes`]: the digest of a JSON value that does not
+/// depend on key order or formatting.
+pub fn canonical_sha256<T: Serialize + ?Sized>(value: &T) -> Result<String, EvidenceError> {
+    canonical_bytes(value).map(|bytes| sha256_hex(&bytes))
+}
+
 /// An Ed25519 private key. `Debug` never prints the secret.
 #[derive(Clone)]
 pub struct SigningKey {

@@ -14,10 +14,9 @@ use crate::error::BrokerError;
 use crate::store::SessionRow;
 
 fn digest<T: serde::Serialize>(value: &T) -> Result<String, BrokerError> {
-    let bytes = desk_evidence::canonical_bytes(value).map_err(|error| {
+    desk_evidence::canonical_sha256(value).map_err(|error| {
         BrokerError::Internal(format!("failed to encode the launch receipt: {error}"))
-    })?;
-    Ok(desk_evidence::sha256_hex(&bytes))
+    })
 }
 
 /// The launch receipt of `session`'s workspace, measured now.

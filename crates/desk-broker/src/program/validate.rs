@@ -10,7 +10,6 @@ use crate::control::Scope;
 use crate::control::ax::Observation;
 use crate::control::shots::Geometry;
 use crate::error::BrokerError;
-use crate::util::sha256_hex;
 
 fn invalid_params(message: String) -> BrokerError {
     BrokerError::Control {
@@ -29,9 +28,8 @@ pub(crate) fn program_digest(request: &ProgramRequest) -> Result<String, BrokerE
         "screenshot_id": request.screenshot_id,
         "steps": request.steps,
     });
-    let bytes = desk_evidence::canonical_bytes(&content)
-        .map_err(|error| BrokerError::Internal(format!("failed to encode a program: {error}")))?;
-    Ok(sha256_hex(&bytes))
+    desk_evidence::canonical_sha256(&content)
+        .map_err(|error| BrokerError::Internal(format!("failed to encode a program: {error}")))
 }
 
 /// `step` with its image coordinates mapped to the screen through `geometry` (refused, never

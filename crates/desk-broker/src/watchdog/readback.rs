@@ -25,7 +25,6 @@ use desk_desktop::StateDir;
 use desk_evidence::{Envelope, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
-use crate::config::SessionLimits;
 use crate::error::BrokerError;
 use crate::util::now_ms;
 
@@ -147,9 +146,8 @@ pub(crate) struct Responder {
     pub(crate) state: StateDir,
     pub(crate) key: SigningKey,
     pub(crate) policy_sha256: Option<String>,
-    pub(crate) limits: SessionLimits,
-    pub(crate) lease_grace: Duration,
-    pub(crate) interval: Duration,
+    /// Its limits as enforced (the policy's, tightened by the flags).
+    pub(crate) config: super::WatchdogConfig,
     pub(crate) broker: Option<desk_desktop::launcher::RecordedProcess>,
 }
 
@@ -166,8 +164,14 @@ impl Responder {
                 }
                 let refused =
                     super::refused_actions(&desk_desktop::SessionDir::at(&facts.session_dir));
-                let due = super::due(&facts, refused, &self.limits, self.lease_grace, now)
-                    .map(|(limit, _)| limit.as_str().to_string());
+                let due = super::due(
+                    &facts,
+                    refused,
+                    &self.config.limits,
+                    self.config.lease_grace,
+                    now,
+                )
+                .map(|(limit, _)| limit.as_str().to_string());
                 sessions.push(SessionReadback {
                     session_id: facts.id.to_string(),
                     state: facts.state.clone(),
@@ -206,14 +210,14 @@ impl Responder {
             nonce: nonce.to_string(),
             at_ms: now,
             watchdog_pid: std::process::id(),
-            interval_ms: millis(self.interval),
+            interval_ms: millis(self.config.interval),
             broker_alive: self.broker.as_ref().map(|broker| broker.is_alive()),
             policy_sha256: self.policy_sha256.clone(),
             limits: ReadbackLimits {
-                max_task_ms: self.limits.max_task.map(millis),
-                max_refused_actions: self.limits.max_refused_actions,
-                idle_limit_ms: self.limits.idle_limit.map(millis),
-                lease_grace_ms: millis(self.lease_grace),
+                max_task_ms: self.config.limits.max_task.map(millis),
+                max_refused_actions: self.config.limits.max_refused_actions,
+                idle_limit_ms: self.config.limits.idle_limit.map(millis),
+                lease_grace_ms: millis(self.config.lease_grace),
             },
             sessions,
         })

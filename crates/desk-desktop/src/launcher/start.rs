@@ -235,14 +235,15 @@ impl LocalDesktop {
                 env.push((name.to_string(), value));
             }
         }
-        let log = log_file(&self.config.session_dir.log_file("worker"))?;
-        let mut command = self.command_as(Role::Worker, &argv, cwd.as_deref(), &env)?;
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .process_group(0);
-        self.spawn("worker", command)?;
+        self.spawn_logged_as(
+            Role::Worker,
+            "worker",
+            "worker",
+            &argv,
+            cwd.as_deref(),
+            &env,
+            Stdio::null(),
+        )?;
         let deadline = Instant::now() + WORKER_TIMEOUT;
         let stream = loop {
             match connect_in(&self.run_dir, WORKER_SOCKET_FILE) {
@@ -323,7 +324,7 @@ impl LocalDesktop {
             .ok_or_else(|| BackendError::DesktopFailed(format!("{role} was not started")))
     }
 
-    /// Spawns `argv` as the desktop process `role` ([`LocalDesktop::desktop_command`]: inside
+    /// Spawns `argv` as the desktop process `role` ([`LocalDesktop::command_as`]: inside
     /// the sandbox when on, with exactly `env`, in `cwd`), in its own process group and recorded
     /// ([`LocalDesktop::spawn`]): stdin from `/dev/null`, stdout to `stdout`, stderr to the
     /// session's log file `log` (`<log>.log`, created anew before anything else).
@@ -336,8 +337,23 @@ impl LocalDesktop {
         env: &[(String, String)],
         stdout: Stdio,
     ) -> Result<&mut Child, BackendError> {
+        self.spawn_logged_as(Role::Desktop, role, log, argv, cwd, env, stdout)
+    }
+
+    /// [`LocalDesktop::spawn_logged`] under the identity of `identity` (the worker's own).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn spawn_logged_as(
+        &mut self,
+        identity: Role,
+        role: &'static str,
+        log: &str,
+        argv: &[String],
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+        stdout: Stdio,
+    ) -> Result<&mut Child, BackendError> {
         let log = log_file(&self.config.session_dir.log_file(log))?;
-        let mut command = self.desktop_command(argv, cwd, env)?;
+        let mut command = self.command_as(identity, argv, cwd, env)?;
         command
             .stdin(Stdio::null())
             .stdout(stdout)
@@ -368,19 +384,9 @@ impl LocalDesktop {
         }
     }
 
-    /// A command running `argv` as a desktop process: inside the sandbox when on, with
-    /// exactly `env` as its environment, in `cwd` (`/` when `None`).
-    pub(super) fn desktop_command(
-        &self,
-        argv: &[String],
-        cwd: Option<&Path>,
-        env: &[(String, String)],
-    ) -> Result<Command, BackendError> {
-        self.command_as(Role::Desktop, argv, cwd, env)
-    }
-
-    /// [`LocalDesktop::desktop_command`] for a process of `role` (the app's own identity when
-    /// it has one).
+    /// A command running `argv` as a process of `role` (the app's own identity when it has
+    /// one): inside the sandbox when on, with exactly `env` as its environment, in `cwd` (`/`
+    /// when `None`).
     pub(super) fn command_as(
         &self,
         role: Role,
