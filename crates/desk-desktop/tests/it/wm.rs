@@ -179,7 +179,7 @@ fn no_click_or_chord_on_the_desktop_opens_a_menu_or_switches_desktops() {
     }
 }
 
-/// The centre of the first managed client in root coordinates, once openbox lists one.
+/// The centre of the probe's managed window in root coordinates, once openbox lists it.
 fn managed_client_centre(conn: &RustConnection, root: Window) -> (i16, i16) {
     let list = conn
         .intern_atom(false, b"_NET_CLIENT_LIST")
@@ -190,15 +190,20 @@ fn managed_client_centre(conn: &RustConnection, root: Window) -> (i16, i16) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let clients: Vec<u32> = conn
-            .get_property(false, root, list, AtomEnum::WINDOW, 0, 16)
+            .get_property(false, root, list, AtomEnum::WINDOW, 0, 64)
             .unwrap()
             .reply()
             .unwrap()
             .value32()
             .map(Iterator::collect)
             .unwrap_or_default();
-        if let Some(&client) = clients.first() {
-            let geometry = conn.get_geometry(client).unwrap().reply().unwrap();
+        // Openbox's start-up check maps and destroys 10x10 windows; one may still be listed
+        // (or already gone) when the probe's window arrives, so only a live, larger window counts.
+        let probe = clients.iter().find_map(|&client| {
+            let geometry = conn.get_geometry(client).ok()?.reply().ok()?;
+            (geometry.width > 10 && geometry.height > 10).then_some((client, geometry))
+        });
+        if let Some((client, geometry)) = probe {
             let origin = conn
                 .translate_coordinates(client, root, 0, 0)
                 .unwrap()
