@@ -310,3 +310,30 @@ fn profiles_name_their_allowed_executables_or_default_to_their_command() {
         assert_eq!(allowed[0].path, name);
     }
 }
+
+#[test]
+fn the_accessibility_bus_forking_before_it_execs_is_the_desktops_once() {
+    // at-spi-bus-launcher (a desktop wrapper's entry) forks before it execs dbus-daemon; under
+    // load the fork is seen still running the launcher. One such fork passes, a second does not,
+    // and a fork of the launcher running anything else (a shell) is refused.
+    let launcher = "/usr/libexec/at-spi-bus-launcher";
+    if !std::path::Path::new(launcher).exists() {
+        return;
+    }
+    let mut snapshot = desktop(WORKER);
+    snapshot.wrappers.insert(
+        40,
+        Wrapper {
+            role: "accessibility bus".to_string(),
+            program: Some(launcher.to_string()),
+        },
+    );
+    snapshot.processes.push(seen(41, 40, launcher));
+    snapshot.processes.push(seen(42, 41, launcher));
+    assert_eq!(whys(&snapshot), vec![]);
+    snapshot.processes.push(seen(43, 41, launcher));
+    assert_eq!(whys(&snapshot).len(), 1, "{:?}", whys(&snapshot));
+    snapshot.processes.pop();
+    snapshot.processes.push(seen(44, 41, &host("sh")));
+    assert_eq!(whys(&snapshot).len(), 1);
+}
