@@ -150,6 +150,17 @@ fn claimed_workspace(path: &Path) -> Option<PathBuf> {
         .and_then(|text| text.lines().next().map(PathBuf::from))
 }
 
+/// The workspaces the claims in [`CLAIMS_DIR`] name, held or not (see `workspace_sweep.rs`:
+/// a workspace no claim names belongs to no session).
+pub(super) fn claimed_workspaces() -> std::collections::BTreeSet<PathBuf> {
+    std::fs::read_dir(CLAIMS_DIR)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| claimed_workspace(&entry.path()))
+        .collect()
+}
+
 /// Whether the claim at `path` is still held: its session's workspace (a link under a root
 /// broker) still leads to the workspace it names. A claim being written (empty) is held.
 fn claim_held(path: &Path) -> bool {

@@ -144,6 +144,12 @@ pub fn ensure_workspace(
             // Reachable (not listable) by the sandbox uid; writable only by root.
             std::fs::set_permissions(ROOT_WORKSPACES, std::fs::Permissions::from_mode(0o711))
                 .map_err(io("workspace root", Path::new(ROOT_WORKSPACES)))?;
+            sweep::sweep(
+                Path::new(ROOT_WORKSPACES),
+                &super::identity::claimed_workspaces(),
+                sweep::ORPHAN_AGE,
+                std::time::SystemTime::now(),
+            );
             std::fs::create_dir_all(&target).map_err(io("workspace", &target))?;
             std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
                 .map_err(io("workspace", &target))?;
@@ -372,6 +378,9 @@ pub(super) fn allowed_writable(dirs: Vec<PathBuf>, extra: &[PathBuf]) -> Vec<Pat
     allowed.extend(extra.iter().cloned());
     allowed
 }
+
+#[path = "workspace_sweep.rs"]
+mod sweep;
 
 #[cfg(test)]
 #[path = "workspace_tests.rs"]
