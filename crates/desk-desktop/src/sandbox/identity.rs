@@ -150,13 +150,14 @@ fn claimed_workspace(path: &Path) -> Option<PathBuf> {
         .and_then(|text| text.lines().next().map(PathBuf::from))
 }
 
-/// The workspaces the claims in [`CLAIMS_DIR`] name, held or not (see `workspace_sweep.rs`:
-/// a workspace no claim names belongs to no session).
+/// The workspaces the held claims in [`CLAIMS_DIR`] name (see `workspace_sweep.rs`: a
+/// workspace no held claim names belongs to no session).
 pub(super) fn claimed_workspaces() -> std::collections::BTreeSet<PathBuf> {
     std::fs::read_dir(CLAIMS_DIR)
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|entry| claim_held(&entry.path()))
         .filter_map(|entry| claimed_workspace(&entry.path()))
         .collect()
 }

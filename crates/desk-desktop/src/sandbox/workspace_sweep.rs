@@ -3,9 +3,9 @@
 //! session directory removed before its desktop stopped (a test's temporary state directory, a
 //! broker killed mid-stop, an operator's `rm`) leaves it behind with the attempt inside.
 //!
-//! Rule: every live workspace is named by a uid claim (`identity.rs`: claimed right after the
+//! Rule: every live workspace is named by a held uid claim (`identity.rs`: claimed right after the
 //! workspace is made, released with it, stale once its session's link no longer leads to it).
-//! A workspace that no claim names, and that is older than [`ORPHAN_AGE`] (so one being made
+//! A workspace that no held claim names, and that is older than [`ORPHAN_AGE`] (so one being made
 //! this instant, before its claim, is never taken), belongs to no session and is removed.
 //! Swept whenever a new workspace is made.
 
