@@ -10,7 +10,8 @@
 //! outer layer alone.
 //!
 //! Over 400 lines: one table of cases that share one session and its driver (a FreeCAD start
-//! costs seconds); split, each part would start its own.
+//! costs seconds); split, each part would start its own. The expression cases run headless on
+//! the same engine beside them.
 //! `DESK_ENTRY_SHOTS=<dir>` saves the screenshots of the file cases there.
 
 use std::path::{Path, PathBuf};
@@ -39,15 +40,15 @@ const PROHIBITED_TITLES: &[&str] = &[
 ];
 
 /// One leased FreeCAD session and its next action index.
-struct Driver {
-    client: Client,
-    session: String,
-    index: u64,
+pub(crate) struct Driver {
+    pub(crate) client: Client,
+    pub(crate) session: String,
+    pub(crate) index: u64,
     ids: u32,
 }
 
 impl Driver {
-    async fn lease(broker: &Broker, profile: &str) -> Driver {
+    pub(crate) async fn lease(broker: &Broker, profile: &str) -> Driver {
         let client = broker.client();
         let lease = client
             .lease(&LeaseRequest {
@@ -81,7 +82,7 @@ impl Driver {
     }
 
     /// Sends `action`; an accepted one advances the action index.
-    async fn send(&mut self, action: Value) -> Result<ActionResponse, ClientError> {
+    pub(crate) async fn send(&mut self, action: Value) -> Result<ActionResponse, ClientError> {
         self.ids += 1;
         let id = format!("step-{}", self.ids);
         let answer = act(&self.client, &self.session, &id, self.index, action).await;
@@ -441,4 +442,111 @@ async fn without_the_lockdown_the_worker_alone_refuses_input_into_the_macro_dial
         "the dialog is untouched: {titles:?}"
     );
     driver.client.release(&driver.session).await.unwrap();
+}
+
+/// Expressions (a property's binding, typed after `=` in any field) and spreadsheet cells go
+/// through FreeCAD 0.20's expression engine, the same in the GUI and in the headless
+/// `freecadcmd` used here. Each attempt to reach Python or write a file is refused by the
+/// engine itself (no call syntax, no function that runs code or touches files; attribute
+/// access stops at properties): it fails to parse, names an unknown function or fails to
+/// evaluate, and no marker file appears; the controls (a volume, a cell formula) evaluate.
+/// Measured: a cell may hold a Python object an attribute path reaches (`Box.Shape.exportStep`
+/// evaluates to the bound method) but nothing can call it: call syntax does not parse.
+const EXPRESSIONS: &str = r#"
+import json, os, FreeCAD
+scratch = os.environ["DESK_SCRATCH"]
+marker = lambda name: "<<" + os.path.join(scratch, name) + ">>"
+d = FreeCAD.newDocument("e")
+box = d.addObject("Part::Box", "Box")
+probe = d.addObject("Part::Box", "Probe")
+sheet = d.addObject("Spreadsheet::Sheet", "Sheet")
+d.recompute()
+attempts = [
+    "__import__(<<os>>).system(<<touch " + scratch + "/ran>>)",
+    "eval(<<open('" + scratch + "/ran', 'w')>>)",
+    "exec(<<import os>>)",
+    "open(" + marker("opened") + ", <<w>>)",
+    "Box.Shape.exportStep(" + marker("shape.step") + ")",
+    "Box.Shape.exportStep",
+    "Box.Shape.__class__",
+    "Box.Document.saveAs(" + marker("saved.FCStd") + ")",
+    "Box.Document.FileName",
+    "App.ActiveDocument.Box",
+    "FreeCAD.Console",
+    "create(<<os>>, <<system>>)",
+    "Sheet.exportFile(" + marker("cells.csv") + ")",
+]
+out = {"property": {}, "cell": {}}
+for expression in attempts:
+    try:
+        probe.setExpression("Length", expression)
+        d.recompute()
+        said = "invalid" if "Invalid" in probe.State else "value %s" % probe.Length.Value
+    except Exception as error:
+        detail = error.args[0] if error.args else ""
+        said = "refused: %s" % (detail.get("sErrMsg") if isinstance(detail, dict) else detail)
+    out["property"][expression] = said
+    probe.setExpression("Length", None)
+    d.recompute()
+for row, expression in enumerate(attempts, start=1):
+    sheet.set("A%d" % row, "=" + expression)
+d.recompute()
+for row, expression in enumerate(attempts, start=1):
+    value = sheet.get("A%d" % row)
+    out["cell"][expression] = "text" if isinstance(value, str) else "value %s" % value
+probe.setExpression("Length", "Box.Shape.Volume / 100 mm^2")
+sheet.set("B1", "=Box.Length * 2")
+d.recompute()
+out["control property"] = probe.Length.Value
+out["control cell"] = float(sheet.get("B1"))
+out["files"] = sorted(n for n in os.listdir(scratch) if not n.startswith("."))
+print("RESULT " + json.dumps(out))
+"#;
+
+#[test]
+fn expressions_and_cells_reach_no_python_and_write_no_file() {
+    if !freecad_available() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("expressions.py");
+    std::fs::write(&script, EXPRESSIONS).unwrap();
+    let output = Command::new("freecadcmd")
+        .arg(&script)
+        .env("HOME", scratch.path())
+        .env("DESK_SCRATCH", scratch.path())
+        .output()
+        .unwrap();
+    // FreeCAD's console may print to either stream.
+    let printed = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = printed
+        .lines()
+        // Its progress output may share the line.
+        .find_map(|line| line.split_once("RESULT ").map(|(_, result)| result))
+        .unwrap_or_else(|| panic!("no result: {printed}"));
+    let out: Value = serde_json::from_str(line).unwrap();
+    println!("{}", serde_json::to_string_pretty(&out).unwrap());
+    // The engine evaluates (the controls): a refusal is the payload's, not a broken probe.
+    let volume = out["control property"].as_f64().unwrap();
+    assert!((volume - 10.0).abs() < 1e-6, "{out}");
+    assert_eq!(out["control cell"], json!(20.0), "{out}");
+    for (expression, said) in out["property"].as_object().unwrap() {
+        let said = said.as_str().unwrap();
+        assert!(
+            said == "invalid" || said.starts_with("refused"),
+            "property expression {expression}: {said}"
+        );
+    }
+    for (expression, said) in out["cell"].as_object().unwrap() {
+        // A cell whose expression fails keeps its text: every call does.
+        if expression.contains('(') {
+            assert_eq!(said, "text", "cell ={expression}");
+        }
+    }
+    assert_eq!(out["files"], json!([]), "a payload wrote a file: {out}");
 }

@@ -24,6 +24,7 @@ mod fake_server;
 mod faults;
 mod freecad;
 mod freecad_entry_paths;
+mod freecad_planted;
 mod identity;
 mod interrupt;
 mod kill_frozen_broker;
