@@ -550,3 +550,78 @@ fn expressions_and_cells_reach_no_python_and_write_no_file() {
     }
     assert_eq!(out["files"], json!([]), "a payload wrote a file: {out}");
 }
+
+/// The report view's command line, with the lockdown removed (the inner layer's hiding of the
+/// report view and the Python console gone): FreeCAD 0.20's report view is read-only output
+/// with no command line, so Python typed into it with Return runs nothing. The control is the
+/// Python console docked beside it, where the same typing runs. FIXME: that control is the
+/// gap of the outer layer: a docked console has no X window of its own, so only the lockdown
+/// keeps it away (the AT-SPI leg of the worker's check is not built).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_report_view_has_no_command_line() {
+    if !xvfb_available() || !freecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("profiles")).unwrap();
+    std::fs::write(
+        root.path().join("profiles/freecad-unlocked.toml"),
+        unlocked_profile(),
+    )
+    .unwrap();
+    let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
+    let mut driver = Driver::lease(&broker, "freecad-unlocked").await;
+    // The attempt directory as the sandbox shows it (the same path as the host's workspace).
+    let attempt_dir = std::fs::canonicalize(
+        broker
+            .session_dir(&driver.session)
+            .join("workspace/attempt"),
+    )
+    .unwrap();
+    let payload = |name: &str| {
+        format!(
+            "open({:?}, 'w').write('ran')",
+            attempt_dir.join(name).display().to_string()
+        )
+    };
+    // View > Panels > Report view: it docks left of the Python console (bottom, y 580-770).
+    driver.click(97, 28, "open the View menu").await;
+    driver.click(126, 587, "open View > Panels").await;
+    driver.click(489, 587, "Panels > Report view").await;
+    driver.wait(800).await;
+
+    // The control: typed into the docked console, the payload runs.
+    driver
+        .click(700, 740, "click into the Python console")
+        .await;
+    driver.type_text(&payload("ran-console")).await;
+    driver.key(&["return"]).await;
+    driver.wait(1000).await;
+    assert!(
+        attempt_dir.join("ran-console").exists(),
+        "the control did not run: the observation is blind"
+    );
+
+    // The console hidden (View > Panels > Python console), the report view fills the dock.
+    driver.click(97, 28, "open the View menu").await;
+    driver.click(126, 587, "open View > Panels").await;
+    driver.click(499, 656, "Panels > Python console").await;
+    driver.wait(800).await;
+    let titles = driver.titles().await;
+    driver.click(640, 700, "click into the report view").await;
+    let before = rows(&driver.wait(300).await, 580..770);
+    driver.type_text(&payload("ran-report")).await;
+    driver.key(&["return"]).await;
+    let after = driver.wait(1000).await;
+    save_shot(&after, "report-view", driver.index);
+    assert!(
+        !attempt_dir.join("ran-report").exists(),
+        "Python typed into the report view ran"
+    );
+    assert!(
+        rows(&after, 580..770) == before,
+        "the report view took the typed text: it has an input line"
+    );
+    println!("report view: windows {titles:?}, nothing ran, nothing typed appeared");
+    driver.client.release(&driver.session).await.unwrap();
+}
