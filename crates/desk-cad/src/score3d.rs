@@ -72,7 +72,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// its parts are reweighted ([`SHEET_PARTS`]).
 /// v5: the judge recomputes `Layout1` headless (`solid/sheet_draw.py`): dimensions also match
 /// on their values, and a `presentation` part compares the trusted renders of the two sheets.
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v5";
+/// v6: seam edges are not drawn (both shapes refined before the sheet's drawing, not before
+/// its dimensions); `arrangement` weighs 0.10 ([`SHEET_PARTS`]).
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v6";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.

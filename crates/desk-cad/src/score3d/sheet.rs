@@ -28,21 +28,20 @@ pub const SHEET_WEIGHT: f64 = 0.4;
 /// The sheet's parts and their weights within [`SHEET_WEIGHT`] (a part the gold does not
 /// have, e.g. hatches without a section, is left out and the rest renormalized).
 ///
-/// `arrangement` is held at 0.02 (at most 0.008 of the total) because the FreeCAD oracle's
-/// pages do not follow the reference's arrangement on 14 of the 29 3D tasks: it fills its
-/// slots in plan order (sections last, the pictorial view left at the page centre), so on the
-/// section tasks its two top views are exchanged against the reference's row-major grid and
-/// on the four-view tasks the third view sits in the right column. Once the oracle places each
-/// view in its reference cell, this weight can rise (0.15 was the plan).
+/// `arrangement` weighs 0.10 (since v6; 0.02 before): the FreeCAD oracle now places each view
+/// in the cell of the gold's grid (`desk-harness` `oracle/freecad/sheet.rs`), so a page in the
+/// shown arrangement is reachable through the GUI, and views exchanged or stacked cost 0.04 of
+/// the total. The 0.08 came from `views` (0.36) and `dimensions` (0.26).
 ///
 /// `presentation` (the ink F1 of the trusted renders) weighs 0.08: it sees what the other
 /// parts list (edges, hatches, dimension texts, notes) where they are drawn, so it overlaps
-/// them, and it is held low for the same reason as `arrangement` (the oracle's layout).
+/// them. Since v6 seam edges (between two faces of one surface, e.g. the faces of fused
+/// primitives) are not drawn in either render (`solid/sheet_draw.py`, `refined`).
 pub const SHEET_PARTS: [(&str, f64); 7] = [
-    ("views", 0.36),
-    ("arrangement", 0.02),
+    ("views", 0.32),
+    ("arrangement", 0.10),
     ("scale", 0.08),
-    ("dimensions", 0.26),
+    ("dimensions", 0.22),
     ("notes", 0.10),
     ("hatches", 0.10),
     ("presentation", 0.08),

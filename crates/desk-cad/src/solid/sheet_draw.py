@@ -7,7 +7,10 @@
 # dimension per stored dimension, with its Type and its References2D names on the recomputed
 # views, whose getRawValue() is the value the page shows (an Arbitrary dimension shows its format
 # text: the first number in it). FreeCAD names a view's edges by its own projection, so the same
-# shape, direction and flags give the same names the GUI saved.
+# shape, direction and flags give the same names the GUI saved. The seam rule (scorer v6): the
+# drawing is made from the sources refined (`refined`: no edges between two faces of one
+# surface, which fused primitives leave and a drafter does not draw), in a second set of views
+# only for a source that has such edges; the dimensions stay on the stored shapes' views.
 #
 # Output, in page millimetres (origin at the page's lower left, Y up), each view and dimension
 # naming its view by its index in the page's facts: every view's visible and
@@ -187,19 +190,23 @@ def draw_page(archive, types, objects, members, offsets, view_index):
         FreeCAD.closeDocument(document.Name)
 
 
-def draw_in(document, archive, types, objects, members, offsets, view_index, budget, V):
-    import Part
+def refined(shape):
+    """The shape without seam edges (edges between two faces of one surface, which a drafter
+    does not draw), or None when it has none or cannot be refined."""
+    try:
+        clean = shape.removeSplitter()
+    except Exception:
+        return None
+    if clean.isNull() or len(clean.Edges) >= len(shape.Edges):
+        return None
+    return clean
 
-    page = document.addObject("TechDraw::DrawPage", "Page")
-    page.Template = document.addObject("TechDraw::DrawSVGTemplate", "Template")
-    sources = {}
+
+def make_views(document, page, views, types, objects, features, offsets, V):
+    """One recomputable view per stored view, on `features` (its Source by link names):
+    (made, placed) by stored view name."""
     made = {}
     placed = {}
-    # Part views first, then sections and details (they need their base view made).
-    order = {"TechDraw::DrawViewPart": 0, "TechDraw::DrawViewSection": 1,
-             "TechDraw::DrawViewDetail": 2}
-    views = [name for name in members if types.get(name, "") in DRAW_TYPES][:MAX_VIEWS]
-    views.sort(key=lambda name: order[DRAW_TYPES[types[name]]])
     for name in views:
         props = objects.get(name, {})
         kind = DRAW_TYPES[types[name]]
@@ -210,21 +217,7 @@ def draw_in(document, archive, types, objects, members, offsets, view_index, bud
             if base is None:
                 continue
         names = tuple(link_targets(props["Source"])) if "Source" in props else ()
-        if not names:
-            continue
-        if names not in sources:
-            shapes = []
-            for source in names:
-                if source in objects and "Shape" in objects[source]:
-                    shape = body_shape(archive, types, objects, source)
-                    if shape is not None and not shape.isNull():
-                        shapes.append(shape)
-            feature = None
-            if shapes:
-                feature = document.addObject("Part::Feature", "Source%d" % len(sources))
-                feature.Shape = shapes[0] if len(shapes) == 1 else Part.makeCompound(shapes)
-            sources[names] = feature
-        feature = sources[names]
+        feature = features.get(names)
         direction = vector_value(props, "Direction")
         scale = float_value(props, "Scale")
         x, y = float_value(props, "X"), float_value(props, "Y")
@@ -233,7 +226,7 @@ def draw_in(document, archive, types, objects, members, offsets, view_index, bud
                 or None in group or not 1e-3 <= scale <= 1e3 \
                 or sum(c * c for c in direction) < 1e-12:
             continue
-        view = document.addObject(kind, "View%d" % len(made))
+        view = document.addObject(kind, "%sView%d" % (page.Name, len(made)))
         page.addView(view)
         view.Source = [feature]
         view.Direction = V(*direction)
@@ -268,6 +261,50 @@ def draw_in(document, archive, types, objects, members, offsets, view_index, bud
                 view.Reference = reference
         made[name] = view
         placed[name] = (x + group[0], y + group[1], scale, props, feature)
+    return made, placed
+
+
+def draw_in(document, archive, types, objects, members, offsets, view_index, budget, V):
+    import Part
+
+    page = document.addObject("TechDraw::DrawPage", "Page")
+    page.Template = document.addObject("TechDraw::DrawSVGTemplate", "Template")
+    # Part views first, then sections and details (they need their base view made).
+    order = {"TechDraw::DrawViewPart": 0, "TechDraw::DrawViewSection": 1,
+             "TechDraw::DrawViewDetail": 2}
+    views = [name for name in members if types.get(name, "") in DRAW_TYPES][:MAX_VIEWS]
+    views.sort(key=lambda name: order[DRAW_TYPES[types[name]]])
+    # The Source shapes as stored (the dimensions' edge names are those of their projection)
+    # and, where they have seam edges, refined (the drawing: the seam rule).
+    sources, clean_sources = {}, {}
+    for name in views:
+        props = objects.get(name, {})
+        names = tuple(link_targets(props["Source"])) if "Source" in props else ()
+        if not names or names in sources:
+            continue
+        shapes = []
+        for source in names:
+            if source in objects and "Shape" in objects[source]:
+                shape = body_shape(archive, types, objects, source)
+                if shape is not None and not shape.isNull():
+                    shapes.append(shape)
+        feature = clean = None
+        if shapes:
+            feature = document.addObject("Part::Feature", "Source%d" % len(sources))
+            feature.Shape = shapes[0] if len(shapes) == 1 else Part.makeCompound(shapes)
+            shape = refined(feature.Shape)
+            if shape is not None:
+                clean = document.addObject("Part::Feature", "Clean%d" % len(sources))
+                clean.Shape = shape
+        sources[names] = feature
+        clean_sources[names] = clean if clean is not None else feature
+    made, placed = make_views(document, page, views, types, objects, sources, offsets, V)
+    drawn_made, drawn_placed = made, placed
+    if any(clean is not sources[names] for names, clean in clean_sources.items()):
+        clean_page = document.addObject("TechDraw::DrawPage", "Clean")
+        clean_page.Template = document.addObject("TechDraw::DrawSVGTemplate", "CleanTemplate")
+        drawn_made, drawn_placed = make_views(document, clean_page, views, types, objects,
+                                              clean_sources, offsets, V)
     dimensions = [name for name in members
                   if types.get(name) == "TechDraw::DrawViewDimension"][:MAX_DIMENSIONS]
     made_dimensions = {}
@@ -321,8 +358,8 @@ def draw_in(document, archive, types, objects, members, offsets, view_index, bud
             view=view_index.get(refs[0][0]) if refs else None, type=DIM_TYPES[kind] if kind is not None and 0 <= kind < len(DIM_TYPES)
             else "Unknown", value=value, line=points, at=at))
     drawn_views = []
-    for name, view in made.items():
-        x, y, scale, props, feature = placed[name]
+    for name, view in drawn_made.items():
+        x, y, scale, props, feature = drawn_placed[name]
         try:
             visible = page_lines(view.getVisibleEdges(), (x, y), budget)
             hidden = page_lines(view.getHiddenEdges(), (x, y), budget)
