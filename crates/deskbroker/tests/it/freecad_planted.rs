@@ -297,6 +297,11 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
     if !xvfb_available() || !freecad_available() {
         return;
     }
+    if !nix::unistd::geteuid().is_root() {
+        // App and worker share one identity without root (`identity.rs`): the signals would land.
+        println!("skipped: one identity without root (the sandbox's user namespace)");
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let gold = root.path().join("private");
     std::fs::create_dir_all(&gold).unwrap();
