@@ -28,18 +28,21 @@
 //! does steps (2) to (5), so the receipt is written exactly once. What the kill reads of a
 //! session without the broker (the store opened read-only) is in `kill/facts.rs`.
 //!
+//! The receipt is signed by its killer's key into its killer's spool (`kill/receipts.rs`): the
+//! watchdog's own key and spool for the watchdog, the broker's evidence key and
+//! `<state_dir>/spool` for an operator or the broker. When the state directory cannot be
+//! written the watchdog still kills, keeping its tombstone in its own directory and handing
+//! the kill over later (`kill/place.rs`).
+//!
 //! The kill lock (`kill/lock.rs`) outlives a kill, and the broker's fence creates it for every
 //! session that acts. A killed session keeps its lock file and its tombstone for good. Release
 //! removes the lock file of a session that was never killed, once the session is stored
 //! `released`: under the lock, taken exclusively without waiting, and only when no tombstone
 //! exists; a held lock (a kill under way) or a tombstone leaves it.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::time::Duration;
 
 use desk_desktop::{SessionDir, StateDir, destroy};
-use desk_evidence::SigningKey;
 use desk_evidence::record::{KILL_CONTROL_ID, ProhibitedProcess, SessionKilled};
 use serde::{Deserialize, Serialize};
 
@@ -51,11 +54,19 @@ use crate::workspace::{self, WorkspaceState};
 mod facts;
 mod keep;
 mod lock;
+mod place;
+mod receipts;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
 pub use lock::KILL_FENCE_BOUND;
 pub(crate) use lock::{fence, remove_at_release};
 use lock::{fence_for_kill, kill_lock};
+pub(crate) use place::hand_over;
+pub use place::read_tombstone;
+pub(crate) use place::tombstones;
+use place::{KillDir, tombstones_in, write_tombstone};
+pub use receipts::Signer;
+pub(crate) use receipts::spooled_receipts;
 
 /// How long a kill waits for the killed processes to be gone before it records what is left.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -153,43 +164,10 @@ pub fn check_reason(reason: &str) -> Result<(), BrokerError> {
     Ok(())
 }
 
-/// The tombstone of `id`, if it was killed.
-pub fn read_tombstone(state: &StateDir, id: &SessionId) -> Option<Tombstone> {
-    let bytes = std::fs::read(state.kill_record(id.as_str())).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
 /// Creates `state`'s kill directory (never the state directory itself).
 fn create_kills_dir(state: &StateDir) -> Result<(), BrokerError> {
     let path = state.kills();
     crate::private::create_dir_below(state.path(), &path).map_err(BrokerError::io("create", &path))
-}
-
-/// Creates the tombstone exclusively; `Ok(false)` when it already exists.
-fn write_tombstone(state: &StateDir, tombstone: &Tombstone) -> Result<bool, BrokerError> {
-    create_kills_dir(state)?;
-    let path = state.kill_record(tombstone.session_id.as_str());
-    let mut file = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-    {
-        Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-        Err(error) => return Err(BrokerError::io("create the tombstone", &path)(error)),
-    };
-    let text = serde_json::to_vec(tombstone).map_err(|source| BrokerError::Json {
-        operation: "encode the tombstone",
-        source,
-    })?;
-    file.write_all(&text)
-        .and_then(|()| file.sync_all())
-        .map_err(BrokerError::io("write the tombstone", &path))?;
-    std::fs::File::open(state.kills())
-        .and_then(|directory| directory.sync_all())
-        .map_err(BrokerError::io("fsync", state.kills()))?;
-    Ok(true)
 }
 
 fn new_record_id() -> Result<String, BrokerError> {
@@ -199,45 +177,46 @@ fn new_record_id() -> Result<String, BrokerError> {
     Ok(format!("kill-{}", hex::encode(bytes)))
 }
 
-/// The record ids of every receipt in the spool, each verified.
-fn spooled_ids(state: &StateDir, key: &SigningKey) -> Result<Vec<String>, BrokerError> {
-    let spool =
-        desk_evidence::spool::read(&state.spool(), &key.verifying_key()).map_err(|source| {
-            BrokerError::Evidence {
-                operation: "read the spool",
-                source: Box::new(source),
-            }
-        })?;
-    Ok(spool
+/// The record ids of every receipt of both spools, each verified.
+fn spooled_ids(state: &StateDir) -> Result<Vec<String>, BrokerError> {
+    Ok(spooled_receipts(state)?
         .into_iter()
-        .map(|spooled| spooled.receipt.record_id)
+        .map(|receipt| receipt.record_id)
         .collect())
 }
 
 /// Kills session `session_id` of the broker state at `state`: see the module documentation.
 /// Refuses (changing nothing) an unknown session (`not_found`), a released one
 /// (`invalid_state`) and a bad reason (`invalid_request`). A session whose earlier kill was
-/// interrupted before its receipt is finished now, under its first reason.
+/// interrupted before its receipt is finished now, under its first reason. The watchdog's
+/// kill of a state directory it cannot write keeps its files in its own directory
+/// (`kill/place.rs`).
 pub fn kill_session(
     state: &StateDir,
-    key: &SigningKey,
+    signer: &Signer,
     session_id: &SessionId,
     reason: &str,
     source: &KillSource,
 ) -> Result<KillOutcome, BrokerError> {
     check_reason(reason)?;
-    let Some(_lock) = kill_lock(state, session_id, true)? else {
+    let kills = if signer.watchdog && !place::writable(state) {
+        tracing::warn!(%session_id, "the state directory cannot be written; the watchdog kills from its own directory");
+        KillDir::watchdog(state)
+    } else {
+        KillDir::state(state)
+    };
+    let Some(_lock) = kill_lock(&kills, session_id, true)? else {
         return Err(BrokerError::Internal(
             "a blocking lock was not taken".to_string(),
         ));
     };
     if let Some(tombstone) = read_tombstone(state, session_id) {
-        if spooled_ids(state, key)?.contains(&tombstone.record_id) {
+        if spooled_ids(state)?.contains(&tombstone.record_id) {
             return Ok(KillOutcome::AlreadyKilled(tombstone));
         }
-        return finish_kill(state, key, &tombstone).map(KillOutcome::Killed);
+        return finish_kill(state, signer, &kills, &tombstone).map(KillOutcome::Killed);
     }
-    let torn = state.kill_record(session_id.as_str());
+    let torn = kills.record(session_id);
     if torn.exists() {
         // Unreadable under the lock: its killer died while writing it, before the kill began
         // (a tombstone counts once it is complete and fsynced). It is written again below.
@@ -254,7 +233,9 @@ pub fn kill_session(
     }
     // The broker's hold on the fence (an action's records being written) is waited for
     // KILL_FENCE_BOUND at most; past it the kill goes on and that action is in doubt.
-    let _fence = fence_for_kill(state, session_id);
+    let _fence = (!kills.is_watchdog())
+        .then(|| fence_for_kill(state, session_id))
+        .flatten();
     let tombstone = Tombstone {
         session_id: session_id.clone(),
         reason: reason.to_string(),
@@ -276,33 +257,38 @@ pub fn kill_session(
             _ => None,
         },
     };
-    if !write_tombstone(state, &tombstone)? {
+    if !write_tombstone(&kills, &tombstone)? {
         return read_tombstone(state, session_id)
             .map(KillOutcome::AlreadyKilled)
             .ok_or_else(|| BrokerError::Internal("a tombstone cannot be read".to_string()));
     }
     crate::fault::FaultHook::from_env().fire(crate::fault::FaultHook::KillAfterTombstone);
-    finish_kill(state, key, &tombstone).map(KillOutcome::Killed)
+    finish_kill(state, signer, &kills, &tombstone).map(KillOutcome::Killed)
 }
 
-/// Steps (2) to (5) of a kill whose tombstone is durable; the caller holds its kill lock and
-/// checked that no receipt is spooled for it.
+/// Steps (2) to (5) of a kill whose tombstone is durable in `kills`; the caller holds its kill
+/// lock and checked that no receipt is spooled for it. From the watchdog's directory (the
+/// state directory unwritable) nothing is written to the state directory.
 fn finish_kill(
     state: &StateDir,
-    key: &SigningKey,
+    signer: &Signer,
+    kills: &KillDir,
     tombstone: &Tombstone,
 ) -> Result<SessionKilled, BrokerError> {
+    let writes_state = !kills.is_watchdog();
     let session_id = &tombstone.session_id;
     let facts = session_facts(&open_read_only(&state.database())?, session_id)?
         .ok_or_else(|| BrokerError::NotFound("session".to_string()))?;
     let session_dir = SessionDir::at(&facts.session_dir);
     let remains = destroy::remains(&session_dir);
-    workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
-    keep::keep_logs(state, session_id, &session_dir);
+    if writes_state {
+        workspace::record(state, session_id, WorkspaceState::RemovalPending, &remains)?;
+        keep::keep_logs(state, session_id, &session_dir);
+    }
     let destroying = std::time::Instant::now();
     let removal = destroy::destroy(&remains, DESTROY_TIMEOUT);
     let destroy_ms = destroying.elapsed().as_millis();
-    if removal.proven() {
+    if writes_state && removal.proven() {
         workspace::record(state, session_id, WorkspaceState::Destroyed, &remains)?;
     }
     let receipt = SessionKilled {
@@ -325,13 +311,13 @@ fn finish_kill(
         storage_destroyed: !removal.directory_left && !removal.workspace_left,
         process: tombstone.process.clone(),
         action_in_doubt: facts.pending_action,
+        signed_receipt: None,
     };
-    desk_evidence::spool::append(&state.spool(), key, session_id.as_str(), &receipt).map_err(
-        |source| BrokerError::Evidence {
+    desk_evidence::spool::append(&signer.spool, &signer.key, session_id.as_str(), &receipt)
+        .map_err(|source| BrokerError::Evidence {
             operation: "kill_session",
             source: Box::new(source),
-        },
-    )?;
+        })?;
     tracing::warn!(
         %session_id,
         reason = tombstone.reason,
@@ -343,54 +329,61 @@ fn finish_kill(
     Ok(receipt)
 }
 
-/// Every tombstone in `state`.
-pub(crate) fn tombstones(state: &StateDir) -> Vec<Tombstone> {
-    std::fs::read_dir(state.kills())
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter_map(|entry| {
-                    let name = entry.file_name().into_string().ok()?;
-                    read_tombstone(state, &SessionId::parse(name.strip_suffix(".json")?).ok()?)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Finishes every kill whose killer died or failed between its tombstone and its receipt (its
 /// kill lock is free and the spool has no receipt for it): destroys what is left and spools the
 /// receipt, exactly once. Returns the receipts written; a kill that fails again is logged and
-/// retried on the next call.
+/// retried on the next call. The watchdog's own kills (source `watchdog`) and those in its
+/// directory are finished by the watchdog alone: their receipt needs its key.
 pub fn finish_interrupted_kills(
     state: &StateDir,
-    key: &SigningKey,
+    signer: &Signer,
 ) -> Result<Vec<SessionKilled>, BrokerError> {
     let mut finished = Vec::new();
-    let spooled = spooled_ids(state, key)?;
-    let unfinished = tombstones(state)
-        .into_iter()
-        .filter(|tombstone| !spooled.contains(&tombstone.record_id));
-    for tombstone in unfinished {
-        let Some(_lock) = kill_lock(state, &tombstone.session_id, false)? else {
-            continue;
-        };
-        // Read again under the lock: a killer may have spooled it since.
-        if spooled_ids(state, key)?.contains(&tombstone.record_id) {
-            continue;
-        }
-        tracing::warn!(
-            session_id = %tombstone.session_id,
-            "finishing a kill interrupted before its receipt"
-        );
-        match finish_kill(state, key, &tombstone) {
-            Ok(receipt) => finished.push(receipt),
-            Err(error) => tracing::error!(
-                session_id = %tombstone.session_id,
-                error = %error,
-                "failed to finish an interrupted kill"
-            ),
+    let spooled = spooled_ids(state)?;
+    let mut places = vec![KillDir::state(state)];
+    if signer.watchdog {
+        places.push(KillDir::watchdog(state));
+    }
+    for kills in places {
+        let unfinished = tombstones_in(&kills).into_iter().filter(|tombstone| {
+            !spooled.contains(&tombstone.record_id)
+                && (signer.watchdog || tombstone.source != desk_evidence::record::WATCHDOG_SOURCE)
+        });
+        for tombstone in unfinished {
+            if let Some(receipt) = finish_interrupted(state, signer, &kills, &tombstone)? {
+                finished.push(receipt);
+            }
         }
     }
     Ok(finished)
+}
+
+fn finish_interrupted(
+    state: &StateDir,
+    signer: &Signer,
+    kills: &KillDir,
+    tombstone: &Tombstone,
+) -> Result<Option<SessionKilled>, BrokerError> {
+    let Some(_lock) = kill_lock(kills, &tombstone.session_id, false)? else {
+        return Ok(None);
+    };
+    // Read again under the lock: a killer may have spooled it since.
+    if spooled_ids(state)?.contains(&tombstone.record_id) {
+        return Ok(None);
+    }
+    tracing::warn!(
+        session_id = %tombstone.session_id,
+        "finishing a kill interrupted before its receipt"
+    );
+    match finish_kill(state, signer, kills, tombstone) {
+        Ok(receipt) => Ok(Some(receipt)),
+        Err(error) => {
+            tracing::error!(
+                session_id = %tombstone.session_id,
+                error = %error,
+                "failed to finish an interrupted kill"
+            );
+            Ok(None)
+        }
+    }
 }

@@ -198,7 +198,7 @@ impl Broker {
         let id = session_id.clone();
         let reason = reason.to_string();
         let outcome = tokio::task::spawn_blocking(move || {
-            let key = crate::evidence::load_signing_key(
+            let key = crate::kill::Signer::evidence(
                 &config.state_dir,
                 config.evidence.signing_key.as_deref(),
             )?;
@@ -241,19 +241,15 @@ impl Broker {
         let config = self.config().clone();
         let (spool, tombstones) = tokio::task::spawn_blocking(move || {
             let layout = config.layout();
-            let key = crate::evidence::load_signing_key(
+            let key = crate::kill::Signer::evidence(
                 &config.state_dir,
                 config.evidence.signing_key.as_deref(),
             )?;
             if let Err(error) = crate::kill::finish_interrupted_kills(&layout, &key) {
                 tracing::error!(%error, "reconciler cannot finish interrupted kills");
             }
-            let spool = desk_evidence::spool::read(&layout.spool(), &key.verifying_key()).map_err(
-                |source| BrokerError::Evidence {
-                    operation: "read the spool",
-                    source: Box::new(source),
-                },
-            )?;
+            // Both spools: the watchdog's (its key) and the broker's (the evidence key).
+            let spool = crate::kill::spooled_receipts(&layout)?;
             Ok::<_, BrokerError>((spool, crate::kill::tombstones(&layout)))
         })
         .await
@@ -262,7 +258,7 @@ impl Broker {
         for tombstone in tombstones {
             let Some(spooled) = spool
                 .iter()
-                .find(|spooled| spooled.receipt.record_id == tombstone.record_id)
+                .find(|spooled| spooled.record_id == tombstone.record_id)
             else {
                 // The kill is still under way (its receipt comes last).
                 continue;
@@ -277,7 +273,7 @@ impl Broker {
             if killed {
                 continue;
             }
-            let receipt = spooled.receipt.clone();
+            let receipt = spooled.clone();
             let applied = self
                 .run_unbounded(tombstone.session_id.clone(), move |inner| {
                     inner.apply_kill(&tombstone, &receipt)

@@ -33,6 +33,7 @@ use crate::kill::{KillOutcome, KillSource, Limit, SessionFacts, kill_session};
 use crate::util::now_ms;
 
 pub(crate) mod census;
+pub mod key;
 pub mod readback;
 
 /// How the watchdog runs.
@@ -48,8 +49,6 @@ pub struct WatchdogConfig {
     pub policy: Option<crate::config::PolicyConfig>,
     /// How long past its lease expiry a session is killed when no broker released it.
     pub lease_grace: Duration,
-    /// The evidence signing key (`None`: `<state_dir>/evidence/signing.key`).
-    pub signing_key: Option<PathBuf>,
     /// The broker process (pid), watched to know when to exit.
     pub broker_pid: Option<u32>,
     /// How often sessions are checked.
@@ -257,7 +256,14 @@ impl Drop for JobGuard {
 pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     let state = StateDir::new(&config.state_dir);
     let _lock = take_lock(&state)?;
-    let key = crate::evidence::load_signing_key(&config.state_dir, config.signing_key.as_deref())?;
+    // Its own key, never the broker's evidence key (`watchdog/key.rs`).
+    let evidence_public =
+        desk_evidence::VerifyingKey::read(&crate::evidence::public_key_path(&config.state_dir))
+            .ok();
+    let key = crate::kill::Signer::watchdog(
+        &config.state_dir,
+        key::load_or_create(&config.state_dir, evidence_public.as_ref())?,
+    );
     let broker = broker_process(config.broker_pid);
     // The limits come from the signed policy, verified here, not from the broker: flags can
     // only tighten them. A policy that does not verify leaves the flags alone (the broker
@@ -279,7 +285,7 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     };
     readback::start(readback::Responder {
         state: state.clone(),
-        key: key.clone(),
+        key: key.key.clone(),
         policy_sha256,
         config: config.clone(),
         broker: broker.clone(),
@@ -319,7 +325,7 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
 /// how many sessions are live (not killed).
 fn round(
     state: &StateDir,
-    key: &desk_evidence::SigningKey,
+    key: &crate::kill::Signer,
     config: &WatchdogConfig,
     jobs: &Jobs,
 ) -> Result<usize, BrokerError> {
@@ -329,6 +335,11 @@ fn round(
     // A kill cut between its tombstone and its receipt (its killer died) is finished here too;
     // a failure there never keeps this round from enforcing the limits. A kill of this
     // watchdog's under way holds its kill lock and is skipped.
+    // Kills recorded in the watchdog's own directory while the state directory could not be
+    // written are handed over once it can (`kill/place.rs`).
+    for id in crate::kill::hand_over(state) {
+        tracing::warn!(session_id = %id, "watchdog handed a kill over to the state directory");
+    }
     match crate::kill::finish_interrupted_kills(state, key) {
         Ok(receipts) => {
             for receipt in receipts {
@@ -383,7 +394,7 @@ fn round(
 /// kills it when a prohibited process runs. Errors are logged; the next round checks again.
 fn check_session(
     state: &StateDir,
-    key: &desk_evidence::SigningKey,
+    key: &crate::kill::Signer,
     limits: &SessionLimits,
     lease_grace: Duration,
     facts: &SessionFacts,

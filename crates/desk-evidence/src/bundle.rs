@@ -29,6 +29,7 @@ use crate::sign::{Envelope, SigningKey, VerifyingKey, sha256_hex};
 use crate::strict;
 
 mod retention;
+mod terminal;
 
 /// `schema_version` of a bundle manifest.
 pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
@@ -59,6 +60,9 @@ pub struct ExportInputs {
     pub artifacts: Vec<PathBuf>,
     /// Directory of `<sequence>.png` frames; frames with a `screenshot` record are copied.
     pub frames_dir: Option<PathBuf>,
+    /// The watchdog's public key, under which its terminal receipts must verify
+    /// (`bundle/terminal.rs`); named in the manifest.
+    pub watchdog_key: Option<VerifyingKey>,
 }
 
 impl ExportInputs {
@@ -84,6 +88,7 @@ impl ExportInputs {
             frame_events: session_dir.join(FRAME_EVENTS_FILE),
             artifacts,
             frames_dir: frames_dir.is_dir().then_some(frames_dir),
+            watchdog_key: None,
         })
     }
 }
@@ -146,6 +151,11 @@ pub struct Manifest {
     /// (see `bundle/retention.rs`); absent from bundles that keep everything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_retained: Vec<ManifestFile>,
+    /// The watchdog's public key (standard base64 of its 32 bytes), under which every
+    /// `watchdog` terminal receipt of the journal verifies (`bundle/terminal.rs`); absent when
+    /// the exporter knew none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog_key: Option<String>,
 }
 
 /// What a successful [`verify`] checked.
@@ -172,6 +182,10 @@ pub struct VerifyReport {
     pub artifacts: Vec<(String, String)>,
     /// Files release deleted, checked against the journal's digests instead of bytes.
     pub not_retained: Vec<String>,
+    /// Terminal receipts checked under their killer's key.
+    pub n_terminal_receipts: usize,
+    /// Fingerprint of the watchdog key the manifest names, if any.
+    pub watchdog_fingerprint: Option<String>,
 }
 
 fn export_error(out_dir: &Path, reason: impl Into<String>) -> EvidenceError {
@@ -295,6 +309,8 @@ pub fn export(
         .collect();
     check_against_journal(&records, &bundle_files, &not_retained)
         .map_err(|error| export_error(out_dir, error.to_string()))?;
+    terminal::check(&records, &verifying_key, inputs.watchdog_key.as_ref())
+        .map_err(|error| export_error(out_dir, error.to_string()))?;
 
     fs::create_dir(out_dir).map_err(|error| EvidenceError::io("create", out_dir, error))?;
     for directory in [ARTIFACT_DIR, FRAMES_DIR] {
@@ -327,6 +343,7 @@ pub fn export(
         },
         files: listed,
         not_retained: not_retained.into_values().collect(),
+        watchdog_key: inputs.watchdog_key.as_ref().map(VerifyingKey::to_base64),
     };
     let mut manifest_bytes = Envelope::sign(&manifest, key)?.canonical_bytes()?;
     manifest_bytes.push(b'\n');
@@ -600,6 +617,17 @@ fn is_plain_relative(path: &str) -> bool {
 /// file whose bytes differ from the manifest, then the first record whose recorded digest does
 /// not match the file it describes.
 pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, EvidenceError> {
+    verify_pinned(bundle_dir, key, None)
+}
+
+/// [`verify`], and when `watchdog_key` is given the manifest must name exactly that key as
+/// the watchdog's (a verifier that knows the watchdog's key pins it, so a manifest cannot
+/// substitute another).
+pub fn verify_pinned(
+    bundle_dir: &Path,
+    key: &VerifyingKey,
+    watchdog_key: Option<&VerifyingKey>,
+) -> Result<VerifyReport, EvidenceError> {
     let manifest_path = bundle_dir.join(MANIFEST_FILE);
     if !manifest_path.is_file() {
         return Err(manifest_error(ManifestProblem::Missing));
@@ -723,6 +751,22 @@ pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, Evi
         }
     }
     let (n_frames, artifacts) = check_against_journal(&records, &bundle_files, &not_retained)?;
+    let named_watchdog = manifest
+        .watchdog_key
+        .as_deref()
+        .map(VerifyingKey::from_base64)
+        .transpose()
+        .map_err(|error| manifest_error(ManifestProblem::WatchdogKey(error.to_string())))?;
+    if let Some(pinned) = watchdog_key
+        && named_watchdog.as_ref() != Some(pinned)
+    {
+        return Err(manifest_error(ManifestProblem::WatchdogKey(format!(
+            "the manifest names {}, expected {}",
+            named_watchdog.map_or_else(|| "none".to_string(), |key| key.fingerprint()),
+            pinned.fingerprint()
+        ))));
+    }
+    let n_terminal_receipts = terminal::check(&records, key, named_watchdog.as_ref())?;
     let count = |kind: fn(&RecordBody) -> bool| {
         records
             .iter()
@@ -744,6 +788,8 @@ pub fn verify(bundle_dir: &Path, key: &VerifyingKey) -> Result<VerifyReport, Evi
         n_frames,
         artifacts,
         not_retained: not_retained.into_keys().collect(),
+        n_terminal_receipts,
+        watchdog_fingerprint: named_watchdog.map(|key| key.fingerprint()),
     })
 }
 

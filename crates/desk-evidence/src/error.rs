@@ -52,6 +52,9 @@ pub enum RecordProblem {
     },
     /// The last line has no terminating newline (a torn write).
     Truncated,
+    /// A terminal receipt (`session_killed`) whose killer's signature is missing, does not
+    /// verify under the key its source needs, or signs another receipt.
+    TerminalReceipt(String),
 }
 
 impl fmt::Display for RecordProblem {
@@ -82,6 +85,7 @@ impl fmt::Display for RecordProblem {
                 "{file} does not match the record: recorded {expected}, found {actual}"
             ),
             Self::Truncated => write!(formatter, "last line is not newline-terminated"),
+            Self::TerminalReceipt(message) => write!(formatter, "terminal receipt: {message}"),
         }
     }
 }
@@ -157,6 +161,8 @@ pub enum ManifestProblem {
     },
     /// Its signature does not verify.
     BadSignature,
+    /// The watchdog key it names is malformed, or is not the one verify was told to expect.
+    WatchdogKey(String),
     /// Its summary of the journal (record count, last digest, session) does not match.
     JournalMismatch(String),
 }
@@ -171,6 +177,7 @@ impl fmt::Display for ManifestProblem {
                 "manifest signed by key {found}, expected key {expected}"
             ),
             Self::BadSignature => write!(formatter, "manifest signature does not verify"),
+            Self::WatchdogKey(message) => write!(formatter, "manifest watchdog key: {message}"),
             Self::JournalMismatch(message) => {
                 write!(formatter, "manifest does not match the journal: {message}")
             }

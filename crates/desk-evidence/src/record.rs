@@ -227,7 +227,17 @@ pub struct SessionKilled {
     /// outcome is unknown and it is never replayed. Absent when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_in_doubt: Option<u64>,
+    /// In a journal: the spool line's envelope as the killer signed it (this receipt without
+    /// `signed_receipt`, wrapped in the spool's `{schema_version, session_id, receipt}`), so a
+    /// verifier checks the killer's own signature: a `watchdog` receipt only under the
+    /// watchdog's key (`bundle/terminal.rs`). Absent in the spool itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_receipt: Option<crate::sign::Envelope>,
 }
+
+/// `source` of a terminal receipt the watchdog signs (a limit or its census): accepted only
+/// under the watchdog's own key.
+pub const WATCHDOG_SOURCE: &str = "watchdog";
 
 /// A process the census of a session's sandbox did not allow, as its kill records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -135,6 +135,20 @@ impl VerifyingKey {
         self.inner.to_bytes()
     }
 
+    /// The 32 public bytes in standard base64 (how a bundle's manifest names the watchdog's
+    /// key).
+    pub fn to_base64(&self) -> String {
+        STANDARD.encode(self.to_bytes())
+    }
+
+    /// The key [`VerifyingKey::to_base64`] wrote; anything else is refused.
+    pub fn from_base64(text: &str) -> Result<Self, EvidenceError> {
+        let bytes = decode_base64(text)
+            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+            .ok_or_else(|| key_error("decode", Path::new(""), "not 32 bytes of base64"))?;
+        Self::from_bytes(&bytes)
+    }
+
     /// `sha256:<hex of the 32 public bytes>`, the name bundles use for their signer.
     pub fn fingerprint(&self) -> String {
         format!("sha256:{}", sha256_hex(&self.to_bytes()))
@@ -204,7 +218,7 @@ pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
 }
 
 /// A signed envelope: an object payload and the Ed25519 signature over its JCS bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Envelope {
     /// The signed object.

@@ -107,6 +107,18 @@ fn read_at(file: &mut File, offset: u64, buffer: &mut [u8]) -> std::io::Result<(
 /// Reads and verifies every receipt of the spool at `path` (none when it does not exist). A
 /// line that does not verify is an error naming it, never skipped.
 pub fn read(path: &Path, key: &VerifyingKey) -> Result<Vec<Spooled>, EvidenceError> {
+    Ok(read_signed(path, key)?
+        .into_iter()
+        .map(|(spooled, _)| spooled)
+        .collect())
+}
+
+/// [`read`], each receipt with the envelope its line holds (what a journal's `session_killed`
+/// record keeps as `signed_receipt`).
+pub fn read_signed(
+    path: &Path,
+    key: &VerifyingKey,
+) -> Result<Vec<(Spooled, Envelope)>, EvidenceError> {
     let bytes = match crate::files::read_limited(path, MAX_SPOOL_BYTES) {
         Ok(bytes) => bytes,
         Err(EvidenceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -129,7 +141,7 @@ pub fn read(path: &Path, key: &VerifyingKey) -> Result<Vec<Spooled>, EvidenceErr
                 format!("line {}: schema {:?}", index + 1, spooled.schema_version),
             ));
         }
-        receipts.push(spooled);
+        receipts.push((spooled, envelope));
     }
     Ok(receipts)
 }
@@ -155,6 +167,7 @@ mod tests {
             storage_destroyed: true,
             process: None,
             action_in_doubt: None,
+            signed_receipt: None,
         }
     }
 

@@ -33,6 +33,10 @@ pub(crate) enum EvidenceCommand {
         /// The broker's evidence public key file (`<state_dir>/evidence/evidence.pub`).
         #[arg(long)]
         key: PathBuf,
+        /// The watchdog's public key file (`<state_dir>.watchdog/watchdog.pub`): the manifest
+        /// must name exactly this key, and every `watchdog` terminal receipt verifies under it.
+        #[arg(long)]
+        watchdog_key: Option<PathBuf>,
     },
 }
 
@@ -69,10 +73,14 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        EvidenceCommand::Verify { bundle, key } => {
+        EvidenceCommand::Verify {
+            bundle,
+            key,
+            watchdog_key,
+        } => {
             let report = tokio::task::spawn_blocking({
                 let bundle = bundle.clone();
-                move || desk_broker::verify_evidence(&bundle, &key)
+                move || desk_broker::verify_evidence(&bundle, &key, watchdog_key.as_deref())
             })
             .await?
             .with_context(|| format!("evidence verify FAILED for {}", bundle.display()))?;
@@ -83,7 +91,8 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 .collect();
             outln!(
                 "OK {}: session {}, {} records, {} actions, {} receipts, {} frames, {} files, \
-                 released: {}, artifacts: [{}], not retained: [{}], signer {}",
+                 released: {}, artifacts: [{}], not retained: [{}], terminal receipts: {}, \
+                 signer {}, watchdog {}",
                 bundle.display(),
                 report.session_id,
                 report.n_records,
@@ -94,7 +103,9 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 report.released,
                 artifacts.join(", "),
                 report.not_retained.join(", "),
-                report.signer_fingerprint
+                report.n_terminal_receipts,
+                report.signer_fingerprint,
+                report.watchdog_fingerprint.as_deref().unwrap_or("none")
             );
             Ok(())
         }

@@ -112,7 +112,8 @@ pub(crate) struct ReadbackArgs {
     /// The broker's state directory.
     #[arg(long, env = "DESKBROKER_STATE_DIR")]
     pub(crate) state_dir: Option<PathBuf>,
-    /// The public key the answer must verify with (default: `<state_dir>/evidence/evidence.pub`).
+    /// The watchdog's public key the answer must verify with (default:
+    /// `<state_dir>.watchdog/watchdog.pub`; never the broker's evidence key).
     #[arg(long)]
     pub(crate) public_key: Option<PathBuf>,
 }
@@ -122,7 +123,7 @@ pub(crate) fn readback(args: ReadbackArgs) -> Result<()> {
     let state_dir = args.state_dir.unwrap_or_else(default_state_dir);
     let key_path = args
         .public_key
-        .unwrap_or_else(|| desk_broker::public_key_path(&state_dir));
+        .unwrap_or_else(|| desk_broker::watchdog::key::public_key_path(&state_dir));
     let key = desk_evidence::VerifyingKey::read(&key_path)
         .with_context(|| format!("failed to read the public key {}", key_path.display()))?;
     let nonce = desk_broker::watchdog::readback::fresh_nonce()?;
@@ -139,7 +140,6 @@ pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
         limits: args.limits.limits(),
         policy: crate::local::read_policy(args.policy.as_deref(), args.policy_pub.as_deref())?,
         lease_grace: Duration::from_secs(args.lease_grace_secs),
-        signing_key: None,
         broker_pid: args.broker_pid,
         interval: Duration::from_millis(200),
     };
@@ -150,7 +150,7 @@ pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
 pub(crate) fn kill(args: KillArgs) -> Result<()> {
     desk_broker::restrict_umask();
     let state_dir = args.state_dir.unwrap_or_else(default_state_dir);
-    let key = desk_broker::load_signing_key(&state_dir, None)?;
+    let key = desk_broker::kill::Signer::evidence(&state_dir, None)?;
     // Not a session id at all: no such session, as for any unknown id.
     let session_id = desk_broker::SessionId::parse(&args.session_id)
         .map_err(|_| desk_broker::BrokerError::NotFound("session".to_string()))?;

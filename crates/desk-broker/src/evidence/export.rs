@@ -38,6 +38,12 @@ pub(crate) fn export_inputs(
         frame_events: log(FRAME_EVENTS_FILE, session_dir.frame_events_file()),
         artifacts,
         frames_dir: frames_dir.is_dir().then_some(frames_dir),
+        watchdog_key: crate::watchdog::key::read_public_key(state_dir).map_err(|error| {
+            EvidenceError::Export {
+                path: crate::watchdog::key::public_key_path(state_dir),
+                reason: error.to_string(),
+            }
+        })?,
     })
 }
 
@@ -59,11 +65,15 @@ pub fn export_evidence(
     desk_evidence::export(&inputs, &key, out_dir, now_ms())
 }
 
-/// Verifies the bundle `bundle_dir` against the public key file `public_key`.
+/// Verifies the bundle `bundle_dir` against the public key file `public_key`; with
+/// `watchdog_key` (the watchdog's `watchdog.pub`) the manifest must name exactly that key, under
+/// which every `watchdog` terminal receipt then verifies.
 pub fn verify_evidence(
     bundle_dir: &Path,
     public_key: &Path,
+    watchdog_key: Option<&Path>,
 ) -> Result<VerifyReport, EvidenceError> {
     let key = VerifyingKey::read(public_key)?;
-    desk_evidence::verify(bundle_dir, &key)
+    let watchdog = watchdog_key.map(VerifyingKey::read).transpose()?;
+    desk_evidence::verify_pinned(bundle_dir, &key, watchdog.as_ref())
 }

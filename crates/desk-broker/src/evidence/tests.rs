@@ -210,6 +210,7 @@ async fn every_operation_appends_its_records_in_order_and_the_bundle_verifies() 
     let report = crate::verify_evidence(
         &bundle,
         &setup.dir.path().join("evidence").join(PUBLIC_KEY_FILE),
+        None,
     )
     .unwrap();
     assert_eq!(report.n_records, 11);

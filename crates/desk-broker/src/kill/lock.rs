@@ -1,4 +1,5 @@
-//! Session `id`'s two kill files below `<state_dir>/kills/`:
+//! Session `id`'s two kill files below `<state_dir>/kills/` (the lock below the watchdog's
+//! directory while the state directory cannot be written: `kill/place.rs`):
 //!
 //! - the kill lock `<id>.lock`: held exclusively by a kill from before its tombstone until its
 //!   receipt is spooled ([`kill_lock`]); only killers take it (the broker only tries it, never
@@ -24,12 +25,12 @@ use crate::ids::SessionId;
 /// Takes session `id`'s kill lock: waits for a kill of it under way (a few seconds at most)
 /// with `blocking`, else `Ok(None)` when it is held.
 pub(super) fn kill_lock(
-    state: &StateDir,
+    kills: &super::KillDir,
     id: &SessionId,
     blocking: bool,
 ) -> Result<Option<std::fs::File>, BrokerError> {
-    super::create_kills_dir(state)?;
-    let path = state.kill_lock(id.as_str());
+    kills.create()?;
+    let path = kills.lock(id);
     let file = crate::private::open_lock_file(&path)
         .map_err(BrokerError::io("open the kill lock", &path))?;
     if blocking {

@@ -6,7 +6,6 @@
 
 use desk_desktop::census::{CensusRules, Violation, confirmed_violation};
 use desk_desktop::{SessionDir, StateDir};
-use desk_evidence::SigningKey;
 use desk_evidence::record::ProhibitedProcess;
 
 use crate::error::BrokerError;
@@ -52,11 +51,11 @@ fn reason(process: &ProhibitedProcess) -> String {
 }
 
 /// Takes the census of the session in `session_dir` and, on a confirmed violation, kills the
-/// session (`by`: `watchdog` or `broker`) with the signing key `key` gives. `Ok(None)`:
+/// session (`by`: `watchdog` or `broker`) signed by the [`crate::kill::Signer`] `key` gives. `Ok(None)`:
 /// nothing prohibited runs, or the session has no census (no rules recorded, no sandbox).
 pub(crate) fn enforce(
     state: &StateDir,
-    key: impl FnOnce() -> Result<SigningKey, BrokerError>,
+    key: impl FnOnce() -> Result<crate::kill::Signer, BrokerError>,
     session_id: &SessionId,
     session_dir: &SessionDir,
     by: &'static str,
@@ -86,7 +85,7 @@ impl crate::broker::Inner {
             return Ok(());
         }
         let key = || {
-            crate::evidence::load_signing_key(
+            crate::kill::Signer::evidence(
                 &self.config.state_dir,
                 self.config.evidence.signing_key.as_deref(),
             )

@@ -221,7 +221,7 @@ async fn what_a_broker_writes_after_a_kill_removed_the_directory_goes_when_the_k
     assert_eq!(status, StatusCode::OK);
     // A kill from outside the broker (the watchdog's path), not applied yet.
     let state = desk_broker::StateDir::new(harness.dir.path());
-    let key = desk_broker::load_signing_key(harness.dir.path(), None).unwrap();
+    let key = desk_broker::kill::Signer::evidence(harness.dir.path(), None).unwrap();
     let session = desk_broker::SessionId::parse(&id).unwrap();
     let outcome = desk_broker::kill::kill_session(
         &state,

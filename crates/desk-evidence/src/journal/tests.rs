@@ -220,6 +220,7 @@ fn killed() -> RecordBody {
         storage_destroyed: true,
         process: None,
         action_in_doubt: None,
+        signed_receipt: None,
     })
 }
 

@@ -510,3 +510,4 @@ fn journal_alone_names_a_broken_chain_link() {
 }
 
 mod retention;
+mod terminal;

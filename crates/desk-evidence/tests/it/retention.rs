@@ -77,7 +77,7 @@ fn an_unreleased_session_cannot_drop_its_logs_or_artifact() {
 
 /// Rewrites the bundle's manifest with `edit` and signs it again with `key` (as a buggy or
 /// hostile exporter holding the key would).
-fn resign(bundle: &Path, key: &SigningKey, edit: impl FnOnce(&mut desk_evidence::Manifest)) {
+pub(crate) fn resign(bundle: &Path, key: &SigningKey, edit: impl FnOnce(&mut desk_evidence::Manifest)) {
     let bytes = fs::read(bundle.join("manifest.json")).unwrap();
     let mut manifest = desk_evidence::bundle::read_manifest_unverified(&bytes).unwrap();
     edit(&mut manifest);

@@ -13,7 +13,6 @@ use desk_contract::ErrorCode;
 use desk_desktop::SessionDir;
 use desk_desktop::census::{CensusRules, scan};
 use desk_desktop::sandbox::Sandbox;
-use desk_evidence::VerifyingKey;
 use desk_evidence::record::SessionKilled;
 use serde_json::json;
 
@@ -45,12 +44,11 @@ fn start_inside(dir: &SessionDir, argv: &[&str]) -> Child {
 
 /// The spooled terminal receipt of `session`, verified, waited for up to `timeout`.
 fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<SessionKilled> {
-    let key = VerifyingKey::read(&state_dir.join("evidence").join("evidence.pub")).unwrap();
-    let spool = state_dir.join("spool").join("terminal.ndjson");
     let deadline = Instant::now() + timeout;
     loop {
-        if let Ok(spooled) = desk_evidence::spool::read(&spool, &key)
-            && let Some(found) = spooled.into_iter().find(|s| s.session_id == session)
+        if let Some(found) = crate::watchdog::spooled_receipts(state_dir)
+            .into_iter()
+            .find(|s| s.session_id == session)
         {
             return Some(found.receipt);
         }

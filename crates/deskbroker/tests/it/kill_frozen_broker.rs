@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use desk_desktop::launcher::{RecordedProcess, recorded_processes};
-use desk_evidence::VerifyingKey;
 
 use crate::probe::leased_probe;
 use crate::support::{Broker, xvfb_available};
@@ -31,7 +30,7 @@ fn signal(pid: u32, name: &str) {
 
 /// Resumes the broker and the watchdog however the test ends (a stopped process would outlive
 /// it: the broker is SIGKILLed on drop, the watchdog exits once its broker is gone).
-struct Resume(Vec<u32>);
+pub(crate) struct Resume(pub(crate) Vec<u32>);
 
 impl Drop for Resume {
     fn drop(&mut self) {
@@ -44,7 +43,7 @@ impl Drop for Resume {
 }
 
 /// The watchdog's pid, from `<state_dir>/watchdog.lock` once it runs.
-fn watchdog_pid(state_dir: &Path) -> u32 {
+pub(crate) fn watchdog_pid(state_dir: &Path) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let pid = std::fs::read_to_string(state_dir.join("watchdog.lock"))
@@ -146,11 +145,10 @@ async fn frozen_case(n: usize) -> Measured {
     }
     let all_gone = turn.elapsed();
 
-    let key = VerifyingKey::read(&broker.state_dir.join("evidence").join("evidence.pub")).unwrap();
-    let spool = broker.state_dir.join("spool").join("terminal.ndjson");
+    // The watchdog's receipts, in its own spool under its own key.
     let deadline = Instant::now() + Duration::from_secs(3);
     let receipts = loop {
-        let spooled = desk_evidence::spool::read(&spool, &key).unwrap();
+        let spooled = crate::watchdog::spooled_receipts(&broker.state_dir);
         if spooled.len() >= n {
             break spooled;
         }

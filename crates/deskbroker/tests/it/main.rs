@@ -47,6 +47,7 @@ mod strict;
 mod support;
 mod untrusted_attempt;
 mod watchdog;
+mod watchdog_readonly;
 mod worker_peer;
 mod worker_program;
 mod worker_protocol;

@@ -110,12 +110,17 @@ async fn the_watchdog_answers_signed_and_nonce_bound_even_with_the_broker_stoppe
     assert!(session.killed.is_none());
     assert_eq!(session.due, None);
 
-    let key = VerifyingKey::read(&state_dir.join("evidence").join("evidence.pub")).unwrap();
+    // Signed by the watchdog's own key, not the broker's evidence key.
+    let key = VerifyingKey::read(&desk_broker::watchdog::key::public_key_path(&state_dir)).unwrap();
+    let evidence = VerifyingKey::read(&state_dir.join("evidence").join("evidence.pub")).unwrap();
+    assert_ne!(key, evidence);
     let nonce = "n0nce-of-this-exchange";
     assert_eq!(query(&state_dir, nonce, &key).unwrap().nonce, nonce);
     let other = SigningKey::generate().unwrap().verifying_key();
-    let refused = query(&state_dir, nonce, &other).unwrap_err().to_string();
-    assert!(refused.contains("signature"), "{refused}");
+    for wrong in [other, evidence] {
+        let refused = query(&state_dir, nonce, &wrong).unwrap_err().to_string();
+        assert!(refused.contains("signature"), "{refused}");
+    }
     let bad = raw_exchange(&state_dir, "{\"nonce\": \"short\"}\n");
     assert!(bad.contains("\"error\""), "{bad}");
     let unknown = raw_exchange(&state_dir, "{\"nonce\": \"0123456789abcdef\", \"x\": 1}\n");

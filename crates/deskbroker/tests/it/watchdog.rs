@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::probe::{ProbeSession, act, leased_probe, probe_events};
 use crate::support::{Broker, xvfb_available};
 
-fn signal(pid: u32, name: &str) {
+pub(crate) fn signal(pid: u32, name: &str) {
     let status = std::process::Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
         .status()
@@ -47,14 +47,42 @@ fn wait_gone(dir: &Path, processes: &[RecordedProcess], timeout: Duration) -> In
     }
 }
 
-/// The spooled terminal receipt of `session`, verified with the public key (it is written
-/// last, right after the removal was checked).
+/// Every spooled terminal receipt of the broker state at `state_dir`, each verified: the
+/// broker's spool with `evidence.pub` (operators' kills; never a `watchdog` receipt) and the
+/// watchdog's own spool with its `watchdog.pub`.
+pub(crate) fn spooled_receipts(state_dir: &Path) -> Vec<desk_evidence::spool::Spooled> {
+    let mut all = Vec::new();
+    let broker_spool = state_dir.join("spool").join("terminal.ndjson");
+    if broker_spool.exists() {
+        let receipts = desk_evidence::spool::read(&broker_spool, &public_key(state_dir)).unwrap();
+        assert!(
+            receipts
+                .iter()
+                .all(|spooled| spooled.receipt.source != "watchdog"),
+            "a watchdog receipt signed with the evidence key: {receipts:?}"
+        );
+        all.extend(receipts);
+    }
+    let watchdog_spool = desk_broker::watchdog::key::spool_path(state_dir);
+    if watchdog_spool.exists() {
+        let key =
+            VerifyingKey::read(&desk_broker::watchdog::key::public_key_path(state_dir)).unwrap();
+        assert_ne!(
+            key,
+            public_key(state_dir),
+            "the watchdog signs with its own key"
+        );
+        all.extend(desk_evidence::spool::read(&watchdog_spool, &key).unwrap());
+    }
+    all
+}
+
+/// The spooled terminal receipt of `session`, verified with its signer's public key (it is
+/// written last, right after the removal was checked).
 fn spooled(state_dir: &Path, session: &str) -> SessionKilled {
-    let spool = state_dir.join("spool").join("terminal.ndjson");
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let found = desk_evidence::spool::read(&spool, &public_key(state_dir))
-            .unwrap()
+        let found = spooled_receipts(state_dir)
             .into_iter()
             .find(|spooled| spooled.session_id == session);
         if let Some(spooled) = found {
@@ -92,8 +120,16 @@ fn wait_replayed_journal(
             .map(|record| record.record().body.clone())
             .collect();
         if let Some(RecordBody::SessionKilled(replayed)) = bodies.last() {
+            assert!(
+                replayed.signed_receipt.is_some(),
+                "replayed with its killer's signature"
+            );
+            let unsigned = SessionKilled {
+                signed_receipt: None,
+                ..replayed.clone()
+            };
             assert_eq!(
-                replayed, receipt,
+                &unsigned, receipt,
                 "replayed with its original id and fields"
             );
             return bodies;
@@ -114,12 +150,22 @@ fn export_and_verify(state_dir: &Path, session: &str) -> Result<(), desk_evidenc
         .join(format!("bundle-{session}"));
     let session = desk_broker::SessionId::parse(session).unwrap();
     desk_broker::export_evidence(state_dir, &session, None, &bundle)?;
-    desk_broker::verify_evidence(&bundle, &state_dir.join("evidence").join("evidence.pub"))
-        .map(|_| ())
+    // Pinned: the manifest names the watchdog's own key, under which its receipts verify.
+    let watchdog_key = desk_broker::watchdog::key::public_key_path(state_dir);
+    desk_broker::verify_evidence(
+        &bundle,
+        &state_dir.join("evidence").join("evidence.pub"),
+        watchdog_key.exists().then_some(watchdog_key.as_path()),
+    )
+    .map(|_| ())
 }
 
 /// [`wait_replayed_journal`], then the exported bundle verifies.
-fn wait_replayed(state_dir: &Path, session: &str, receipt: &SessionKilled) -> Vec<RecordBody> {
+pub(crate) fn wait_replayed(
+    state_dir: &Path,
+    session: &str,
+    receipt: &SessionKilled,
+) -> Vec<RecordBody> {
     let bodies = wait_replayed_journal(state_dir, session, receipt);
     export_and_verify(state_dir, session).unwrap();
     bodies
@@ -314,9 +360,7 @@ async fn a_kill_cut_after_its_tombstone_is_finished_with_exactly_one_receipt() {
     assert!(!again.killed_now);
     assert_eq!(again.record_id, receipt.record_id);
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let spool = probe.broker.state_dir.join("spool").join("terminal.ndjson");
-    let receipts =
-        desk_evidence::spool::read(&spool, &public_key(&probe.broker.state_dir)).unwrap();
+    let receipts = spooled_receipts(&probe.broker.state_dir);
     assert_eq!(
         receipts
             .iter()
