@@ -213,7 +213,10 @@ def sheet(document, part, request):
         view.Source = [part]
         if plane_y is not None:
             view.BaseView = plan
-            view.SectionNormal = V(*direction).negative()
+            # The normal along the view direction keeps the half behind the plane, as the
+            # reference's section (`section`) and TechDraw's Section tool do; its negative
+            # showed the uncut outside of the near half.
+            view.SectionNormal = V(*direction)
             view.SectionOrigin = V(0, plane_y, 0)
             view.SectionSymbol = "A"
         view.Direction = V(*direction)

@@ -184,14 +184,17 @@ pub(crate) fn decompose(spec: &PartSpec) -> Result<Csg, String> {
             {
                 return Err("a revolved profile that is not a disc with a hub".to_owned());
             }
-            for (radius, height) in [(outer, thick), (hub, total)] {
+            // The hub stands on the disc (from z = thick), not inside it: a hub from z = 0
+            // would leave a seam circle on the disc's bottom face, splitting the bottom line of
+            // the section view at the hub's radius where the gold's refined part has one edge.
+            for (radius, height, base) in [(outer, thick, 0.0), (hub, total - thick, thick)] {
                 csg.material.push(Placed::upright(
                     Primitive::Cylinder {
                         radius,
                         height,
                         sector: 360.0,
                     },
-                    [0.0; 3],
+                    [0.0, 0.0, base],
                 ));
             }
         }

@@ -171,27 +171,31 @@ fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f
             if along_z {
                 points.push((DimTool::Diameter, along([0.0; 3], right, -outer)));
             } else {
-                // The gold dimensions the longest edges of the part's outline (its section
-                // shows the outline too, not the cut): vertical, the taller of the hub's and
-                // the rim's sides, picked on the -right side; horizontal, the rim's outline (a
-                // circle seen edge-on, split where its seam at +X projects), picked on the
-                // rim's top beyond the hub on the other side, clear of the first dimension.
-                let (side, height) = if total - thick > thick {
-                    (hub, (thick + total) / 2.0)
-                } else {
-                    (outer, thick / 2.0)
-                };
-                let vertical = (DimTool::Vertical, along([0.0, 0.0, height], right, -side));
                 if view == View::Section {
-                    // FIXME: the cut splits the rim's lines at the bore and the bolt holes, so
-                    // no edge of the recipe's section has the gold's full diameter; it takes
-                    // the hub's top, halfway between the bore and the hub's side, instead.
+                    // The gold's section is a true cut (the half behind Y = 0, as the reference
+                    // shows it): its longest vertical edge is the bore's wall, its longest
+                    // horizontal one of the cut's lines ([`section_horizontal`]).
                     let bore = hole(spec, &[Axis::Z]).map_or(0.0, |(_, radius)| radius);
-                    let hub_top = along([0.0, 0.0, total], right, (hub + bore) / 2.0);
-                    points.push((DimTool::Horizontal, hub_top));
-                    points.push(vertical);
+                    points.push((
+                        DimTool::Horizontal,
+                        section_horizontal(spec, outer, thick, hub, total).1,
+                    ));
+                    points.push((
+                        DimTool::Vertical,
+                        along([0.0, 0.0, total / 2.0], right, -bore),
+                    ));
                 } else {
-                    points.push(vertical);
+                    // The gold dimensions the longest edges of the part's outline: vertical,
+                    // the taller of the hub's and the rim's sides, picked on the -right side;
+                    // horizontal, the rim's outline (a circle seen edge-on, split where its
+                    // seam at +X projects), picked on the rim's top beyond the hub on the
+                    // other side, clear of the first dimension.
+                    let (side, height) = if total - thick > thick {
+                        (hub, (thick + total) / 2.0)
+                    } else {
+                        (outer, thick / 2.0)
+                    };
+                    points.push((DimTool::Vertical, along([0.0, 0.0, height], right, -side)));
                     let rim_top = along([0.0, 0.0, thick], right, (hub + outer) / 2.0);
                     points.push((DimTool::Horizontal, rim_top));
                 }
@@ -199,6 +203,62 @@ fn edge_points(spec: &PartSpec, view: View, right: [f64; 3]) -> Vec<(DimTool, [f
         }
     }
     points
+}
+
+/// The length of the longest horizontal edge of a flange's section and a point in its middle on Y = 0 seen
+/// along +Y (the gold's pick): the disc's bottom (z = 0) and top beyond the hub (z = thick) and
+/// the hub's top (z = total), each split where a Z hole that crosses the plane has its walls
+/// (a hole's far wall shows inside it as an edge of its own). On a tie, the one furthest to +X.
+fn section_horizontal(
+    spec: &PartSpec,
+    outer: f64,
+    thick: f64,
+    hub: f64,
+    total: f64,
+) -> (f64, [f64; 3]) {
+    let lines = [
+        (0.0, -outer, outer),
+        (thick, hub, outer),
+        (thick, -outer, -hub),
+        (total, -hub, hub),
+    ];
+    let mut best: Option<(f64, f64, f64)> = None;
+    for (z, lo, hi) in lines {
+        let mut cuts = vec![lo, hi];
+        for feature in &spec.features {
+            let Feature::Hole {
+                start,
+                axis: Axis::Z,
+                diameter,
+                depth,
+            } = feature
+            else {
+                continue;
+            };
+            let radius = diameter / 2.0;
+            if start[1].abs() >= radius || z < start[2] || z > start[2] + depth {
+                continue;
+            }
+            let half = (radius * radius - start[1] * start[1]).sqrt();
+            cuts.extend(
+                [start[0] - half, start[0] + half]
+                    .into_iter()
+                    .filter(|x| *x > lo && *x < hi),
+            );
+        }
+        cuts.sort_by(f64::total_cmp);
+        for pair in cuts.windows(2) {
+            let (length, middle) = (pair[1] - pair[0], (pair[0] + pair[1]) / 2.0);
+            let longer = best.is_none_or(|(l, m, _)| {
+                length > l + 1e-9 || (length > l - 1e-9 && middle > m + 1e-9)
+            });
+            if length > 1e-9 && longer {
+                best = Some((length, middle, z));
+            }
+        }
+    }
+    let (length, x, z) = best.unwrap_or((0.0, 0.0, 0.0));
+    (length, [x, 0.0, z])
 }
 
 /// The plans of a part's dimensioned views: the standard views in sheet order, then a section

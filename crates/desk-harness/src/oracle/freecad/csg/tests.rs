@@ -52,7 +52,7 @@ fn base_volume(spec: &PartSpec) -> f64 {
 
 /// The material's volume from the primitives: their sum, less the known overlaps (a filleted
 /// plate's two boxes cross in a (w-2c)(d-2c) block and hold three quarters of each corner
-/// disc; an L's legs cross in the bend; a hub starts inside its disc), less the chamfer squares' corner triangles.
+/// disc; an L's legs cross in the bend; a hub stands on its disc), less the chamfer squares' corner triangles.
 fn material_volume(spec: &PartSpec, csg: &Csg) -> f64 {
     let mut total: f64 = csg.material.iter().map(volume).sum();
     if let (Base::ExtrudeXy { profile, height }, Some(finish)) = (&spec.base, &spec.finish) {
@@ -70,11 +70,6 @@ fn material_volume(spec: &PartSpec, csg: &Csg) -> f64 {
         let t = profile[2][1];
         let r = spec.finish.as_ref().map_or(0.0, |finish| finish.size);
         total -= (t - r) * (t - r) * depth;
-    }
-    if let Base::Revolve { profile } = &spec.base {
-        // The hub cylinder starts at z = 0, inside the disc.
-        let (thick, hub) = (profile[2][1], profile[3][0]);
-        total -= std::f64::consts::PI * hub * hub * thick;
     }
     total
 }

@@ -237,19 +237,26 @@ fn flange_side_and_section_views_dimension_the_outline_the_gold_does() {
             };
             let ((hx, hz), (vx, vz)) = (pick(DimTool::Horizontal), pick(DimTool::Vertical));
             assert_eq!(points.len(), 2);
-            // The vertical on the taller of the two sides, on the -right side.
-            let taller = if total - thick > thick { hub } else { outer };
-            assert!((vx + taller).abs() < 1e-9, "part {index} {view:?}");
-            let (low, high) = if taller == hub {
-                (thick, total)
-            } else {
-                (0.0, thick)
-            };
-            assert!(vz > low && vz < high);
             if *view == View::Section {
-                // The hub's top, on the other side (FIXME in the rule).
-                assert!((hz - total).abs() < 1e-9 && hx > 0.0 && hx < hub);
+                // The vertical on the bore's wall (-right side), mid-height; the horizontal
+                // on the longest of the cut's lines, at one of their heights.
+                let bore = hole(&part.spec, &[Axis::Z]).expect("a bore").1;
+                assert!((vx + bore).abs() < 1e-9 && (vz - total / 2.0).abs() < 1e-9);
+                assert!(
+                    [0.0, thick, total].iter().any(|z| (hz - z).abs() < 1e-9),
+                    "part {index}"
+                );
+                assert!(hx.abs() < outer);
             } else {
+                // The vertical on the taller of the two sides, on the -right side.
+                let taller = if total - thick > thick { hub } else { outer };
+                assert!((vx + taller).abs() < 1e-9, "part {index} {view:?}");
+                let (low, high) = if taller == hub {
+                    (thick, total)
+                } else {
+                    (0.0, thick)
+                };
+                assert!(vz > low && vz < high);
                 // On the rim's top, beyond the hub, on the other side.
                 assert!(
                     (hz - thick).abs() < 1e-9 && hx > hub && hx < outer,
@@ -263,4 +270,27 @@ fn flange_side_and_section_views_dimension_the_outline_the_gold_does() {
         n_checked, 9,
         "the corpus's flanges with a side view or a section"
     );
+}
+
+/// The longest horizontal edge of each corpus section, measured on the gold's TechDraw section
+/// (`build_part.py`, normal along the view direction) with freecadcmd: parts 8, 11, 14 and 26
+/// (tasks 030, 033, 036, 048); the first two are the disc's bottom from the bore to a bolt
+/// hole, the others the bore.
+#[test]
+fn the_section_pick_is_on_the_gold_sections_longest_horizontal_edge() {
+    let measured = [(8, 23.0), (11, 23.0), (14, 30.0), (26, 18.0)];
+    for (index, length) in measured {
+        let part = generate_part(index);
+        assert!(part.views.contains(&View::Section), "part {index}");
+        let Base::Revolve { profile } = &part.spec.base else {
+            panic!("part {index} is a flange");
+        };
+        let (outer, thick, hub, total) =
+            (profile[1][0], profile[2][1], profile[3][0], profile[4][1]);
+        let (found, _) = section_horizontal(&part.spec, outer, thick, hub, total);
+        assert!(
+            (found - length).abs() < 1e-6,
+            "part {index}: {found} != {length}"
+        );
+    }
 }
