@@ -8,7 +8,7 @@
 //! | 404 | `not_found` |
 //! | 405 | `invalid_request` (method not allowed) |
 //! | 400 | `invalid_params` (a program's step, named by index and field) |
-//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict`, `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only`, `accessibility_unavailable`, `ax_provider_busy` |
+//! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict` (at capacity or draining: with `Retry-After`), `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only`, `accessibility_unavailable`, `ax_provider_busy` |
 //! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image`, `ax_observation_stale`, `ax_foreign_window`, `ax_not_actionable` (a semantic step refused before its input) |
 //! | 501 | `unsupported` (a feature `GET /v1/capabilities` lists as not offered) |
 //! | 403 | `clipboard_disabled` (the workspace policy's clipboard mode) |
@@ -52,7 +52,9 @@ impl BrokerError {
                 (StatusCode::CONFLICT, ErrorCode::ActionSequenceConflict)
             }
             BrokerError::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
-            BrokerError::LeaseConflict(_) => (StatusCode::CONFLICT, ErrorCode::LeaseConflict),
+            BrokerError::LeaseConflict(_) | BrokerError::AtCapacity(_) => {
+                (StatusCode::CONFLICT, ErrorCode::LeaseConflict)
+            }
             BrokerError::CheckpointRequired(_) => {
                 (StatusCode::CONFLICT, ErrorCode::CheckpointRequired)
             }
@@ -239,6 +241,13 @@ impl IntoResponse for BrokerError {
         } else {
             tracing::debug!(code = code.as_str(), error = %self, "request refused");
         }
-        (status, Json(self.to_body())).into_response()
+        let mut response = (status, Json(self.to_body())).into_response();
+        if matches!(self, BrokerError::AtCapacity(_)) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(crate::health::RETRY_AFTER_SECS),
+            );
+        }
+        response
     }
 }

@@ -136,6 +136,8 @@ pub(crate) fn classify(method: &Method, path: &str) -> Target {
     match path {
         "/v1/leases" => Target::Scoped(Scope::Lease),
         "/v1/metrics" => Target::Scoped(Scope::Metrics),
+        // Draining is an operator's act, like the kill switch.
+        "/v1/drain" => Target::Scoped(Scope::Kill),
         _ => Target::Open,
     }
 }

@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     pub(crate) policy: crate::policy::PolicyInForce,
     /// Every session's control state (owner, generation, Stop) and screenshot geometry.
     pub(crate) controls: crate::control::Controls,
+    /// Set by `POST /v1/drain`: no new lease until the broker restarts (`health.rs`).
+    pub(crate) draining: std::sync::atomic::AtomicBool,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -202,6 +204,7 @@ impl Broker {
             journals,
             policy,
             controls: crate::control::Controls::default(),
+            draining: std::sync::atomic::AtomicBool::new(false),
         };
         Ok(Broker {
             inner: Arc::new(inner),

@@ -31,6 +31,10 @@ pub struct BrokerConfig {
     pub reaper_interval: Duration,
     /// Most sessions not yet released at once.
     pub max_sessions: usize,
+    /// The memory, in MiB, the live sessions' estimates may add up to: a lease whose profile's
+    /// estimate (its `[limits] memory_mib`, else 2 GiB) would take the sum over this is refused
+    /// with `lease_conflict` and `Retry-After` (`health.rs`). `None`: no budget.
+    pub memory_budget_mib: Option<u64>,
     /// Most requests that may wait for one session while another of its requests runs; the
     /// next one is refused with `session_busy` (see `admission.rs`).
     pub session_queue: usize,
@@ -96,7 +100,8 @@ impl BrokerConfig {
         StateDir::new(&self.state_dir)
     }
 
-    /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, 32 requests waiting
+    /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, no memory budget,
+    /// 32 requests waiting
     /// per session, default profile `librecad`, default settle policy, fault hook from
     /// `DESKBROKER_FAULT`.
     pub fn new(state_dir: impl Into<PathBuf>, profiles: ProfileSet) -> BrokerConfig {
@@ -107,6 +112,7 @@ impl BrokerConfig {
             lease_grace: Duration::from_secs(30),
             reaper_interval: Duration::from_secs(5),
             max_sessions: 8,
+            memory_budget_mib: None,
             session_queue: DEFAULT_SESSION_QUEUE,
             profiles,
             default_profile: "librecad".to_string(),

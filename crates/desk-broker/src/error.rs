@@ -44,6 +44,11 @@ pub enum BrokerError {
     /// The lease identity is held with different parameters, or capacity is exhausted.
     #[error("{0}")]
     LeaseConflict(String),
+    /// No lease is admitted now: the sessions are at `max_sessions`, the memory budget is
+    /// spent, or the broker drains (`health.rs`). 409 `lease_conflict` with `Retry-After`;
+    /// nothing was leased.
+    #[error("{0}")]
+    AtCapacity(String),
     /// The request carries no valid credential for what it asks (401 `unauthorized`). The
     /// message never contains the credential.
     #[error("{0}")]

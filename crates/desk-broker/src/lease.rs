@@ -2,7 +2,8 @@
 //! that releases expired leases.
 //!
 //! Invariants: one session per `(task_id, attempt_id)` ever (a released identity is not leased
-//! again: `lease_conflict`); at most `max_sessions` unreleased sessions; release is idempotent and
+//! again: `lease_conflict`); at most `max_sessions` unreleased sessions whose memory estimates
+//! fit the budget, none while draining (`health.rs`); release is idempotent and
 //! deletes the session directory. Every lease answer carries a freshly minted lease token
 //! whose SHA-256 is stored before the answer is sent (see `auth.rs`).
 
@@ -84,13 +85,8 @@ impl Inner {
             let leased_under = self.store.session_policy(&existing.id)?;
             return Ok(lease_response(&existing, true, token, leased_under));
         }
-        let n_active = self.store.unreleased_sessions()?.len();
-        if n_active >= self.config.max_sessions {
-            return Err(BrokerError::LeaseConflict(format!(
-                "all {} desktops are leased",
-                self.config.max_sessions
-            )));
-        }
+        // Draining, the session cap and the memory budget (`health.rs`).
+        self.admit_lease(&profile)?;
         // A machine that cannot contain a desktop refuses the lease, not its first reset.
         self.factory
             .check_available()

@@ -33,6 +33,7 @@ mod evidence;
 mod extract;
 mod fault;
 mod frames;
+mod health;
 mod ids;
 mod journal;
 pub mod kill;
@@ -72,6 +73,7 @@ pub use evidence::{
 };
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
+pub use health::{health_router, serve_health};
 pub use ids::SessionId;
 pub use openapi::{openapi_json, statuses as error_statuses};
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};

@@ -125,6 +125,7 @@ pub(crate) fn operation<'a>(
     let op = match (method, segments.as_slice()) {
         ("POST", ["leases"]) => "lease",
         ("GET", ["metrics"]) => "metrics",
+        ("POST", ["drain"]) => "drain",
         ("GET", ["openapi.json"]) => "openapi",
         ("GET", ["capabilities"]) => "capabilities",
         ("GET", ["capabilities", _]) => "capability",

@@ -58,6 +58,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/v1/sessions/{id}/clipboard"),
     ("GET", "/v1/sessions/{id}/accessibility"),
     ("GET", "/v1/sessions/{id}/windows"),
+    ("POST", "/v1/drain"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -354,6 +355,7 @@ pub fn router(broker: Broker) -> Router {
         .route("/v1/sessions/{id}/accessibility", get(accessibility))
         .route("/v1/sessions/{id}/windows", get(windows))
         .route("/v1/metrics", get(metrics))
+        .route("/v1/drain", post(crate::health::drain_route))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/sessions/{id}/programs", post(program))
         .route(

@@ -600,6 +600,12 @@ impl Client {
             .await
     }
 
+    /// `POST /v1/drain`: the broker stops leasing until it restarts (an operator route, like
+    /// kill). Idempotent; answers the capacity, whose `live_sessions` a drain waits out.
+    pub async fn drain(&self) -> Result<desk_contract::api::Capacity, ClientError> {
+        self.call("drain", Method::POST, "/v1/drain", None).await
+    }
+
     /// `GET /v1/openapi.json`.
     pub async fn openapi(&self) -> Result<serde_json::Value, ClientError> {
         self.call("openapi", Method::GET, "/v1/openapi.json", None)

@@ -443,6 +443,28 @@ pub struct KillResponse {
     pub outcome: Option<String>,
 }
 
+/// Whether the broker can lease now, and the capacity behind it: the answer of
+/// `POST /v1/drain` and of the health listener's `GET /readyz` (`serve --health-listen`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct Capacity {
+    /// True when a lease of the smallest profile would be admitted now.
+    pub ready: bool,
+    /// Why not, when not ready (`draining`, sessions at the cap, memory budget, no sandbox).
+    pub reason: Option<String>,
+    /// True once `POST /v1/drain` was called: no new lease until the broker restarts.
+    pub draining: bool,
+    /// Sessions leased and not yet released.
+    pub live_sessions: u64,
+    /// The most unreleased sessions at once (`serve --max-sessions`).
+    pub max_sessions: u64,
+    /// The sum of the live sessions' memory estimates (each its profile's memory limit), MiB.
+    pub reserved_mib: u64,
+    /// The memory the live sessions' estimates may add up to (`serve --memory-budget-mib`);
+    /// `None`: no budget.
+    pub memory_budget_mib: Option<u64>,
+}
+
 /// Answer to `GET /v1/sessions/{id}/accessibility`: the app's accessibility tree, a new current
 /// observation (see `docs/accessibility.md`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub(crate) mod budget;
+
 /// deskbroker: a control plane that gives computer-use agents real desktops.
 ///
 /// It leases a private Xvfb desktop per session, resets it to a pinned state with the target app
@@ -150,6 +152,23 @@ pub(crate) struct ServeArgs {
     /// The public key --policy must verify with; never the evidence key.
     #[arg(long, requires = "policy", value_name = "PUB")]
     pub(crate) policy_pub: Option<PathBuf>,
+    /// Most sessions leased and not yet released at once; a lease beyond is refused with
+    /// `lease_conflict` and a Retry-After header.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) max_sessions: u32,
+    /// Memory, in MiB, the live sessions' estimates may add up to. Each session counts its
+    /// profile's memory limit (`[limits] memory_mib`: librecad 1024, freecad and generic the
+    /// default 2048); a lease that would go over is refused with `lease_conflict` and a
+    /// Retry-After header. `auto`: the memory limit of this process's cgroup (a container's
+    /// limit) less 512 MiB for the broker itself, or no budget when the cgroup has no limit.
+    /// [default: no budget]
+    #[arg(long, value_name = "MIB|auto", value_parser = budget::parse)]
+    pub(crate) memory_budget_mib: Option<budget::MemoryBudget>,
+    /// Also serve `GET /livez` and `GET /readyz` over plain HTTP on HOST:PORT for probes (no
+    /// credentials; counts only). `/readyz` is 503 while no lease could be admitted: draining,
+    /// sessions at --max-sessions, the memory budget spent, or no sandbox.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) health_listen: Option<std::net::SocketAddr>,
     /// Limits the watchdog process enforces on every session.
     #[command(flatten)]
     pub(crate) limits: crate::watchdog::LimitArgs,
@@ -290,6 +309,16 @@ pub(crate) enum SessionCommand {
         #[command(flatten)]
         client: ClientArgs,
         session_id: String,
+    },
+    /// Drain the broker (a preStop hook): it leases no new session until it restarts; then wait
+    /// until no session is live, at most --wait-secs. Prints the capacity; exits 1 when
+    /// sessions are still live at the deadline.
+    Drain {
+        #[command(flatten)]
+        client: ClientArgs,
+        /// Longest wait for the live sessions to be released; 0: do not wait.
+        #[arg(long, default_value_t = 25)]
+        wait_secs: u64,
     },
 }
 

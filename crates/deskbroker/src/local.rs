@@ -62,6 +62,7 @@ fn build_broker_with(
     sandboxed: bool,
     policy: Option<desk_broker::PolicyConfig>,
     session_limits: desk_broker::SessionLimits,
+    capacity: Option<(usize, Option<u64>)>,
 ) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
@@ -81,6 +82,10 @@ fn build_broker_with(
     config.auth = auth;
     config.policy = policy;
     config.limits = session_limits;
+    if let Some((max_sessions, memory_budget_mib)) = capacity {
+        config.max_sessions = max_sessions;
+        config.memory_budget_mib = memory_budget_mib;
+    }
     config.sandbox = match backend {
         Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
         // The fake backend has no desktop to contain: its results say so too.
@@ -179,6 +184,19 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let session_limits = args.limits.limits();
     let backend = args.backend;
     let sandboxed = !args.unsafe_no_sandbox;
+    let memory_budget_mib = match args.memory_budget_mib {
+        Some(budget) => budget.resolve()?,
+        None => None,
+    };
+    let capacity = (
+        usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        memory_budget_mib,
+    );
+    tracing::info!(
+        max_sessions = args.max_sessions,
+        memory_budget_mib,
+        "lease capacity"
+    );
     if !sandboxed {
         tracing::warn!(
             "--unsafe-no-sandbox: desktops run as this user with the host's network and files; \
@@ -201,6 +219,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             sandboxed,
             policy,
             session_limits,
+            Some(capacity),
         )
     })
     .await??;
@@ -228,8 +247,24 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         ))),
         _ => None,
     };
+    let health = args.health_listen.map(|addr| {
+        let served =
+            desk_broker::serve_health(addr, broker.clone(), until_stopped(stopped.clone()));
+        tokio::spawn(async move {
+            // Said at once: a probe that cannot connect keeps the pod out of service.
+            let result = served.await;
+            if let Err(error) = &result {
+                tracing::error!(error = %error, "the health listener failed");
+            }
+            result
+        })
+    });
     let served =
         desk_broker::serve_unix_with(&socket, broker.clone(), limits, until_stopped(stopped)).await;
+    let served_health = match health {
+        Some(task) => task.await.context("health server task failed")?,
+        None => Ok(()),
+    };
     let served_tcp = match tcp {
         Some(task) => task.await.context("TLS server task failed")?,
         None => Ok(()),
@@ -241,6 +276,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     // expiring) is what stops a desktop.
     broker.detach_backends().await;
     served.context("broker server failed")?;
+    served_health.context("health server failed")?;
     served_tcp.context("TLS server failed")
 }
 
@@ -273,6 +309,7 @@ impl LocalBroker {
                 sandboxed,
                 None,
                 desk_broker::SessionLimits::default(),
+                None,
             )
         })
         .await??;

@@ -196,5 +196,27 @@ pub(crate) async fn run(command: SessionCommand) -> Result<()> {
                 .release(&session_id)
                 .await?,
         ),
+        SessionCommand::Drain {
+            client: args,
+            wait_secs,
+        } => drain(&client(&args, None)?, wait_secs).await,
     }
+}
+
+/// `session drain`: asks the broker to stop leasing, then repeats the (idempotent) drain once
+/// a second until no session is live or `wait_secs` passed.
+async fn drain(client: &Client, wait_secs: u64) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_secs);
+    let mut capacity = client.drain().await?;
+    while capacity.live_sessions > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        capacity = client.drain().await?;
+    }
+    print_json(&capacity)?;
+    anyhow::ensure!(
+        capacity.live_sessions == 0,
+        "{} sessions still live after {wait_secs} s of draining",
+        capacity.live_sessions
+    );
+    Ok(())
 }

@@ -169,6 +169,12 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                 "the policy does not allow the profile; nothing is leased",
             ),
             (NotFound, "profile"),
+            (
+                LeaseConflict,
+                "the identity is held with another profile or was released; or, with a \
+                 Retry-After header, no capacity now: the sessions are at --max-sessions, the \
+                 memory budget is spent, or the broker drains (retry later or elsewhere)",
+            ),
         ],
     },
     Operation {
@@ -408,6 +414,21 @@ pub(crate) const OPERATIONS: &[Operation] = &[
         access: Access::Operator,
         request: None,
         answer: Answer::Text("text/plain"),
+        parameters: &[],
+        codes: &[],
+        notes: &[],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/drain",
+        id: "drain",
+        summary: "Stop leasing until the broker restarts (idempotent; live sessions go on) and \
+                  answer the capacity; a preStop hook repeats it until live_sessions is 0 \
+                  (an operator route: a Unix peer, or over TLS an orchestration credential with \
+                  the kill scope)",
+        access: Access::Operator,
+        request: None,
+        answer: Answer::Json(schema_of::<api::Capacity>),
         parameters: &[],
         codes: &[],
         notes: &[],

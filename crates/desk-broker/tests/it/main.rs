@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod after_input;
+mod capacity;
 mod checkpoint;
 mod clipboard;
 mod control;

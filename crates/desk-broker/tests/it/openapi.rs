@@ -288,6 +288,17 @@ async fn every_answer_of_a_session_matches_the_served_document() {
     document.check("DELETE", "/v1/sessions/{id}", status, &released);
     let (status, after) = harness.act(&id, "late", 6, click(1, 1)).await;
     document.check("POST", "/v1/sessions/{id}/actions", status, &after);
+    let (status, drained) = harness.call("POST", "/v1/drain", None).await;
+    document.check("POST", "/v1/drain", status, &drained);
+    let (status, refused) = harness
+        .call(
+            "POST",
+            "/v1/leases",
+            Some(json!({"task_id": "t", "attempt_id": "after-drain"})),
+        )
+        .await;
+    assert_eq!(refused["code"], "lease_conflict", "{refused}");
+    document.check("POST", "/v1/leases", status, &refused);
 
     assert!(document.n_checked >= 30, "{}", document.n_checked);
     // The checks refuse what the document does not allow: an unknown code, a wrong type.

@@ -188,7 +188,7 @@ impl Harness {
 /// keeps them: each lease answer's token is sent on that session's requests.
 static LEASE_TOKENS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Default::default);
 
-fn remember_lease_token(lease_answer: &str) {
+pub(crate) fn remember_lease_token(lease_answer: &str) {
     let answer: Value = serde_json::from_str(lease_answer).unwrap();
     let id = answer["session_id"].as_str().unwrap().to_string();
     let token = answer["lease_token"].as_str().unwrap().to_string();
