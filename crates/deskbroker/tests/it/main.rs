@@ -40,6 +40,7 @@ mod reset_handoff;
 mod sandbox;
 mod sandbox_view;
 mod semantic;
+mod serve_capacity;
 mod settle_idle;
 mod stop_settle;
 mod stop_wait;
