@@ -40,7 +40,7 @@ def runnable() -> list[tuple[int, str]]:
 
 
 # What each runnable example must show besides exiting 0, in README order.
-EXPECT = ["client", "sync", "control", "agents", "verifiers"]
+EXPECT = ["client", "sync", "control", "agents", "verifiers", "openapi"]
 
 
 def test_every_python_block_is_marked() -> None:
@@ -107,6 +107,8 @@ def test_readme_example_runs_as_written(default_broker: Broker, tmp_path: Path,
         assert out.split() == ["control_stopped"], out
     elif kind == "agents":
         assert out.split() == ["done"], out
+    elif kind == "openapi":
+        assert out.split() == ["input_injected"], out
     else:
         reward = float(out.split()[-1])
         assert out.startswith("reward ") and reward > 0.9, out
