@@ -120,6 +120,7 @@ impl Broker {
         let evidence = Evidence {
             config: &config,
             journals: &journals,
+            frames: desk_policy::FrameRetention::DeleteAtRelease,
         };
         crate::evidence::load_key(evidence)?;
         let policy = crate::policy::load(&config)?;
@@ -334,6 +335,7 @@ impl Inner {
         Evidence {
             config: &self.config,
             journals: &self.journals,
+            frames: self.policy.frame_retention(),
         }
     }
 

@@ -71,6 +71,8 @@ pub(crate) use launch::{launch_receipt, workspace_launched};
 pub(crate) struct Evidence<'a> {
     pub(crate) config: &'a BrokerConfig,
     pub(crate) journals: &'a Journals,
+    /// What release does with frames (the policy in force's `retention.frames`).
+    pub(crate) frames: desk_policy::FrameRetention,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -280,9 +282,10 @@ fn release_reason(session: &SessionRow) -> String {
 }
 
 /// The session is about to be released (before its directory is deleted): writes
-/// `session_released` with the digests of both logs as they are, then deletes the attempt
-/// data the evidence directory held (frames, artifact, staged files), so only the signed
-/// journal with its digests remains: the broker contract's release "deletes attempt data"
+/// `session_released` with the digests of both logs as they are and the policy's frame
+/// retention, then deletes the attempt data the evidence directory held (frames unless the
+/// policy says `retention: {frames: keep}`, artifact, staged files), so only the signed
+/// journal with its digests (and kept frames) remains: the broker contract's release "deletes attempt data"
 /// (a bundle exported afterwards lists them as `not_retained`). A failure is logged, never
 /// returned: release must still clean up, and the journal then simply stays open (a bundle
 /// shows `released: false`) with its files kept, since nothing signed their final digests.
@@ -315,14 +318,15 @@ pub(crate) fn session_released(
             n_actions,
             events,
             frame_events,
+            frame_retention: Some(evidence.frames.as_str().to_string()),
         }))
     });
     lock(&evidence.journals.open).remove(&session.id);
     match released {
-        Ok(()) => delete_attempt_data(&session_evidence_dir(
-            &evidence.config.state_dir,
-            &session.id,
-        )),
+        Ok(()) => delete_attempt_data(
+            &session_evidence_dir(&evidence.config.state_dir, &session.id),
+            evidence.frames,
+        ),
         Err(error) => tracing::error!(
             session_id = %session.id,
             error = %error_chain(&error),
@@ -333,9 +337,10 @@ pub(crate) fn session_released(
 }
 
 /// Deletes a released session's attempt data from its evidence directory `directory`: every
-/// entry but the journal (frames, the artifact, staged files, log copies an earlier version
-/// kept). Failures are logged: the journal already holds every digest.
-fn delete_attempt_data(directory: &Path) {
+/// entry but the journal (frames unless `frames` keeps them, the artifact, staged files, log
+/// copies an earlier version kept). Failures are logged: the journal already holds every
+/// digest.
+fn delete_attempt_data(directory: &Path, frames: desk_policy::FrameRetention) {
     let entries = match std::fs::read_dir(directory) {
         Ok(entries) => entries,
         Err(error) => {
@@ -344,7 +349,10 @@ fn delete_attempt_data(directory: &Path) {
         }
     };
     for entry in entries.flatten() {
-        if entry.file_name() == JOURNAL_FILE {
+        if entry.file_name() == JOURNAL_FILE
+            || (frames == desk_policy::FrameRetention::Keep
+                && entry.file_name() == desk_evidence::bundle::FRAMES_DIR)
+        {
             continue;
         }
         let path = entry.path();

@@ -61,6 +61,16 @@ impl PolicyInForce {
             .map(|policy| policy.policy().clipboard_mode())
     }
 
+    /// What release does with frames: the verified policy's `retention.frames`; deleted at
+    /// release when the policy was refused (no session is leased then anyway).
+    pub(crate) fn frame_retention(&self) -> desk_policy::FrameRetention {
+        self.verified
+            .as_ref()
+            .map_or(desk_policy::FrameRetention::DeleteAtRelease, |policy| {
+                policy.policy().frame_retention()
+            })
+    }
+
     /// The verified policy's writable directories as the sandbox enforces them; `None` when it
     /// was refused (every lease is then refused).
     pub(crate) fn writable(&self) -> Option<desk_desktop::sandbox::WritableDirs> {

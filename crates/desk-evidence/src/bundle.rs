@@ -156,6 +156,11 @@ pub struct Manifest {
     /// the exporter knew none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog_key: Option<String>,
+    /// The frame retention a released session's journal records (`delete_at_release`,
+    /// `keep`), so a bundle states whether its frames outlived the attempt
+    /// (`bundle/retention.rs`); absent before release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_retention: Option<String>,
 }
 
 /// What a successful [`verify`] checked.
@@ -186,6 +191,8 @@ pub struct VerifyReport {
     pub n_terminal_receipts: usize,
     /// Fingerprint of the watchdog key the manifest names, if any.
     pub watchdog_fingerprint: Option<String>,
+    /// The frame retention the manifest is stamped with (the journal's).
+    pub frame_retention: Option<String>,
 }
 
 fn export_error(out_dir: &Path, reason: impl Into<String>) -> EvidenceError {
@@ -311,6 +318,12 @@ pub fn export(
         .map_err(|error| export_error(out_dir, error.to_string()))?;
     terminal::check(&records, &verifying_key, inputs.watchdog_key.as_ref())
         .map_err(|error| export_error(out_dir, error.to_string()))?;
+    let frame_retention = retention::frame_retention(&records);
+    let has_frames = planned
+        .keys()
+        .any(|path| path.starts_with(&format!("{FRAMES_DIR}/")));
+    retention::check_stamp(&records, frame_retention.as_deref(), has_frames)
+        .map_err(|error| export_error(out_dir, error.to_string()))?;
 
     fs::create_dir(out_dir).map_err(|error| EvidenceError::io("create", out_dir, error))?;
     for directory in [ARTIFACT_DIR, FRAMES_DIR] {
@@ -344,6 +357,7 @@ pub fn export(
         files: listed,
         not_retained: not_retained.into_values().collect(),
         watchdog_key: inputs.watchdog_key.as_ref().map(VerifyingKey::to_base64),
+        frame_retention,
     };
     let mut manifest_bytes = Envelope::sign(&manifest, key)?.canonical_bytes()?;
     manifest_bytes.push(b'\n');
@@ -767,6 +781,7 @@ pub fn verify_pinned(
         ))));
     }
     let n_terminal_receipts = terminal::check(&records, key, named_watchdog.as_ref())?;
+    retention::check_stamp(&records, manifest.frame_retention.as_deref(), n_frames > 0)?;
     let count = |kind: fn(&RecordBody) -> bool| {
         records
             .iter()
@@ -790,6 +805,7 @@ pub fn verify_pinned(
         not_retained: not_retained.into_keys().collect(),
         n_terminal_receipts,
         watchdog_fingerprint: named_watchdog.map(|key| key.fingerprint()),
+        frame_retention: manifest.frame_retention,
     })
 }
 

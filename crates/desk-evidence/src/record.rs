@@ -183,6 +183,10 @@ pub struct SessionReleased {
     pub events: LogDigest,
     /// The whole of `frame_events.json` at release.
     pub frame_events: LogDigest,
+    /// What release did with the frames, as the workspace policy's `retention.frames` said:
+    /// `delete_at_release` or `keep` (absent in journals from before the rule: deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_retention: Option<String>,
 }
 
 /// `control_id` of terminal receipts: the containment control they evidence.

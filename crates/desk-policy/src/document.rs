@@ -29,6 +29,37 @@ pub struct Policy {
     clipboard: ClipboardMode,
     limits: Limits,
     validity: Validity,
+    /// Absent: frames are deleted at release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retention: Option<Retention>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Retention {
+    frames: FrameRetention,
+}
+
+/// What release does with a session's frames (its screenshots in the evidence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameRetention {
+    /// Deleted with the rest of the attempt data; the journal keeps their digests (the
+    /// default, and what a policy without `retention` says).
+    DeleteAtRelease,
+    /// Kept in the evidence after release; every bundle exported afterwards carries them and
+    /// is stamped with this rule.
+    Keep,
+}
+
+impl FrameRetention {
+    /// The wire name (`delete_at_release`, `keep`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameRetention::DeleteAtRelease => "delete_at_release",
+            FrameRetention::Keep => "keep",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +208,15 @@ impl Policy {
     /// Task time, refused-action and idle limits.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// What release does with frames (`retention.frames`; absent: deleted at release).
+    pub fn frame_retention(&self) -> FrameRetention {
+        self.retention
+            .as_ref()
+            .map_or(FrameRetention::DeleteAtRelease, |retention| {
+                retention.frames
+            })
     }
 
     /// The clipboard mode.

@@ -5,7 +5,8 @@
 //!   booleans other than `true`/`false`) into JSON.
 //! - [`lint`]: every rule of [`Rule`] over a document, all violations at once.
 //! - [`Policy`]: the linted document and what it states ([`Policy::limits`],
-//!   [`Policy::clipboard_mode`], [`Policy::network`], the allowed profiles, the validity window).
+//!   [`Policy::clipboard_mode`], [`Policy::network`], [`Policy::frame_retention`], the allowed
+//!   profiles, the validity window).
 //! - [`sign`], [`verify`]: the Ed25519 envelope over the RFC 8785 bytes (desk-evidence's), the
 //!   validity window against a clock passed in, and [`digest`].
 //! - [`default_policy`]: the built-in policy a broker uses when given none.
@@ -28,7 +29,9 @@ use std::path::Path;
 
 pub use default::default_policy;
 pub use desk_evidence::{Envelope, SigningKey, VerifyingKey};
-pub use document::{ClipboardMode, Limits, Network, Policy, SCHEMA_VERSION, parse_utc};
+pub use document::{
+    ClipboardMode, FrameRetention, Limits, Network, Policy, SCHEMA_VERSION, parse_utc,
+};
 pub use error::PolicyError;
 pub use rules::{Rule, Violation};
 pub use signed::{

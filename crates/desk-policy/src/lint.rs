@@ -25,12 +25,17 @@ const ROOT_KEYS: &[&str] = &[
     "clipboard",
     "limits",
     "validity",
+    "retention",
 ];
+
+/// Root keys a document may leave out: a policy without `retention` deletes frames at release
+/// (as every policy did before the key existed, so their digests are unchanged).
+const OPTIONAL_ROOT_KEYS: &[&str] = &["retention"];
 
 /// The lint of one document value.
 pub(crate) fn lint_value(value: &Value) -> Vec<Violation> {
     let mut lint = Lint::default();
-    let Some(root) = lint.object(value, "$", ROOT_KEYS) else {
+    let Some(root) = lint.object_with_optional(value, "$", ROOT_KEYS, OPTIONAL_ROOT_KEYS) else {
         return lint.violations;
     };
     if let Some(version) = lint.string(root, "$", "schema_version")
@@ -71,6 +76,7 @@ pub(crate) fn lint_value(value: &Value) -> Vec<Violation> {
     }
     lint.limits(root);
     lint.validity(root);
+    lint.retention(root);
     lint.violations
 }
 
@@ -91,6 +97,17 @@ impl Lint {
         path: &str,
         keys: &[&str],
     ) -> Option<&'a Map<String, Value>> {
+        self.object_with_optional(value, path, keys, &[])
+    }
+
+    /// [`Lint::object`], where the keys in `optional` may be missing.
+    fn object_with_optional<'a>(
+        &mut self,
+        value: &'a Value,
+        path: &str,
+        keys: &[&str],
+        optional: &[&str],
+    ) -> Option<&'a Map<String, Value>> {
         let Value::Object(map) = value else {
             self.push(
                 Rule::WrongType,
@@ -109,7 +126,7 @@ impl Lint {
             }
         }
         for key in keys {
-            if !map.contains_key(*key) {
+            if !map.contains_key(*key) && !optional.contains(key) {
                 self.push(
                     Rule::MissingKey,
                     &join(path, key),
@@ -387,6 +404,25 @@ impl Lint {
                 Rule::IdleExceedsTask,
                 "limits.idle_seconds",
                 format!("{idle} s is longer than the task time of {task} min"),
+            );
+        }
+    }
+
+    /// `retention`, when present: `{frames: delete_at_release | keep}`.
+    fn retention(&mut self, root: &Map<String, Value>) {
+        let Some(value) = root.get("retention") else {
+            return;
+        };
+        let Some(retention) = self.object(value, "retention", &["frames"]) else {
+            return;
+        };
+        if let Some(frames) = self.string(retention, "retention", "frames")
+            && !matches!(frames, "delete_at_release" | "keep")
+        {
+            self.push(
+                Rule::RetentionFramesInvalid,
+                "retention.frames",
+                format!("{frames:?}, expected delete_at_release or keep"),
             );
         }
     }

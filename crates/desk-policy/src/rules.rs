@@ -112,6 +112,8 @@ rules! {
     ValidityTimestamp = ("POL-080", "validity_timestamp"),
     /// `validity.not_before` is not before `validity.not_after`.
     ValidityWindowEmpty = ("POL-081", "validity_window_empty"),
+    /// `retention.frames` is not `delete_at_release` or `keep`.
+    RetentionFramesInvalid = ("POL-090", "retention_frames_invalid"),
 }
 
 impl fmt::Display for Rule {

@@ -1,6 +1,6 @@
 //! The lint table (each bad policy and the rule ids it must produce), strict YAML, signing,
 //! verification against a clock, and the default policy. Over 400 lines: the lint table holds
-//! one row per bad policy (46 of them), which reads best in one place.
+//! one row per bad policy (49 of them), which reads best in one place.
 
 use super::*;
 
@@ -63,6 +63,33 @@ fn the_good_policy_passes() {
     assert_eq!(policy.network(), Network::None);
     assert!(policy.allows_profile("freecad"));
     assert!(!policy.allows_profile("generic"));
+}
+
+/// Frames are deleted at release unless the policy says `retention: {frames: keep}`; a
+/// policy without the key keeps its JSON form (and so its digest).
+#[test]
+fn frame_retention_defaults_to_delete_at_release() {
+    let policy = Policy::from_yaml(GOOD).unwrap();
+    assert_eq!(policy.frame_retention(), FrameRetention::DeleteAtRelease);
+    assert!(policy.to_value().unwrap().get("retention").is_none());
+    for (rule, expected) in [
+        ("delete_at_release", FrameRetention::DeleteAtRelease),
+        ("keep", FrameRetention::Keep),
+    ] {
+        let text = format!("{GOOD}retention:\n  frames: {rule}\n");
+        assert_eq!(lint(&text), Vec::new());
+        let policy = Policy::from_yaml(&text).unwrap();
+        assert_eq!(policy.frame_retention(), expected);
+        assert_eq!(expected.as_str(), rule);
+        assert_eq!(
+            policy.to_value().unwrap()["retention"]["frames"],
+            serde_json::json!(rule)
+        );
+        assert_ne!(
+            digest(&policy).unwrap(),
+            digest(&Policy::from_yaml(GOOD).unwrap()).unwrap()
+        );
+    }
 }
 
 /// At least 20 bad policies; each must produce exactly the listed rule ids.
@@ -302,6 +329,21 @@ fn lint_table() {
             &["POL-081"],
         ),
         ("root is a list", "- a\n- b\n".to_string(), &["POL-013"]),
+        (
+            "frames retention unknown",
+            format!("{GOOD}retention:\n  frames: forever\n"),
+            &["POL-090"],
+        ),
+        (
+            "retention without frames",
+            format!("{GOOD}retention:\n  screenshots: keep\n"),
+            &["POL-011", "POL-012"],
+        ),
+        (
+            "frames retention not a string",
+            format!("{GOOD}retention:\n  frames: 3\n"),
+            &["POL-013"],
+        ),
     ];
     assert!(table.len() >= 20);
     let mut failures = Vec::new();

@@ -17,6 +17,7 @@ mod openapi;
 mod policy;
 mod recovery;
 mod replay;
+mod retention;
 mod strict;
 mod support;
 mod untrusted;

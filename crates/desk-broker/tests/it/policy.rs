@@ -22,12 +22,12 @@ limits: {max_task_minutes: 5, max_refused_actions: 3, idle_seconds: 60}
 validity: {not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}
 "#;
 
-fn policy_key() -> SigningKey {
+pub(crate) fn policy_key() -> SigningKey {
     SigningKey::from_bytes(&[42; 32])
 }
 
 /// `POLICY` with `edits` applied, signed with `key`.
-fn signed(edits: &[(&str, &str)], key: &SigningKey) -> Vec<u8> {
+pub(crate) fn signed(edits: &[(&str, &str)], key: &SigningKey) -> Vec<u8> {
     let mut text = POLICY.to_string();
     for (from, to) in edits {
         assert!(text.contains(from), "{from:?}");
@@ -40,7 +40,7 @@ fn signed(edits: &[(&str, &str)], key: &SigningKey) -> Vec<u8> {
         .unwrap()
 }
 
-fn with_policy(signed: Vec<u8>) -> Harness {
+pub(crate) fn with_policy(signed: Vec<u8>) -> Harness {
     Harness::with(move |config| {
         config.policy = Some(PolicyConfig {
             signed,

@@ -5,7 +5,10 @@
 //! Invariant: a file may be listed as not retained only when the journal ends with
 //! `session_released` and the journal itself holds the listed digest (a log's whole digest in
 //! `session_released`, an artifact's in its last `checkpoint`/`artifact` record), and only
-//! when the bundle does not also carry the file. Frames were optional before and stay so.
+//! when the bundle does not also carry the file. Frames were optional before and stay so; a
+//! released session's manifest is stamped with the frame retention its journal's
+//! `session_released` records (the workspace policy's `retention.frames`: `delete_at_release`
+//! or `keep`), and a bundle stamped `delete_at_release` carries no frame.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +26,42 @@ pub(super) fn released_logs(records: &[VerifiedRecord]) -> Option<[(&'static str
         ]),
         _ => None,
     }
+}
+
+/// The frame retention the journal's closing `session_released` records, if it has one and
+/// names one: what the manifest is stamped with.
+pub(super) fn frame_retention(records: &[VerifiedRecord]) -> Option<String> {
+    match &records.last()?.record().body {
+        RecordBody::SessionReleased(released) => released.frame_retention.clone(),
+        _ => None,
+    }
+}
+
+/// Checks the manifest's stamp against the journal: it must be exactly the journal's, and a
+/// bundle whose journal says frames were deleted at release carries none (`has_frames`).
+pub(super) fn check_stamp(
+    records: &[VerifiedRecord],
+    stamp: Option<&str>,
+    has_frames: bool,
+) -> Result<(), EvidenceError> {
+    let recorded = frame_retention(records);
+    if recorded.as_deref() != stamp {
+        return Err(EvidenceError::File {
+            name: super::MANIFEST_FILE.to_owned(),
+            problem: FileProblem::NotRecorded(format!(
+                "stamped with frame retention {stamp:?}, the journal records {recorded:?}"
+            )),
+        });
+    }
+    if recorded.as_deref() == Some("delete_at_release") && has_frames {
+        return Err(EvidenceError::File {
+            name: super::FRAMES_DIR.to_owned(),
+            problem: FileProblem::NotRecorded(
+                "frames in a bundle whose journal says they were deleted at release".to_owned(),
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The manifest entry of a file the journal describes with `digest` but that is gone.

@@ -36,6 +36,11 @@ fn append_log(path: &Path, line: &str) -> LogDigest {
 
 /// A two-action session with frames, a checkpoint, an artifact and a release.
 fn session(session_dir: &Path, key: &SigningKey) {
+    session_with(session_dir, key, None);
+}
+
+/// [`session`], its release recording `frame_retention`.
+fn session_with(session_dir: &Path, key: &SigningKey, frame_retention: Option<&str>) {
     fs::create_dir_all(session_dir.join("frames")).unwrap();
     fs::create_dir_all(session_dir.join("checkpoint")).unwrap();
     let events = session_dir.join("events.json");
@@ -108,6 +113,7 @@ fn session(session_dir: &Path, key: &SigningKey) {
         n_actions: 2,
         events: events_digest,
         frame_events: frame_digest,
+        frame_retention: frame_retention.map(str::to_string),
     }));
 }
 

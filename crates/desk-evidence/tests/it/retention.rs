@@ -77,7 +77,11 @@ fn an_unreleased_session_cannot_drop_its_logs_or_artifact() {
 
 /// Rewrites the bundle's manifest with `edit` and signs it again with `key` (as a buggy or
 /// hostile exporter holding the key would).
-pub(crate) fn resign(bundle: &Path, key: &SigningKey, edit: impl FnOnce(&mut desk_evidence::Manifest)) {
+pub(crate) fn resign(
+    bundle: &Path,
+    key: &SigningKey,
+    edit: impl FnOnce(&mut desk_evidence::Manifest),
+) {
     let bytes = fs::read(bundle.join("manifest.json")).unwrap();
     let mut manifest = desk_evidence::bundle::read_manifest_unverified(&bytes).unwrap();
     edit(&mut manifest);
@@ -120,4 +124,47 @@ fn not_retained_entries_must_match_the_journal_and_the_bundle() {
         "artifact/other.dxf",
         |problem| matches!(problem, FileProblem::NotRecorded(why) if why.contains("records no such")),
     );
+}
+
+/// A released session's bundle is stamped with the frame retention its journal records: kept
+/// frames travel in the bundle stamped `keep`; deleted ones leave a bundle stamped
+/// `delete_at_release` that may carry none; a stamp that differs from the journal is refused.
+#[test]
+fn the_manifest_is_stamped_with_the_journals_frame_retention() {
+    let directory = tempfile::tempdir().unwrap();
+    let key = SigningKey::from_bytes(&[42; 32]);
+    let kept = directory.path().join("kept");
+    session_with(&kept, &key, Some("keep"));
+    let bundle = directory.path().join("kept-bundle");
+    let inputs = ExportInputs::from_session_dir(&kept).unwrap();
+    let manifest = desk_evidence::export(&inputs, &key, &bundle, 5000).unwrap();
+    assert_eq!(manifest.frame_retention.as_deref(), Some("keep"));
+    let report = desk_evidence::verify(&bundle, &key.verifying_key()).unwrap();
+    assert_eq!(report.frame_retention.as_deref(), Some("keep"));
+    assert_eq!(report.n_frames, 2);
+    resign(&bundle, &key, |manifest| {
+        manifest.frame_retention = Some("delete_at_release".to_string());
+    });
+    let error = desk_evidence::verify(&bundle, &key.verifying_key()).unwrap_err();
+    assert!(error.to_string().contains("frame retention"), "{error}");
+    resign(&bundle, &key, |manifest| manifest.frame_retention = None);
+    assert!(desk_evidence::verify(&bundle, &key.verifying_key()).is_err());
+
+    // Deleted at release: stamped, verifies without frames; with frames export refuses.
+    let deleted = directory.path().join("deleted");
+    session_with(&deleted, &key, Some("delete_at_release"));
+    let inputs = ExportInputs::from_session_dir(&deleted).unwrap();
+    let error =
+        desk_evidence::export(&inputs, &key, &directory.path().join("refused"), 5000).unwrap_err();
+    assert!(error.to_string().contains("deleted at release"), "{error}");
+    fs::remove_dir_all(deleted.join("frames")).unwrap();
+    let inputs = ExportInputs::from_session_dir(&deleted).unwrap();
+    let bundle = directory.path().join("deleted-bundle");
+    let manifest = desk_evidence::export(&inputs, &key, &bundle, 5000).unwrap();
+    assert_eq!(
+        manifest.frame_retention.as_deref(),
+        Some("delete_at_release")
+    );
+    let report = desk_evidence::verify(&bundle, &key.verifying_key()).unwrap();
+    assert_eq!(report.n_frames, 0);
 }

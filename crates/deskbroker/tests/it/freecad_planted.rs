@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use desk_client::ClientError;
 use desk_contract::ErrorCode;
-use desk_evidence::VerifyingKey;
 use desk_evidence::record::SessionKilled;
 use serde_json::{Value, json};
 
@@ -268,12 +267,12 @@ fn planted_profile(config: &Value) -> String {
 
 /// The spooled terminal receipt of `session`, verified, waited for up to `timeout`.
 fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<SessionKilled> {
-    let key = VerifyingKey::read(&state_dir.join("evidence").join("evidence.pub")).unwrap();
-    let spool = state_dir.join("spool").join("terminal.ndjson");
     let deadline = Instant::now() + timeout;
     loop {
-        if let Ok(spooled) = desk_evidence::spool::read(&spool, &key)
-            && let Some(found) = spooled.into_iter().find(|s| s.session_id == session)
+        // Both spools: the watchdog signs its receipts with its own key into its own spool.
+        if let Some(found) = crate::watchdog::spooled_receipts(state_dir)
+            .into_iter()
+            .find(|s| s.session_id == session)
         {
             return Some(found.receipt);
         }
