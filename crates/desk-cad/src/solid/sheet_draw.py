@@ -163,10 +163,16 @@ def cut_loops(shape, props, view, origin, scale, budget):
         loops = []
         for wire in face.Wires:
             points = []
-            for edge in wire.OrderedEdges:
+            for index, edge in enumerate(wire.OrderedEdges):
                 piece = edge_points(edge, budget)
                 if piece is None:
                     return faces
+                # The first edge's direction is known when the second meets one of its ends.
+                if index == 1 and min(piece[0].distanceToPoint(points[0]),
+                                      piece[-1].distanceToPoint(points[0])) < min(
+                        piece[0].distanceToPoint(points[-1]),
+                        piece[-1].distanceToPoint(points[-1])):
+                    points.reverse()
                 if points and piece[0].distanceToPoint(points[-1]) > \
                         piece[-1].distanceToPoint(points[-1]):
                     piece.reverse()

@@ -168,6 +168,30 @@ fn seam_edges_of_fused_primitives_are_not_drawn() {
     assert!(report.score >= 0.99);
 }
 
+/// The oracle's task-048 (a flange drawn with a section, its hub fused onto its disc) against
+/// the gold: every sheet part full but presentation, which sees the section's hatched cut
+/// faces. A cut loop whose first edge was drawn backwards crossed its face with a diagonal
+/// (presentation 0.9943 before the loop's first edge was oriented by its second).
+#[test]
+fn the_oracle_section_draws_its_cut_faces_as_the_gold_does() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let task = generate_part(26);
+    let gold = dir.path().join("gold-26.FCStd");
+    build_part(&task.spec, Some(&task.sheet), &[], &gold).unwrap();
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle-task-048.FCStd");
+    let report = score_fcstd(&gold, &oracle).unwrap();
+    let sheet = report.sheet.unwrap();
+    println!("oracle 048: {} {sheet:?}", report.score);
+    assert_eq!(
+        (sheet.views_f1, sheet.dimensions_f1, sheet.hatches_f1),
+        (1.0, Some(1.0), Some(1.0))
+    );
+    assert!(sheet.presentation.is_some_and(|p| p >= 0.999), "{sheet:?}");
+}
+
 /// Renders the `Layout1` of each file in `DESK_SHEET_RENDER` (colon-separated) into
 /// `DESK_SHEET_PNG_DIR`, for looking at a sheet; does nothing without them.
 #[test]
