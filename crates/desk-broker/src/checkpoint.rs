@@ -23,7 +23,7 @@ use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
 use crate::artifact;
-use crate::artifact::read::{MAX_ATTEMPT_BYTES, read_workspace_file};
+use crate::artifact::read::{MAX_ATTEMPT_BYTES, Reader, read_workspace_file};
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
 use crate::evidence;
@@ -73,7 +73,9 @@ impl Inner {
             .profiles
             .get(&session.profile)
             .map_err(|_| BrokerError::NotFound(format!("profile {:?}", session.profile)))?;
-        let saved = SavedFile::read(&attempt_path)?;
+        // Read by a child as the session's app uid (`artifact::read`), never by the broker.
+        let reader = Reader::for_session(self.config.workspace_reader.as_deref(), &session.dir());
+        let saved = SavedFile::read(&attempt_path, &reader)?;
         // An artifact that last changed before the last input is not proof of the last edit.
         let last_input_ms = EventLogs::new(&session.dir()).last_edit_input_ms()?;
         let stale = last_input_ms
@@ -168,8 +170,13 @@ impl Inner {
                 session.last_frame_ms = Some(timing.captured_at_ms);
             }
             self.store.save_session(&session)?;
-            let resaved =
-                wait_for_save(&attempt_path, &saved, &reset_sha, profile.save_timeout_ms)?;
+            let resaved = wait_for_save(
+                &attempt_path,
+                &reader,
+                &saved,
+                &reset_sha,
+                profile.save_timeout_ms,
+            )?;
             (SaveMethod::ControllerSave, resaved)
         };
         artifact::validate(profile.attempt.format, &saved.bytes)?;
@@ -271,10 +278,10 @@ struct SavedFile {
 }
 
 impl SavedFile {
-    /// Reads the attempt file without trusting it (`artifact::read`: no link, a plain file of
-    /// bounded size, read from the descriptor it was checked on).
-    fn read(path: &Path) -> Result<SavedFile, BrokerError> {
-        let file = read_workspace_file(path, MAX_ATTEMPT_BYTES)?;
+    /// Reads the attempt file without trusting it (`artifact::read`: by a child as `reader`, no
+    /// link, a plain file of bounded size, read from the descriptor it was checked on).
+    fn read(path: &Path, reader: &Reader) -> Result<SavedFile, BrokerError> {
+        let file = read_workspace_file(path, MAX_ATTEMPT_BYTES, reader)?;
         let sha256 = crate::util::sha256_hex(&file.bytes);
         Ok(SavedFile {
             sha256,
@@ -293,6 +300,7 @@ impl SavedFile {
 /// differs), differs from `reset_sha`, and reads the same twice in a row.
 fn wait_for_save(
     path: &Path,
+    reader: &Reader,
     before: &SavedFile,
     reset_sha: &str,
     timeout_ms: u32,
@@ -301,7 +309,7 @@ fn wait_for_save(
     let mut previous: Option<SavedFile> = None;
     loop {
         // The app may replace the file by rename; a brief absence is not a failure.
-        let current = SavedFile::read(path).ok();
+        let current = SavedFile::read(path, reader).ok();
         match current {
             Some(current) if !current.same_as(before) && current.sha256 != reset_sha => {
                 if previous

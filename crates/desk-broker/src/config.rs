@@ -58,6 +58,11 @@ pub struct BrokerConfig {
     pub policy: Option<PolicyConfig>,
     /// What the watchdog enforces on every session (`watchdog.rs`).
     pub limits: SessionLimits,
+    /// The program run as the reading child of workspace files (`artifact/read.rs`: it answers
+    /// `__read-workspace-file` with [`crate::workspace_read_child`]); `deskbroker` sets itself.
+    /// `None` (embeddings and tests over the fake backend): the checks run in the broker's own
+    /// process, with its privileges.
+    pub workspace_reader: Option<PathBuf>,
 }
 
 /// Limits the watchdog process enforces on every session besides its lease expiry; `None` is
@@ -123,6 +128,7 @@ impl BrokerConfig {
             sandbox: SandboxMode::On,
             policy: None,
             limits: SessionLimits::default(),
+            workspace_reader: None,
         }
     }
 }

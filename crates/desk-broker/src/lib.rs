@@ -58,6 +58,7 @@ mod util;
 mod watch;
 pub mod watchdog;
 mod workspace;
+pub use artifact::read::{CHILD_COMMAND as WORKSPACE_READ_COMMAND, workspace_read_child};
 
 pub use auth::Peer;
 pub use broker::Broker;

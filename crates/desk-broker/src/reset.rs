@@ -149,6 +149,10 @@ impl Inner {
             &crate::artifact::read::read_workspace_file(
                 &prepared.attempt_path,
                 crate::artifact::read::MAX_ATTEMPT_BYTES,
+                &crate::artifact::read::Reader::for_session(
+                    self.config.workspace_reader.as_deref(),
+                    &session_dir,
+                ),
             )?
             .bytes,
         );

@@ -81,6 +81,9 @@ fn build_broker_with(
     config.profiles.get(&config.default_profile)?;
     config.auth = auth;
     config.policy = policy;
+    // Workspace files are read by this program run as the session's app uid, never in here.
+    config.workspace_reader =
+        Some(std::env::current_exe().context("failed to locate the deskbroker executable")?);
     config.limits = session_limits;
     if let Some((max_sessions, memory_budget_mib)) = capacity {
         config.max_sessions = max_sessions;

@@ -66,6 +66,15 @@ impl std::io::Write for LogWriter {
 }
 
 fn main() -> ExitCode {
+    // The broker's reading child of workspace files (desk-broker's `artifact/read.rs`): before
+    // clap, logging or a runtime, as the session's app uid with an empty environment.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|command| command == desk_broker::WORKSPACE_READ_COMMAND)
+    {
+        return desk_broker::workspace_read_child(args.get(2..).unwrap_or_default());
+    }
     let cli = cli::Cli::parse();
     // A benchmark's output is its progress and its summary: its logs are quiet unless asked.
     let default_filter = match cli.command {

@@ -5,6 +5,7 @@
 mod accessibility;
 mod after_input;
 mod app_view;
+mod artifact_reader;
 mod auth;
 mod ax_fixture;
 mod bench;

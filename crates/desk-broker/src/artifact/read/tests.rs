@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::*;
 
 fn refused_reason(path: &Path, max: u64) -> String {
-    match read_workspace_file(path, max) {
+    match read_workspace_file(path, max, &Reader::in_process()) {
         Err(BrokerError::ArtifactInvalid(message)) => message,
         Err(other) => panic!(
             "{}: expected artifact_invalid, got {other:?}",
@@ -20,7 +20,7 @@ fn a_plain_file_is_read_with_its_modification_time() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("attempt.dxf");
     std::fs::write(&path, b"0\nEOF\n").unwrap();
-    let file = read_workspace_file(&path, 1024).unwrap();
+    let file = read_workspace_file(&path, 1024, &Reader::in_process()).unwrap();
     assert_eq!(file.bytes, b"0\nEOF\n");
     let expected = std::fs::metadata(&path)
         .unwrap()
@@ -105,18 +105,47 @@ fn a_sparse_file_over_the_bound_is_refused_unread() {
     assert!(reason.contains("over the"), "{reason}");
     // At the bound exactly it is read.
     std::fs::write(&path, vec![b'x'; 64]).unwrap();
-    assert_eq!(read_workspace_file(&path, 64).unwrap().bytes.len(), 64);
+    assert_eq!(
+        read_workspace_file(&path, 64, &Reader::in_process())
+            .unwrap()
+            .bytes
+            .len(),
+        64
+    );
     assert!(refused_reason(&path, 63).contains("64 bytes"));
 }
 
 #[test]
 fn a_missing_file_is_an_io_error_not_a_refusal() {
     let dir = tempfile::tempdir().unwrap();
-    let error = read_workspace_file(&dir.path().join("absent.dxf"), 1024)
+    let error = read_workspace_file(&dir.path().join("absent.dxf"), 1024, &Reader::in_process())
         .err()
         .unwrap();
     assert!(
         !matches!(error, BrokerError::ArtifactInvalid(_)),
         "{error:?}"
     );
+}
+
+#[test]
+fn every_answer_survives_the_header() {
+    for answer in [
+        child::Answer::Opened {
+            modified_ms: 1_764_000_000_123,
+        },
+        child::Answer::Refused(child::Refusal::Open(Errno::EACCES)),
+        child::Answer::Refused(child::Refusal::Open(Errno::ELOOP)),
+        child::Answer::Refused(child::Refusal::NotRegular(SFlag::S_IFIFO)),
+        child::Answer::Refused(child::Refusal::Linked(2)),
+        child::Answer::Refused(child::Refusal::TooLarge(1 << 40)),
+        child::Answer::Refused(child::Refusal::Stat(Errno::EIO)),
+        child::Answer::Refused(child::Refusal::Privileged("it holds a capability")),
+    ] {
+        assert_eq!(child::Answer::decode(answer.encode()), answer);
+    }
+    // An unknown status is never taken for an opened file.
+    assert!(matches!(
+        child::Answer::decode([99, 0, 0, 0]),
+        child::Answer::Refused(child::Refusal::Privileged(_))
+    ));
 }
