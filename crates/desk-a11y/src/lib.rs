@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod guard;
 mod observe;
 mod semantic;
 
@@ -22,6 +23,7 @@ use desk_contract::desktop::WindowRect;
 
 pub use desk_contract::a11y::TextMode;
 pub use error::A11yError;
+pub use guard::{InputTarget, ProhibitedHit};
 
 /// How long connecting to the accessibility bus may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -50,6 +52,8 @@ pub struct Accessibility {
     runtime: tokio::runtime::Runtime,
     connection: Option<AccessibilityConnection>,
     current: Option<Observation>,
+    /// The app's accessible application object by pid, kept for the destination check.
+    app: Option<(u32, atspi::ObjectRefOwned)>,
 }
 
 impl std::fmt::Debug for Accessibility {
@@ -109,12 +113,14 @@ impl Accessibility {
             runtime,
             connection: None,
             current: None,
+            app: None,
         })
     }
 
     /// Forgets the current observation (the app restarted): its indices become stale.
     pub fn invalidate(&mut self) {
         self.current = None;
+        self.app = None;
     }
 
     /// The current observation's id, if any.

@@ -153,7 +153,11 @@ pub struct WindowRules {
 /// A window seat input must never reach, recognised by what X says of it: the `WM_CLASS`
 /// (instance or class) and the title (`_NET_WM_NAME`, else `WM_NAME`) of the destination's
 /// client window. Each given part must match (case-insensitive substrings); a rule without
-/// either matches nothing.
+/// either matches no window. A rule with `accessible_role` or `accessible_name` also (or
+/// instead) names a panel inside the app's windows by what AT-SPI says of it: an accessible
+/// whose role and name equal the given ones (case-insensitive), checked by the worker for the
+/// point under pointer input and for the keyboard focus (`destination.rs`, `desk-a11y`'s
+/// `guard.rs`); a rule without either matches no accessible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProhibitedDestination {
@@ -165,6 +169,12 @@ pub struct ProhibitedDestination {
     /// A substring of the window's title.
     #[serde(default)]
     pub title_contains: Option<String>,
+    /// The AT-SPI role name of a prohibited accessible ("frame").
+    #[serde(default)]
+    pub accessible_role: Option<String>,
+    /// The AT-SPI name of a prohibited accessible ("Python console").
+    #[serde(default)]
+    pub accessible_name: Option<String>,
 }
 
 impl ProhibitedDestination {
@@ -179,6 +189,23 @@ impl ProhibitedDestination {
         (self.class_contains.is_some() || self.title_contains.is_some())
             && contains(class, &self.class_contains)
             && contains(title, &self.title_contains)
+    }
+
+    /// Whether this rule names accessibles (has `accessible_role` or `accessible_name`).
+    pub fn names_accessibles(&self) -> bool {
+        self.accessible_role.is_some() || self.accessible_name.is_some()
+    }
+
+    /// Whether an accessible of `role` and `name` matches this rule.
+    pub fn matches_accessible(&self, role: &str, name: &str) -> bool {
+        let equal = |value: &str, wanted: &Option<String>| {
+            wanted
+                .as_ref()
+                .is_none_or(|wanted| value.eq_ignore_ascii_case(wanted))
+        };
+        self.names_accessibles()
+            && equal(role, &self.accessible_role)
+            && equal(name, &self.accessible_name)
     }
 }
 

@@ -232,6 +232,8 @@ fn a_prohibited_destination_matches_every_given_part_case_insensitively() {
         label: "x".to_string(),
         class_contains: class.map(str::to_string),
         title_contains: title.map(str::to_string),
+        accessible_role: None,
+        accessible_name: None,
     };
     let console = rule(None, Some("python CONSOLE"));
     assert!(console.matches("freecad FreeCAD", "Python console"));
@@ -241,4 +243,24 @@ fn a_prohibited_destination_matches_every_given_part_case_insensitively() {
     assert!(!both.matches("freecad FreeCAD", "Start page"));
     assert!(!both.matches("QtWebEngineProcess x", "Help"));
     assert!(!rule(None, None).matches("anything", "anything"));
+    assert!(!console.matches_accessible("frame", "Python console"));
+}
+
+#[test]
+fn an_accessible_rule_matches_role_and_name_exactly_and_no_window() {
+    use crate::desktop::ProhibitedDestination;
+    let rule = |role: Option<&str>, name: Option<&str>| ProhibitedDestination {
+        label: "x".to_string(),
+        class_contains: None,
+        title_contains: None,
+        accessible_role: role.map(str::to_string),
+        accessible_name: name.map(str::to_string),
+    };
+    let dock = rule(Some("frame"), Some("python console"));
+    assert!(dock.matches_accessible("frame", "Python console"));
+    assert!(!dock.matches_accessible("frame", "Python console 2"));
+    assert!(!dock.matches_accessible("panel", "Python console"));
+    assert!(rule(None, Some("Report view")).matches_accessible("frame", "report VIEW"));
+    assert!(!dock.matches("freecad FreeCAD", "Python console"));
+    assert!(!rule(None, None).matches_accessible("frame", ""));
 }

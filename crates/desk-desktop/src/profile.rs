@@ -123,7 +123,8 @@ pub struct WindowSpec {
     #[serde(default = "default_timeout")]
     pub timeout_ms: u32,
     /// Windows seat input must never reach (`[[window.prohibited]]`: label, class_contains,
-    /// title_contains); the worker refuses such input with `destination_prohibited`.
+    /// title_contains), and panels inside them named through AT-SPI (accessible_role,
+    /// accessible_name); the worker refuses such input with `destination_prohibited`.
     #[serde(default)]
     pub prohibited: Vec<desk_contract::desktop::ProhibitedDestination>,
 }

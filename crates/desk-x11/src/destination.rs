@@ -18,10 +18,17 @@
 //! dialogs, a floating Python console, the add-on manager, a web view) is refused with
 //! `DestinationProhibited` before the first event. This is the layer outside the app: it holds
 //! when the app's own lockdown fails, for every destination that is a window of its own. A
-//! widget docked inside the main window has no window of its own to X; that one rests on the
-//! app's lockdown (`docs/security.md`, "FreeCAD entry paths"). A profile without rules costs
-//! nothing; with rules, one batch of three property reads per destination window.
+//! widget docked inside the main window has no window of its own to X: rules naming an
+//! accessible role/name (`accessible.rs`) are checked through AT-SPI for input whose
+//! destination is the app's main window (the accessible under each point, the accessible
+//! holding the focus), refused unverified when AT-SPI does not answer in time
+//! (`docs/security.md`, "FreeCAD entry paths"). A profile without rules costs nothing; with
+//! rules, one batch of three property reads per destination window, plus the AT-SPI scan
+//! when a rule names accessibles.
 
+mod accessible;
+
+use desk_a11y::InputTarget;
 use desk_contract::desktop::{FocusFacts, ProhibitedDestination};
 use desk_contract::geometry::ScreenPoint;
 use desk_contract::validate::InputAction;
@@ -53,7 +60,7 @@ impl X11Session {
     /// Refuses `action` with `DestinationNotApp` when its seat input would reach anything but
     /// the bound app. Semantic steps, waits and `done` send no seat input and pass.
     pub(crate) fn check_destination(
-        &self,
+        &mut self,
         action: &InputAction,
         focus: &FocusFacts,
     ) -> Result<(), WorkerFailure> {
@@ -73,9 +80,19 @@ impl X11Session {
             | InputAction::AxPress { .. }
             | InputAction::AxSetText { .. } => return Ok(()),
         };
+        let main = self.app.map(|app| app.window);
         for point in points {
             match self.destination_at(point, pid).map_err(unverified)? {
-                Destination::App(client) => self.check_prohibited(client)?,
+                Destination::App(client) => {
+                    self.check_prohibited(client)?;
+                    if Some(client) == main && self.has_accessible_rules() {
+                        let target = InputTarget::Point {
+                            x: i32::try_from(point.x).unwrap_or(i32::MAX),
+                            y: i32::try_from(point.y).unwrap_or(i32::MAX),
+                        };
+                        self.check_accessible(pid, target)?;
+                    }
+                }
                 Destination::Desktop => {
                     return Err(refused(format!(
                         "({}, {}) is on the bare desktop, not on a window of the app; nothing \
@@ -95,7 +112,7 @@ impl X11Session {
         Ok(())
     }
 
-    fn check_keyboard(&self, focus: &FocusFacts, pid: u32) -> Result<(), WorkerFailure> {
+    fn check_keyboard(&mut self, focus: &FocusFacts, pid: u32) -> Result<(), WorkerFailure> {
         let Some(focused) = focus.focused else {
             return Err(refused(
                 "no window holds the keyboard focus, so keys would go nowhere or to whatever \
@@ -104,7 +121,11 @@ impl X11Session {
             ));
         };
         if let Some(client) = self.inside_app(focused, pid).map_err(unverified)? {
-            return self.check_prohibited(client);
+            self.check_prohibited(client)?;
+            if Some(client) == self.app.map(|app| app.window) && self.has_accessible_rules() {
+                self.check_accessible(pid, InputTarget::Focus)?;
+            }
+            return Ok(());
         }
         Err(refused(format!(
             "the keyboard focus is on window {focused:#x}, which is not the app's; nothing was \

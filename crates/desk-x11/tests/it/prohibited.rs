@@ -18,6 +18,8 @@ fn rule(label: &str, class: Option<&str>, title: Option<&str>) -> ProhibitedDest
         label: label.to_string(),
         class_contains: class.map(str::to_string),
         title_contains: title.map(str::to_string),
+        accessible_role: None,
+        accessible_name: None,
     }
 }
 

@@ -2,7 +2,8 @@
 //! entry paths"), driven through the real broker with validated GUI actions on real FreeCAD
 //! 0.20 under Xvfb, asserted by behaviour: no window of a prohibited kind appears, no file the
 //! app was offered runs or opens, no workbench that loads modules by name is offered, and with
-//! the app's own lockdown removed the worker alone still refuses input into a macro dialog.
+//! the app's own lockdown removed the worker alone still refuses input into a macro dialog and,
+//! through AT-SPI, into the docked Python console.
 //!
 //! Coordinates are those of the pinned 1280x800 desktop (menu bar at y = 28; menu items measured
 //! from FreeCAD 0.20.2's own geometry: 23 px rows). One locked session carries every inner-layer
@@ -383,6 +384,141 @@ _desk_ready()
     unlocked.replacen("name = \"freecad\"", "name = \"freecad-unlocked\"", 1)
 }
 
+/// `profile` without its rules naming accessibles (the worker's AT-SPI leg off).
+fn without_accessible_rules(profile: &str) -> String {
+    let blocks: Vec<&str> = profile.split("\n[[window.prohibited]]\n").collect();
+    let kept: Vec<&str> = blocks
+        .iter()
+        .enumerate()
+        .filter(|(index, block)| *index == 0 || !block.contains("accessible_"))
+        .map(|(_, block)| *block)
+        .collect();
+    assert!(
+        kept.len() < blocks.len(),
+        "the profile has accessible rules"
+    );
+    kept.join("\n[[window.prohibited]]\n")
+}
+
+/// The unlocked profile whose ready script also gives the docked Python console the keyboard
+/// focus (as any in-app path to it would): the worker's AT-SPI leg alone stands.
+fn console_focused_profile() -> String {
+    let profile = unlocked_profile().replacen(
+        "name = \"freecad-unlocked\"",
+        "name = \"freecad-console\"",
+        1,
+    );
+    let focus = concat!(
+        "        from PySide2 import QtWidgets\n",
+        "        for dock in window.findChildren(QtWidgets.QDockWidget):\n",
+        "            if dock.objectName() == \"Python console\":\n",
+        "                dock.show()\n",
+        "                dock.widget().setFocus()\n",
+        "        timer.stop()\n",
+    );
+    assert!(profile.contains("        timer.stop()\n"));
+    profile.replacen("        timer.stop()\n", focus, 1)
+}
+
+/// The accessible leg of the worker's check (the docked Python console has no X window): with
+/// the lockdown removed and the console docked and focused, typing and a click into it are
+/// refused with `destination_prohibited` by the worker, nothing sent, no action index taken, the
+/// payload never runs; a click into the 3D view passes, and once the focus left the console,
+/// typing does too. Points come from the app's own accessible tree, not from screen positions.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_worker_refuses_input_into_the_docked_python_console() {
+    if !xvfb_available() || !freecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("profiles")).unwrap();
+    std::fs::write(
+        root.path().join("profiles/freecad-console.toml"),
+        console_focused_profile(),
+    )
+    .unwrap();
+    let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
+    let mut driver = Driver::lease(&broker, "freecad-console").await;
+    let attempt_dir = std::fs::canonicalize(
+        broker
+            .session_dir(&driver.session)
+            .join("workspace/attempt"),
+    )
+    .unwrap();
+    let ran = attempt_dir.join("ran-console");
+    let tree = driver
+        .client
+        .accessibility(&driver.session, Some(400), Some(2))
+        .await
+        .unwrap()
+        .tree;
+    let centre_of = |role: &str, name: &str| {
+        let node = tree
+            .nodes
+            .iter()
+            .find(|node| {
+                node.depth == 2
+                    && node.role == role
+                    && node.name == name
+                    && node.states.iter().any(|state| state == "showing")
+            })
+            .unwrap_or_else(|| panic!("no showing {role} {name:?}: {:?}", tree.nodes));
+        let bounds = node.bounds.unwrap();
+        (
+            bounds.x + i32::try_from(bounds.width / 2).unwrap(),
+            bounds.y + i32::try_from(bounds.height / 2).unwrap(),
+        )
+    };
+    let console = centre_of("frame", "Python console");
+    let view = centre_of("layered pane", "");
+    let payload = format!("open({:?}, 'w').write('ran')", ran.display().to_string());
+    let index = driver.index;
+    let mut refusals = Vec::new();
+    for attempt in [
+        json!({"type": "type", "text": payload, "intent": "type into the focused console"}),
+        json!({"type": "key", "keys": ["return"], "intent": "run it"}),
+        json!({"type": "click", "x": console.0, "y": console.1, "intent": "click the console"}),
+    ] {
+        let what = attempt.clone();
+        let started = Instant::now();
+        match driver.send(attempt).await {
+            Err(ClientError::Api(body)) => {
+                assert_eq!(
+                    body.code,
+                    ErrorCode::DestinationProhibited,
+                    "{what}: {body:?}"
+                );
+                refusals.push(started.elapsed().as_millis());
+            }
+            other => panic!("{what} must be refused with destination_prohibited: {other:?}"),
+        }
+    }
+    assert_eq!(driver.index, index, "refused input takes no action index");
+    // Each refusal named the rule (the answer's message is generic; the worker logs the
+    // reason): the console was found, not refused as unverified.
+    let log =
+        std::fs::read_to_string(broker.session_dir(&driver.session).join("worker.log")).unwrap();
+    let named = log
+        .lines()
+        .filter(|line| line.contains("the app's docked Python console"))
+        .count();
+    assert_eq!(named, 3, "worker log: {log}");
+    assert!(!log.contains("refused unverified"), "worker log: {log}");
+    // The 3D view is not prohibited: a click there passes and takes the focus.
+    driver
+        .click(
+            u32::try_from(view.0).unwrap(),
+            u32::try_from(view.1).unwrap(),
+            "click into the 3D view",
+        )
+        .await;
+    driver.type_text("v").await;
+    driver.wait(500).await;
+    assert!(!ran.exists(), "the payload ran: input reached the console");
+    println!("docked console: refused in {refusals:?} ms; 3D view click and typing passed");
+    driver.client.release(&driver.session).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_the_lockdown_the_worker_alone_refuses_input_into_the_macro_dialog() {
     if !xvfb_available() || !freecad_available() {
@@ -554,9 +690,9 @@ fn expressions_and_cells_reach_no_python_and_write_no_file() {
 /// The report view's command line, with the lockdown removed (the inner layer's hiding of the
 /// report view and the Python console gone): FreeCAD 0.20's report view is read-only output
 /// with no command line, so Python typed into it with Return runs nothing. The control is the
-/// Python console docked beside it, where the same typing runs. FIXME: that control is the
-/// gap of the outer layer: a docked console has no X window of its own, so only the lockdown
-/// keeps it away (the AT-SPI leg of the worker's check is not built).
+/// Python console docked beside it, where the same typing runs: this test's profile also drops
+/// the accessible rules, since with them the worker refuses that input itself
+/// (`the_worker_refuses_input_into_the_docked_python_console`).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_report_view_has_no_command_line() {
     if !xvfb_available() || !freecad_available() {
@@ -566,7 +702,7 @@ async fn the_report_view_has_no_command_line() {
     std::fs::create_dir_all(root.path().join("profiles")).unwrap();
     std::fs::write(
         root.path().join("profiles/freecad-unlocked.toml"),
-        unlocked_profile(),
+        without_accessible_rules(&unlocked_profile()),
     )
     .unwrap();
     let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
