@@ -337,3 +337,17 @@ fn the_accessibility_bus_forking_before_it_execs_is_the_desktops_once() {
     snapshot.processes.push(seen(44, 41, &host("sh")));
     assert_eq!(whys(&snapshot).len(), 1);
 }
+
+#[test]
+fn the_worker_confining_the_apps_launch_is_a_stage_of_the_app_alone() {
+    // `deskbroker-worker confine` runs for an instant between `env` and the app under the app's
+    // wrapper; the worker's program under the app's own tree is refused.
+    let mut snapshot = desktop(WORKER);
+    snapshot.processes.retain(|seen| seen.pid != 21);
+    snapshot.processes.push(seen(21, 20, WORKER));
+    assert_eq!(whys(&snapshot), vec![]);
+    snapshot.processes.retain(|seen| seen.pid != 21);
+    snapshot.processes.push(seen(21, 20, APP));
+    snapshot.processes.push(seen(22, 21, WORKER));
+    assert_eq!(whys(&snapshot).len(), 1);
+}

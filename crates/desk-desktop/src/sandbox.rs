@@ -35,6 +35,7 @@
 //! together; that is why it is over 400 lines.
 
 pub mod cgroup;
+mod confine;
 mod elf;
 pub mod facts;
 mod host;

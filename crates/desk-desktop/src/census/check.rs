@@ -54,13 +54,16 @@ impl Checker<'_> {
             .map(|allowed| allowed.max)
     }
 
+    /// The worker's program (the holder's).
+    fn worker_program(&self) -> Option<String> {
+        self.by_pid
+            .get(&self.snapshot.holder)
+            .and_then(|holder| holder.exe.clone())
+    }
+
     /// Whether `exe` is one of [`DESKTOP_PROGRAMS`] or the worker (the holder's program).
     fn desktop_program(&mut self, exe: &str) -> bool {
-        let worker = self
-            .by_pid
-            .get(&self.snapshot.holder)
-            .and_then(|holder| holder.exe.clone());
-        worker.as_deref() == Some(exe)
+        self.worker_program().as_deref() == Some(exe)
             || DESKTOP_PROGRAMS
                 .iter()
                 .any(|program| self.resolve(program).as_deref() == Some(exe))
@@ -97,6 +100,10 @@ impl Checker<'_> {
                 .iter()
                 .any(|stage| self.resolve(stage).as_deref() == Some(exe.as_str()))
             {
+                return Ok(Place::Stage);
+            }
+            if wrapper.role == "app" && self.worker_program().as_deref() == Some(exe.as_str()) {
+                // `deskbroker-worker confine` between `env` and the app (`sandbox/confine.rs`).
                 return Ok(Place::Stage);
             }
             if seen.identity == ExeIdentity::Foreign {

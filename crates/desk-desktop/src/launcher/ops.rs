@@ -151,7 +151,17 @@ impl DesktopBackend for LocalDesktop {
             env.retain(|(existing, _)| existing != key);
             env.push((key.clone(), value.clone()));
         }
-        let mut command = self.command_as(Role::App, &launch.argv, Some(&launch.cwd), &env)?;
+        let mut command = match &self.sandbox {
+            // Confined to the programs the census allows (the profile's, else its command's).
+            Some(sandbox) => {
+                let allowed: Vec<String> =
+                    crate::census::CensusRules::read(&self.config.session_dir)
+                        .map(|rules| rules.app.into_iter().map(|allowed| allowed.path).collect())
+                        .unwrap_or_default();
+                sandbox.app_command(&launch.argv, &launch.cwd, &env, &allowed)?
+            }
+            None => self.command_as(Role::App, &launch.argv, Some(&launch.cwd), &env)?,
+        };
         command
             .stdin(Stdio::null())
             .stdout(log)

@@ -136,6 +136,14 @@ def _desk_planted():
         if os.path.exists("/bin/sh") and workers:
             sh, worker = os.stat("/bin/sh"), os.stat(workers[0])
             out["sh is the worker"] = (sh.st_dev, sh.st_ino) == (worker.st_dev, worker.st_ino)
+        # Landlock (`sandbox/confine.rs`): the app may execute only its own program.
+        def spawn_exec(path):
+            pid = os.posix_spawn(path, [path, "--help"], {})
+            os.waitpid(pid, 0)
+        execs = {}
+        for path in out["programs"] + workers:
+            attempt(execs, path, lambda: spawn_exec(path))
+        out["exec"] = execs
         host = {}
         for path in config["host_paths"]:
             attempt(host, path, lambda: os.stat(path) and None)
@@ -383,6 +391,17 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
             ["/bin/sh", "/usr/bin/sh", "/usr/bin/env"].contains(program),
             "{program} is in the app's view: {programs:?}"
         );
+    }
+
+    // Nothing in the view but the app's own program can be executed by the app (Landlock, its
+    // domain entered by `deskbroker-worker confine`): not the worker file `sh` is, not `env`.
+    let execs = met["exec"].as_object().unwrap();
+    assert!(
+        execs.contains_key("/bin/sh") || execs.contains_key("/usr/bin/sh"),
+        "{execs:?}"
+    );
+    for (program, said) in execs {
+        assert_eq!(said, "EACCES", "{program} was executed by the app: {execs:?}");
     }
 
     // No gold, nothing that makes gold: the worker is the only deskbroker program.

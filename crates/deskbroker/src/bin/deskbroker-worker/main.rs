@@ -11,12 +11,15 @@
 //! - `hold [--every SECS] [--missing SECS] FILE`: the sandbox's pid 1, enforcing the lease
 //!   deadline in `FILE` and reaping orphans (see `hold.rs`).
 //!
-//! - `seed-home HOME SEED`: fills the app's in-memory home from its seed (see `seed.rs`).
+//! - `seed-home HOME SEED`: fills the app's in-memory home from its seed (see `seed.rs`);
+//! - `confine --exec PATH... -- PROGRAM ARGS...`: runs the app's launch chain where only the
+//!   listed files can be executed (Landlock, see `confine.rs`).
 //!
 //! Anything else is refused with status 2. Called as `sh` (the allowlisted view links
 //! `/usr/bin/sh` here), it runs Xvfb's keymap compiler and nothing else (see `xkbcomp.rs`).
 #![forbid(unsafe_code)]
 
+mod confine;
 mod hold;
 mod identity;
 mod seed;
@@ -28,7 +31,8 @@ use tracing_subscriber::EnvFilter;
 
 const USAGE: &str = "usage: deskbroker-worker [--as UID:GID] (the desktop worker)\n       \
                      deskbroker-worker hold [--every SECS] [--missing SECS] FILE\n       \
-                     deskbroker-worker seed-home HOME SEED";
+                     deskbroker-worker seed-home HOME SEED\n       \
+                     deskbroker-worker confine --exec PATH... -- PROGRAM ARGS...";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,7 +52,10 @@ fn main() -> ExitCode {
         }
         args.drain(..2);
         // Only the desktop worker drops this way; any other mode is refused below, by name.
-        if matches!(args.first().map(String::as_str), Some("hold" | "seed-home")) {
+        if matches!(
+            args.first().map(String::as_str),
+            Some("hold" | "seed-home" | "confine")
+        ) {
             eprintln!("deskbroker-worker: --as runs the desktop worker alone\n{USAGE}");
             return ExitCode::from(2);
         }
@@ -79,6 +86,7 @@ fn main() -> ExitCode {
             }
         },
         Some("seed-home") => seed::run(&args[1..]),
+        Some("confine") => confine::run(&args[1..]),
         Some(other) => {
             eprintln!(
                 "deskbroker-worker: refusing {other:?}: this program only runs the desktop \
