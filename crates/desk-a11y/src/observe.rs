@@ -143,7 +143,10 @@ async fn read(connection: &Connection, object: &ObjectRefOwned) -> zbus::Result<
 }
 
 /// The registered application whose bus connection belongs to process `app_pid`.
-pub(crate) async fn find_app(connection: &Connection, app_pid: u32) -> Result<ObjectRefOwned, A11yError> {
+pub(crate) async fn find_app(
+    connection: &Connection,
+    app_pid: u32,
+) -> Result<ObjectRefOwned, A11yError> {
     let registry = accessible(
         connection,
         "org.a11y.atspi.Registry",

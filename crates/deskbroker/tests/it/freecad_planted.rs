@@ -401,7 +401,10 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
         "{execs:?}"
     );
     for (program, said) in execs {
-        assert_eq!(said, "EACCES", "{program} was executed by the app: {execs:?}");
+        assert_eq!(
+            said, "EACCES",
+            "{program} was executed by the app: {execs:?}"
+        );
     }
 
     // No gold, nothing that makes gold: the worker is the only deskbroker program.
