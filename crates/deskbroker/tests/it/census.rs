@@ -42,8 +42,9 @@ fn start_inside(dir: &SessionDir, argv: &[&str]) -> Child {
         .unwrap()
 }
 
-/// The spooled terminal receipt of `session`, verified, waited for up to `timeout`.
-fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<SessionKilled> {
+/// The spooled terminal receipt of `session`, verified, waited for up to `timeout` (both
+/// spools: the watchdog signs its receipts with its own key into its own spool).
+pub(crate) fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<SessionKilled> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(found) = crate::watchdog::spooled_receipts(state_dir)

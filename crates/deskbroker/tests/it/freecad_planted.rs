@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use desk_client::ClientError;
 use desk_contract::ErrorCode;
-use desk_evidence::record::SessionKilled;
 use serde_json::{Value, json};
 
 use crate::freecad::freecad_available;
@@ -273,24 +272,6 @@ fn planted_profile(config: &Value) -> String {
     planted.replacen("name = \"freecad\"", "name = \"freecad-planted\"", 1)
 }
 
-/// The spooled terminal receipt of `session`, verified, waited for up to `timeout`.
-fn receipt(state_dir: &Path, session: &str, timeout: Duration) -> Option<SessionKilled> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        // Both spools: the watchdog signs its receipts with its own key into its own spool.
-        if let Some(found) = crate::watchdog::spooled_receipts(state_dir)
-            .into_iter()
-            .find(|s| s.session_id == session)
-        {
-            return Some(found.receipt);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Whether `said` is an errno's name the kernel gives for a refusal or an absence.
 fn refused(said: &Value) -> bool {
     matches!(
@@ -509,31 +490,32 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
     // A second instance of its own program: the census ends the session.
     let spawned = Instant::now();
     std::fs::write(attempt_dir.join("planted.go"), b"").unwrap();
-    let killed = receipt(&broker.state_dir, &driver.session, Duration::from_secs(15))
-        .unwrap_or_else(|| {
-            let spawned = std::fs::read_to_string(attempt_dir.join("planted.spawned"));
-            let dir = desk_desktop::SessionDir::at(session_dir.clone());
-            let census = desk_desktop::census::CensusRules::read(&dir)
-                .map(|rules| desk_desktop::census::scan(&dir, &rules));
-            let states: Vec<String> = census
-                .iter()
-                .flatten()
-                .flat_map(|census| census.processes.iter())
-                .filter(|seen| seen.exe.is_none())
-                .map(|seen| {
-                    std::fs::read_to_string(format!("/proc/{}/status", seen.pid))
-                        .unwrap_or_default()
-                        .lines()
-                        .take(8)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
-                .collect();
-            panic!(
-                "the census did not kill the session; the module's spawn: {spawned:?}; a \
+    let killed =
+        crate::census::receipt(&broker.state_dir, &driver.session, Duration::from_secs(15))
+            .unwrap_or_else(|| {
+                let spawned = std::fs::read_to_string(attempt_dir.join("planted.spawned"));
+                let dir = desk_desktop::SessionDir::at(session_dir.clone());
+                let census = desk_desktop::census::CensusRules::read(&dir)
+                    .map(|rules| desk_desktop::census::scan(&dir, &rules));
+                let states: Vec<String> = census
+                    .iter()
+                    .flatten()
+                    .flat_map(|census| census.processes.iter())
+                    .filter(|seen| seen.exe.is_none())
+                    .map(|seen| {
+                        std::fs::read_to_string(format!("/proc/{}/status", seen.pid))
+                            .unwrap_or_default()
+                            .lines()
+                            .take(8)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    })
+                    .collect();
+                panic!(
+                    "the census did not kill the session; the module's spawn: {spawned:?}; a \
                  census now: {census:?}; without exe: {states:?}"
-            )
-        });
+                )
+            });
     println!(
         "census kill {} ms after planted.go: {}",
         spawned.elapsed().as_millis(),
