@@ -127,6 +127,12 @@ def wrong_value(page, views):
     dimension.FormatSpec = "%.2f" % (1.25 * value)
 
 
+def hidden_shown(page, views):
+    """Every view draws its hidden edges (the golds show none)."""
+    for view in views:
+        view.HardHidden = True
+
+
 def hatch_removed(page, views):
     for view in views:
         if view.TypeId == "TechDraw::DrawViewSection":
@@ -139,6 +145,7 @@ sheet_case("/out/views-stacked.FCStd", stack)
 sheet_case("/out/view-rescaled.FCStd", rescale)
 sheet_case("/out/dimension-moved.FCStd", move_dimension)
 sheet_case("/out/dimension-value.FCStd", wrong_value)
+sheet_case("/out/hidden-shown.FCStd", hidden_shown)
 gold_document = FreeCAD.openDocument(GOLD)
 has_section = any(o.TypeId == "TechDraw::DrawViewSection" for o in gold_document.Objects)
 FreeCAD.closeDocument(gold_document.Name)

@@ -31,13 +31,15 @@ pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
 /// exchanged, every view at the page's centre, the first view at twice its scale, the first
 /// dimension's reference moved to the same-named edge of another view, the first dimension
 /// showing a wrong value (on another edge of its view measuring over 5 % differently, else an
-/// arbitrary text 25 % off). Each must score strictly below the gold.
-pub const SHEET_FILES: [&str; 5] = [
+/// arbitrary text 25 % off), every view drawing its hidden edges (`HardHidden`; no gold shows
+/// them, so only `presentation` sees the dashed lines). Each must score strictly below the gold.
+pub const SHEET_FILES: [&str; 6] = [
     "views swapped",
     "views stacked",
     "view rescaled",
     "dimension moved",
     "dimension value",
+    "hidden shown",
 ];
 
 /// Sheet perturbations made only when the gold has a section view: its cut surface no longer
