@@ -23,7 +23,9 @@ use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
 use crate::artifact;
-use crate::artifact::read::{MAX_ATTEMPT_BYTES, Reader, read_workspace_file};
+use crate::artifact::read::{
+    FileStamp, MAX_ATTEMPT_BYTES, Reader, read_workspace_file, workspace_file_stamp,
+};
 use crate::broker::{Broker, Inner, wrong_state};
 use crate::error::BrokerError;
 use crate::evidence;
@@ -297,7 +299,8 @@ impl SavedFile {
 }
 
 /// Polls until the file was written again after `before` (its hash or modification time
-/// differs), differs from `reset_sha`, and reads the same twice in a row.
+/// differs), differs from `reset_sha`, and reads the same twice in a row. A poll whose
+/// [`FileStamp`] equals the previous poll's, when that poll read no save, reads nothing.
 fn wait_for_save(
     path: &Path,
     reader: &Reader,
@@ -307,20 +310,31 @@ fn wait_for_save(
 ) -> Result<SavedFile, BrokerError> {
     let deadline = Instant::now() + Duration::from_millis(u64::from(timeout_ms));
     let mut previous: Option<SavedFile> = None;
+    // The stamp of the last poll that read no save yet: while the name's stamp stays the same,
+    // the file was not written, so the read (a child process and the whole file) is skipped.
+    // A changed file is always read, the confirming read included.
+    let mut unchanged_at: Option<FileStamp> = None;
     loop {
-        // The app may replace the file by rename; a brief absence is not a failure.
-        let current = SavedFile::read(path, reader).ok();
-        match current {
-            Some(current) if !current.same_as(before) && current.sha256 != reset_sha => {
-                if previous
-                    .as_ref()
-                    .is_some_and(|previous| previous.same_as(&current))
-                {
-                    return Ok(current);
+        let stamp = workspace_file_stamp(path);
+        if stamp.is_none() || stamp != unchanged_at {
+            // The app may replace the file by rename; a brief absence is not a failure.
+            let current = SavedFile::read(path, reader).ok();
+            unchanged_at = None;
+            match current {
+                Some(current) if !current.same_as(before) && current.sha256 != reset_sha => {
+                    if previous
+                        .as_ref()
+                        .is_some_and(|previous| previous.same_as(&current))
+                    {
+                        return Ok(current);
+                    }
+                    previous = Some(current);
                 }
-                previous = Some(current);
+                _ => {
+                    previous = None;
+                    unchanged_at = stamp;
+                }
             }
-            _ => previous = None,
         }
         if Instant::now() >= deadline {
             return Err(BrokerError::CheckpointFailed(format!(
@@ -384,3 +398,6 @@ impl Broker {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests;

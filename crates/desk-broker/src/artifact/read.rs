@@ -177,6 +177,44 @@ pub(crate) fn read_workspace_file(
     finish(path, max_bytes, bytes, modified_ms)
 }
 
+/// What a cheap look at the workspace name shows, to tell whether it may have been written
+/// since the last look: taken by the broker with `fstatat(AT_SYMLINK_NOFOLLOW)` below the
+/// directory handle, so it reads no content and follows no link (a link's own metadata is
+/// what it sees). Any write changes the change time or the size, a rename the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// The [`FileStamp`] of `path`, or `None` when it cannot be taken (absent, a directory that is
+/// a link, ...): the caller then reads as it would without one.
+pub(crate) fn workspace_file_stamp(path: &Path) -> Option<FileStamp> {
+    let (dir, name) = (path.parent()?, path.file_name()?);
+    let dir_fd = open(
+        dir,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let stat = nix::sys::stat::fstatat(
+        dir_fd.as_fd(),
+        Path::new(name),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
+    Some(FileStamp {
+        dev: stat.st_dev,
+        ino: stat.st_ino,
+        size: stat.st_size,
+        mtime: (stat.st_mtime, stat.st_mtime_nsec),
+        ctime: (stat.st_ctime, stat.st_ctime_nsec),
+    })
+}
+
 fn finish(
     path: &Path,
     max_bytes: u64,
