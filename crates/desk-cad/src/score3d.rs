@@ -48,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::CadError;
 use crate::generate3d::SHEET_NAME;
+use crate::solid::pictures::JudgePictures;
 use crate::solid::{FcstdFacts, SolidFacts, UnionFacts, sandbox};
 
 mod sheet;
@@ -235,6 +236,26 @@ struct JudgeOutput {
 /// passes [`crate::solid::JUDGE_TIMEOUT`] after the gold was read; errors are the judge's own
 /// failures (no sandbox, a gold without a solid, a run that stops before the gold is read).
 pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, CadError> {
+    score_fcstd_with(gold, candidate, None)
+}
+
+/// [`score_fcstd`], the same judge run also handing over what the report shows of the task
+/// ([`JudgePictures`]: both sheets as the judge drew them, both parts drawn isometric after
+/// the report was printed, so the score is the same).
+pub fn score_fcstd_pictured(
+    gold: &Path,
+    candidate: &Path,
+) -> Result<(SolidScoreReport, JudgePictures), CadError> {
+    let mut pictures = JudgePictures::default();
+    let report = score_fcstd_with(gold, candidate, Some(&mut pictures))?;
+    Ok((report, pictures))
+}
+
+fn score_fcstd_with(
+    gold: &Path,
+    candidate: &Path,
+    pictures: Option<&mut JudgePictures>,
+) -> Result<SolidScoreReport, CadError> {
     // A symlink is not a regular file: the judge binds only the file itself.
     match std::fs::symlink_metadata(candidate) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -263,7 +284,12 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         }
         Ok(_) => {}
     }
-    let script = format!("{}{JUDGE}", crate::solid::reader_with_drawing());
+    let draw_parts = if pictures.is_some() {
+        crate::solid::pictures::SCRIPT
+    } else {
+        ""
+    };
+    let script = format!("{}{draw_parts}\n{JUDGE}", crate::solid::reader_with_drawing());
     let started = std::time::Instant::now();
     let stdout = sandbox::run_freecad(
         &script,
@@ -275,6 +301,9 @@ pub fn score_fcstd(gold: &Path, candidate: &Path) -> Result<SolidScoreReport, Ca
         Ok(output) => output,
         Err(report) => return *report,
     };
+    if let Some(pictures) = pictures {
+        *pictures = JudgePictures::read(&output.gold, &output.candidate, &stdout.stdout);
+    }
     let (gold_part, gold_sheets, gold_union) = match &output.gold {
         FcstdFacts::Ok {
             part,

@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use crate::CadError;
 
+pub mod pictures;
 pub(crate) mod sandbox;
 
 pub use sandbox::{

@@ -162,6 +162,16 @@ pub struct RolloutPaths {
     /// when the artifact was readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<String>,
+    /// 3D: the gold's `Layout1` as the judge drew it in the scoring run (`candidate_render`
+    /// is the candidate's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_sheet: Option<String>,
+    /// 3D: the gold part, isometric, drawn by the judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_part: Option<String>,
+    /// 3D: the candidate part, isometric, drawn by the judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_part: Option<String>,
 }
 
 /// The per-rollout results document.

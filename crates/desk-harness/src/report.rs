@@ -49,6 +49,16 @@ ol{margin:0;padding-left:20px;font-size:12px}details{margin:8px 0}code{font-size
 .shot{width:420px;display:block;border:1px solid #999}pre{font-size:11px;max-width:420px;\
 white-space:pre-wrap;margin:0}.items li{margin-bottom:3px}small{color:#555}";
 
+/// The legend under a 3D task's pictures.
+const LEGEND_3D: &str = "</div><p class=\"legend3d\"><small>3D legend: every picture but the \
+reference was drawn by the trusted judge from the saved files in the scoring run, never from \
+the agent's screenshots. Sheets: <code>Layout1</code> recomputed headless from its stored \
+views, dimensions and notes; hatched faces are section cuts, dashed lines hidden edges. \
+Parts: the union of the part's solids seen from front-right-top (+X, -Y, +Z) with Z up, OCCT \
+hidden-line removal: continuous lines visible edges, dashed lines hidden edges, seam edges \
+left out. A missing picture: the judge had nothing to draw (no <code>Layout1</code>, no \
+solid, a zero before the judge ran).</small></p><div class=\"pair\">";
+
 /// Writes `report.html` into `out_dir`.
 pub fn write_report(
     out_dir: &Path,
@@ -170,14 +180,35 @@ fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts)
         id = escape(&record.task_id),
     );
     html.push_str("<div class=\"pair\">");
-    let images = [
-        ("reference", record.paths.reference.as_deref()),
-        ("candidate render", record.paths.candidate_render.as_deref()),
-        (
-            "candidate over gold: green matched, red gold only, blue candidate only",
-            record.paths.overlay.as_deref(),
-        ),
-    ];
+    let images: Vec<(&str, Option<&str>)> = match record.drawing_type {
+        desk_cad::DrawingType::TwoD => vec![
+            ("reference", record.paths.reference.as_deref()),
+            ("candidate render", record.paths.candidate_render.as_deref()),
+            (
+                "candidate over gold: green matched, red gold only, blue candidate only",
+                record.paths.overlay.as_deref(),
+            ),
+        ],
+        desk_cad::DrawingType::ThreeD => vec![
+            ("gold sheet (judge)", record.paths.gold_sheet.as_deref()),
+            (
+                "candidate sheet (judge)",
+                record.paths.candidate_render.as_deref(),
+            ),
+            (
+                "gold part, isometric (judge)",
+                record.paths.gold_part.as_deref(),
+            ),
+            (
+                "candidate part, isometric (judge)",
+                record.paths.candidate_part.as_deref(),
+            ),
+            (
+                "reference the agent was given",
+                record.paths.reference.as_deref(),
+            ),
+        ],
+    };
     for (caption, path) in images {
         match path {
             Some(path) => {
@@ -195,6 +226,9 @@ fn rollout_section(html: &mut String, record: &RolloutRecord, facts: FrameFacts)
                 );
             }
         }
+    }
+    if record.drawing_type == desk_cad::DrawingType::ThreeD {
+        html.push_str(LEGEND_3D);
     }
     let _ = write!(
         html,

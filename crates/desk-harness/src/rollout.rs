@@ -383,6 +383,7 @@ async fn finish(
 }
 
 mod artifact;
+pub use artifact::write_judge_pictures;
 
 #[cfg(test)]
 mod tests;

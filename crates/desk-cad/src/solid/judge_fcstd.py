@@ -223,6 +223,9 @@ def judge():
         except Exception as error:
             overlap = dict(status="failed", reason=type(error).__name__)
     report(gold=gold, candidate=candidate, overlap=overlap)
+    # With part_draw.py (the report's pictures), after the report: it cannot change the score.
+    if "draw_parts" in globals():
+        draw_parts(gold_union, candidate_union)
 
 
 judge()

@@ -6,6 +6,7 @@ mod drafting;
 mod fixtures;
 mod hostile3d;
 mod parts3d;
+mod pictures;
 mod real_files;
 mod scoring;
 mod sheet_render;
