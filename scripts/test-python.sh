@@ -12,6 +12,12 @@ venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir -e "python[test]"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps cua-agent==0.9.1
+# cua's quick start (python/README.md, `python run-cua`) in a venv of its own: cua-agent 0.9.1
+# needs openai<3 (litellm), the Agents SDK openai>=3. About 130 s the first time.
+cua_venv=target/python-cua-venv
+[ -x "$cua_venv/bin/python" ] || python3 -m venv "$cua_venv"
+"$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir cua-agent==0.9.1
+"$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
 (cd python && "../$venv/bin/mypy")
 # The wheel and sdist a user would install: built, accepted by `twine check --strict`, and the
 # wheel installed into a fresh venv that imports the package.
