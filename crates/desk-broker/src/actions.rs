@@ -13,7 +13,7 @@
 //! by the [`Ledger`](crate::ledger), in one fixed order with one fail-closed path.
 
 use desk_contract::api::{ActionRequest, ActionResponse, Delivery, Receipt, SettleReceipt};
-use desk_contract::desktop::{ActionOutcome, SandboxMode};
+use desk_contract::desktop::{ActionOutcome, LimitsMode, SandboxMode};
 use desk_contract::settle::SettleReport;
 use desk_contract::{InputAction, SettleOutcome, validate_action};
 
@@ -136,7 +136,13 @@ impl Inner {
             self.controls
                 .identify(session_id, &dir, screenshot, runtime.display)?;
         }
-        let mut receipt = step_receipt(&step, action_index, accepted_at_ms, self.config.sandbox);
+        let mut receipt = step_receipt(
+            &step,
+            action_index,
+            accepted_at_ms,
+            self.config.sandbox,
+            self.config.limits_mode,
+        );
         let shot_us = u64::try_from(shot_started.elapsed().as_micros()).unwrap_or(u64::MAX);
         receipt.observation_elapsed_ms = step.observation_ms(shot_us);
         if revoked.is_some() {
@@ -303,6 +309,7 @@ pub(crate) fn step_receipt(
     action_index: u64,
     accepted_at_ms: u64,
     sandbox: SandboxMode,
+    limits: LimitsMode,
 ) -> Receipt {
     let input = &step.input;
     let outcome = &step.outcome;
@@ -324,6 +331,7 @@ pub(crate) fn step_receipt(
         intent: step.intent.clone(),
         delivery,
         sandbox,
+        limits,
         n_input_events: u64::try_from(outcome.events.len()).unwrap_or(u64::MAX),
         focus_before: (!done).then(|| outcome.focus_before.clone()),
         focus_after: outcome.focus_after.clone().filter(|_| !done),

@@ -20,7 +20,7 @@
 //! | 429 | `session_busy` (the session's request queue is full: nothing was done) |
 //! | 500 | `input_outcome_unknown` (fixed message naming the action index), `internal` |
 //! | 502 | `desktop_failed`, `workspace_unverified` (the workspace measured at handoff failed a sandbox rule) |
-//! | 503 | `sandbox_unavailable` (the kernel or bubblewrap refused the session sandbox: nothing ran); `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
+//! | 503 | `sandbox_unavailable` (the kernel or bubblewrap refused the session sandbox, or its cgroup limits cannot be applied without `--unsafe-no-limits`: nothing ran); `journal_unavailable` (the action journal or the signed evidence journal cannot be written: nothing was done; or the session store cannot be written outside an action: the operation was not recorded) |
 //!
 //! 4xx answers carry the reason and are logged at debug level. 5xx answers carry a generic
 //! message; the full error chain is logged at error level inside the request span.
@@ -85,7 +85,7 @@ impl BrokerError {
                 ErrorCode::InputOutcomeUnknown,
             ),
             BrokerError::Desktop {
-                source: BackendError::SandboxUnavailable(_),
+                source: BackendError::SandboxUnavailable(_) | BackendError::LimitsUnavailable(_),
                 ..
             } => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -177,6 +177,11 @@ impl BrokerError {
                      broker log says why. Containment is required unless serve runs with \
                      --unsafe-no-sandbox"
                 ),
+                // The controller and the kernel's error class (no paths), and the flag.
+                BrokerError::Desktop {
+                    source: source @ BackendError::LimitsUnavailable(_),
+                    operation,
+                } => format!("{source} (during {operation})"),
                 // Rule ids only (fixed names, no paths): what the operator must mend.
                 BrokerError::Desktop {
                     source: source @ BackendError::WorkspaceUnverified(_),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use desk_contract::desktop::SandboxMode;
+use desk_contract::desktop::{LimitsMode, SandboxMode};
 use desk_contract::{DisplaySize, SettlePolicy};
 use desk_desktop::{ProfileSet, StateDir};
 use desk_evidence::VerifyingKey;
@@ -53,6 +53,9 @@ pub struct BrokerConfig {
     /// Whether the factory's desktops run sandboxed; `Off` stamps every receipt and evidence
     /// record `"sandbox": "off"` (`serve --unsafe-no-sandbox`, the fake backend).
     pub sandbox: SandboxMode,
+    /// Whether the factory's desktops get their resource limits; `Off` (`--unsafe-no-limits`)
+    /// stamps every receipt and evidence record `"limits": "off"`.
+    pub limits_mode: LimitsMode,
     /// The signed workspace policy every lease is checked against; `None`: the built-in
     /// default policy, signed at start with `<state_dir>/policy/policy.key` (see `policy.rs`).
     pub policy: Option<PolicyConfig>,
@@ -126,6 +129,7 @@ impl BrokerConfig {
             auth: AuthConfig::default(),
             evidence: EvidenceConfig::default(),
             sandbox: SandboxMode::On,
+            limits_mode: LimitsMode::Enforced,
             policy: None,
             limits: SessionLimits::default(),
             workspace_reader: None,

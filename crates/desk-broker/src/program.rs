@@ -346,6 +346,7 @@ impl Inner {
                 action_index,
                 accepted_at_ms,
                 self.config.sandbox,
+                self.config.limits_mode,
             ));
         }
         receipts.push(crate::actions::step_receipt(
@@ -353,6 +354,7 @@ impl Inner {
             action_index,
             accepted_at_ms,
             self.config.sandbox,
+            self.config.limits_mode,
         ));
         let sequence = ledger.session().last_sequence + 1;
         let shot_started = std::time::Instant::now();

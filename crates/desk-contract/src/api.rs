@@ -275,6 +275,13 @@ pub struct Receipt {
     /// `serve --unsafe-no-sandbox` (or the fake backend, which has no desktop to contain).
     #[serde(default)]
     pub sandbox: crate::desktop::SandboxMode,
+    /// `off` only when the operator started the broker with `--unsafe-no-limits` (the
+    /// session's desktop has no memory, process or CPU limits); left out when enforced.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::desktop::LimitsMode::is_enforced"
+    )]
+    pub limits: crate::desktop::LimitsMode,
     /// Settle evidence.
     pub settle: SettleReceipt,
     /// True only when the settle wait ended stable.

@@ -295,6 +295,28 @@ impl SandboxMode {
     }
 }
 
+/// Whether a session's desktop runs under its resource limits (its own cgroups: memory,
+/// processes, CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LimitsMode {
+    /// The session's memory, process and CPU limits are applied (the default); a desktop whose
+    /// limits cannot be applied is refused.
+    #[default]
+    Enforced,
+    /// No limits: the operator asked for it (`--unsafe-no-limits`).
+    Off,
+}
+
+impl LimitsMode {
+    /// Whether the limits are enforced (the default, left out of records that only stamp
+    /// `off`).
+    pub fn is_enforced(&self) -> bool {
+        *self == LimitsMode::Enforced
+    }
+}
+
 /// The session's workspace as the broker measured it from outside (`/proc`) at handoff. With
 /// the sandbox on, a handoff is refused (`workspace_unverified`) unless `failures` is empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -303,6 +325,10 @@ impl SandboxMode {
 pub struct WorkspaceFacts {
     /// `on` or `off`.
     pub sandbox: SandboxMode,
+    /// `off` when the operator started the broker with `--unsafe-no-limits` (the session has
+    /// no memory, process or CPU limits); left out when enforced.
+    #[serde(default, skip_serializing_if = "LimitsMode::is_enforced")]
+    pub limits: LimitsMode,
     /// The app's uid on the host.
     pub app_uid: u32,
     /// The broker's uid.

@@ -49,7 +49,8 @@ crate::wire_enum! {
         /// one was refused and changed nothing. Retry later (with the same request id).
         SessionBusy = "session_busy",
         /// The session sandbox could not be built (the kernel or bubblewrap refused namespaces);
-        /// nothing ran. An operator may start `serve --unsafe-no-sandbox` instead.
+        /// or the session's resource limits (cgroups) cannot be applied; nothing ran. An operator
+        /// may start `serve --unsafe-no-sandbox` (or `--unsafe-no-limits`) instead.
         SandboxUnavailable = "sandbox_unavailable",
         /// The workspace measured at handoff failed the sandbox's rules; the handoff was refused.
         WorkspaceUnverified = "workspace_unverified",

@@ -38,6 +38,15 @@ pub enum BackendError {
     /// The session sandbox could not be built (the kernel or bwrap refused it); nothing ran.
     #[error("sandbox unavailable: {0}")]
     SandboxUnavailable(String),
+    /// The session's resource limits cannot be applied on this host (no cgroup v1 `memory` or
+    /// `pids` hierarchy, or no group can be made in it: a broker that is not root); the
+    /// message names the controller and why. Nothing ran. Only the operator's
+    /// `--unsafe-no-limits` runs desktops without limits.
+    #[error(
+        "the session's limits cannot be applied: {0}; a broker that cannot create cgroup v1 \
+         groups (one not run as root) must be started with --unsafe-no-limits"
+    )]
+    LimitsUnavailable(String),
     /// The workspace measured at handoff fails the sandbox's rules (the ids are listed); the
     /// app was stopped and the handoff refused.
     #[error("workspace unverified: {}", .0.join(", "))]

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use desk_contract::DisplaySize;
+use desk_contract::desktop::LimitsMode;
 
 use crate::fake::FakeSave;
 use crate::layout::SessionDir;
@@ -97,6 +98,8 @@ pub struct LocalFactory {
     worker: Vec<String>,
     sandbox: SandboxPolicy,
     private_paths: Vec<PathBuf>,
+    limits_mode: LimitsMode,
+    cgroup_root: PathBuf,
 }
 
 impl LocalFactory {
@@ -111,7 +114,23 @@ impl LocalFactory {
             worker,
             sandbox,
             private_paths,
+            limits_mode: LimitsMode::Enforced,
+            cgroup_root: PathBuf::from(crate::sandbox::cgroup::CGROUP_ROOT),
         }
+    }
+
+    /// Whether sessions get their limits (`Off`: the operator's `--unsafe-no-limits`), and
+    /// where the cgroup v1 hierarchies are mounted.
+    pub fn with_limits(mut self, mode: LimitsMode, cgroup_root: PathBuf) -> LocalFactory {
+        self.limits_mode = mode;
+        self.cgroup_root = cgroup_root;
+        self
+    }
+
+    /// Whether a new desktop must get its limits: the sandbox is on and the operator did not
+    /// turn limits off.
+    fn limits_required(&self) -> bool {
+        self.limits_mode.is_enforced() && matches!(self.sandbox, SandboxPolicy::On { .. })
     }
 
     fn config(&self, request: &BackendRequest) -> LocalDesktopConfig {
@@ -125,6 +144,8 @@ impl LocalFactory {
         config.view = request.view.clone();
         config.writable = request.writable.clone();
         config.limits = request.limits;
+        config.limits_mode = self.limits_mode;
+        config.cgroup_root = self.cgroup_root.clone();
         config.private_paths = self.private_paths.clone();
         config
     }
@@ -144,7 +165,11 @@ impl BackendFactory for LocalFactory {
     }
 
     fn check_available(&self) -> Result<(), BackendError> {
-        crate::sandbox::probe::check(self.sandbox)
+        crate::sandbox::probe::check(self.sandbox)?;
+        if self.limits_required() {
+            crate::sandbox::cgroup::check_available(&self.cgroup_root)?;
+        }
+        Ok(())
     }
 
     fn reap_orphans(&self, session_dir: &SessionDir) -> usize {

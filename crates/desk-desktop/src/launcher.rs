@@ -87,6 +87,12 @@ pub struct LocalDesktopConfig {
     pub private_paths: Vec<PathBuf>,
     /// The session's memory, process and CPU limits (its own cgroups, `sandbox::cgroup`).
     pub limits: crate::sandbox::cgroup::Limits,
+    /// Whether the limits are applied: `Enforced` (the default) refuses a sandboxed desktop
+    /// whose limits cannot be applied ([`BackendError::LimitsUnavailable`]) and tries them
+    /// without a sandbox; `Off` (`--unsafe-no-limits`) makes no cgroup.
+    pub limits_mode: desk_contract::desktop::LimitsMode,
+    /// Where the cgroup v1 hierarchies are mounted (`sandbox::cgroup::CGROUP_ROOT`).
+    pub cgroup_root: PathBuf,
 }
 
 impl LocalDesktopConfig {
@@ -108,6 +114,8 @@ impl LocalDesktopConfig {
             writable: crate::sandbox::WritableDirs::attempt_only(),
             private_paths: Vec::new(),
             limits: crate::sandbox::cgroup::Limits::default(),
+            limits_mode: desk_contract::desktop::LimitsMode::Enforced,
+            cgroup_root: PathBuf::from(crate::sandbox::cgroup::CGROUP_ROOT),
         }
     }
 }

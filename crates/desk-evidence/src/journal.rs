@@ -27,7 +27,7 @@ use std::io::{Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-use desk_contract::desktop::SandboxMode;
+use desk_contract::desktop::{LimitsMode, SandboxMode};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -322,6 +322,7 @@ pub struct EvidenceWriter {
     verifying_key: VerifyingKey,
     session_id: String,
     sandbox: SandboxMode,
+    limits: LimitsMode,
     // Invariant: describes exactly the records on disk while `poisoned` is `None`.
     chain: ChainState,
     // Invariant: end of the last verified line.
@@ -363,6 +364,7 @@ impl EvidenceWriter {
             verifying_key,
             session_id: session_id.to_string(),
             sandbox: SandboxMode::On,
+            limits: LimitsMode::Enforced,
             end_offset: 0,
             content_sha256: Sha256::new(),
             poisoned: None,
@@ -411,6 +413,10 @@ impl EvidenceWriter {
                 sandbox: records
                     .first()
                     .map_or(SandboxMode::On, |first| first.record().sandbox),
+                // Nor its limits.
+                limits: records
+                    .first()
+                    .map_or(LimitsMode::Enforced, |first| first.record().limits),
                 chain,
                 end_offset,
                 content_sha256: Sha256::new_with_prefix(&bytes),
@@ -434,6 +440,12 @@ impl EvidenceWriter {
     /// desktop runs unsandboxed).
     pub fn set_sandbox(&mut self, sandbox: SandboxMode) {
         self.sandbox = sandbox;
+    }
+
+    /// Stamps every record appended from now on with `limits` (`off` for a session of a
+    /// broker started with `--unsafe-no-limits`).
+    pub fn set_limits(&mut self, limits: LimitsMode) {
+        self.limits = limits;
     }
 
     /// The `seq` the next record will get.
@@ -460,6 +472,7 @@ impl EvidenceWriter {
             session_id: self.session_id.clone(),
             at_ms,
             sandbox: self.sandbox,
+            limits: self.limits,
             body,
         };
         // Refused records never touch the file, so they do not poison the writer.

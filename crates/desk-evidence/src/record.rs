@@ -8,7 +8,7 @@
 //! `Option` field is present as `null`). Digests are 64 lowercase hex characters; file names
 //! are single path components. [`RecordBody::validate`] enforces both at write and at verify.
 
-use desk_contract::desktop::SandboxMode;
+use desk_contract::desktop::{LimitsMode, SandboxMode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -550,6 +550,10 @@ pub struct Record {
     /// Whether the session's desktop ran in its sandbox; signed as `"sandbox": "off"` on every
     /// record of an unsandboxed session, left out when on.
     pub sandbox: SandboxMode,
+    /// Whether the session's desktop ran under its resource limits; signed as
+    /// `"limits": "off"` on every record of a session of a broker started with
+    /// `--unsafe-no-limits`, left out when enforced.
+    pub limits: LimitsMode,
     /// What happened.
     pub body: RecordBody,
 }
@@ -564,6 +568,8 @@ struct RecordPayload {
     at_ms: u64,
     #[serde(default, skip_serializing_if = "SandboxMode::is_on")]
     sandbox: SandboxMode,
+    #[serde(default, skip_serializing_if = "LimitsMode::is_enforced")]
+    limits: LimitsMode,
     kind: RecordKind,
     body: Value,
 }
@@ -583,6 +589,7 @@ impl Record {
             session_id: self.session_id.clone(),
             at_ms: self.at_ms,
             sandbox: self.sandbox,
+            limits: self.limits,
             kind: self.kind(),
             body: self.body.to_value()?,
         };
@@ -607,6 +614,7 @@ impl Record {
             session_id: payload.session_id,
             at_ms: payload.at_ms,
             sandbox: payload.sandbox,
+            limits: payload.limits,
             body: RecordBody::from_value(payload.kind, payload.body)?,
         })
     }

@@ -33,7 +33,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run the broker daemon: JSON over HTTP on a Unix socket (mode 0600).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Call broker operations from a shell; prints JSON responses.
     #[command(subcommand)]
     Session(SessionCommand),
@@ -100,6 +100,17 @@ pub(crate) struct BrokerArgs {
     /// training. 0: off.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=5_000))]
     pub(crate) settle_validate_ms: u32,
+    /// Run sandboxed desktops WITHOUT their memory, process and CPU limits (the session's own
+    /// cgroup v1 groups). Without it a broker that cannot make those groups refuses every lease
+    /// with `sandbox_unavailable`: a broker not run as root (it has one identity in a user
+    /// namespace and cannot create v1 cgroups), or a cgroup v2-only host. Every reset's
+    /// workspace facts, receipt and evidence record then say `"limits": "off"`.
+    #[arg(long)]
+    pub(crate) unsafe_no_limits: bool,
+    /// Where the cgroup v1 hierarchies are mounted. A test seam: pointed where no group can be
+    /// made, leases are refused (without --unsafe-no-limits).
+    #[arg(long, hide = true, default_value = "/sys/fs/cgroup")]
+    pub(crate) cgroup_root: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -94,6 +94,14 @@ fn build_broker_with(
         // The fake backend has no desktop to contain: its results say so too.
         Backend::Local | Backend::Fake => desk_contract::desktop::SandboxMode::Off,
     };
+    // Only the operator turns limits off (a fake desktop, stamped `"sandbox": "off"`, runs no
+    // process to limit).
+    let limits_mode = if args.unsafe_no_limits {
+        desk_contract::desktop::LimitsMode::Off
+    } else {
+        desk_contract::desktop::LimitsMode::Enforced
+    };
+    config.limits_mode = limits_mode;
     let opened = match backend {
         Backend::Local => Broker::open(
             config,
@@ -105,7 +113,8 @@ fn build_broker_with(
                     SandboxPolicy::Off
                 },
                 args.private_paths.clone(),
-            ),
+            )
+            .with_limits(limits_mode, args.cgroup_root.clone()),
         ),
         Backend::Fake => Broker::open(config, FakeFactory),
     };
@@ -200,6 +209,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         memory_budget_mib,
         "lease capacity"
     );
+    if broker_args.unsafe_no_limits {
+        tracing::warn!(
+            "--unsafe-no-limits: desktops run without memory, process and CPU limits; every \
+             reset, receipt and evidence record says \"limits\": \"off\""
+        );
+    }
     if !sandboxed {
         tracing::warn!(
             "--unsafe-no-sandbox: desktops run as this user with the host's network and files; \
@@ -212,6 +227,16 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             tokio::task::spawn_blocking(move || desk_desktop::sandbox::probe::check(policy)).await?
         {
             tracing::error!(error = %error, "leases will be refused with sandbox_unavailable");
+        }
+        if !broker_args.unsafe_no_limits {
+            let root = broker_args.cgroup_root.clone();
+            if let Err(error) = tokio::task::spawn_blocking(move || {
+                desk_desktop::sandbox::cgroup::check_available(&root)
+            })
+            .await?
+            {
+                tracing::error!(error = %error, "leases will be refused with sandbox_unavailable");
+            }
         }
     }
     let broker = tokio::task::spawn_blocking(move || {

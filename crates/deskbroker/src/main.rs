@@ -110,7 +110,7 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match command {
-            cli::Command::Serve(args) => local::serve(args).await,
+            cli::Command::Serve(args) => local::serve(*args).await,
             cli::Command::Session(command) => session::run(command).await,
             cli::Command::Demo(args) => demo::run(args).await,
             cli::Command::Bench(command) => bench::run(command).await,

@@ -201,6 +201,7 @@ pub(super) fn open_journal(
         }
         let mut writer = EvidenceWriter::create(&path, key.clone(), session.id.as_str())?;
         writer.set_sandbox(config.sandbox);
+        writer.set_limits(config.limits_mode);
         let mut journal = make(writer);
         journal.append(started_body(config, session, &key, policy_sha256))?;
         return Ok(journal);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
 use desk_contract::desktop::{
-    ActionOutcome, DesktopFacts, Frame, Handoff, SandboxMode, WorkspaceFacts,
+    ActionOutcome, DesktopFacts, Frame, Handoff, LimitsMode, SandboxMode, WorkspaceFacts,
 };
 use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerOp, WorkerValue};
@@ -18,8 +18,8 @@ use desk_contract::{DisplaySize, SettlePolicy};
 use super::{CLIPBOARD_WORKER_TIMEOUT, LocalDesktop, WORKER_TIMEOUT, log_file};
 use crate::backend::{AppLaunch, DesktopBackend};
 use crate::error::BackendError;
-use crate::sandbox::Role;
 use crate::sandbox::cgroup::SessionCgroup;
+use crate::sandbox::{Role, SandboxPolicy};
 use crate::worker_client::{ExpectedPeer, check_peer};
 
 fn expect_value<T>(
@@ -32,18 +32,46 @@ fn expect_value<T>(
 }
 
 impl LocalDesktop {
-    /// Creates the session's cgroups with the configured limits (`sandbox::cgroup`); a host
-    /// without usable v1 hierarchies runs the session without limits (logged).
+    /// Creates the session's cgroups with the configured limits (`sandbox::cgroup`). Limits
+    /// are never silently off: a sandboxed desktop whose groups cannot be made is refused
+    /// ([`BackendError::LimitsUnavailable`]); only `LimitsMode::Off` (the operator's
+    /// `--unsafe-no-limits`) makes none. Without a sandbox they are tried (logged when absent;
+    /// the handoff's facts then say `"limits": "off"`).
     pub(super) fn create_cgroup(&mut self) -> Result<(), BackendError> {
         let path = self.config.session_dir.cgroup_file();
         if let Some(old) = SessionCgroup::load(&self.config.session_dir) {
             old.remove();
         }
         let _ = std::fs::remove_file(&path);
-        if SessionCgroup::create(&self.config.session_dir, self.config.limits)?.is_none() {
-            tracing::warn!(session = %self.config.session_dir.path().display(), "limits off");
+        if !self.config.limits_mode.is_enforced() {
+            tracing::warn!(
+                session = %self.config.session_dir.path().display(),
+                "--unsafe-no-limits: the session runs without limits"
+            );
+            return Ok(());
         }
-        Ok(())
+        match SessionCgroup::create(
+            &self.config.session_dir,
+            self.config.limits,
+            &self.config.cgroup_root,
+        ) {
+            Ok(_) => Ok(()),
+            Err(error @ BackendError::LimitsUnavailable(_))
+                if !matches!(self.config.sandbox, SandboxPolicy::On { .. }) =>
+            {
+                tracing::warn!(%error, "no sandbox, and no limits");
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Whether the session's limits are applied: its groups are recorded.
+    fn limits_mode(&self) -> LimitsMode {
+        match SessionCgroup::load(&self.config.session_dir) {
+            Some(_) => LimitsMode::Enforced,
+            None => LimitsMode::Off,
+        }
     }
 
     /// Fails with [`BackendError::ResourceLimit`] once the kernel enforced one of the
@@ -208,7 +236,7 @@ impl DesktopBackend for LocalDesktop {
             .as_ref()
             .map(|sandbox| sandbox.writable.clone())
             .unwrap_or_default();
-        let facts = crate::sandbox::facts::measure(
+        let mut facts = crate::sandbox::facts::measure(
             host_pid,
             mode,
             &self.forbidden_paths(),
@@ -219,6 +247,7 @@ impl DesktopBackend for LocalDesktop {
                 .filter(|sandbox| sandbox.app.is_some())
                 .map(|sandbox| sandbox.uid),
         );
+        facts.limits = self.limits_mode();
         if !facts.failures.is_empty() {
             tracing::error!(failures = ?facts.failures, "workspace unverified at handoff");
             let failures = facts.failures.clone();

@@ -15,9 +15,12 @@
 //! launcher fails the next operation with [`BackendError::ResourceLimit`].
 //!
 //! Only cgroup v1 is driven here (the hosts this runs on have v1 `memory`, `pids` and `cpu`
-//! and a v2 hierarchy without those controllers); where the hierarchies are missing or not
-//! writable (a broker that is not root) [`SessionCgroup::create`] answers `None` and the
-//! session runs without limits, logged (`limits off`).
+//! and a v2 hierarchy without those controllers). Limits are never silently off: where the
+//! `memory` or `pids` hierarchy is missing or a group cannot be made in it (a broker that is
+//! not root, a cgroup v2-only host), [`SessionCgroup::create`] and [`check_available`] fail
+//! with [`BackendError::LimitsUnavailable`] naming the controller, and a sandboxed desktop is
+//! refused; only the operator's `--unsafe-no-limits` runs sessions without them, stamped
+//! `"limits": "off"` (`desk_contract::desktop::LimitsMode`). The `cpu` quota is best effort.
 
 use std::path::{Path, PathBuf};
 
@@ -26,8 +29,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::BackendError;
 use crate::layout::SessionDir;
 
-/// Where the v1 hierarchies are mounted.
-const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// Where the v1 hierarchies are mounted (a launcher's `cgroup_root` may name another place:
+/// a test points it where no group can be made).
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+fn default_root() -> PathBuf {
+    PathBuf::from(CGROUP_ROOT)
+}
 
 /// The parent of every session's group, below the broker's own group.
 const PARENT: &str = "deskbroker";
@@ -74,22 +82,25 @@ pub struct SessionCgroup {
     pub groups: Vec<(String, PathBuf)>,
     /// The limits written.
     pub limits: Limits,
+    /// Where the hierarchies are mounted ([`CGROUP_ROOT`] in a record from before it was kept).
+    #[serde(default = "default_root")]
+    pub root: PathBuf,
 }
 
 /// The controllers used, each with its hierarchy's directory name.
 const CONTROLLERS: [&str; 3] = ["memory", "pids", "cpu"];
 
-/// This thread's group in the v1 hierarchy of `controller`, from `/proc/thread-self/cgroup`.
-fn own_group(controller: &str) -> Option<PathBuf> {
+/// This thread's group in the v1 hierarchy of `controller` mounted below `root`, from
+/// `/proc/thread-self/cgroup`.
+fn own_group(root: &Path, controller: &str) -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/thread-self/cgroup").ok()?;
     text.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
-        names.split(',').any(|name| name == controller).then(|| {
-            Path::new(CGROUP_ROOT)
-                .join(controller)
-                .join(path.trim_start_matches('/'))
-        })
+        names
+            .split(',')
+            .any(|name| name == controller)
+            .then(|| root.join(controller).join(path.trim_start_matches('/')))
     })
 }
 
@@ -117,32 +128,73 @@ fn group_name(session_dir: &Path) -> String {
     format!("{id}-{:08x}", hasher.finish() & 0xffff_ffff)
 }
 
+/// The group of `controller` named `name` below this thread's own group (under `root`), made
+/// if missing; [`BackendError::LimitsUnavailable`] when the hierarchy is missing or the group
+/// cannot be made.
+fn make_group(root: &Path, controller: &str, name: &str) -> Result<PathBuf, BackendError> {
+    let own = own_group(root, controller)
+        .filter(|own| own.join("tasks").exists())
+        .ok_or_else(|| {
+            BackendError::LimitsUnavailable(format!(
+                "no cgroup v1 {controller} hierarchy (cgroup v2 is not driven)"
+            ))
+        })?;
+    let group = own.join(PARENT).join(name);
+    std::fs::create_dir_all(&group).map_err(|error| {
+        BackendError::LimitsUnavailable(format!(
+            "cannot create a cgroup v1 {controller} group: {error}"
+        ))
+    })?;
+    Ok(group)
+}
+
+/// Whether this host can give a session its limits: a group can be made (and removed) in the
+/// v1 `memory` and `pids` hierarchies below `root`. Asked before each new lease by a factory
+/// that requires limits; [`BackendError::LimitsUnavailable`] names the controller and why.
+pub fn check_available(root: &Path) -> Result<(), BackendError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "probe-{}-{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    );
+    for controller in ["memory", "pids"] {
+        let group = make_group(root, controller, &name)?;
+        if let Err(error) = std::fs::remove_dir(&group) {
+            tracing::warn!(%error, group = %group.display(), "failed to remove a probe cgroup");
+        }
+    }
+    Ok(())
+}
+
 impl SessionCgroup {
-    /// Creates the session's groups (named by [`group_name`]) with `limits`, records
-    /// them in the session directory and returns them; `None` (logged) when this host offers
-    /// no writable v1 `memory` and `pids` hierarchies.
+    /// Creates the session's groups (named by [`group_name`]) below the hierarchies mounted at
+    /// `root` with `limits`, records them in the session directory and returns them;
+    /// [`BackendError::LimitsUnavailable`] when this host offers no writable v1 `memory` and
+    /// `pids` hierarchies (the `cpu` quota is left out where it cannot be set).
     pub fn create(
         session_dir: &SessionDir,
         limits: Limits,
-    ) -> Result<Option<SessionCgroup>, BackendError> {
+        root: &Path,
+    ) -> Result<SessionCgroup, BackendError> {
         let name = group_name(session_dir.path());
         let mut groups = Vec::new();
         for controller in CONTROLLERS {
-            let Some(own) = own_group(controller).filter(|own| own.join("tasks").exists()) else {
-                if controller == "cpu" {
+            let group = match make_group(root, controller, &name) {
+                Ok(group) => group,
+                Err(error) if controller == "cpu" => {
+                    tracing::warn!(%error, "no CPU quota for the session");
                     continue;
                 }
-                tracing::warn!(controller, "no cgroup v1 hierarchy: limits off");
-                return Ok(None);
+                Err(error) => {
+                    // Nothing half made is left behind.
+                    for (_, made) in &groups {
+                        let _ = std::fs::remove_dir(made);
+                    }
+                    return Err(error);
+                }
             };
-            let group = own.join(PARENT).join(&name);
-            if let Err(error) = std::fs::create_dir_all(&group) {
-                if controller == "cpu" {
-                    continue;
-                }
-                tracing::warn!(%error, group = %group.display(), "cannot create a cgroup: limits off");
-                return Ok(None);
-            }
             // A group left by an earlier desktop of this session is reused only when empty:
             // never share limits (or a removal) with processes that still run in it.
             let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
@@ -154,7 +206,11 @@ impl SessionCgroup {
             }
             groups.push((controller.to_string(), group));
         }
-        let cgroup = SessionCgroup { groups, limits };
+        let cgroup = SessionCgroup {
+            groups,
+            limits,
+            root: root.to_path_buf(),
+        };
         for (controller, group) in &cgroup.groups {
             let (file, value) = match controller.as_str() {
                 "memory" => ("memory.limit_in_bytes", limits.memory_bytes.to_string()),
@@ -175,7 +231,7 @@ impl SessionCgroup {
             BackendError::DesktopFailed(format!("failed to encode {}: {error}", path.display()))
         })?;
         std::fs::write(&path, text).map_err(io_error("the cgroup record", &path))?;
-        Ok(Some(cgroup))
+        Ok(cgroup)
     }
 
     /// The groups recorded for the session in `session_dir`, if any.
@@ -192,7 +248,7 @@ impl SessionCgroup {
         let mut moved = Vec::new();
         let mut failure = None;
         for (controller, group) in &self.groups {
-            let Some(own) = own_group(controller) else {
+            let Some(own) = own_group(&self.root, controller) else {
                 continue;
             };
             let tasks = group.join("tasks");

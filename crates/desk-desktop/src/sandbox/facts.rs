@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use desk_contract::desktop::{SandboxMode, WorkspaceFacts};
+use desk_contract::desktop::{LimitsMode, SandboxMode, WorkspaceFacts};
 
 /// The namespaces a sandboxed app must not share with the broker.
 const NAMESPACES: [&str; 7] = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
@@ -80,6 +80,8 @@ pub fn measure(
     let visible_executables = super::inside::count_executables(&root, &super::inside::BIN_DIRS);
     let mut facts = WorkspaceFacts {
         sandbox: mode,
+        // The launcher sets what it applied.
+        limits: LimitsMode::Enforced,
         app_uid,
         broker_uid,
         no_new_privs,
@@ -306,6 +308,7 @@ mod tests {
     fn a_contained_workspace_passes() {
         let facts = WorkspaceFacts {
             sandbox: SandboxMode::On,
+            limits: LimitsMode::Enforced,
             app_uid: 61234,
             broker_uid: 0,
             no_new_privs: true,

@@ -232,6 +232,8 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
         .args(serve.get_args())
         // This test process (root) is the client.
         .args(["--allow-uid", "0"])
+        // Without root no cgroup can be made: the operator must say limits are off.
+        .arg(crate::support::UNSAFE_NO_LIMITS)
         .env("HOME", &home)
         .env("DESKBROKER_LOG", "warn")
         .stdin(std::process::Stdio::null())
@@ -269,6 +271,7 @@ async fn a_broker_run_as_an_unprivileged_user_contains_its_desktops() {
         serde_json::from_value(reset["workspace"].clone())
             .unwrap_or_else(|error| panic!("no workspace facts ({error}): {reset}"));
     assert_eq!(facts.sandbox, desk_contract::desktop::SandboxMode::On);
+    assert_eq!(facts.limits, desk_contract::desktop::LimitsMode::Off);
     assert!(facts.failures.is_empty(), "{facts:?}");
     assert_eq!(facts.broker_uid, NOBODY, "{facts:?}");
     assert_eq!(facts.app_uid, NOBODY, "{facts:?}");

@@ -45,10 +45,8 @@ fn a_forking_allocating_app_is_stopped_and_named_a_resource_limit() {
     };
     std::fs::create_dir_all(session_dir.path()).unwrap();
     let mut desktop = LocalDesktop::start(config.clone()).unwrap();
-    let Some(cgroup) = SessionCgroup::load(&session_dir) else {
-        println!("skipped: no cgroup v1 hierarchy (limits off)");
-        return;
-    };
+    // A sandboxed desktop without its groups is refused at start: they are recorded.
+    let cgroup = SessionCgroup::load(&session_dir).expect("the session's cgroups");
     let groups: Vec<PathBuf> = cgroup
         .groups
         .iter()
@@ -113,4 +111,157 @@ fn a_forking_allocating_app_is_stopped_and_named_a_resource_limit() {
     for group in &groups {
         assert!(!group.exists(), "{} left", group.display());
     }
+}
+
+/// A cgroup root where this process's v1 `memory` group exists but no group can be made in
+/// it (`deskbroker` is a plain file there, so `mkdir` fails with `ENOTDIR`).
+fn unusable_cgroup_root(root: &std::path::Path) -> PathBuf {
+    let cgroups = root.join("cgroups");
+    let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = text
+        .lines()
+        .find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
+            names
+                .split(',')
+                .any(|name| name == "memory")
+                .then(|| path.trim_start_matches('/').to_string())
+        })
+        .unwrap_or_default();
+    let group = cgroups.join("memory").join(own);
+    std::fs::create_dir_all(&group).unwrap();
+    std::fs::write(group.join("tasks"), "").unwrap();
+    std::fs::write(group.join("deskbroker"), "not a directory").unwrap();
+    cgroups
+}
+
+/// Limits are never silently off. A sandboxed broker whose cgroups cannot be made refuses the
+/// lease with `sandbox_unavailable` naming the controller and teaching `--unsafe-no-limits`,
+/// and creates no session. With the flag the same broker leases and resets, makes no cgroup,
+/// and the workspace facts, the action receipt and every signed evidence record say
+/// `"limits": "off"`; a broker with usable cgroups says nothing of limits (enforced).
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_that_cannot_be_applied_refuse_the_lease_unless_turned_off() {
+    use crate::probe::{act, leased_probe};
+    use crate::support::Broker;
+    use desk_contract::desktop::LimitsMode;
+
+    if !xvfb_available() || !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cgroup_root = unusable_cgroup_root(tmp.path());
+    let root_arg = cgroup_root.display().to_string();
+
+    let refusing_dir = tmp.path().join("refusing");
+    std::fs::create_dir_all(&refusing_dir).unwrap();
+    let log = refusing_dir.join("probe.ndjson");
+    let broker = Broker::start_with(&refusing_dir, None, &log, &["--cgroup-root", &root_arg]);
+    let error = broker
+        .client()
+        .lease(&desk_contract::api::LeaseRequest {
+            task_id: "t".into(),
+            attempt_id: "a1".into(),
+            profile: Some("probe".into()),
+        })
+        .await
+        .expect_err("no limits, no lease");
+    match &error {
+        desk_client::ClientError::Api(body) => {
+            assert_eq!(
+                body.code,
+                desk_contract::ErrorCode::SandboxUnavailable,
+                "{body:?}"
+            );
+            assert!(body.message.contains("memory"), "{body:?}");
+            assert!(body.message.contains("--unsafe-no-limits"), "{body:?}");
+            println!("refused: {}", body.message);
+        }
+        other => panic!("expected sandbox_unavailable, got {other}"),
+    }
+    let sessions = std::fs::read_dir(broker.state_dir.join("sessions"))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    assert_eq!(sessions, 0, "a refused lease creates no session");
+    drop(broker);
+
+    let unlimited_dir = tmp.path().join("unlimited");
+    std::fs::create_dir_all(&unlimited_dir).unwrap();
+    let log = unlimited_dir.join("probe.ndjson");
+    let broker = Broker::start_with(
+        &unlimited_dir,
+        None,
+        &log,
+        &["--cgroup-root", &root_arg, "--unsafe-no-limits"],
+    );
+    let session = leased_probe(&broker, "unlimited").await;
+    let client = broker.client();
+    let facts = client.status(&session).await.unwrap().workspace.unwrap();
+    assert_eq!(facts.limits, LimitsMode::Off, "{facts:?}");
+    assert!(facts.failures.is_empty(), "{facts:?}");
+    let session_dir = broker.session_dir(&session);
+    assert!(
+        !session_dir.join("cgroup.json").exists(),
+        "no cgroup is made with --unsafe-no-limits"
+    );
+    let moved = act(
+        &client,
+        &session,
+        "m1",
+        0,
+        serde_json::json!({"type": "move", "x": 5, "y": 5, "intent": "a move"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(moved.receipt.limits, LimitsMode::Off);
+    client.release(&session).await.unwrap();
+    let journal = broker
+        .state_dir
+        .join("evidence")
+        .join(&session)
+        .join("evidence.ndjson");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.lines().count() >= 4, "{text}");
+    for line in text.lines() {
+        assert!(line.contains(r#""limits":"off""#), "{line}");
+    }
+    drop(broker);
+
+    // Usable cgroups, no flag: the limits are applied and nothing says otherwise.
+    let enforced_dir = tmp.path().join("enforced");
+    std::fs::create_dir_all(&enforced_dir).unwrap();
+    let log = enforced_dir.join("probe.ndjson");
+    let broker = Broker::start(&enforced_dir, None, &log);
+    let session = leased_probe(&broker, "enforced").await;
+    let client = broker.client();
+    let facts = client.status(&session).await.unwrap().workspace.unwrap();
+    if SessionCgroup::load(&desk_desktop::SessionDir::from(
+        broker.session_dir(&session),
+    ))
+    .is_none()
+    {
+        panic!("a sandboxed session without --unsafe-no-limits has its cgroups");
+    }
+    assert_eq!(facts.limits, LimitsMode::Enforced, "{facts:?}");
+    let moved = act(
+        &client,
+        &session,
+        "m1",
+        0,
+        serde_json::json!({"type": "move", "x": 5, "y": 5, "intent": "a move"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(moved.receipt.limits, LimitsMode::Enforced);
+    let text = std::fs::read_to_string(
+        broker
+            .state_dir
+            .join("evidence")
+            .join(&session)
+            .join("evidence.ndjson"),
+    )
+    .unwrap();
+    assert!(!text.contains(r#""limits""#), "{text}");
+    client.release(&session).await.unwrap();
 }

@@ -36,8 +36,15 @@ pub(crate) fn bare_desktop_config(
         session_dir.clone(),
     );
     config.window_manager = None;
+    // Without root no cgroup can be made: limits off, as `--unsafe-no-limits` asks.
+    if !nix::unistd::geteuid().is_root() {
+        config.limits_mode = desk_contract::desktop::LimitsMode::Off;
+    }
     config
 }
+
+/// The flag a broker not run as root must be started with (`docs/security.md`).
+pub(crate) const UNSAFE_NO_LIMITS: &str = "--unsafe-no-limits";
 
 /// The probe window binary, built by desk-test-support in the same target directory.
 pub(crate) fn probe_binary() -> PathBuf {
@@ -133,8 +140,12 @@ impl Broker {
         let _ = std::fs::remove_file(&self.socket);
         let mut command =
             serve_command(&deskbroker(), &self.socket, &self.state_dir, &self.profiles);
+        command.args(&self.extra);
+        // A broker not run as root cannot make the sessions' cgroups: it must say so.
+        if !nix::unistd::geteuid().is_root() && !self.extra.iter().any(|a| a == UNSAFE_NO_LIMITS) {
+            command.arg(UNSAFE_NO_LIMITS);
+        }
         command
-            .args(&self.extra)
             .env_remove("DESKBROKER_FAULT")
             .env(desk_desktop::sandbox::EXTRA_WRITABLE_ENV, &self.probe_log)
             .envs(self.env.iter().map(|(key, value)| (key, value)))
