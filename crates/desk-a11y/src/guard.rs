@@ -1,20 +1,28 @@
 //! The accessible leg of the worker's destination check (`desk-x11`'s `destination.rs`): a
 //! panel docked inside the app's main window (FreeCAD's "Python console") has no X window of its
 //! own, so the profile names it by what AT-SPI says of it (`ProhibitedDestination`'s
-//! `accessible_role`/`accessible_name`). Before seat input the worker asks whether a showing
-//! accessible matching a rule lies under a pointer action's point (its extents, read from the
-//! provider) or holds the keyboard focus (it or a descendant has the `focused` state).
+//! `accessible_role`/`accessible_name`).
+//!
+//! One scan ([`Accessibility::guard_view`]) reads every showing accessible matching a rule, its
+//! extents and whether it or a descendant holds the `focused` state: a [`GuardView`], from which
+//! the verdict for a pointer point or for keys ([`GuardView::verdict`]) is pure. The worker takes
+//! one after each action's settle, while the app is idle and answers fast, and uses it at the
+//! next input when nothing changed since; otherwise it scans live.
 //!
 //! The scan reads the app's top-level windows and the objects docked directly in them
 //! (`SCAN_DEPTH`): a Qt dock widget is a child of its main window. Only showing objects count
-//! and only showing objects are descended into. The whole check runs within a bound given by
+//! and only showing objects are descended into. The whole scan runs within a bound given by
 //! the caller; a provider that does not answer in time is `A11yError::ProviderBusy`, which the
 //! worker turns into a refusal (never input sent blind).
+//!
+//! Semantic steps (`ax_press`, `ax_set_text`) are checked by their target's ancestry instead
+//! ([`Accessibility::prohibited_ancestor`]): an object inside a matching one (the console's
+//! text field) is refused, showing or not.
 
 use std::time::Duration;
 
 use atspi::{CoordType, ObjectRefOwned, State};
-use desk_contract::desktop::ProhibitedDestination;
+use desk_contract::desktop::{ProhibitedDestination, WindowRect};
 use futures_util::future::join_all;
 use zbus::Connection;
 
@@ -32,6 +40,8 @@ const FIND_BOUND: Duration = Duration::from_secs(1);
 /// Depth and size of the search for the focused object below a matching one.
 const FOCUS_DEPTH: u32 = 8;
 const FOCUS_NODES: usize = 512;
+/// How many ancestors of a semantic step's target are read at most.
+const ANCESTRY_DEPTH: u32 = 64;
 
 /// Where seat input would go, as the accessible leg sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,22 +133,59 @@ async fn holds_focus(connection: &Connection, object: &Seen) -> bool {
     false
 }
 
-async fn contains_point(connection: &Connection, object: &ObjectRefOwned, x: i32, y: i32) -> bool {
+/// A showing accessible matching a rule, as the scan saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Region {
+    hit: ProhibitedHit,
+    /// Its extents on the screen; none when unreadable or empty (no point lies on it).
+    extents: Option<WindowRect>,
+    /// Whether it or a showing descendant (bounded) held the keyboard focus.
+    focused: bool,
+}
+
+/// What one scan saw of the app's prohibited accessibles: the verdict for any input target
+/// follows from it without asking the app again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardView {
+    app_pid: u32,
+    regions: Vec<Region>,
+}
+
+impl GuardView {
+    /// The app the scan read.
+    pub fn app_pid(&self) -> u32 {
+        self.app_pid
+    }
+
+    /// How many showing prohibited accessibles the scan saw.
+    pub fn showing(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// The prohibited accessible seat input to `target` would reach, if any: a point inside
+    /// one's extents, or keys while one holds the focus.
+    pub fn verdict(&self, target: InputTarget) -> Option<ProhibitedHit> {
+        self.regions
+            .iter()
+            .find(|region| match target {
+                InputTarget::Point { x, y } => region.extents.is_some_and(|r| {
+                    x >= r.x
+                        && y >= r.y
+                        && i64::from(x) < i64::from(r.x) + i64::from(r.width)
+                        && i64::from(y) < i64::from(r.y) + i64::from(r.height)
+                }),
+                InputTarget::Focus => region.focused,
+            })
+            .map(|region| region.hit.clone())
+    }
+}
+
+async fn extents(connection: &Connection, object: &ObjectRefOwned) -> Option<WindowRect> {
     let (Some(bus), path) = (object.name_as_str(), object.path_as_str()) else {
-        return false;
+        return None;
     };
-    let Ok(proxy) = component(connection, bus, path).await else {
-        return false;
-    };
-    let Ok(extents) = proxy.get_extents(CoordType::Screen).await else {
-        return false;
-    };
-    rect(extents).is_some_and(|r| {
-        x >= r.x
-            && y >= r.y
-            && i64::from(x) < i64::from(r.x) + i64::from(r.width)
-            && i64::from(y) < i64::from(r.y) + i64::from(r.height)
-    })
+    let proxy = component(connection, bus, path).await.ok()?;
+    rect(proxy.get_extents(CoordType::Screen).await.ok()?)
 }
 
 /// The scan; an application object that cannot be read (its provider went away) is an error,
@@ -146,12 +193,12 @@ async fn contains_point(connection: &Connection, object: &ObjectRefOwned, x: i32
 async fn scan(
     connection: &Connection,
     app: ObjectRefOwned,
-    target: InputTarget,
     rules: &[ProhibitedDestination],
-) -> Result<Option<ProhibitedHit>, A11yError> {
+) -> Result<Vec<Region>, A11yError> {
     let root = look(connection, app).await.map_err(A11yError::bus)?;
     let mut level = root.children;
     let mut read = 0;
+    let mut regions = Vec::new();
     for _ in 1..=SCAN_DEPTH {
         if level.is_empty() || read >= SCAN_NODES {
             break;
@@ -169,19 +216,19 @@ async fn scan(
             else {
                 continue;
             };
-            let reached = match target {
-                InputTarget::Point { x, y } => {
-                    contains_point(connection, &object.object, x, y).await
-                }
-                InputTarget::Focus => holds_focus(connection, object).await,
-            };
-            if reached {
-                return Ok(Some(ProhibitedHit {
+            let (extents, focused) = tokio::join!(
+                extents(connection, &object.object),
+                holds_focus(connection, object)
+            );
+            regions.push(Region {
+                hit: ProhibitedHit {
                     rule,
                     role: object.role.clone(),
                     name: object.name.clone(),
-                }));
-            }
+                },
+                extents,
+                focused,
+            });
         }
         level = seen
             .into_iter()
@@ -189,23 +236,60 @@ async fn scan(
             .flat_map(|seen| seen.children)
             .collect();
     }
-    Ok(None)
+    Ok(regions)
+}
+
+/// The first of `rules` that `object` or one of its ancestors (up to the application, at most
+/// `ANCESTRY_DEPTH` levels) matches. An object on the way that cannot be read is an error.
+async fn ancestry(
+    connection: &Connection,
+    bus: String,
+    path: String,
+    rules: &[ProhibitedDestination],
+) -> Result<Option<ProhibitedHit>, A11yError> {
+    let (mut bus, mut path) = (bus, path);
+    for _ in 0..ANCESTRY_DEPTH {
+        let proxy = accessible(connection, &bus, &path)
+            .await
+            .map_err(A11yError::bus)?;
+        let (role, name, parent) = tokio::try_join!(proxy.get_role(), proxy.name(), proxy.parent())
+            .map_err(A11yError::bus)?;
+        let role = role.name().to_string();
+        if let Some(rule) = rules
+            .iter()
+            .position(|rule| rule.matches_accessible(&role, &name))
+        {
+            return Ok(Some(ProhibitedHit { rule, role, name }));
+        }
+        if role == "application" || parent.is_null() {
+            return Ok(None);
+        }
+        let Some(parent_bus) = parent.name_as_str() else {
+            return Ok(None);
+        };
+        (bus, path) = (parent_bus.to_string(), parent.path_as_str().to_string());
+    }
+    Err(A11yError::Bus(format!(
+        "the object's ancestry is deeper than {ANCESTRY_DEPTH} levels"
+    )))
 }
 
 impl Accessibility {
-    /// The prohibited accessible (by `rules`' accessible parts) that seat input to `target`
-    /// would reach in the app of `app_pid`, if any; `ProviderBusy` when the bus or the app did
-    /// not answer within `bound` (the caller refuses then: nothing was sent), `Unavailable` or
-    /// `AppNotRegistered` when the app is not on the bus at all.
-    pub fn prohibited_target(
+    /// One scan of the prohibited accessibles (by `rules`' accessible parts) of the app of
+    /// `app_pid`: `ProviderBusy` when the bus or the app did not answer within `bound` (the
+    /// caller refuses then: nothing was sent), `Unavailable` or `AppNotRegistered` when the app
+    /// is not on the bus at all.
+    pub fn guard_view(
         &mut self,
         app_pid: u32,
-        target: InputTarget,
         rules: &[ProhibitedDestination],
         bound: Duration,
-    ) -> Result<Option<ProhibitedHit>, A11yError> {
+    ) -> Result<GuardView, A11yError> {
         if !rules.iter().any(ProhibitedDestination::names_accessibles) {
-            return Ok(None);
+            return Ok(GuardView {
+                app_pid,
+                regions: Vec::new(),
+            });
         }
         let connection = self.connect()?;
         let bus = connection.connection();
@@ -213,8 +297,8 @@ impl Accessibility {
         let result = self.runtime.block_on(async {
             if let Some((_, app)) = cached {
                 // A cached object of an app that restarted fails to read: found again.
-                match tokio::time::timeout(bound, scan(bus, app.clone(), target, rules)).await {
-                    Ok(Ok(hit)) => return Ok(Ok((app, hit))),
+                match tokio::time::timeout(bound, scan(bus, app.clone(), rules)).await {
+                    Ok(Ok(regions)) => return Ok(Ok((app, regions))),
                     Ok(Err(_)) => {}
                     Err(elapsed) => return Err(elapsed),
                 }
@@ -225,14 +309,14 @@ impl Accessibility {
                 Ok(Err(error)) => return Ok(Err(error)),
                 Err(elapsed) => return Err(elapsed),
             };
-            tokio::time::timeout(bound, scan(bus, app.clone(), target, rules))
+            tokio::time::timeout(bound, scan(bus, app.clone(), rules))
                 .await
-                .map(|hit| hit.map(|hit| (app, hit)))
+                .map(|regions| regions.map(|regions| (app, regions)))
         });
         match result {
-            Ok(Ok((app, hit))) => {
+            Ok(Ok((app, regions))) => {
                 self.app = Some((app_pid, app));
-                Ok(hit)
+                Ok(GuardView { app_pid, regions })
             }
             Ok(Err(error)) => {
                 self.app = None;
@@ -251,5 +335,92 @@ impl Accessibility {
                 )))
             }
         }
+    }
+
+    /// The prohibited accessible (by `rules`' accessible parts) that `node` of the current
+    /// observation is, or lies inside, read live within `bound`; errors as the semantic
+    /// steps' checks (`StaleObservation`, `NoSuchNode`, `ProviderBusy`, `Bus`).
+    pub fn prohibited_ancestor(
+        &mut self,
+        observation_id: &str,
+        node: u32,
+        rules: &[ProhibitedDestination],
+        bound: Duration,
+    ) -> Result<Option<ProhibitedHit>, A11yError> {
+        if !rules.iter().any(ProhibitedDestination::names_accessibles) {
+            return Ok(None);
+        }
+        let (retained, _) = self.retained(observation_id, node)?;
+        let connection = self.connect()?;
+        let bus = connection.connection();
+        let result = self.runtime.block_on(async {
+            tokio::time::timeout(
+                bound,
+                ancestry(bus, retained.bus_name, retained.path, rules),
+            )
+            .await
+        });
+        match result {
+            Ok(answer) => {
+                if let Err(error) = &answer
+                    && error.drops_connection()
+                {
+                    self.connection = None;
+                }
+                answer
+            }
+            Err(_) => Err(A11yError::ProviderBusy(format!(
+                "the app's accessibility did not say within {} ms whether the node lies in a \
+                 prohibited panel; nothing was sent",
+                bound.as_millis()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(extents: Option<WindowRect>, focused: bool) -> Region {
+        Region {
+            hit: ProhibitedHit {
+                rule: 0,
+                role: "frame".to_string(),
+                name: "Python console".to_string(),
+            },
+            extents,
+            focused,
+        }
+    }
+
+    #[test]
+    fn the_verdict_follows_the_extents_and_the_focus_of_the_view() {
+        let rect = WindowRect {
+            x: 0,
+            y: 700,
+            width: 1920,
+            height: 300,
+        };
+        let view = GuardView {
+            app_pid: 7,
+            regions: vec![region(Some(rect), false)],
+        };
+        assert!(view.verdict(InputTarget::Point { x: 0, y: 700 }).is_some());
+        assert!(view.verdict(InputTarget::Point { x: 1919, y: 999 }).is_some());
+        assert!(view.verdict(InputTarget::Point { x: 1920, y: 999 }).is_none());
+        assert!(view.verdict(InputTarget::Point { x: 10, y: 699 }).is_none());
+        assert!(view.verdict(InputTarget::Focus).is_none());
+        let focused = GuardView {
+            app_pid: 7,
+            regions: vec![region(None, true)],
+        };
+        assert!(focused.verdict(InputTarget::Focus).is_some());
+        assert!(focused.verdict(InputTarget::Point { x: 5, y: 5 }).is_none());
+        let empty = GuardView {
+            app_pid: 7,
+            regions: Vec::new(),
+        };
+        assert!(empty.verdict(InputTarget::Focus).is_none());
     }
 }

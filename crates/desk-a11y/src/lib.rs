@@ -23,7 +23,7 @@ use desk_contract::desktop::WindowRect;
 
 pub use desk_contract::a11y::TextMode;
 pub use error::A11yError;
-pub use guard::{InputTarget, ProhibitedHit};
+pub use guard::{GuardView, InputTarget, ProhibitedHit};
 
 /// How long connecting to the accessibility bus may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

@@ -29,7 +29,11 @@ struct Target {
 
 impl Accessibility {
     /// The retained node after the checks that need no bus.
-    fn retained(&self, observation_id: &str, node: u32) -> Result<(Retained, u32), A11yError> {
+    pub(crate) fn retained(
+        &self,
+        observation_id: &str,
+        node: u32,
+    ) -> Result<(Retained, u32), A11yError> {
         let current = self
             .current
             .as_ref()

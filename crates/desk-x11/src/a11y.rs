@@ -17,6 +17,10 @@ use crate::capture::epoch_ms;
 use crate::error::X11Error;
 use crate::session::X11Session;
 
+/// How long the check of a semantic step's target against the profile's prohibited
+/// accessibles may take (the semantic steps' own checks allow 2 s).
+const SEMANTIC_GUARD_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The worker failure for an accessibility error: whether anything was sent decides the kind.
 pub(crate) fn failure(error: &A11yError) -> WorkerFailure {
     let kind = match error {
@@ -38,6 +42,7 @@ pub(crate) fn failure(error: &A11yError) -> WorkerFailure {
 impl X11Session {
     /// Drops the current accessibility observation (a new app is about to start).
     pub fn invalidate_accessibility(&mut self) -> &mut X11Session {
+        self.guard = None;
         if let Some(a11y) = &mut self.a11y {
             a11y.invalidate();
         }
@@ -86,6 +91,64 @@ impl X11Session {
         Ok(tree)
     }
 
+    /// Refuses a semantic step whose target is, or lies inside, an accessible the profile
+    /// prohibits (the Python console's text inside its `frame`), read live from the target up;
+    /// when that cannot be read the step is refused unverified. Both are
+    /// `destination_prohibited`, nothing sent.
+    fn check_semantic_target(&mut self, action: &InputAction) -> Result<(), WorkerFailure> {
+        let (InputAction::AxPress {
+            observation_id,
+            node,
+        }
+        | InputAction::AxSetText {
+            observation_id,
+            node,
+            ..
+        }) = action
+        else {
+            return Ok(());
+        };
+        if !self.prohibited.iter().any(|rule| rule.names_accessibles()) {
+            return Ok(());
+        }
+        let rules = self.prohibited.clone();
+        let refused = |message: String| WorkerFailure {
+            kind: WorkerFailureKind::DestinationProhibited,
+            message,
+        };
+        let answer = match self.accessibility_handle() {
+            Ok(a11y) => {
+                match a11y.prohibited_ancestor(observation_id, *node, &rules, SEMANTIC_GUARD_BOUND)
+                {
+                    // Not a node of the current observation: the step's own refusal.
+                    Err(
+                        error @ (A11yError::StaleObservation(_) | A11yError::NoSuchNode { .. }),
+                    ) => return Err(failure(&error)),
+                    answer => answer.map_err(|error| error.to_string()),
+                }
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        match answer {
+            Ok(None) => Ok(()),
+            Ok(Some(hit)) => {
+                let label = self
+                    .prohibited
+                    .get(hit.rule)
+                    .map_or("prohibited panel", |rule| rule.label.as_str());
+                Err(refused(format!(
+                    "node {node} of {observation_id} lies in the app's {label} (accessible {:?}, \
+                     role {:?}), which this profile prohibits; nothing was sent",
+                    hit.name, hit.role
+                )))
+            }
+            Err(error) => Err(refused(format!(
+                "whether node {node} of {observation_id} lies in a panel this profile prohibits \
+                 could not be checked ({error}); refused unverified, nothing was sent"
+            ))),
+        }
+    }
+
     /// Sends a semantic step to the app's accessibility provider, once; the event it records.
     /// Any other action is refused (`invalid_request`, nothing sent).
     pub(crate) fn semantic_input(
@@ -103,6 +166,7 @@ impl X11Session {
                 kind: WorkerFailureKind::AxStale,
                 message: "no app window is bound on this desktop".to_string(),
             })?;
+        self.check_semantic_target(action)?;
         let a11y = self.accessibility_handle().map_err(nothing_sent)?;
         let started_ms = epoch_ms();
         let (name, observation_id, node, text_chars) = match action {

@@ -28,6 +28,8 @@
 
 mod accessible;
 
+pub(crate) use accessible::GuardSnapshot;
+
 use desk_a11y::InputTarget;
 use desk_contract::desktop::{FocusFacts, ProhibitedDestination};
 use desk_contract::geometry::ScreenPoint;
@@ -81,16 +83,16 @@ impl X11Session {
             | InputAction::AxSetText { .. } => return Ok(()),
         };
         let main = self.app.map(|app| app.window);
+        let mut inside_main = Vec::new();
         for point in points {
             match self.destination_at(point, pid).map_err(unverified)? {
                 Destination::App(client) => {
                     self.check_prohibited(client)?;
                     if Some(client) == main && self.has_accessible_rules() {
-                        let target = InputTarget::Point {
+                        inside_main.push(InputTarget::Point {
                             x: i32::try_from(point.x).unwrap_or(i32::MAX),
                             y: i32::try_from(point.y).unwrap_or(i32::MAX),
-                        };
-                        self.check_accessible(pid, target)?;
+                        });
                     }
                 }
                 Destination::Desktop => {
@@ -109,6 +111,9 @@ impl X11Session {
                 }
             }
         }
+        if !inside_main.is_empty() {
+            self.check_accessible(pid, &inside_main, focus.focused)?;
+        }
         Ok(())
     }
 
@@ -123,7 +128,7 @@ impl X11Session {
         if let Some(client) = self.inside_app(focused, pid).map_err(unverified)? {
             self.check_prohibited(client)?;
             if Some(client) == self.app.map(|app| app.window) && self.has_accessible_rules() {
-                self.check_accessible(pid, InputTarget::Focus)?;
+                self.check_accessible(pid, &[InputTarget::Focus], Some(focused))?;
             }
             return Ok(());
         }

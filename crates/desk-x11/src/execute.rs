@@ -195,6 +195,11 @@ impl X11Session {
             .map_err(|error| failed(observation::WINDOWS, &error))
             .unwrap_or_default();
         let refocused = Instant::now();
+        // For the next input's destination check, while the app is settled.
+        let stable = settled
+            .as_ref()
+            .is_some_and(|settled| settled.outcome == SettleOutcome::Stable);
+        self.refresh_guard_snapshot(action, stable);
         let (settle, frame) = match settled {
             Some(settled) => {
                 let changed_pixels = settled.frame.changed_pixels(&before);

@@ -50,6 +50,8 @@ pub struct X11Session {
     pub(crate) fault: WorkerFault,
     /// The app's accessibility (AT-SPI), opened on first use (`a11y.rs`).
     pub(crate) a11y: Option<desk_a11y::Accessibility>,
+    /// The prohibited accessibles as scanned after the last settle (`destination/accessible.rs`).
+    pub(crate) guard: Option<crate::destination::GuardSnapshot>,
     /// Where the broker signals a Stop (`STOP_GENERATION_FILE` beside the socket).
     pub(crate) stop_file: Option<std::path::PathBuf>,
     /// Damage and the desktop's idle signals for the settle after input; `None` without
@@ -141,6 +143,7 @@ impl X11Session {
             fault: WorkerFault::from_env(),
             stop_file: None,
             a11y: None,
+            guard: None,
             idle,
         })
     }

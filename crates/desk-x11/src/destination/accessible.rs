@@ -1,22 +1,66 @@
 //! The accessible leg of the destination check: panels docked inside the app's main window,
 //! which X cannot tell apart (`desk-a11y`'s `guard.rs`). It runs only when the profile has a
 //! rule naming accessibles, and only for input whose X destination is the app's main window
-//! (a dialog or popup on top is a window of its own, judged by the X rules). An answer that does
-//! not come within `ACCESSIBLE_BOUND`, or an app that is not on the accessibility bus, refuses
-//! the input as unverified (`destination_prohibited`): with such rules input is never sent
-//! blind.
+//! (a dialog or popup on top is a window of its own, judged by the X rules).
+//!
+//! The verdict comes one of two ways, named in the log and in a refusal:
+//! - `settled`: after each action's settle the worker scans the app's prohibited accessibles
+//!   (their extents and focus) while the app is idle and answers fast ([`SNAPSHOT_BOUND`]),
+//!   and keeps that view with the X focus window of the moment. At the next input the view
+//!   decides when nothing changed since: no damage on the screen from before the scan up to
+//!   the check (a panel shown, moved, or taking the caret draws), the same X focus window, the
+//!   same app, and at most [`SNAPSHOT_AGE`] old.
+//! - `live`: otherwise the app is asked at input time, waiting up to [`LIVE_BOUND`] for a busy
+//!   app.
+//!
+//! An app that answers neither way, or is not on the accessibility bus, gets the input refused
+//! as unverified (`destination_prohibited`): with such rules input is never sent blind.
 
 use std::time::{Duration, Instant};
 
-use desk_a11y::{Accessibility, InputTarget};
+use desk_a11y::{Accessibility, GuardView, InputTarget};
+use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
+use x11rb::protocol::xproto::{ConnectionExt as _, Window};
 
+use crate::error::X11Error;
 use crate::session::X11Session;
 
-/// How long the app's accessibility may take to answer one destination check. Measured on
-/// FreeCAD 0.20.2: 4-11 ms typically; with 50 ms a loaded 2-core host refused one action in ~30
-/// as unverified, so the bound leaves room for a busy main loop.
-pub(crate) const ACCESSIBLE_BOUND: Duration = Duration::from_millis(250);
+/// How long the app may take to answer the live check at input time. The check reads a few
+/// dozen objects (4-16 ms typically on FreeCAD 0.20.2); a busy main loop (FreeCAD recomputing
+/// or updating its panels after a selection) delayed it past 250 ms often enough to end one
+/// dev-split rollout in ~2, so this waits for the app rather than refusing.
+pub(crate) const LIVE_BOUND: Duration = Duration::from_secs(2);
+/// How long the scan after a settle may take; without an answer in time there is no view and
+/// the next input is checked live.
+pub(crate) const SNAPSHOT_BOUND: Duration = Duration::from_millis(250);
+/// A view older than this is not used.
+pub(crate) const SNAPSHOT_AGE: Duration = Duration::from_secs(60);
+
+/// The view taken after a settle and what it depends on.
+#[derive(Debug)]
+pub(crate) struct GuardSnapshot {
+    view: GuardView,
+    /// The window holding the X input focus when it was taken (`None`: none or PointerRoot).
+    focus: Option<Window>,
+    taken: Instant,
+}
+
+/// How a verdict was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Settled,
+    Live,
+}
+
+impl Way {
+    fn as_str(self) -> &'static str {
+        match self {
+            Way::Settled => "settled",
+            Way::Live => "live",
+        }
+    }
+}
 
 impl X11Session {
     /// Whether the profile names prohibited accessibles.
@@ -24,56 +68,149 @@ impl X11Session {
         self.prohibited.iter().any(|rule| rule.names_accessibles())
     }
 
+    fn accessibility_for_guard(&mut self) -> Result<&mut Accessibility, WorkerFailure> {
+        if self.a11y.is_none() {
+            self.a11y = Some(Accessibility::new().map_err(|error| uncertain(&error, Way::Live))?);
+        }
+        self.a11y
+            .as_mut()
+            .ok_or_else(|| uncertain(&"no accessibility handle", Way::Live))
+    }
+
+    /// The X input focus window now.
+    fn input_focus(&self) -> Result<Option<Window>, X11Error> {
+        let focus = self
+            .conn
+            .get_input_focus()
+            .map_err(X11Error::conn("read the input focus"))?
+            .reply()
+            .map_err(X11Error::reply("read the input focus"))?
+            .focus;
+        Ok((focus > 1).then_some(focus))
+    }
+
+    /// After an action settled (`stable`): scans the app's prohibited accessibles for the next
+    /// input's check. Anything that fails leaves no view (the next input is checked live).
+    pub(crate) fn refresh_guard_snapshot(&mut self, action: &InputAction, stable: bool) {
+        self.guard = None;
+        if !stable || matches!(action, InputAction::Done) || !self.has_accessible_rules() {
+            return;
+        }
+        let Some(pid) = self.app_pid() else { return };
+        let started = Instant::now();
+        let taken = self.take_guard_snapshot(pid);
+        tracing::debug!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            taken = taken.as_ref().map(|_| "view").unwrap_or("none"),
+            reason = taken.as_ref().err().map(String::as_str).unwrap_or(""),
+            "prohibited accessibles scanned after the settle"
+        );
+        self.guard = taken.ok();
+    }
+
+    fn take_guard_snapshot(&mut self, pid: u32) -> Result<GuardSnapshot, String> {
+        let Some(watch) = self.idle.as_mut() else {
+            return Err("no damage signal on this display".to_string());
+        };
+        // Damage so far is forgotten: any drawing from here on invalidates the view.
+        watch
+            .damaged_until_now(&self.conn)
+            .map_err(|error| error.to_string())?;
+        let focus = self.input_focus().map_err(|error| error.to_string())?;
+        let rules = self.prohibited.clone();
+        let a11y = self
+            .accessibility_for_guard()
+            .map_err(|failure| failure.message)?;
+        let view = a11y
+            .guard_view(pid, &rules, SNAPSHOT_BOUND)
+            .map_err(|error| error.to_string())?;
+        let taken = Instant::now();
+        // The focus moved during the scan: the view may be from either side of it.
+        if self.input_focus().map_err(|error| error.to_string())? != focus {
+            return Err("the input focus moved during the scan".to_string());
+        }
+        Ok(GuardSnapshot { view, focus, taken })
+    }
+
+    /// The snapshot, when nothing changed since it was taken; it is used once (the input that
+    /// follows changes things).
+    fn settled_view(&mut self, pid: u32, focus: Option<u32>) -> Option<GuardView> {
+        let snapshot = self.guard.take()?;
+        if snapshot.view.app_pid() != pid
+            || snapshot.focus != focus
+            || snapshot.taken.elapsed() > SNAPSHOT_AGE
+        {
+            return None;
+        }
+        let watch = self.idle.as_mut()?;
+        match watch.damaged_until_now(&self.conn) {
+            Ok(false) => Some(snapshot.view),
+            Ok(true) | Err(_) => None,
+        }
+    }
+
     /// Refuses with `DestinationProhibited` when input to `target` would reach a prohibited
-    /// accessible of the app `pid`, or when that cannot be told within the bound.
+    /// accessible of the app `pid`, or when that cannot be told. `focus` is the X input focus
+    /// window before the input.
     pub(super) fn check_accessible(
         &mut self,
         pid: u32,
-        target: InputTarget,
+        targets: &[InputTarget],
+        focus: Option<u32>,
     ) -> Result<(), WorkerFailure> {
-        if self.a11y.is_none() {
-            self.a11y = Some(Accessibility::new().map_err(|error| uncertain(&error))?);
-        }
-        let Some(a11y) = self.a11y.as_mut() else {
-            return Err(uncertain(&"no accessibility handle"));
-        };
         let started = Instant::now();
-        let answer = a11y.prohibited_target(pid, target, &self.prohibited, ACCESSIBLE_BOUND);
+        let (view, way) = match self.settled_view(pid, focus) {
+            Some(view) => (view, Way::Settled),
+            None => {
+                let rules = self.prohibited.clone();
+                let a11y = self.accessibility_for_guard()?;
+                let view = a11y
+                    .guard_view(pid, &rules, LIVE_BOUND)
+                    .map_err(|error| uncertain(&error, Way::Live))?;
+                (view, Way::Live)
+            }
+        };
         tracing::debug!(
             elapsed_us = started.elapsed().as_micros() as u64,
-            ?target,
+            way = way.as_str(),
+            showing = view.showing(),
+            ?targets,
             "accessible destination check"
         );
-        match answer.map_err(|error| uncertain(&error))? {
-            None => Ok(()),
-            Some(hit) => {
-                let label = self
-                    .prohibited
-                    .get(hit.rule)
-                    .map_or("prohibited panel", |rule| rule.label.as_str());
-                let place = match target {
-                    InputTarget::Point { x, y } => format!("({x}, {y}) lies on"),
-                    InputTarget::Focus => "the keyboard focus is in".to_string(),
-                };
-                Err(WorkerFailure {
-                    kind: WorkerFailureKind::DestinationProhibited,
-                    message: format!(
-                        "{place} the app's {label} (accessible {:?}, role {:?}), which this \
-                         profile prohibits; nothing was sent",
-                        hit.name, hit.role
-                    ),
-                })
-            }
+        for target in targets {
+            let Some(hit) = view.verdict(*target) else {
+                continue;
+            };
+            let label = self
+                .prohibited
+                .get(hit.rule)
+                .map_or("prohibited panel", |rule| rule.label.as_str());
+            let place = match target {
+                InputTarget::Point { x, y } => format!("({x}, {y}) lies on"),
+                InputTarget::Focus => "the keyboard focus is in".to_string(),
+            };
+            return Err(WorkerFailure {
+                kind: WorkerFailureKind::DestinationProhibited,
+                message: format!(
+                    "{place} the app's {label} (accessible {:?}, role {:?}; checked {}), which \
+                     this profile prohibits; nothing was sent",
+                    hit.name,
+                    hit.role,
+                    way.as_str()
+                ),
+            });
         }
+        Ok(())
     }
 }
 
-fn uncertain(error: &dyn std::fmt::Display) -> WorkerFailure {
+fn uncertain(error: &dyn std::fmt::Display, way: Way) -> WorkerFailure {
     WorkerFailure {
         kind: WorkerFailureKind::DestinationProhibited,
         message: format!(
             "the input's destination inside the app could not be checked against the profile's \
-             prohibited panels ({error}); refused unverified, nothing was sent"
+             prohibited panels ({} check: {error}); refused unverified, nothing was sent",
+            way.as_str()
         ),
     }
 }

@@ -22,6 +22,7 @@ use std::time::Instant;
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
 use desk_contract::api::{ActionResponse, LeaseRequest, ResetRequest};
+use desk_contract::control::ProgramRequest;
 use serde_json::{Value, json};
 
 use crate::freecad::freecad_available;
@@ -514,8 +515,118 @@ async fn the_worker_refuses_input_into_the_docked_python_console() {
         .await;
     driver.type_text("v").await;
     driver.wait(500).await;
+    // After a settled action the worker decides from the view it scanned then, when nothing
+    // changed since: a click on the console is refused that way too, and quickly.
+    driver
+        .click(
+            u32::try_from(view.0).unwrap(),
+            u32::try_from(view.1).unwrap(),
+            "click into the 3D view again",
+        )
+        .await;
+    let started = Instant::now();
+    let click = json!({"type": "click", "x": console.0, "y": console.1, "intent": "click it"});
+    match driver.send(click).await {
+        Err(ClientError::Api(body)) => {
+            assert_eq!(body.code, ErrorCode::DestinationProhibited, "{body:?}");
+        }
+        other => panic!("a click on the console must be refused: {other:?}"),
+    }
+    let settled_ms = started.elapsed().as_millis();
+    let log =
+        std::fs::read_to_string(broker.session_dir(&driver.session).join("worker.log")).unwrap();
+    let last = log
+        .lines()
+        .rfind(|line| line.contains("the app's docked Python console"))
+        .unwrap_or_else(|| panic!("worker log: {log}"));
+    assert!(last.contains("checked settled"), "{last}");
+    // Semantic steps check the same rule by the target's ancestry: the console's own frame and
+    // an editable object inside it are refused, nothing sent; an object outside it is not
+    // (whatever the step's own checks then say of it).
+    let tree = driver
+        .client
+        .accessibility(&driver.session, Some(3000), Some(16))
+        .await
+        .unwrap()
+        .tree;
+    let frame = tree
+        .nodes
+        .iter()
+        .find(|node| node.depth == 2 && node.role == "frame" && node.name == "Python console")
+        .unwrap_or_else(|| panic!("no console frame: {:?}", tree.nodes));
+    let inside = |node: &desk_contract::a11y::AxNode| {
+        let mut parent = node.parent;
+        while let Some(index) = parent {
+            if index == frame.index {
+                return true;
+            }
+            parent = tree.nodes[index as usize].parent;
+        }
+        false
+    };
+    let text = tree
+        .nodes
+        .iter()
+        .find(|node| node.editable && inside(node))
+        .unwrap_or_else(|| panic!("no editable object in the console: {:?}", tree.nodes));
+    let outside = tree
+        .nodes
+        .iter()
+        .find(|node| node.depth == 2 && node.role == "layered pane")
+        .unwrap();
+    let index = driver.index;
+    let program = |id: &str, index: u64, step: &Value| ProgramRequest {
+        request_id: id.to_string(),
+        expected_action_index: index,
+        control: None,
+        screenshot_id: None,
+        steps: serde_json::from_value(json!([step])).unwrap(),
+    };
+    for (id, step) in ["ax-in-1", "ax-in-2"].into_iter().zip([
+        json!({"type": "ax_set_text", "observation_id": tree.observation_id, "node": text.index,
+               "text": payload, "mode": "set", "intent": "set the console's text"}),
+        json!({"type": "ax_press", "observation_id": tree.observation_id, "node": frame.index,
+               "intent": "press the console"}),
+    ]) {
+        let what = step.clone();
+        let request = program(id, index, &step);
+        match driver.client.program(&driver.session, &request).await {
+            Err(ClientError::Api(body)) => {
+                assert_eq!(
+                    body.code,
+                    ErrorCode::DestinationProhibited,
+                    "{what}: {body:?}"
+                );
+            }
+            other => panic!("{what} must be refused with destination_prohibited: {other:?}"),
+        }
+    }
+    assert_eq!(driver.index, index, "refused steps take no action index");
+    let outside_step = json!({"type": "ax_press", "observation_id": tree.observation_id,
+                              "node": outside.index, "intent": "press the 3D view"});
+    let request = program("ax-out", index, &outside_step);
+    let outside_result = driver.client.program(&driver.session, &request).await;
+    match &outside_result {
+        Err(ClientError::Api(body)) => {
+            assert_ne!(body.code, ErrorCode::DestinationProhibited, "{body:?}")
+        }
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => driver.index += 1,
+    }
+    let log =
+        std::fs::read_to_string(broker.session_dir(&driver.session).join("worker.log")).unwrap();
+    let semantic = log
+        .lines()
+        .filter(|line| line.contains("lies in the app's docked Python console"))
+        .count();
+    assert_eq!(semantic, 2, "worker log: {log}");
+    driver.wait(500).await;
     assert!(!ran.exists(), "the payload ran: input reached the console");
-    println!("docked console: refused in {refusals:?} ms; 3D view click and typing passed");
+    println!(
+        "docked console: refused in {refusals:?} ms (live), {settled_ms} ms (settled view); \
+         3D view click and typing passed; ax steps into it refused, outside: {:?}",
+        outside_result.map(|response| response.receipt.submitted)
+    );
     driver.client.release(&driver.session).await.unwrap();
 }
 
