@@ -226,6 +226,20 @@ async fn limits_that_cannot_be_applied_refuse_the_lease_unless_turned_off() {
     for line in text.lines() {
         assert!(line.contains(r#""limits":"off""#), "{line}");
     }
+    // The stamp is signed: the exported bundle verifies, and without the stamp it does not.
+    let bundle = unlimited_dir.join("bundle");
+    crate::evidence::export(&broker.state_dir, &session, &bundle);
+    let key = broker.state_dir.join("evidence").join("evidence.pub");
+    let (ok, output) = crate::evidence::verify(&bundle, &key);
+    assert!(ok, "{output}");
+    let exported = bundle.join("evidence.ndjson");
+    let mut unstamped = std::fs::read_to_string(&exported).unwrap();
+    let stamp = r#""limits":"off","#;
+    let at = unstamped.find(stamp).unwrap();
+    unstamped.replace_range(at..at + stamp.len(), "");
+    std::fs::write(&exported, unstamped).unwrap();
+    let (ok, output) = crate::evidence::verify(&bundle, &key);
+    assert!(!ok, "a record without its stamp must not verify: {output}");
     drop(broker);
 
     // Usable cgroups, no flag: the limits are applied and nothing says otherwise.
