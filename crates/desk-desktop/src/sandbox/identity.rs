@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::BackendError;
 use crate::layout::SessionDir;
 
+pub mod watchdog;
+
 /// How many sessions may run at once on a host (two ids each).
 pub const SLOTS: u32 = 2048;
 
@@ -86,14 +88,14 @@ impl Identities {
     }
 }
 
-/// Why a slot cannot be used, or `None` when it can: `account` says whether a host account or
+/// Why ids cannot be used, or `None` when they can: `account` says whether a host account or
 /// group holds an id, `running` whether a live process runs as one.
 fn slot_refusal(
-    identities: &Identities,
+    ids: &[u32],
     account: &dyn Fn(u32) -> bool,
     running: &dyn Fn(u32) -> bool,
 ) -> Option<String> {
-    for id in identities.ids() {
+    for &id in ids {
         if account(id) {
             return Some(format!("a host account or group holds id {id}"));
         }
@@ -232,7 +234,7 @@ fn claim_in(
             // directory removed): stale.
             let _ = std::fs::remove_file(&path);
         }
-        if let Some(refusal) = slot_refusal(&identities, account, running) {
+        if let Some(refusal) = slot_refusal(&identities.ids(), account, running) {
             skipped += 1;
             tracing::warn!(slot, %refusal, "session uid slot skipped");
             last_refusal = refusal;
