@@ -13,7 +13,10 @@
 //! only the sandbox: its pid namespace and its allowlisted filesystem view, where the extra read
 //! access reaches the app's own files and nothing of the host's.
 
-use rustix::thread::{CapabilitySet, CapabilitySets};
+use rustix::thread::CapabilitySet;
+
+#[path = "../../drop_ids.rs"]
+mod drop_ids;
 
 /// What the worker keeps: see the module documentation.
 const KEPT: CapabilitySet = CapabilitySet::SYS_PTRACE.union(CapabilitySet::DAC_READ_SEARCH);
@@ -36,30 +39,10 @@ fn parse(ids: &str) -> Result<(u32, u32), String> {
 
 /// Drops this (single-threaded, root) process to `ids` (`UID:GID`, no supplementary groups)
 /// with `CAP_SYS_PTRACE` and `CAP_DAC_READ_SEARCH` alone in its effective and permitted sets
-/// and nothing inheritable.
+/// and nothing inheritable (`drop_ids.rs`, shared with the watchdog).
 pub(crate) fn drop_to(ids: &str) -> Result<(), String> {
     let (uid, gid) = parse(ids)?;
-    fn failed(step: &'static str) -> impl Fn(rustix::io::Errno) -> String {
-        move |error| format!("{step}: {error}")
-    }
-    // rustix's calls act on the calling thread: the only one yet.
-    let gid = rustix::fs::Gid::from_raw(gid);
-    let uid = rustix::fs::Uid::from_raw(uid);
-    rustix::thread::set_thread_groups(&[]).map_err(failed("setgroups"))?;
-    rustix::thread::set_thread_res_gid(gid, gid, gid).map_err(failed("setresgid"))?;
-    rustix::thread::set_keep_capabilities(true).map_err(failed("keep capabilities"))?;
-    rustix::thread::set_thread_res_uid(uid, uid, uid).map_err(failed("setresuid"))?;
-    rustix::thread::set_keep_capabilities(false).map_err(failed("keep capabilities"))?;
-    rustix::thread::set_capabilities(
-        None,
-        CapabilitySets {
-            effective: KEPT,
-            permitted: KEPT,
-            inheritable: CapabilitySet::empty(),
-        },
-    )
-    .map_err(failed("capset"))?;
-    Ok(())
+    drop_ids::drop_ids(uid, gid, KEPT, false)
 }
 
 #[cfg(test)]
