@@ -14,6 +14,11 @@
 //! same state directory asks the older one to stop (SIGTERM) and takes over. It exits when the
 //! state directory is gone, or when its broker is gone and no session is live.
 //!
+//! Under a root broker it runs under a uid/gid of its own (`deskbroker watchdog` drops to it
+//! before this loop starts: a reserved id no host account holds, no supplementary group,
+//! `CAP_KILL`, `CAP_SYS_PTRACE` and `CAP_DAC_OVERRIDE` alone, `NoNewPrivs`), owning
+//! `<state_dir>.watchdog/` and its key; its readback says which ([`WatchdogIdentity`]).
+//!
 //! Sessions are checked and killed concurrently: each round gives every live session a job on
 //! a thread of its own (at most [`MAX_PARALLEL_SESSIONS`] at once, one per session) and does
 //! not wait for them, so N sessions over their limits are killed in parallel and a slow kill
@@ -53,6 +58,20 @@ pub struct WatchdogConfig {
     pub broker_pid: Option<u32>,
     /// How often sessions are checked.
     pub interval: Duration,
+    /// Whose uid the watchdog runs under (stamped in its readback).
+    pub identity: WatchdogIdentity,
+}
+
+/// Whose uid the watchdog runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchdogIdentity {
+    /// A uid of its own (a root broker's watchdog drops to it: `deskbroker watchdog`), which
+    /// owns `<state_dir>.watchdog/` and the key, so no other non-root uid reads them.
+    Own,
+    /// The broker's uid (a broker that is not root cannot give it another): the broker's uid
+    /// can read the watchdog's key.
+    Shared,
 }
 
 /// Which limit, if any, `facts` reached at `now_ms` with `refused` refused actions.

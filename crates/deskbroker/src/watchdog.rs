@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use desk_broker::SessionLimits;
 use desk_broker::kill::{KillOutcome, KillSource, kill_session};
-use desk_broker::watchdog::{WatchdogConfig, run_watchdog};
+use desk_broker::watchdog::{WatchdogConfig, WatchdogIdentity, run_watchdog};
 use desk_desktop::StateDir;
 
 use crate::paths::default_state_dir;
@@ -132,18 +132,92 @@ pub(crate) fn readback(args: ReadbackArgs) -> Result<()> {
     Ok(())
 }
 
-/// `deskbroker watchdog`.
+/// `deskbroker watchdog`: as root, first drops to a uid of its own ([`own_identity`]).
 pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
     desk_broker::restrict_umask();
+    let state_dir = args.state_dir.unwrap_or_else(default_state_dir);
+    let identity = own_identity(&state_dir)?;
     let config = WatchdogConfig {
-        state_dir: args.state_dir.unwrap_or_else(default_state_dir),
+        state_dir,
         limits: args.limits.limits(),
         policy: crate::local::read_policy(args.policy.as_deref(), args.policy_pub.as_deref())?,
         lease_grace: Duration::from_secs(args.lease_grace_secs),
         broker_pid: args.broker_pid,
         interval: Duration::from_millis(200),
+        identity,
     };
     run_watchdog(&config).context("watchdog failed")
+}
+
+#[path = "drop_ids.rs"]
+mod drop_ids;
+
+/// What the watchdog keeps of root's capabilities once on its own uid (measured with
+/// `tests/it/watchdog_uid.rs` and the kill tests): `CAP_KILL` to SIGKILL the sessions'
+/// processes (other uids); `CAP_SYS_PTRACE` for the census's ptrace-mode reads of their
+/// `/proc/<pid>/exe`, `ns/pid` and `root`; `CAP_DAC_OVERRIDE` to read the broker's state
+/// directory (root's, 0700: the store, `refused_actions`, the session directories) and to
+/// write what a kill writes there (tombstones and kill locks, the workspace record, the kept
+/// input logs, the cgroup's `cgroup.kill`) and remove the session's workspace and directory,
+/// which belong to root and the session's uids.
+const WATCHDOG_KEPT: rustix::thread::CapabilitySet = rustix::thread::CapabilitySet::KILL
+    .union(rustix::thread::CapabilitySet::SYS_PTRACE)
+    .union(rustix::thread::CapabilitySet::DAC_OVERRIDE);
+
+/// Under a root broker, moves the watchdog to a uid/gid of its own before anything else
+/// (single-threaded): claims it (`desk_desktop::sandbox::identity::watchdog`: a reserved id no
+/// host account holds), makes `<state_dir>.watchdog/` (0700) and everything in it that uid's
+/// (the key 0600), then drops to it with no supplementary group, [`WATCHDOG_KEPT`] alone and
+/// `NoNewPrivs` (`drop_ids.rs`, the worker's drop). Not root: the broker's uid, `shared`.
+fn own_identity(state_dir: &std::path::Path) -> Result<WatchdogIdentity> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(WatchdogIdentity::Shared);
+    }
+    let dir = desk_broker::watchdog::key::watchdog_dir(state_dir);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(metadata) if !metadata.is_dir() => {
+            anyhow::bail!("{} is not a directory", dir.display())
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .with_context(|| format!("failed to create {}", dir.display()))?;
+        }
+        Err(error) => return Err(error).context(format!("failed to read {}", dir.display())),
+    }
+    let ids = desk_desktop::sandbox::identity::watchdog::claim_watchdog(&dir)
+        .context("no uid for the watchdog")?;
+    chown_tree(&dir, ids.uid, ids.gid)
+        .with_context(|| format!("failed to give {} to uid {}", dir.display(), ids.uid))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("failed to make {} 0700", dir.display()))?;
+    let key = dir.join(desk_broker::watchdog::key::WATCHDOG_KEY_FILE);
+    if key.exists() {
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("failed to make {} 0600", key.display()))?;
+    }
+    drop_ids::drop_ids(ids.uid, ids.gid, WATCHDOG_KEPT, true)
+        .map_err(|error| anyhow::anyhow!("the watchdog cannot drop to uid {}: {error}", ids.uid))?;
+    tracing::info!(
+        uid = ids.uid,
+        gid = ids.gid,
+        "watchdog runs under its own uid"
+    );
+    Ok(WatchdogIdentity::Own)
+}
+
+/// Gives `path` and everything below it to `uid:gid`, never following a symbolic link.
+fn chown_tree(path: &std::path::Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            chown_tree(&entry?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
 }
 
 /// `deskbroker kill`: prints the outcome as JSON.

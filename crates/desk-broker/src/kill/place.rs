@@ -76,15 +76,23 @@ impl KillDir {
     }
 }
 
-/// Whether this process can write `state`'s kill directory (or create it): `access(2)`, which
-/// answers for the process's uid and a read-only mount alike.
+/// Whether this process can write `state`'s kill directory (or create it): `faccessat(2)` with
+/// `AT_EACCESS`, which answers for the process's effective uid and capabilities (a root
+/// broker's watchdog runs under a uid of its own with `CAP_DAC_OVERRIDE`: plain `access(2)`
+/// would answer for its real uid without capabilities) and for a read-only mount alike.
 pub(crate) fn writable(state: &StateDir) -> bool {
     let probe = if state.kills().is_dir() {
         state.kills()
     } else {
         state.path().to_path_buf()
     };
-    nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK).is_ok()
+    nix::unistd::faccessat(
+        nix::fcntl::AT_FDCWD,
+        &probe,
+        nix::unistd::AccessFlags::W_OK,
+        nix::fcntl::AtFlags::AT_EACCESS,
+    )
+    .is_ok()
 }
 
 /// Hands every kill the watchdog recorded in its own directory over to the state directory

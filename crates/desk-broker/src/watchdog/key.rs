@@ -10,7 +10,10 @@
 //! locks while the state directory cannot be written: `kill.rs`).
 //!
 //! Only the watchdog reads the private key; the broker, the kill switch and the exporter read
-//! `watchdog.pub` and the spool.
+//! `watchdog.pub` and the spool. Under a root broker the watchdog runs under a uid of its own
+//! (`deskbroker watchdog` claims it and gives it this directory before it drops to it), so
+//! the directory and key belong to that uid and no other non-root uid reads them; a broker
+//! that is not root shares its uid with its watchdog (`WatchdogIdentity::Shared`).
 
 use std::path::{Path, PathBuf};
 

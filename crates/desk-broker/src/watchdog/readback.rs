@@ -29,7 +29,7 @@ use crate::error::BrokerError;
 use crate::util::now_ms;
 
 /// `schema_version` of a [`Readback`].
-pub const READBACK_SCHEMA: &str = "deskbroker.watchdog.readback.v1";
+pub const READBACK_SCHEMA: &str = "deskbroker.watchdog.readback.v2";
 
 /// Longest request line read.
 const MAX_REQUEST_BYTES: u64 = 4096;
@@ -117,6 +117,11 @@ pub struct Readback {
     pub at_ms: u64,
     /// The watchdog's process id.
     pub watchdog_pid: u32,
+    /// Whose uid the watchdog runs under: `own` (a uid of its own, under a root broker) or
+    /// `shared` (the broker's).
+    pub watchdog_identity: super::WatchdogIdentity,
+    /// The watchdog's effective uid.
+    pub watchdog_uid: u32,
     /// How often the watchdog checks, milliseconds.
     pub interval_ms: u64,
     /// Whether the broker the watchdog watches is alive (`None`: it watches none).
@@ -210,6 +215,8 @@ impl Responder {
             nonce: nonce.to_string(),
             at_ms: now,
             watchdog_pid: std::process::id(),
+            watchdog_identity: self.config.identity,
+            watchdog_uid: nix::unistd::geteuid().as_raw(),
             interval_ms: millis(self.config.interval),
             broker_alive: self.broker.as_ref().map(|broker| broker.is_alive()),
             policy_sha256: self.policy_sha256.clone(),

@@ -50,6 +50,7 @@ mod support;
 mod untrusted_attempt;
 mod watchdog;
 mod watchdog_readonly;
+mod watchdog_uid;
 mod worker_peer;
 mod worker_program;
 mod worker_protocol;
