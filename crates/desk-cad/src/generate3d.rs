@@ -207,6 +207,13 @@ impl View {
         self != View::Isometric
     }
 
+    /// The section's identifier (its label's "A" of "SECTION A-A"), which the gold stores as
+    /// the view's `SectionSymbol` and the task text shows: every gold section is "A" by
+    /// construction (one section per sheet at most).
+    pub fn section_symbol(self) -> Option<&'static str> {
+        (self == View::Section).then_some("A")
+    }
+
     /// The plane Y = c a section view cuts on.
     pub fn section_plane_y(self) -> Option<f64> {
         (self == View::Section).then_some(0.0)

@@ -125,8 +125,9 @@ fn build_in(
     }
 }
 
-/// One view as the builder takes it: `[label, direction, right, orthographic, section plane Y]`
-/// (a pictorial view shows no hidden edges; orthographic views do, sections excepted).
+/// One view as the builder takes it: `[label, direction, right, orthographic, section plane Y,
+/// section symbol]` (a pictorial view shows no hidden edges; orthographic views do, sections
+/// excepted).
 fn view_request(view: &View) -> serde_json::Value {
     let (direction, right) = view.frame();
     serde_json::json!([
@@ -134,7 +135,8 @@ fn view_request(view: &View) -> serde_json::Value {
         direction,
         right,
         view.orthographic(),
-        view.section_plane_y()
+        view.section_plane_y(),
+        view.section_symbol()
     ])
 }
 

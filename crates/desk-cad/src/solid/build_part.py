@@ -206,7 +206,7 @@ def sheet(document, part, request):
     plan = None
     # Part views first: a section view needs its base view.
     ordered = sorted(enumerate(request["views"]), key=lambda item: item[1][4] is not None)
-    for index, (name, direction, right, dimensioned, plane_y) in ordered:
+    for index, (name, direction, right, dimensioned, plane_y, symbol) in ordered:
         kind = "TechDraw::DrawViewPart" if plane_y is None else "TechDraw::DrawViewSection"
         view = document.addObject(kind, "View%d" % index)
         page.addView(view)
@@ -218,7 +218,7 @@ def sheet(document, part, request):
             # showed the uncut outside of the near half.
             view.SectionNormal = V(*direction)
             view.SectionOrigin = V(0, plane_y, 0)
-            view.SectionSymbol = "A"
+            view.SectionSymbol = symbol
         view.Direction = V(*direction)
         view.XDirection = V(*right)
         view.Label = name
@@ -269,7 +269,7 @@ def build():
     document.saveAs("/out/gold.FCStd")
     views = []
     planes = [view[4] for view in request["views"] if view[4] is not None]
-    for name, view_direction, right, orthographic, plane_y in request["views"]:
+    for name, view_direction, right, orthographic, plane_y, _symbol in request["views"]:
         cut_faces = []
         shape = solid
         if plane_y is not None:

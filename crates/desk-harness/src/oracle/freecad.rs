@@ -48,10 +48,11 @@ const TD_DIM_HORIZONTAL: (i64, i64) = (670, 136);
 const TD_DIM_VERTICAL: (i64, i64) = (703, 136);
 const TD_DIM_DIAMETER: (i64, i64) = (769, 136);
 /// TechDraw menu > Annotations > Insert Annotation, and > Insert Section View with its task
-/// panel's OK and first two Section Orientation buttons (Up, Down).
+/// panel's OK, Identifier field and first two Section Orientation buttons (Up, Down).
 const TD_MENU: (i64, i64) = (198, 28);
 const TD_MENU_SECTION: (i64, i64) = (250, 190);
 const TASK_OK: (i64, i64) = (102, 232);
+const SECTION_IDENTIFIER: (i64, i64) = (200, 340);
 const SECTION_UP: (i64, i64) = (61, 475);
 const SECTION_DOWN: (i64, i64) = (117, 475);
 const TD_MENU_ANNOTATIONS: (i64, i64) = (229, 684);
@@ -194,7 +195,9 @@ fn property(cell: (i64, i64), value: &str, intent: &str) -> Vec<Value> {
 }
 
 /// Cuts the section from its base plan view (already in its slot): select the base, TechDraw
-/// > Insert Section View, the orientation button, OK. The section appears at the page centre.
+/// menu's Insert Section View, the orientation button, its identifier (stored as the
+/// section's `SectionSymbol`, drawn at the cutting line's ends and in its caption), OK. The
+/// section appears at the page centre.
 fn section_batch(step: &SectionStep) -> Vec<Value> {
     let (button, name) = if step.looking_up {
         (SECTION_UP, "Section Orientation: Up")
@@ -213,6 +216,11 @@ fn section_batch(step: &SectionStep) -> Vec<Value> {
         wait(1500, "let the task panel open"),
         click(button, name),
         wait(2000, "let the section compute"),
+        // The panel's fields are disabled until an orientation made the section.
+        click(SECTION_IDENTIFIER, "focus the section's Identifier field"),
+        key(&["ctrl", "a"], "select the old identifier"),
+        type_text(step.symbol, "the section's identifier (A of SECTION A-A)"),
+        key(&["tab"], "commit the identifier"),
         click(TASK_OK, "OK: keep the section"),
         wait(1500, "let the task panel close"),
     ]

@@ -71,6 +71,9 @@ pub(crate) struct SectionStep {
     /// The Section Orientation button: `Up` on a top view, `Down` on a bottom view (both make
     /// the section's direction -Y, TechDraw's `getSectionVector`).
     pub looking_up: bool,
+    /// The identifier typed into the task panel (the task's "SECTION A-A" names it "A"); left
+    /// empty, TechDraw 0.20.2 stores an empty `SectionSymbol`.
+    pub symbol: &'static str,
 }
 
 /// The 3D view's frame for FreeCAD's standard views: screen right and screen up.
@@ -295,6 +298,7 @@ pub(crate) fn view_plans(spec: &PartSpec, views: &[View]) -> Option<Vec<ViewPlan
             Some(SectionStep {
                 base_point: base_outline_point(spec, base, centre)?,
                 looking_up: base.view == View::Top,
+                symbol: view.section_symbol()?,
             })
         } else {
             None

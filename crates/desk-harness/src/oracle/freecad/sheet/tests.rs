@@ -294,3 +294,47 @@ fn the_section_pick_is_on_the_gold_sections_longest_horizontal_edge() {
         );
     }
 }
+
+#[test]
+fn a_section_gets_the_tasks_symbol_typed_once_its_orientation_made_it() {
+    use super::super::{SECTION_DOWN, SECTION_IDENTIFIER, SECTION_UP, TASK_OK, part_batches};
+    let at = |action: &serde_json::Value, (x, y): (i64, i64)| {
+        action["type"] == "click" && action["x"] == x && action["y"] == y
+    };
+    let mut n_sections = 0;
+    for index in 0..N_PARTS {
+        let part = generate_part(index);
+        let batches = part_batches(&part).unwrap();
+        let symbols: Vec<&str> = part
+            .sheet
+            .views
+            .iter()
+            .filter_map(|view| view.section_symbol())
+            .collect();
+        let named: Vec<&Vec<serde_json::Value>> = batches
+            .iter()
+            .filter(|batch| batch.iter().any(|a| at(a, SECTION_IDENTIFIER)))
+            .collect();
+        assert_eq!(named.len(), symbols.len(), "part {index}");
+        for (batch, symbol) in named.into_iter().zip(symbols) {
+            let find = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+                batch
+                    .iter()
+                    .position(pred)
+                    .expect("an action of the section batch")
+            };
+            let orientation = find(&|a| at(a, SECTION_UP) || at(a, SECTION_DOWN));
+            let field = find(&|a| at(a, SECTION_IDENTIFIER));
+            let typed = find(&|a| a["type"] == "type" && a["text"] == symbol);
+            let ok = find(&|a| at(a, TASK_OK));
+            assert!(
+                orientation < field && field < typed && typed < ok,
+                "part {index}"
+            );
+            assert_eq!(symbol, "A");
+            n_sections += 1;
+        }
+    }
+    // Tasks 030, 033, 036 and 048.
+    assert_eq!(n_sections, 4);
+}
