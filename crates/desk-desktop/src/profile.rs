@@ -387,7 +387,14 @@ impl AppProfile {
         };
         // Emptied each reset (never made anew: see `sandbox::workspace`), so nothing a previous
         // attempt left in them, links included, survives or is written through.
-        empty_dir(&home, &[]).map_err(io(&home))?;
+        // The view's read-only home directories are bound into the running sandbox: kept.
+        let read_only: Vec<PathBuf> = self
+            .fs_view()
+            .read_only_home_dirs()
+            .iter()
+            .map(|dir| home.join(dir))
+            .collect();
+        empty_dir(&home, &read_only).map_err(io(&home))?;
         let kept = writable.under(&workspace);
         empty_dir(&attempt_dir, &kept).map_err(io(&attempt_dir))?;
         for dir in [&home.join(".config"), &home.join("tmp")] {

@@ -379,6 +379,7 @@ impl SandboxStart {
         }
         let host_dir = host::prepare(workspace, &identities, &workspace.join(workspace::HOME_DIR))?;
         let mut dirs = workspace::bind_args(&mut command, workspace, writable, split)?;
+        workspace::read_only_home_args(&mut command, workspace, view.read_only_home_dirs(), split)?;
         command
             .arg("--ro-bind")
             .arg(&host_dir)

@@ -40,6 +40,11 @@ pub struct ViewSpec {
     /// Library names (sonames) the app loads at run time with `dlopen`.
     #[serde(default)]
     pub libraries: Vec<String>,
+    /// Directories of the app's home (relative, plain names) the sandbox shows read-only: what
+    /// the profile's `home_files` seed there and nothing the app can add (FreeCAD's module and
+    /// macro directories, which it runs code from at its next start). Allowlist views only.
+    #[serde(default)]
+    pub read_only_home_dirs: Vec<PathBuf>,
 }
 
 impl ViewSpec {
@@ -65,12 +70,28 @@ impl ViewSpec {
     /// normal paths, plain library names.
     pub fn check(&self) -> Result<(), String> {
         let view = self;
-        let listed =
-            !(view.programs.is_empty() && view.paths.is_empty() && view.libraries.is_empty());
+        let listed = !(view.programs.is_empty()
+            && view.paths.is_empty()
+            && view.libraries.is_empty()
+            && view.read_only_home_dirs.is_empty());
         if view.view == ViewKind::Broad && listed {
             return Err(
-                "sandbox.programs, paths and libraries need view = \"allowlist\"".to_string(),
+                "sandbox.programs, paths, libraries and read_only_home_dirs need view = \
+                 \"allowlist\""
+                    .to_string(),
             );
+        }
+        for dir in &view.read_only_home_dirs {
+            let plain = dir
+                .components()
+                .all(|part| matches!(part, std::path::Component::Normal(_)));
+            if !plain || dir.as_os_str().is_empty() {
+                return Err(format!(
+                    "sandbox.read_only_home_dirs are relative paths of plain names inside the \
+                     home: {}",
+                    dir.display()
+                ));
+            }
         }
         if view.programs.iter().any(|program| {
             program.is_empty() || (program.contains('/') && !Path::new(program).is_absolute())
@@ -122,6 +143,14 @@ pub enum FsView {
 }
 
 impl FsView {
+    /// The home directories shown read-only (the allowlist's `read_only_home_dirs`).
+    pub fn read_only_home_dirs(&self) -> &[PathBuf] {
+        match self {
+            FsView::Broad => &[],
+            FsView::Allowlist(spec) => &spec.read_only_home_dirs,
+        }
+    }
+
     /// `broad` or `allowlist`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -446,6 +475,27 @@ fn find_library(name: &str, runpath: &[PathBuf], system: &[PathBuf]) -> Option<P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_only_home_dirs_are_plain_relative_paths_of_an_allowlist() {
+        let spec = |view: ViewKind, dir: &str| ViewSpec {
+            view,
+            read_only_home_dirs: vec![PathBuf::from(dir)],
+            ..ViewSpec::default()
+        };
+        assert!(
+            spec(ViewKind::Allowlist, ".local/share/FreeCAD/Mod")
+                .check()
+                .is_ok()
+        );
+        for bad in ["/abs", "../up", "a/../b", "./a", ""] {
+            assert!(spec(ViewKind::Allowlist, bad).check().is_err(), "{bad}");
+        }
+        assert!(spec(ViewKind::Broad, "Mod").check().is_err());
+        let view = ViewSpec::view_for(Some(&spec(ViewKind::Allowlist, "Mod")), None);
+        assert_eq!(view.read_only_home_dirs(), [PathBuf::from("Mod")]);
+        assert!(FsView::Broad.read_only_home_dirs().is_empty());
+    }
 
     #[test]
     fn the_closure_of_env_holds_the_loader_and_libc_and_no_shell() {

@@ -278,6 +278,43 @@ pub(super) fn bind_args(
     Ok(dirs)
 }
 
+/// The bwrap arguments that show each of the profile's read-only home directories (`dirs`,
+/// relative to the home) inside the home's tmpfs: the seed's own directory, read-only, so the
+/// app sees what the profile seeded there and can add nothing (a write is `EROFS`). The seed
+/// keeps these directories across resets (emptied, never made anew: `AppProfile::prepare`),
+/// and the home's filling leaves them alone (`deskbroker-worker seed-home` skips another
+/// filesystem). Their parents are made in the tmpfs as the home is (sticky and world-writable
+/// with `split` identities). Follows [`bind_args`].
+pub(super) fn read_only_home_args(
+    command: &mut Command,
+    workspace: &Path,
+    dirs: &[PathBuf],
+    split: bool,
+) -> Result<(), BackendError> {
+    let home = workspace.join(HOME_DIR);
+    let mut made: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        let seed = home.join(dir);
+        std::fs::create_dir_all(&seed).map_err(|source| BackendError::Spawn {
+            what: format!("read-only home directory {}", seed.display()),
+            source,
+        })?;
+        let mut parents: Vec<&Path> = dir.ancestors().skip(1).collect();
+        parents.reverse();
+        for parent in parents.into_iter().filter(|p| !p.as_os_str().is_empty()) {
+            let inside = home.join(parent);
+            if !made.contains(&inside) {
+                command
+                    .args(["--perms", if split { "1777" } else { "0700" }, "--dir"])
+                    .arg(&inside);
+                made.push(inside);
+            }
+        }
+        command.arg("--ro-bind").arg(&seed).arg(&seed);
+    }
+    Ok(())
+}
+
 /// Fills the app's in-memory home (`home`, a path inside) from its seed: everything a previous
 /// app wrote there is removed first. Runs inside `sandbox` as the app's uid.
 /// The worker program does it (`deskbroker-worker seed-home HOME SEED`): an allowlisted

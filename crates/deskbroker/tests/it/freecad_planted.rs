@@ -191,6 +191,8 @@ def _desk_planted():
             "host root": config["host_root"] + "/desk-planted",
             "tmp": "/tmp/desk-planted-" + config["nonce"],
             "attempt": attempt_path + "/desk-planted",
+            "home Mod file": os.path.expanduser("~/.local/share/FreeCAD/Mod/desk_planted.py"),
+            "home Macro": os.path.expanduser("~/.local/share/FreeCAD/Macro/desk_planted.FCMacro"),
         }
         writes = {}
         for name, path in places.items():
@@ -202,6 +204,10 @@ def _desk_planted():
         attempt(writes, "home Mod", plant_module)
         out["writes"] = writes
         out["places"] = places
+        out["home dirs"] = {
+            name: sorted(os.listdir(os.path.expanduser("~/.local/share/FreeCAD/" + name)))
+            for name in ("Mod", "Macro")
+        }
 
         def import_planted():
             sys.path.insert(0, home_mod)
@@ -461,13 +467,25 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
         assert!(refused(&writes[place]), "write into {place}: {writes}");
     }
     assert_eq!(writes["attempt"], "ok", "{writes}");
+    // FreeCAD's module and macro directories in its home are read-only (the profile's
+    // `read_only_home_dirs`): the sandbox refuses the write, not FreeCAD. They show what the
+    // profile seeded (its lockdown and this test's module) and nothing else.
+    for place in ["home Mod file", "home Macro", "home Mod"] {
+        assert_eq!(writes[place], "EROFS", "write into {place}: {writes}");
+    }
+    assert_eq!(
+        met["home dirs"],
+        serde_json::json!({"Mod": ["DeskLockdown", "DeskPlanted"], "Macro": []}),
+        "{}",
+        met["home dirs"]
+    );
     assert_eq!(
         std::fs::read_to_string(attempt_dir.join("desk-planted")).unwrap(),
         "planted",
         "the control write reaches the host"
     );
-    // What the sandbox lets the app write besides (its private /tmp, its in-memory home)
-    // reaches no host file, and the lockdown refuses to import what it planted there.
+    // What the sandbox lets the app write besides (its private /tmp, the rest of its in-memory
+    // home) reaches no host file, and nothing it tried to plant in Mod can be imported.
     println!(
         "tmp: {}, home Mod: {}, import: {}",
         writes["tmp"], writes["home Mod"], met["imports"]["import from home Mod"]
@@ -481,7 +499,10 @@ async fn python_planted_in_freecad_meets_the_sandbox_and_the_census_ends_the_ses
     );
     assert!(!workspace.join("desk-planted").exists());
     let import = met["imports"]["import from home Mod"].as_str().unwrap();
-    assert!(import.starts_with("ImportError"), "{import}");
+    assert!(
+        import.starts_with("ImportError") || import.starts_with("ModuleNotFoundError"),
+        "{import}"
+    );
 
     // Untouched: the session still acts.
     let status = driver.client.status(&driver.session).await.unwrap();

@@ -1,9 +1,11 @@
 //! `deskbroker-worker seed-home HOME SEED`: fills the app's in-memory home from its read-only
 //! seed inside the sandbox, as the sandbox's uid (an allowlisted sandbox has no shell, `find`
 //! or `cp`). Everything already in HOME goes first, links removed and never followed; then
-//! SEED's directories, files (with their permission bits) and links are copied.
+//! SEED's directories, files (with their permission bits) and links are copied. A directory on
+//! another filesystem (a profile's read-only home directory, the seed's own bound over the
+//! home) is left alone, and so are the directories on the way to it.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -18,7 +20,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         eprintln!("deskbroker-worker seed-home: HOME and SEED must be absolute");
         return ExitCode::from(2);
     }
-    match empty(home).and_then(|()| copy_tree(seed, home)) {
+    match empty(home).and_then(|_| copy_tree(seed, home)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("deskbroker-worker seed-home: {error}");
@@ -27,17 +29,24 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     }
 }
 
-/// Removes everything inside `dir` (not `dir` itself), without following links.
-fn empty(dir: &Path) -> std::io::Result<()> {
+/// Removes everything inside `dir` (not `dir` itself), without following links, but
+/// directories on another filesystem and those on the way to one; `true` when it kept any.
+fn empty(dir: &Path) -> std::io::Result<bool> {
+    let device = std::fs::symlink_metadata(dir)?.dev();
+    let mut kept = false;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path)?;
+        if !meta.is_dir() {
+            std::fs::remove_file(&path)?;
+        } else if meta.dev() != device || empty(&path)? {
+            kept = true;
         } else {
-            std::fs::remove_file(entry.path())?;
+            std::fs::remove_dir(&path)?;
         }
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Copies the contents of `from` into the existing directory `to`.
@@ -49,10 +58,21 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         } else if kind.is_dir() {
-            std::fs::create_dir(&target)?;
-            copy_tree(&entry.path(), &target)?;
-            let mode = entry.metadata()?.permissions().mode();
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))?;
+            match std::fs::symlink_metadata(&target) {
+                // Kept by `empty`: on the way to a directory on another filesystem (copied
+                // into), or that directory itself (the seed's own already: left alone).
+                Ok(kept) if kept.is_dir() => {
+                    if kept.dev() == std::fs::symlink_metadata(to)?.dev() {
+                        copy_tree(&entry.path(), &target)?;
+                    }
+                }
+                _ => {
+                    std::fs::create_dir(&target)?;
+                    copy_tree(&entry.path(), &target)?;
+                    let mode = entry.metadata()?.permissions().mode();
+                    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))?;
+                }
+            }
         } else if kind.is_file() {
             std::fs::copy(entry.path(), &target)?;
         }
