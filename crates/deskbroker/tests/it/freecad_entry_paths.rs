@@ -385,26 +385,26 @@ _desk_ready()
     unlocked.replacen("name = \"freecad\"", "name = \"freecad-unlocked\"", 1)
 }
 
-/// `profile` with Qt's AT-SPI bridge on and the accessible rule for the docked Python console
-/// (the worker's AT-SPI leg). The shipped `freecad` profile has neither yet (see its comment).
-fn with_console_rule(profile: &str) -> String {
-    let dead_bus = "DBUS_SESSION_BUS_ADDRESS = \"unix:path={home}/tmp/no-session-bus\"\n";
-    assert!(profile.contains(dead_bus), "the profile's bus line moved");
-    let bridge = "QT_ACCESSIBILITY = \"1\"\nQT_LINUX_ACCESSIBILITY_ALWAYS_ON = \"1\"\n";
-    let mut profile = profile.replacen(dead_bus, bridge, 1);
-    profile.push_str(concat!(
-        "\n[[window.prohibited]]\n",
-        "label = \"docked Python console\"\n",
-        "accessible_role = \"frame\"\n",
-        "accessible_name = \"Python console\"\n",
-    ));
-    profile
+/// `profile` without its rules naming accessibles (the worker's AT-SPI leg off).
+fn without_accessible_rules(profile: &str) -> String {
+    let blocks: Vec<&str> = profile.split("\n[[window.prohibited]]\n").collect();
+    let kept: Vec<&str> = blocks
+        .iter()
+        .enumerate()
+        .filter(|(index, block)| *index == 0 || !block.contains("accessible_"))
+        .map(|(_, block)| *block)
+        .collect();
+    assert!(
+        kept.len() < blocks.len(),
+        "the profile has accessible rules"
+    );
+    kept.join("\n[[window.prohibited]]\n")
 }
 
 /// The unlocked profile whose ready script also gives the docked Python console the keyboard
 /// focus (as any in-app path to it would): the worker's AT-SPI leg alone stands.
 fn console_focused_profile() -> String {
-    let profile = with_console_rule(&unlocked_profile()).replacen(
+    let profile = unlocked_profile().replacen(
         "name = \"freecad-unlocked\"",
         "name = \"freecad-console\"",
         1,
@@ -801,8 +801,8 @@ fn expressions_and_cells_reach_no_python_and_write_no_file() {
 /// The report view's command line, with the lockdown removed (the inner layer's hiding of the
 /// report view and the Python console gone): FreeCAD 0.20's report view is read-only output
 /// with no command line, so Python typed into it with Return runs nothing. The control is the
-/// Python console docked beside it, where the same typing runs: this test's profile has no
-/// accessible rule, since with one the worker refuses that input itself
+/// Python console docked beside it, where the same typing runs: this test's profile also drops
+/// the accessible rules, since with them the worker refuses that input itself
 /// (`the_worker_refuses_input_into_the_docked_python_console`).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_report_view_has_no_command_line() {
@@ -813,7 +813,7 @@ async fn the_report_view_has_no_command_line() {
     std::fs::create_dir_all(root.path().join("profiles")).unwrap();
     std::fs::write(
         root.path().join("profiles/freecad-unlocked.toml"),
-        unlocked_profile(),
+        without_accessible_rules(&unlocked_profile()),
     )
     .unwrap();
     let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
