@@ -75,7 +75,9 @@ const GOLD_READ: &str = "DESKGOLD read";
 /// on their values, and a `presentation` part compares the trusted renders of the two sheets.
 /// v6: seam edges are not drawn (both shapes refined before the sheet's drawing, not before
 /// its dimensions); `arrangement` weighs 0.10 ([`SHEET_PARTS`]).
-pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v6";
+/// v7: a `callouts` part (section symbols, detail references, centre lines, cosmetic edges of
+/// the matched views; 0.04 from `views`).
+pub const SOLID_SCORER_VERSION: &str = "deskbroker-cad-solid-scorer-v7";
 /// Every version of these rules; a stored report of any of them reads back as a 3D report.
 pub const SOLID_SCORER_PREFIX: &str = "deskbroker-cad-solid-scorer-";
 /// Relative error at which the volume, area and extent categories reach 0.

@@ -88,6 +88,16 @@ pub struct SheetView {
     /// Its stored `Scale` (the page's when its `ScaleType` is `Page`, as FreeCAD keeps it).
     #[serde(default)]
     pub scale: Option<f64>,
+    /// A section's `SectionSymbol` or a detail's `Reference`, as stored; none for other views
+    /// or when not stored (read since scorer v7).
+    #[serde(default)]
+    pub symbol: Option<String>,
+    /// Entries of its `CenterLines` list.
+    #[serde(default)]
+    pub centre_lines: usize,
+    /// Entries of its `CosmeticEdges` list.
+    #[serde(default)]
+    pub cosmetic_edges: usize,
 }
 
 /// One TechDraw dimension on a page.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{SolidCategory, SolidCategoryScore, SolidScoreReport, round6};
 use crate::generate3d::SHEET_NAME;
-use crate::solid::SheetFacts;
+use crate::solid::{SheetFacts, SheetView};
 
 pub(crate) mod layout;
 pub(crate) mod render;
@@ -37,14 +37,19 @@ pub const SHEET_WEIGHT: f64 = 0.4;
 /// parts list (edges, hatches, dimension texts, notes) where they are drawn, so it overlaps
 /// them. Since v6 seam edges (between two faces of one surface, e.g. the faces of fused
 /// primitives) are not drawn in either render (`solid/sheet_draw.py`, `refined`).
-pub const SHEET_PARTS: [(&str, f64); 7] = [
-    ("views", 0.32),
+///
+/// `callouts` (since v7, its 0.04 from `views`): the matched views' section symbols, detail
+/// references, centre lines and cosmetic edges ([`callouts`]); scored on every sheet, 1.0 when
+/// neither gold nor candidate has any.
+pub const SHEET_PARTS: [(&str, f64); 8] = [
+    ("views", 0.28),
     ("arrangement", 0.10),
     ("scale", 0.08),
     ("dimensions", 0.22),
     ("notes", 0.10),
     ("hatches", 0.10),
     ("presentation", 0.08),
+    ("callouts", 0.04),
 ];
 
 /// How the candidate's `Layout1` compares with the gold's: an F1 per kind of item, and the
@@ -72,6 +77,9 @@ pub struct SheetScore {
     /// scorer v5 or when the gold's sheet was not drawn.
     #[serde(default)]
     pub presentation: Option<f64>,
+    /// The matched views' callouts compared by F1 ([`callouts`]); none before scorer v7.
+    #[serde(default)]
+    pub callouts: Option<f64>,
 }
 
 fn f1(matched: usize, n_gold: usize, n_candidate: usize) -> f64 {
@@ -148,6 +156,52 @@ fn matched_views(gold: &SheetFacts, candidate: &SheetFacts) -> Vec<(usize, usize
     matched
 }
 
+/// A callout as the sheet compares it: the gold view it sits on (a candidate view counts as the
+/// gold view it matched; an unmatched one as none, so its callouts match nothing) and what it
+/// is: a section symbol or detail reference (trimmed, compared case-sensitively), or one
+/// centre line or cosmetic edge.
+#[derive(PartialEq)]
+enum Callout<'a> {
+    Symbol(Option<usize>, &'a str),
+    CentreLine(Option<usize>),
+    CosmeticEdge(Option<usize>),
+}
+
+fn view_callouts<'a>(view: &'a SheetView, at: Option<usize>, out: &mut Vec<Callout<'a>>) {
+    if let Some(symbol) = view.symbol.as_deref().map(str::trim)
+        && !symbol.is_empty()
+    {
+        out.push(Callout::Symbol(at, symbol));
+    }
+    out.extend((0..view.centre_lines).map(|_| Callout::CentreLine(at)));
+    out.extend((0..view.cosmetic_edges).map(|_| Callout::CosmeticEdge(at)));
+}
+
+/// F1 of the callouts of the two sheets, each on its view: a section's symbol or a detail's
+/// reference equal on the matched view, and each matched view's centre lines and cosmetic
+/// edges counted (so a missing or extra one loses); 1.0 when neither sheet has any.
+pub(crate) fn callouts(
+    gold: &SheetFacts,
+    candidate: &SheetFacts,
+    matched: &[(usize, usize)],
+) -> f64 {
+    let mut gold_items = Vec::new();
+    for (idx, view) in gold.views.iter().enumerate() {
+        view_callouts(view, Some(idx), &mut gold_items);
+    }
+    let mut candidate_items = Vec::new();
+    for (idx, view) in candidate.views.iter().enumerate() {
+        let at = matched.iter().find(|(_, c)| *c == idx).map(|(g, _)| *g);
+        view_callouts(view, at, &mut candidate_items);
+    }
+    // Every gold callout names its view, so an unmatched candidate view's match nothing.
+    f1(
+        common_count(&gold_items, &candidate_items),
+        gold_items.len(),
+        candidate_items.len(),
+    )
+}
+
 fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64) {
     let matched = matched_views(gold, candidate);
     let views_f1 = f1(matched.len(), gold.views.len(), candidate.views.len());
@@ -196,6 +250,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         ),
     );
     let presentation = render::presentation(gold, candidate, &matched).map(round6);
+    let callouts = Some(callouts(gold, candidate, &matched));
     let values = [
         Some(views_f1),
         arrangement,
@@ -204,6 +259,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         notes_f1,
         hatches_f1,
         presentation,
+        callouts,
     ];
     let weighted: Vec<(Option<f64>, f64)> = values
         .into_iter()
@@ -223,6 +279,7 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         notes_f1,
         hatches_f1,
         presentation,
+        callouts,
     };
     (score, round6(value / total))
 }

@@ -168,6 +168,9 @@ fn sheet(label: &str, directions: &[[f64; 3]]) -> SheetFacts {
                 direction: *direction,
                 position: None,
                 scale: None,
+                symbol: None,
+                centre_lines: 0,
+                cosmetic_edges: 0,
             })
             .collect(),
         page_size: None,
@@ -232,6 +235,70 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
     assert_eq!(sheet_score.notes_f1, Some(0.0));
     assert_eq!(sheet_score.dimensions_f1, Some(round6(2.0 / 3.0)));
     assert_eq!(sheet_score.hatches_f1, None);
+}
+
+#[test]
+fn callouts_match_on_the_matched_view_and_count_centre_lines() {
+    let mut gold = sheet("Layout1", &[[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]);
+    gold.views[1].kind = "section".to_owned();
+    gold.views[1].symbol = Some("A".to_owned());
+    gold.views[0].centre_lines = 2;
+    let solids = [solid(1000.0, 600.0, BOX, true)];
+    let base = || {
+        compare(
+            part(&solids),
+            part(&solids),
+            overlap(1000.0, 1000.0, 1000.0),
+        )
+    };
+    let callouts = |candidate: &SheetFacts| {
+        let mut report = base();
+        sheet::add_sheet(&mut report, &gold, std::slice::from_ref(candidate));
+        report.sheet.and_then(|s| s.callouts)
+    };
+    assert_eq!(callouts(&gold), Some(1.0));
+    // Trimmed, then case-sensitive.
+    let mut candidate = gold.clone();
+    candidate.views[1].symbol = Some(" A ".to_owned());
+    assert_eq!(callouts(&candidate), Some(1.0));
+    // 3 gold items (A, two centre lines): a wrong or empty symbol matches 2 of 3.
+    for symbol in ["a", "B", "", "  "] {
+        candidate.views[1].symbol = Some(symbol.to_owned());
+        let n_candidate = if symbol.trim().is_empty() { 2 } else { 3 };
+        assert_eq!(
+            callouts(&candidate),
+            Some(round6(4.0 / (3 + n_candidate) as f64)),
+            "{symbol:?}"
+        );
+    }
+    // A centre line missing, one extra, or on the other view.
+    let mut candidate = gold.clone();
+    candidate.views[0].centre_lines = 1;
+    assert_eq!(callouts(&candidate), Some(round6(4.0 / 5.0)));
+    candidate.views[0].centre_lines = 3;
+    assert_eq!(callouts(&candidate), Some(round6(6.0 / 7.0)));
+    candidate.views[0].centre_lines = 0;
+    candidate.views[1].centre_lines = 2;
+    assert_eq!(callouts(&candidate), Some(round6(2.0 / 6.0)));
+    // Views matched by kind and direction, not order or name: swapped in the list, same score.
+    let mut candidate = gold.clone();
+    candidate.views.swap(0, 1);
+    assert_eq!(callouts(&candidate), Some(1.0));
+    // A cosmetic edge is its own kind of callout: it does not stand in for a centre line.
+    let mut candidate = gold.clone();
+    candidate.views[0].centre_lines = 1;
+    candidate.views[0].cosmetic_edges = 1;
+    assert_eq!(callouts(&candidate), Some(round6(4.0 / 6.0)));
+    // Neither sheet has a callout: 1.0; the candidate adds one: 0.
+    let plain = sheet("Layout1", &[[0.0, 0.0, 1.0]]);
+    let mut report = base();
+    sheet::add_sheet(&mut report, &plain, std::slice::from_ref(&plain));
+    assert_eq!(report.sheet.and_then(|s| s.callouts), Some(1.0));
+    let mut extra = plain.clone();
+    extra.views[0].cosmetic_edges = 1;
+    let mut report = base();
+    sheet::add_sheet(&mut report, &plain, &[extra]);
+    assert_eq!(report.sheet.and_then(|s| s.callouts), Some(0.0));
 }
 
 #[test]
@@ -502,6 +569,7 @@ fn a_section_task_page_with_its_top_views_exchanged_loses_the_arrangement_part()
         score.notes_f1,
         score.hatches_f1,
         score.presentation,
+        score.callouts,
     ];
     let present: f64 = SHEET_PARTS
         .iter()

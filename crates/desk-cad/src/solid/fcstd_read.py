@@ -266,6 +266,13 @@ def float_value(props, name):
     return value if math.isfinite(value) else None
 
 
+def list_entries(props, name, entry):
+    """Entries of a TechDraw list property (a view's CenterLines, CosmeticEdges), counted one
+    by one: the stored count attribute is not trusted."""
+    prop = props.get(name)
+    return 0 if prop is None else sum(1 for _ in prop.iter(entry))
+
+
 def dimension_facts(member, view_index):
     index = member.get("Type")
     index = index.find("Integer") if index is not None else None
@@ -290,7 +297,7 @@ def page_size(types, objects, props):
 
 def sheet_facts(types, objects, archive=None):
     """Every TechDraw page: its label, page size, views (kind, direction, position on the
-    page, scale), dimensions, hatches (hatch objects on its views and hatched section cut
+    page, scale, callouts), dimensions, hatches (hatch objects on its views and hatched section cut
     surfaces), notes. With the archive (the judge), the page labelled DRAW_LABEL is also
     recomputed (sheet_draw.py): its drawing, and each of its dimensions' value."""
     sheets = []
@@ -329,8 +336,18 @@ def sheet_facts(types, objects, archive=None):
                 else:
                     position = [position[0] + base[0], position[1] + base[1]]
                 view_index.setdefault(name, len(views))
+                # Callouts: a section's symbol, a detail's reference, and the view's centre
+                # lines and cosmetic edges (a symbol is kept as stored; the judge trims it).
+                symbol = string_value(member, "SectionSymbol") \
+                    if member_kind == "TechDraw::DrawViewSection" \
+                    else string_value(member, "Reference") \
+                    if member_kind == "TechDraw::DrawViewDetail" else None
                 views.append(dict(kind=VIEW_KINDS[member_kind], direction=direction,
-                                  position=position, scale=float_value(member, "Scale")))
+                                  position=position, scale=float_value(member, "Scale"),
+                                  symbol=symbol,
+                                  centre_lines=list_entries(member, "CenterLines", "CenterLine"),
+                                  cosmetic_edges=list_entries(member, "CosmeticEdges",
+                                                              "CosmeticEdge")))
                 # A section's cut surface drawn with an SVG or PAT hatch counts as a hatch.
                 display = member.get("CutSurfaceDisplay")
                 display = display.find("Integer") if display is not None else None

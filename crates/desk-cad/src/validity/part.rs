@@ -9,8 +9,9 @@
 //! smaller fallbacks, tried in order when a candidate does not build one valid solid; removed,
 //! extra and scaled must change the built volume, so a change that cuts no material is not
 //! taken for one. The sheet perturbations (views swapped, stacked, one rescaled, a dimension
-//! moved to another view, a dimension with a wrong value, and on a gold with a section view
-//! its hatch removed) are made from the gold file itself by [`bad_files`]' script.
+//! moved to another view, a dimension with a wrong value, hidden lines shown, a centre line
+//! added, and on a gold with a section view its hatch removed and its symbol changed) are made
+//! from the gold file itself by [`bad_files`]' script.
 
 use std::path::Path;
 use std::time::Instant;

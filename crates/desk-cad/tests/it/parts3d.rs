@@ -133,7 +133,8 @@ fn the_judge_ranks_gold_above_perturbations_and_zeroes_invalid_files() {
             .filter(|c| matches!(c.expected, Expected::Zero { .. }));
         assert_eq!(n_zero.count(), BAD_FILES.len());
         // The sheet perturbations are judged (not unmade) and lose only on the sheet.
-        // Task 8 (a flange) has a section view: its hatch removed is a case too.
+        // Task 8 (a flange) has a section view: its hatch removed and its symbol changed are
+        // cases too.
         let section_files: &[&str] = if index == 8 { &SECTION_FILES } else { &[] };
         for name in SHEET_FILES.iter().chain(section_files) {
             let case = report.cases.iter().find(|c| c.name == *name);

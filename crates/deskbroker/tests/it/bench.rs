@@ -216,6 +216,8 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
         // view in its cell of the gold's grid), scale, dimensions and notes included, and its
         // presentation nearly so: the seam edges its fused primitives leave are not drawn
         // (scorer v6; v5 drew them: 0.81-0.84 on the plates). Scorer v6 measured 0.9994-1.0.
+        // Callouts (v7) full: the oracle adds no centre line or cosmetic edge, and types a
+        // section's symbol (1.0 on all 29 3D tasks; the dev split's have no section).
         let sheet = &record["score"]["sheet"];
         for category in record["score"]["categories"].as_array().unwrap() {
             assert!(
@@ -223,7 +225,7 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
                 "{task}: {category}"
             );
         }
-        for item in ["views_f1", "arrangement", "dimensions_f1", "notes_f1"] {
+        for item in ["views_f1", "arrangement", "dimensions_f1", "notes_f1", "callouts"] {
             assert_eq!(sheet[item], 1.0, "{task}: {sheet}");
         }
         assert!(

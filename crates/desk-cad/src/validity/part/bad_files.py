@@ -6,8 +6,9 @@
 # gold's sheet perturbed (below the gold, not zero): its first two views' X/Y exchanged, every
 # view at the page's centre, its first view at twice its scale, its first dimension moved to
 # another view, its first dimension showing a wrong value (re-referenced to another edge of its
-# view that measures over 5 % differently, or failing one, an arbitrary text 25 % off), and, when
-# the gold has a section view, that section's cut surface no longer hatched.
+# view that measures over 5 % differently, or failing one, an arbitrary text 25 % off), every view
+# drawing its hidden edges, a centre line added to its first view, and, when the gold has a
+# section view, that section's cut surface no longer hatched, and its symbol changed.
 import zipfile
 
 import FreeCAD
@@ -133,6 +134,23 @@ def hidden_shown(page, views):
         view.HardHidden = True
 
 
+def centre_line_added(page, views):
+    """A centre line on the first view (of its first face; failing that, through its first two
+    vertices): the golds draw none."""
+    page.Document.recompute()
+    try:
+        views[0].makeCenterLine(["Face0"], 0)
+    except Exception:
+        views[0].makeCenterLine(["Vertex0", "Vertex1"], 0)
+
+
+def symbol_changed(page, views):
+    """The section's identifier another letter ("A" becomes "B")."""
+    for view in views:
+        if view.TypeId == "TechDraw::DrawViewSection":
+            view.SectionSymbol = "C" if view.SectionSymbol.strip() == "B" else "B"
+
+
 def hatch_removed(page, views):
     for view in views:
         if view.TypeId == "TechDraw::DrawViewSection":
@@ -146,11 +164,13 @@ sheet_case("/out/view-rescaled.FCStd", rescale)
 sheet_case("/out/dimension-moved.FCStd", move_dimension)
 sheet_case("/out/dimension-value.FCStd", wrong_value)
 sheet_case("/out/hidden-shown.FCStd", hidden_shown)
+sheet_case("/out/centre-line-added.FCStd", centre_line_added)
 gold_document = FreeCAD.openDocument(GOLD)
 has_section = any(o.TypeId == "TechDraw::DrawViewSection" for o in gold_document.Objects)
 FreeCAD.closeDocument(gold_document.Name)
 if has_section:
     sheet_case("/out/hatch-removed.FCStd", hatch_removed)
+    sheet_case("/out/symbol-changed.FCStd", symbol_changed)
 
 source = zipfile.ZipFile(GOLD)
 path = "/out/corrupt-member.FCStd"

@@ -32,19 +32,22 @@ pub const BAD_FILES: [(&str, SolidZeroReason); 10] = [
 /// dimension's reference moved to the same-named edge of another view, the first dimension
 /// showing a wrong value (on another edge of its view measuring over 5 % differently, else an
 /// arbitrary text 25 % off), every view drawing its hidden edges (`HardHidden`; no gold shows
-/// them, so only `presentation` sees the dashed lines). Each must score strictly below the gold.
-pub const SHEET_FILES: [&str; 6] = [
+/// them, so only `presentation` sees the dashed lines), a centre line added to the first view
+/// (`callouts`: no gold has one). Each must score strictly below the gold.
+pub const SHEET_FILES: [&str; 7] = [
     "views swapped",
     "views stacked",
     "view rescaled",
     "dimension moved",
     "dimension value",
     "hidden shown",
+    "centre line added",
 ];
 
 /// Sheet perturbations made only when the gold has a section view: its cut surface no longer
-/// hatched. Each must score strictly below the gold.
-pub const SECTION_FILES: [&str; 1] = ["hatch removed"];
+/// hatched; its symbol changed ("A" to "B", `callouts`). Each must score strictly below the
+/// gold.
+pub const SECTION_FILES: [&str; 2] = ["hatch removed", "symbol changed"];
 
 /// The file a case is written to: its name with dashes, `.FCStd`.
 pub fn file_name(case: &str) -> String {
