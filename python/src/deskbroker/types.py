@@ -97,6 +97,8 @@ class Receipt(_ReceiptBase, total=False):
     pointer_target: dict[str, int]
     pointer_on_target: bool
     opened_windows: list[dict[str, Any]]
+    # "off" only when the broker runs with --unsafe-no-limits (no memory, process or CPU limits).
+    limits: str
 
 
 class ActAnswer(TypedDict):
