@@ -407,8 +407,14 @@ mod tests {
             regions: vec![region(Some(rect), false)],
         };
         assert!(view.verdict(InputTarget::Point { x: 0, y: 700 }).is_some());
-        assert!(view.verdict(InputTarget::Point { x: 1919, y: 999 }).is_some());
-        assert!(view.verdict(InputTarget::Point { x: 1920, y: 999 }).is_none());
+        assert!(
+            view.verdict(InputTarget::Point { x: 1919, y: 999 })
+                .is_some()
+        );
+        assert!(
+            view.verdict(InputTarget::Point { x: 1920, y: 999 })
+                .is_none()
+        );
         assert!(view.verdict(InputTarget::Point { x: 10, y: 699 }).is_none());
         assert!(view.verdict(InputTarget::Focus).is_none());
         let focused = GuardView {
