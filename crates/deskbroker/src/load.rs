@@ -10,6 +10,7 @@
 //! request failed without a typed error, a probe log differs, or anything is left behind: a
 //! recorded process alive, a display file, a session or temporary directory.
 
+mod frozen;
 mod host;
 mod report;
 mod script;
@@ -47,6 +48,11 @@ pub(crate) struct LoadArgs {
     /// The `desk-probe` binary [default: next to this executable, or in the parent directory].
     #[arg(long)]
     pub(crate) probe: Option<PathBuf>,
+    /// Instead of the action mix: measure the watchdog alone. A `deskbroker serve` child runs
+    /// `--sessions` probe sessions with a 3 s task limit and is SIGSTOPped once all are handed
+    /// off; reports how long after its limit each session was stopped (target: within 1 s).
+    #[arg(long)]
+    pub(crate) frozen_kill: bool,
     /// Where to write the JSON report.
     #[arg(long, default_value = "load-report.json")]
     pub(crate) json: PathBuf,
@@ -461,6 +467,9 @@ pub(crate) async fn run(args: LoadArgs) -> Result<()> {
     let work = std::env::temp_dir().join(format!("deskbroker-load-{}", std::process::id()));
     std::fs::create_dir_all(work.join("profiles"))?;
     std::fs::write(work.join("profiles/probe.toml"), probe_profile(&probe))?;
+    if args.frozen_kill {
+        return run_frozen(&args, &work).await;
+    }
     let outcome = run_in(&args, &work).await;
     let _ = std::fs::remove_dir_all(&work);
     let mut report = outcome?;
@@ -494,6 +503,28 @@ pub(crate) async fn run(args: LoadArgs) -> Result<()> {
     outln!("report written to {}", args.json.display());
     if !ok {
         bail!("load run failed; see {}", args.json.display());
+    }
+    Ok(())
+}
+
+/// `--frozen-kill`: the watchdog's measurement alone (`load/frozen.rs`).
+async fn run_frozen(args: &LoadArgs, work: &Path) -> Result<()> {
+    let outcome = frozen::run(
+        work,
+        usize::from(args.sessions),
+        args.broker.unsafe_no_limits,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(work);
+    let report = json!({ "frozen_kill": outcome? });
+    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("failed to write {}", args.json.display()))?;
+    outln!("report written to {}", args.json.display());
+    if report["frozen_kill"]["within_target"] != json!(true) {
+        bail!(
+            "a session was not stopped within 1 s of its limit; see {}",
+            args.json.display()
+        );
     }
     Ok(())
 }

@@ -127,3 +127,52 @@ fn eight_concurrent_sessions_are_exact_and_leave_nothing_behind() {
         "credentials never reach the log"
     );
 }
+
+/// `deskbroker load --frozen-kill`: with the broker SIGSTOPped, the watchdog stops both probe
+/// sessions after their 3 s limit, and the report says how long after (the 1 s target is the
+/// command's own verdict; the bound here is a loaded CI machine's, as in `kill_frozen_broker`).
+#[test]
+fn the_frozen_kill_mode_measures_every_session_stopped_after_its_limit() {
+    if !xvfb_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let report_path = root.path().join("frozen.json");
+    let mut command = Command::new(deskbroker());
+    command
+        .current_dir(root.path())
+        .args(["load", "--frozen-kill", "--sessions", "2"])
+        .arg("--probe")
+        .arg(probe_binary())
+        .arg("--json")
+        .arg(&report_path)
+        .env_remove("DESKBROKER_FAULT");
+    if !nix::unistd::geteuid().is_root() {
+        command.arg(crate::support::UNSAFE_NO_LIMITS);
+    }
+    let output = command.output().unwrap();
+    let stderr = plain(&String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(&report_path)
+            .unwrap_or_else(|error| panic!("no report ({error}); stderr:\n{stderr}")),
+    )
+    .unwrap();
+    println!("{stderr}");
+    let frozen = &report["frozen_kill"];
+    assert_eq!(frozen["sessions"], 2);
+    assert_eq!(frozen["stopped"], 2, "{frozen:#}");
+    let each = frozen["after_limit_ms"]["each"].as_array().unwrap();
+    assert_eq!(each.len(), 2);
+    for lateness in each {
+        let lateness = lateness.as_f64().unwrap();
+        assert!(
+            (0.0..4_000.0).contains(&lateness),
+            "stopped {lateness} ms after its limit"
+        );
+    }
+    assert_eq!(
+        output.status.success(),
+        frozen["within_target"] == true,
+        "the exit status is the 1 s target's verdict"
+    );
+}
