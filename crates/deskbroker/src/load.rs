@@ -8,7 +8,11 @@
 //! its probe recorded with exactly the acknowledged actions, measures its processes' memory and
 //! releases. Checkpoints are skipped: the probe profile has no save chord. The run fails when a
 //! request failed without a typed error, a probe log differs, or anything is left behind: a
-//! recorded process alive, a display file, a session or temporary directory.
+//! recorded process alive, a display file, a session or temporary directory. `--frozen-kill`
+//! measures the watchdog alone instead (`load/frozen.rs`).
+//!
+//! Over 400 lines: one session's script, its probe check and the run's leftover check are one
+//! flow read top to bottom; the numbers, the host readings and the script are split out.
 
 mod frozen;
 mod host;
