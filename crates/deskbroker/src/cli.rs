@@ -359,6 +359,9 @@ pub(crate) struct PerfArgs {
     /// Also measure LibreCAD resets to a verified handoff (this many).
     #[arg(long, default_value_t = 3)]
     pub(crate) resets: usize,
+    /// Also measure FreeCAD resets to a verified handoff (this many; 0 skips them).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) freecad_resets: usize,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

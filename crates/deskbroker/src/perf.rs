@@ -4,7 +4,8 @@
 //! Part A drives one desktop directly (launcher + worker, no HTTP): in-process capture+PNG, the
 //! worker's capture round trip, click→settled frame, and the peer scripts of `shared/peers` on
 //! that same display. Part B goes through the broker over its Unix socket: screenshot, action
-//! overhead (total minus the settle window), and LibreCAD reset to a verified handoff, once with
+//! overhead (total minus the settle window), and LibreCAD and FreeCAD (`--freecad-resets`) resets
+//! to a verified handoff, once with
 //! sandboxed desktops and once without, so the sandbox's cost is measured in the same run.
 //! It stays one file (over 400 lines): the printed rows and the runs that fill them are read
 //! together.
@@ -306,17 +307,21 @@ struct PartB {
     rows: Vec<Row>,
 }
 
-/// `count` LibreCAD sessions leased and reset one after another: each reset's milliseconds to a
-/// verified handoff, and the last session (left leased; the others are released).
-async fn measure_resets(client: &desk_client::Client, count: usize) -> Result<(Vec<f64>, String)> {
+/// `count` sessions of `profile` leased and reset one after another: each reset's milliseconds
+/// to a verified handoff, and the last session (left leased; the others are released).
+async fn measure_resets(
+    client: &desk_client::Client,
+    profile: &str,
+    count: usize,
+) -> Result<(Vec<f64>, String)> {
     let mut resets = Vec::new();
     let mut session = String::new();
     for reset_idx in 0..count.max(1) {
         let lease = client
             .lease(&LeaseRequest {
                 task_id: "bench".to_string(),
-                attempt_id: format!("reset-{reset_idx}"),
-                profile: Some("librecad".to_string()),
+                attempt_id: format!("{profile}-reset-{reset_idx}"),
+                profile: Some(profile.to_string()),
             })
             .await?;
         let started = Instant::now();
@@ -348,7 +353,14 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
     let broker = LocalBroker::start_with(&broker_args, socket, sandboxed).await?;
     let client = broker.client();
     let result = async {
-        let (resets, session) = measure_resets(&client, args.resets).await?;
+        let freecad_resets = if args.freecad_resets > 0 {
+            let (resets, session) = measure_resets(&client, "freecad", args.freecad_resets).await?;
+            client.release(&session).await?;
+            Some(resets)
+        } else {
+            None
+        };
+        let (resets, session) = measure_resets(&client, "librecad", args.resets).await?;
         let mut shots = Vec::new();
         for _ in 0..args.samples {
             let started = Instant::now();
@@ -384,14 +396,16 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
             what: format!("{tag}{what}"),
             stats: stats(values),
         };
-        anyhow::Ok(PartB {
-            rows: vec![
-                row("LibreCAD reset → verified handoff", resets),
-                row("GET screenshot over the socket", shots),
-                row("POST click → settled screenshot (total)", totals),
-                row(BROKER_OVERHEAD, overheads),
-            ],
-        })
+        let mut rows = vec![row("LibreCAD reset → verified handoff", resets)];
+        if let Some(resets) = freecad_resets {
+            rows.push(row("FreeCAD reset → verified handoff", resets));
+        }
+        rows.extend([
+            row("GET screenshot over the socket", shots),
+            row("POST click → settled screenshot (total)", totals),
+            row(BROKER_OVERHEAD, overheads),
+        ]);
+        anyhow::Ok(PartB { rows })
     }
     .await;
     broker.stop().await;
