@@ -240,24 +240,15 @@ fn claim_in(
             last_refusal = refusal;
             continue;
         }
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path);
-        let mut file = match file {
-            Ok(file) => file,
-            // Taken meanwhile by another broker.
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(error) => return Err(io_error("the uid claim", &path)(error)),
-        };
         let named = format!(
             "{}\n{}\n",
             workspace.display(),
             session_dir.path().display()
         );
-        file.write_all(named.as_bytes())
-            .map_err(io_error("the uid claim", &path))?;
+        if !write_claim(&path, &named)? {
+            // Taken meanwhile by another broker.
+            continue;
+        }
         record(session_dir, &identities)?;
         return Ok(identities);
     }
@@ -269,6 +260,24 @@ fn claim_in(
             format!(", the last because {last_refusal}")
         }
     )))
+}
+
+/// Creates the claim file `path` (0600, never over an existing one) holding `text`; `false`
+/// when another claimant created it first.
+fn write_claim(path: &Path, text: &str) -> Result<bool, BackendError> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    let mut file = match file {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(error) => return Err(io_error("the uid claim", path)(error)),
+    };
+    file.write_all(text.as_bytes())
+        .map_err(io_error("the uid claim", path))?;
+    Ok(true)
 }
 
 /// Writes `<session>/identity.json`.

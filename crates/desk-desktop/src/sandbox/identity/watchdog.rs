@@ -11,11 +11,12 @@
 //! since). One id per watchdog directory: two brokers' watchdogs never share a uid, so neither
 //! reads the other's key.
 
-use std::io::Write as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use super::{CLAIMS_DIR, Ids, host_account_holds, io_error, process_runs_as, slot_refusal};
+use super::{
+    CLAIMS_DIR, Ids, host_account_holds, io_error, process_runs_as, slot_refusal, write_claim,
+};
 use crate::error::BackendError;
 
 /// The ids a watchdog may run as (uid = gid), below the sessions' default range.
@@ -86,18 +87,9 @@ fn claim_watchdog_in(
             last_refusal = refusal;
             continue;
         }
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path);
-        let mut file = match file {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(error) => return Err(io_error("the uid claim", &path)(error)),
-        };
-        file.write_all(format!("{}\n", dir.display()).as_bytes())
-            .map_err(io_error("the uid claim", &path))?;
+        if !write_claim(&path, &format!("{}\n", dir.display()))? {
+            continue;
+        }
         return Ok(Ids { uid: id, gid: id });
     }
     Err(BackendError::SandboxUnavailable(format!(
