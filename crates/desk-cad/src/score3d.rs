@@ -291,7 +291,10 @@ fn score_fcstd_with(
     } else {
         ""
     };
-    let script = format!("{}{draw_parts}\n{JUDGE}", crate::solid::reader_with_drawing());
+    let script = format!(
+        "{}{draw_parts}\n{JUDGE}",
+        crate::solid::reader_with_drawing()
+    );
     let started = std::time::Instant::now();
     let stdout = sandbox::run_freecad(
         &script,
