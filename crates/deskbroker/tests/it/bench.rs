@@ -225,7 +225,13 @@ fn oracle_runs_the_dev_split_in_librecad_and_freecad() {
                 "{task}: {category}"
             );
         }
-        for item in ["views_f1", "arrangement", "dimensions_f1", "notes_f1", "callouts"] {
+        for item in [
+            "views_f1",
+            "arrangement",
+            "dimensions_f1",
+            "notes_f1",
+            "callouts",
+        ] {
             assert_eq!(sheet[item], 1.0, "{task}: {sheet}");
         }
         assert!(
