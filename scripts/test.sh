@@ -8,5 +8,17 @@ scripts/setup.sh
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-DESK_REQUIRE_XVFB=1 cargo test --workspace --locked
+# The test output goes to target/test-output.log as well; a failure ends with each failing
+# test's panic message (without the backtraces), so the reason is in the last lines a CI shows.
+mkdir -p target
+set +e
+DESK_REQUIRE_XVFB=1 cargo test --workspace --locked 2>&1 | tee target/test-output.log
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  echo "== why the failing tests failed (full output: target/test-output.log) =="
+  grep -E -A8 "^---- .* (stdout|stderr) ----$|panicked at" target/test-output.log \
+    | grep -v -E "^ +[0-9]+: |^ +at |^stack backtrace:|^note: " | tail -n 60
+  exit "$status"
+fi
 DESK_REQUIRE_XVFB=1 scripts/test-python.sh

@@ -1,21 +1,23 @@
-//! `deskbroker perf`, small: one pass of every measurement (no peers) on real LibreCAD desktops,
-//! sandboxed and not. Checks that the command runs and reports each row with a number; the
+//! `deskbroker perf`, small: one pass of every measurement (no peers) on real LibreCAD desktops
+//! and one FreeCAD reset, sandboxed and not. Checks that the command runs and reports each row with a number; the
 //! numbers themselves belong to the closing notes, not to a test.
 
 use std::process::Command;
 
+use crate::freecad::freecad_available;
 use crate::librecad::librecad_available;
 use crate::support::{deskbroker, xvfb_available};
 
 #[test]
 fn perf_measures_every_row_with_and_without_the_sandbox() {
-    if !xvfb_available() || !librecad_available() {
+    if !xvfb_available() || !librecad_available() || !freecad_available() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
     let output = Command::new(deskbroker())
         .current_dir(root.path())
         .args(["perf", "--no-peers", "--samples", "2", "--resets", "1"])
+        .args(["--freecad-resets", "1"])
         .args(["--display", "1280x800"])
         .env("DESKBROKER_LOG", "warn")
         .output()
@@ -31,9 +33,11 @@ fn perf_measures_every_row_with_and_without_the_sandbox() {
         "capture+PNG via worker pipe",
         "click→settled frame via worker (total)",
         "LibreCAD reset → verified handoff",
+        "FreeCAD reset → verified handoff",
         "GET screenshot over the socket",
         "POST click → settled screenshot (total)",
         "sandbox off: LibreCAD reset → verified handoff",
+        "sandbox off: FreeCAD reset → verified handoff",
         "sandbox off: GET screenshot over the socket",
         "sandbox off: POST click → settled screenshot (total)",
     ] {
