@@ -62,7 +62,10 @@ where
         if status.state == SessionState::Running {
             break;
         }
-        assert!(Instant::now() < deadline, "the program never ran: {status:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the program never ran: {status:?}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -73,7 +76,10 @@ where
     // The wait ended at the new generation (the worker looks every 10 ms), not at its end: the
     // broker's own clock (acceptance to answer) is under the wait, and so is the caller's.
     assert!(receipt.total_ms < wait_ms, "{took:?}: {receipt:?}");
-    assert!(took < Duration::from_millis(wait_ms), "{took:?}: {receipt:?}");
+    assert!(
+        took < Duration::from_millis(wait_ms),
+        "{took:?}: {receipt:?}"
+    );
     assert_eq!(
         receipt
             .failing_step
