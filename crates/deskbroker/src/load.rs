@@ -53,7 +53,7 @@ pub(crate) struct LoadArgs {
     #[arg(long)]
     pub(crate) probe: Option<PathBuf>,
     /// Instead of the action mix: measure the watchdog alone. A `deskbroker serve` child runs
-    /// `--sessions` probe sessions with a 3 s task limit and is SIGSTOPped once all are handed
+    /// `--sessions` probe sessions with a 9 s task limit and is SIGSTOPped once all are handed
     /// off; reports how long after its limit each session was stopped (target: within 1 s).
     #[arg(long)]
     pub(crate) frozen_kill: bool,

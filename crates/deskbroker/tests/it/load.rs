@@ -129,7 +129,7 @@ fn eight_concurrent_sessions_are_exact_and_leave_nothing_behind() {
 }
 
 /// `deskbroker load --frozen-kill`: with the broker SIGSTOPped, the watchdog stops both probe
-/// sessions after their 3 s limit, and the report says how long after (the 1 s target is the
+/// sessions after their 9 s limit, and the report says how long after (the 1 s target is the
 /// command's own verdict; the bound here is a loaded CI machine's, as in `kill_frozen_broker`).
 #[test]
 fn the_frozen_kill_mode_measures_every_session_stopped_after_its_limit() {
