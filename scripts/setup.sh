@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(xvfb openbox bubblewrap util-linux librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv python3-gi gir1.2-gtk-3.0 chromium)
 missing=()
 packages+=(freecad bubblewrap)  # 3D tasks: FreeCAD and the 3D judge's own sandbox
+packages+=(tesseract-ocr)  # the screenshot gate's OCR (crates/desk-gate)
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
