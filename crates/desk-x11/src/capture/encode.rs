@@ -1,0 +1,291 @@
+//! The capture path's PNG encoder: BGRX pixels to a lossless 8-bit RGB PNG with the Up filter on
+//! every row, the filter fused with the BGRX → RGB conversion in one pass over the frame, and the
+//! rows split into bands deflated in parallel (`deflate.rs`) as segments of one zlib stream.
+//!
+//! Invariants: bands are independent (a band's first row is filtered against the previous band's
+//! last row, read-only, and no match crosses a band), so the PNG does not depend on how many
+//! threads encoded it beyond its band count; the zlib trailer's Adler-32 is combined from the
+//! bands' own and covers every filtered byte; the output is one IHDR, one IDAT and one IEND.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use super::deflate::{BandEncoder, Segment, adler_combine};
+use crate::error::X11Error;
+
+/// PNG's filter type byte for Up.
+const UP_FILTER: u8 = 2;
+/// Frames of at least this many pixels are split into at least two bands.
+const PARALLEL_MIN_PIXELS: u64 = 1_000_000;
+/// The PNG signature.
+const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+/// The zlib header: deflate with a 32 KiB window, "fastest" level, no dictionary.
+const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
+
+/// Encodes `width * height` BGRX pixels as an RGB PNG, in as many bands as the machine has
+/// cores (at least two from a megapixel up, one below).
+pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
+    let n_pixels = u64::from(width) * u64::from(height);
+    let n_bands = if n_pixels >= PARALLEL_MIN_PIXELS {
+        n_cores().max(2)
+    } else {
+        1
+    };
+    encode_png_in_bands(pixels, width, height, n_bands)
+}
+
+/// [`encode_png`] with `n_bands` bands (at least one, at most one per row).
+pub(crate) fn encode_png_in_bands(
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    n_bands: usize,
+) -> Result<Vec<u8>, X11Error> {
+    let frame = Frame::new(pixels, width, height)?;
+    let bands = frame.bands(n_bands);
+    let segments = encode_bands(&frame, &bands)?;
+    assemble(width, height, &segments)
+}
+
+fn n_cores() -> usize {
+    static N_CORES: OnceLock<usize> = OnceLock::new();
+    *N_CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// A checked view of a frame's pixels.
+struct Frame<'a> {
+    // Invariant: `pixels.len() == row_bytes * n_rows`, `row_bytes` a multiple of 4.
+    pixels: &'a [u8],
+    row_bytes: usize,
+    n_rows: usize,
+}
+
+impl<'a> Frame<'a> {
+    fn new(pixels: &'a [u8], width: u32, height: u32) -> Result<Frame<'a>, X11Error> {
+        let row_pixels = usize::try_from(width).map_err(|_| X11Error::Capture("width".into()))?;
+        let n_rows = usize::try_from(height).map_err(|_| X11Error::Capture("height".into()))?;
+        let row_bytes = row_pixels
+            .checked_mul(4)
+            .ok_or_else(|| X11Error::Capture(format!("width {width} is too large")))?;
+        let n_bytes = row_bytes
+            .checked_mul(n_rows)
+            .ok_or_else(|| X11Error::Capture(format!("{width}x{height} is too large")))?;
+        if width == 0 || height == 0 {
+            return Err(X11Error::Capture(format!(
+                "cannot encode an empty {width}x{height} frame"
+            )));
+        }
+        let pixels = pixels.get(..n_bytes).ok_or_else(|| {
+            X11Error::Capture(format!(
+                "frame has {} bytes, {width}x{height} needs {n_bytes}",
+                pixels.len()
+            ))
+        })?;
+        Ok(Frame {
+            pixels,
+            row_bytes,
+            n_rows,
+        })
+    }
+
+    /// Splits the rows into `n_bands` contiguous, non-empty ranges of near-equal size.
+    fn bands(&self, n_bands: usize) -> Vec<Range<usize>> {
+        let n_bands = n_bands.clamp(1, self.n_rows);
+        (0..n_bands)
+            .map(|band_idx| {
+                self.n_rows * band_idx / n_bands..self.n_rows * (band_idx + 1) / n_bands
+            })
+            .collect()
+    }
+
+    fn row(&self, row_idx: usize) -> &'a [u8] {
+        let start = row_idx * self.row_bytes;
+        self.pixels
+            .get(start..start + self.row_bytes)
+            .unwrap_or(&[])
+    }
+
+    /// Deflates rows `rows` (Up-filtered against the row above, zeros above the first row).
+    fn encode_band(&self, rows: Range<usize>, last: bool) -> Segment {
+        let n_rows = rows.len();
+        // About a tenth of the filtered size: enough for UI frames without regrowing.
+        let capacity = n_rows * (self.row_bytes / 4 * 3 + 1) / 10;
+        let mut encoder = BandEncoder::new(capacity, last);
+        let zero_row;
+        let mut previous = if rows.start == 0 {
+            zero_row = vec![0u8; self.row_bytes];
+            zero_row.as_slice()
+        } else {
+            self.row(rows.start - 1)
+        };
+        for row_idx in rows {
+            let current = self.row(row_idx);
+            encode_row(&mut encoder, current, previous);
+            previous = current;
+        }
+        encoder.finish(last)
+    }
+}
+
+/// Feeds one Up-filtered row: its filter byte, then R, G, B differences to the row above.
+/// Equal rows, equal blocks of 64 pixels (compared with `memcmp`) and equal pixel pairs are
+/// read as zeros without converting anything.
+fn encode_row(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
+    encoder.bytes(&[UP_FILTER]);
+    if current == previous {
+        encoder.zeros((current.len() / 4 * 3) as u64);
+        return;
+    }
+    let mut current_blocks = current.chunks_exact(BLOCK_BYTES);
+    let mut previous_blocks = previous.chunks_exact(BLOCK_BYTES);
+    for (current_block, previous_block) in (&mut current_blocks).zip(&mut previous_blocks) {
+        if current_block == previous_block {
+            encoder.zeros((BLOCK_BYTES / 4 * 3) as u64);
+        } else {
+            encode_pairs(encoder, current_block, previous_block);
+        }
+    }
+    encode_pairs(
+        encoder,
+        current_blocks.remainder(),
+        previous_blocks.remainder(),
+    );
+}
+
+/// Bytes of the blocks compared at once.
+const BLOCK_BYTES: usize = 256;
+/// The high bit of every byte.
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// Feeds pixels two at a time (a last odd pixel alone): the bytewise difference of the BGRX
+/// words, reordered to R, G, B.
+fn encode_pairs(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
+    let mut current_pairs = current.chunks_exact(8);
+    let mut previous_pairs = previous.chunks_exact(8);
+    for (current_pair, previous_pair) in (&mut current_pairs).zip(&mut previous_pairs) {
+        let current_word = word(current_pair);
+        let previous_word = word(previous_pair);
+        if current_word == previous_word {
+            encoder.zeros(6);
+            continue;
+        }
+        // Bytewise wrapping subtraction, no borrow across bytes.
+        let diff = ((current_word | HIGH_BITS) - (previous_word & !HIGH_BITS))
+            ^ ((current_word ^ !previous_word) & HIGH_BITS);
+        // B0 G0 R0 X0 B1 G1 R1 X1 (lowest byte first) to R0 G0 B0 R1 G1 B1.
+        let filtered = ((diff >> 16) & 0xff)
+            | (diff & 0xff00)
+            | ((diff & 0xff) << 16)
+            | (((diff >> 48) & 0xff) << 24)
+            | (((diff >> 40) & 0xff) << 32)
+            | (((diff >> 32) & 0xff) << 40);
+        encoder.six(filtered);
+    }
+    let (current_tail, previous_tail) = (current_pairs.remainder(), previous_pairs.remainder());
+    let mut filtered = [0u8; 3];
+    if current_tail.len() == 4 && previous_tail.len() == 4 {
+        filtered[0] = current_tail[2].wrapping_sub(previous_tail[2]);
+        filtered[1] = current_tail[1].wrapping_sub(previous_tail[1]);
+        filtered[2] = current_tail[0].wrapping_sub(previous_tail[0]);
+        encoder.bytes(&filtered);
+    }
+}
+
+/// The little-endian word of an 8-byte chunk.
+#[inline(always)]
+fn word(chunk: &[u8]) -> u64 {
+    chunk.try_into().map_or(0, u64::from_le_bytes)
+}
+
+/// Encodes the bands, the first on this thread and each other one on a scoped thread of its own
+/// (on this thread too when a thread cannot be started).
+fn encode_bands(frame: &Frame<'_>, bands: &[Range<usize>]) -> Result<Vec<Segment>, X11Error> {
+    let n_bands = bands.len();
+    let last = |band_idx: usize| band_idx + 1 == n_bands;
+    let Some((first, rest)) = bands.split_first() else {
+        return Ok(Vec::new());
+    };
+    if rest.is_empty() {
+        return Ok(vec![frame.encode_band(first.clone(), true)]);
+    }
+    std::thread::scope(|scope| {
+        let spawned: Vec<_> = rest
+            .iter()
+            .enumerate()
+            .map(|(rest_idx, rows)| {
+                let band_idx = rest_idx + 1;
+                let rows_for_thread = rows.clone();
+                let handle = std::thread::Builder::new()
+                    .name("png-band".into())
+                    .spawn_scoped(scope, move || {
+                        frame.encode_band(rows_for_thread, last(band_idx))
+                    })
+                    .ok();
+                (band_idx, rows, handle)
+            })
+            .collect();
+        let mut segments = Vec::with_capacity(n_bands);
+        segments.push(frame.encode_band(first.clone(), last(0)));
+        for (band_idx, rows, handle) in spawned {
+            let segment = match handle {
+                Some(handle) => handle
+                    .join()
+                    .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
+                None => frame.encode_band(rows.clone(), last(band_idx)),
+            };
+            segments.push(segment);
+        }
+        Ok(segments)
+    })
+}
+
+/// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.
+fn assemble(width: u32, height: u32, segments: &[Segment]) -> Result<Vec<u8>, X11Error> {
+    let n_deflate: usize = segments.iter().map(|segment| segment.bytes.len()).sum();
+    let idat_len = ZLIB_HEADER.len() + n_deflate + 4;
+    if idat_len > 0x7fff_ffff {
+        return Err(X11Error::Capture(format!(
+            "png data of {idat_len} bytes is too large"
+        )));
+    }
+    let adler = segments
+        .iter()
+        .skip(1)
+        .fold(segments.first().map_or(1, |s| s.adler), |adler, s| {
+            adler_combine(adler, s.adler, s.n_filtered)
+        });
+    let mut png = Vec::with_capacity(SIGNATURE.len() + 25 + 12 + idat_len + 12);
+    png.extend_from_slice(&SIGNATURE);
+    let mut header = [0u8; 13];
+    header[..4].copy_from_slice(&width.to_be_bytes());
+    header[4..8].copy_from_slice(&height.to_be_bytes());
+    // Bit depth 8, color type 2 (RGB), deflate, adaptive filtering, no interlace.
+    header[8..].copy_from_slice(&[8, 2, 0, 0, 0]);
+    write_chunk(&mut png, b"IHDR", &[&header]);
+    let mut idat: Vec<&[u8]> = Vec::with_capacity(segments.len() + 2);
+    idat.push(&ZLIB_HEADER);
+    idat.extend(segments.iter().map(|segment| segment.bytes.as_slice()));
+    let trailer = adler.to_be_bytes();
+    idat.push(&trailer);
+    debug_assert_eq!(idat.iter().map(|part| part.len()).sum::<usize>(), idat_len);
+    write_chunk(&mut png, b"IDAT", &idat);
+    write_chunk(&mut png, b"IEND", &[]);
+    Ok(png)
+}
+
+/// Appends one chunk whose data is `parts` laid end to end (their total checked by the caller
+/// to fit PNG's 31-bit length).
+fn write_chunk(png: &mut Vec<u8>, kind: &[u8; 4], parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    png.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
+    let crc_start = png.len();
+    png.extend_from_slice(kind);
+    for part in parts {
+        png.extend_from_slice(part);
+    }
+    let crc = crc32fast::hash(png.get(crc_start..).unwrap_or_default());
+    png.extend_from_slice(&crc.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests;

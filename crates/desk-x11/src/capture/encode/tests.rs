@@ -1,0 +1,209 @@
+//! Unit tests for the banded PNG encoder: exact round trips through two independent decoders
+//! (the `png` crate with checksums verified, and miniz_oxide's strict zlib inflate) for random
+//! and UI-like frames of several sizes and band counts, and the Adler-32 combination.
+
+use super::super::deflate::{ADLER_MOD, adler_combine};
+use super::*;
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, bound: u32) -> u32 {
+        u32::try_from(self.next() % u64::from(bound)).unwrap()
+    }
+}
+
+fn random_frame(width: u32, height: u32, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    (0..width * height * 4)
+        .map(|_| u8::try_from(rng.next() >> 56).unwrap())
+        .collect()
+}
+
+/// A UI-like frame: a flat background, filled rectangles, thin lines, a few noisy "text" areas,
+/// runs of identical rows and a pad byte that is not always zero.
+fn ui_frame(width: u32, height: u32, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let mut pixels = [0xef, 0xeb, 0xe7, 0].repeat(usize::try_from(width * height).unwrap());
+    let mut set = |x: u32, y: u32, bgrx: [u8; 4]| {
+        let offset = usize::try_from((y * width + x) * 4).unwrap();
+        pixels[offset..offset + 4].copy_from_slice(&bgrx);
+    };
+    for _ in 0..12 {
+        let (x0, y0) = (rng.below(width), rng.below(height));
+        let (w, h) = (rng.below(width - x0) + 1, rng.below(height - y0) + 1);
+        let color = [
+            u8::try_from(rng.below(256)).unwrap(),
+            u8::try_from(rng.below(256)).unwrap(),
+            u8::try_from(rng.below(256)).unwrap(),
+            u8::try_from(rng.below(2) * 0xff).unwrap(),
+        ];
+        let noisy = rng.below(3) == 0;
+        for y in y0..y0 + h {
+            for x in x0..x0 + w {
+                if noisy && rng.below(4) == 0 {
+                    set(x, y, [0x20, 0x20, 0x20, 0]);
+                } else {
+                    set(x, y, color);
+                }
+            }
+        }
+    }
+    pixels
+}
+
+fn expected_rgb(bgrx: &[u8]) -> Vec<u8> {
+    bgrx.chunks_exact(4)
+        .flat_map(|pixel| [pixel[2], pixel[1], pixel[0]])
+        .collect()
+}
+
+/// Decodes with the `png` crate, CRCs and Adler-32 verified.
+fn decode_png(png: &[u8]) -> (u32, u32, Vec<u8>) {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png));
+    decoder.ignore_checksums(false);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    buffer.truncate(info.buffer_size());
+    (info.width, info.height, buffer)
+}
+
+/// Undoes the Up filter after a strict zlib inflate (miniz_oxide checks the Adler-32).
+fn decode_zlib(png: &[u8], width: u32, height: u32) -> Vec<u8> {
+    // Signature (8) + IHDR (25), then the IDAT's length and type.
+    let idat_len = usize::try_from(u32::from_be_bytes(png[33..37].try_into().unwrap())).unwrap();
+    assert_eq!(&png[37..41], b"IDAT");
+    let zlib = &png[41..41 + idat_len];
+    let filtered = miniz_oxide::inflate::decompress_to_vec_zlib(zlib).unwrap();
+    let row_len = usize::try_from(width * 3).unwrap();
+    assert_eq!(
+        filtered.len(),
+        (row_len + 1) * usize::try_from(height).unwrap()
+    );
+    let mut rgb: Vec<u8> = Vec::with_capacity(filtered.len());
+    for (row_idx, row) in filtered.chunks_exact(row_len + 1).enumerate() {
+        assert_eq!(row[0], UP_FILTER);
+        for (col, &byte) in row[1..].iter().enumerate() {
+            let above = if row_idx == 0 {
+                0
+            } else {
+                rgb[(row_idx - 1) * row_len + col]
+            };
+            rgb.push(byte.wrapping_add(above));
+        }
+    }
+    assert_eq!(&png[png.len() - 12..png.len() - 8], &[0, 0, 0, 0]);
+    assert_eq!(&png[png.len() - 8..png.len() - 4], b"IEND");
+    rgb
+}
+
+fn check_round_trip(bgrx: &[u8], width: u32, height: u32, n_bands: usize) {
+    let png = encode_png_in_bands(bgrx, width, height, n_bands).unwrap();
+    let expected = expected_rgb(bgrx);
+    let (decoded_width, decoded_height, rgb) = decode_png(&png);
+    assert_eq!((decoded_width, decoded_height), (width, height));
+    assert!(
+        rgb == expected,
+        "{width}x{height} in {n_bands} bands: png crate decode differs"
+    );
+    let rgb = decode_zlib(&png, width, height);
+    assert!(
+        rgb == expected,
+        "{width}x{height} in {n_bands} bands: zlib decode differs"
+    );
+}
+
+const SIZES: [(u32, u32); 8] = [
+    (1, 1),
+    (3, 2),
+    (7, 5),
+    (8, 3),
+    (33, 17),
+    (101, 67),
+    (640, 31),
+    (1001, 123),
+];
+
+#[test]
+fn random_frames_round_trip_in_any_band_count() {
+    for (size_idx, (width, height)) in SIZES.into_iter().enumerate() {
+        let bgrx = random_frame(width, height, 1 + size_idx as u64);
+        for n_bands in [1, 2, 3, 7, 1000] {
+            check_round_trip(&bgrx, width, height, n_bands);
+        }
+    }
+}
+
+#[test]
+fn ui_frames_round_trip_in_any_band_count() {
+    for (size_idx, (width, height)) in SIZES.into_iter().enumerate() {
+        let bgrx = ui_frame(width, height, 100 + size_idx as u64);
+        for n_bands in [1, 2, 3, 7, 1000] {
+            check_round_trip(&bgrx, width, height, n_bands);
+        }
+    }
+}
+
+#[test]
+fn long_zero_runs_and_flat_frames_round_trip() {
+    // Runs far beyond 258 bytes, a flat frame (every row equal to the one above) and an
+    // all-zero frame (one run through the whole band).
+    for bgrx_value in [[0u8, 0, 0, 0], [1, 2, 3, 0], [0xff, 0xff, 0xff, 0xff]] {
+        let bgrx = bgrx_value.repeat(1031 * 77);
+        for n_bands in [1, 2, 5] {
+            check_round_trip(&bgrx, 1031, 77, n_bands);
+        }
+    }
+}
+
+#[test]
+fn megapixel_frames_use_several_bands_and_round_trip() {
+    let (width, height) = (1283, 811);
+    let bgrx = ui_frame(width, height, 7);
+    let png = encode_png(&bgrx, width, height).unwrap();
+    let single = encode_png_in_bands(&bgrx, width, height, 1).unwrap();
+    // Several bands: a different stream (more block headers), the same pixels.
+    assert_ne!(png, single);
+    assert_eq!(decode_png(&png).2, expected_rgb(&bgrx));
+    assert_eq!(decode_zlib(&png, width, height), expected_rgb(&bgrx));
+}
+
+#[test]
+fn bad_input_is_refused() {
+    assert!(encode_png(&[0; 15], 2, 2).is_err());
+    assert!(encode_png(&[], 0, 4).is_err());
+    assert!(encode_png(&[], 4, 0).is_err());
+    assert!(encode_png(&[0; 16], u32::MAX, u32::MAX).is_err());
+}
+
+fn naive_adler(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in data {
+        a = (a + u32::from(byte)) % ADLER_MOD;
+        b = (b + a) % ADLER_MOD;
+    }
+    (b << 16) | a
+}
+
+#[test]
+fn adler_combine_matches_the_whole() {
+    let data = random_frame(300, 300, 9);
+    for split in [0, 1, 5551, 5552, 65521, 65522, 200_000, data.len()] {
+        let (first, second) = data.split_at(split);
+        assert_eq!(
+            adler_combine(naive_adler(first), naive_adler(second), second.len() as u64),
+            naive_adler(&data),
+            "split at {split}"
+        );
+    }
+}
