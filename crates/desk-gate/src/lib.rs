@@ -22,7 +22,7 @@ pub use error::GateError;
 pub use frame::Rect;
 pub use gate::{Decision, Gate, GateRecord, RECORD_SCHEMA, Reason, ReasonSource, Verdict};
 pub use ocr::{MAX_OCR_OUTPUT, Ocr, Tesseract, Word};
-pub use policy::{GatePolicy, GateSettings, MAX_PATTERN_BYTES, MAX_PATTERNS};
+pub use policy::{GatePolicy, GateSettings, MAX_PATTERN_BYTES, MAX_PATTERNS, compile_pattern};
 
 #[cfg(test)]
 mod tests;

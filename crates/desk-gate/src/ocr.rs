@@ -50,25 +50,41 @@ impl Tesseract {
 
     /// A given program and page segmentation mode.
     pub fn with_program(program: PathBuf, psm: u8) -> Tesseract {
-        let version = Command::new(&program)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .and_then(|output| {
-                String::from_utf8_lossy(&output.stdout)
-                    .lines()
-                    .next()
-                    .map(|line| line.trim().to_string())
-            })
-            .unwrap_or_else(|| "tesseract (not found)".to_string());
+        let version = version_of(&program).unwrap_or_else(|| "tesseract (not found)".to_string());
         Tesseract {
             program,
             psm,
             version,
         }
     }
+}
+
+/// The first line of `program --version`, waiting at most 2 s (a hung program is killed).
+fn version_of(program: &PathBuf) -> Option<String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let started = Instant::now();
+    while child.try_wait().ok()?.is_none() {
+        if started.elapsed() > Duration::from_secs(2) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut out = String::new();
+    child
+        .stdout
+        .take()?
+        .take(4096)
+        .read_to_string(&mut out)
+        .ok()?;
+    out.lines().next().map(|line| line.trim().to_string())
 }
 
 impl Default for Tesseract {

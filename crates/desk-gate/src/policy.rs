@@ -16,6 +16,27 @@ pub const MAX_PATTERN_BYTES: usize = 256;
 /// Compiled size bound of one pattern (the `regex` crate's size limit).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
+/// Compiles one prefilter pattern as the gate uses it (case-insensitive, size-bounded); why
+/// not, for a person, when it is empty, too long, invalid, or matches the empty text. The
+/// policy's lint calls this too, so the lint and the gate agree.
+pub fn compile_pattern(pattern: &str) -> Result<Regex, String> {
+    if pattern.trim().is_empty() {
+        return Err("is empty".to_string());
+    }
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!("is longer than {MAX_PATTERN_BYTES} bytes"));
+    }
+    let regex = RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|error| format!("is not a valid pattern: {error}"))?;
+    if regex.is_match("") {
+        return Err("matches the empty text".to_string());
+    }
+    Ok(regex)
+}
+
 /// The gate's settings as the signed policy states them, before validation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GateSettings {
@@ -64,24 +85,8 @@ impl GatePolicy {
         }
         let mut regexes = Vec::with_capacity(settings.patterns.len());
         for (idx, pattern) in settings.patterns.iter().enumerate() {
-            if pattern.trim().is_empty() {
-                return bad(format!("patterns[{idx}] is empty"));
-            }
-            if pattern.len() > MAX_PATTERN_BYTES {
-                return bad(format!(
-                    "patterns[{idx}] is longer than {MAX_PATTERN_BYTES} bytes"
-                ));
-            }
-            let regex = RegexBuilder::new(pattern)
-                .case_insensitive(true)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|error| {
-                    GateError::Policy(format!("patterns[{idx}] is not a valid pattern: {error}"))
-                })?;
-            if regex.is_match("") {
-                return bad(format!("patterns[{idx}] matches the empty text"));
-            }
+            let regex = compile_pattern(pattern)
+                .map_err(|problem| GateError::Policy(format!("patterns[{idx}] {problem}")))?;
             regexes.push(regex);
         }
         let (allow, block) = (settings.allow_max_permille, settings.block_min_permille);

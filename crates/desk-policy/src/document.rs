@@ -32,6 +32,21 @@ pub struct Policy {
     /// Absent: frames are deleted at release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retention: Option<Retention>,
+    /// Absent: no screenshot gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    screenshot_gate: Option<ScreenshotGate>,
+}
+
+/// `screenshot_gate`: the screenshot risk gate's patterns, thresholds (thousandths) and bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScreenshotGate {
+    prefilter_patterns: Vec<String>,
+    allow_max_permille: u32,
+    block_min_permille: u32,
+    max_frame_bytes: u64,
+    max_pixels: u64,
+    ocr_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +231,21 @@ impl Policy {
             .as_ref()
             .map_or(FrameRetention::DeleteAtRelease, |retention| {
                 retention.frames
+            })
+    }
+
+    /// The screenshot gate's settings, when the policy has one (`screenshot_gate`; absent: no
+    /// gate). The lint compiled its patterns; [`desk_gate::GatePolicy::new`] does it again.
+    pub fn screenshot_gate(&self) -> Option<desk_gate::GateSettings> {
+        self.screenshot_gate
+            .as_ref()
+            .map(|gate| desk_gate::GateSettings {
+                patterns: gate.prefilter_patterns.clone(),
+                allow_max_permille: gate.allow_max_permille,
+                block_min_permille: gate.block_min_permille,
+                max_frame_bytes: gate.max_frame_bytes,
+                max_pixels: gate.max_pixels,
+                ocr_timeout_ms: gate.ocr_timeout_ms,
             })
     }
 

@@ -26,11 +26,23 @@ const ROOT_KEYS: &[&str] = &[
     "limits",
     "validity",
     "retention",
+    "screenshot_gate",
 ];
 
 /// Root keys a document may leave out: a policy without `retention` deletes frames at release
 /// (as every policy did before the key existed, so their digests are unchanged).
-const OPTIONAL_ROOT_KEYS: &[&str] = &["retention"];
+/// Likewise a policy without `screenshot_gate` has no gate.
+const OPTIONAL_ROOT_KEYS: &[&str] = &["retention", "screenshot_gate"];
+
+/// Keys of `screenshot_gate`.
+const GATE_KEYS: &[&str] = &[
+    "prefilter_patterns",
+    "allow_max_permille",
+    "block_min_permille",
+    "max_frame_bytes",
+    "max_pixels",
+    "ocr_timeout_ms",
+];
 
 /// The lint of one document value.
 pub(crate) fn lint_value(value: &Value) -> Vec<Violation> {
@@ -77,6 +89,7 @@ pub(crate) fn lint_value(value: &Value) -> Vec<Violation> {
     lint.limits(root);
     lint.validity(root);
     lint.retention(root);
+    lint.screenshot_gate(root);
     lint.violations
 }
 
@@ -424,6 +437,79 @@ impl Lint {
                 "retention.frames",
                 format!("{frames:?}, expected delete_at_release or keep"),
             );
+        }
+    }
+
+    /// `screenshot_gate`, when present: patterns compiled as the gate compiles them,
+    /// thresholds in thousandths and ordered, bounds in range.
+    fn screenshot_gate(&mut self, root: &Map<String, Value>) {
+        let Some(value) = root.get("screenshot_gate") else {
+            return;
+        };
+        let path = "screenshot_gate";
+        let Some(gate) = self.object(value, path, GATE_KEYS) else {
+            return;
+        };
+        if let Some(patterns) = self.strings(gate, path, "prefilter_patterns") {
+            let n_listed = gate
+                .get("prefilter_patterns")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            if n_listed == 0 || n_listed > desk_gate::MAX_PATTERNS {
+                self.push(
+                    Rule::GatePatternsCount,
+                    "screenshot_gate.prefilter_patterns",
+                    format!("{n_listed} patterns: list 1 to {}", desk_gate::MAX_PATTERNS),
+                );
+            }
+            for (item_path, pattern) in &patterns {
+                if let Err(problem) = desk_gate::compile_pattern(pattern) {
+                    self.push(
+                        Rule::GatePatternInvalid,
+                        item_path,
+                        format!("{pattern:?} {problem}"),
+                    );
+                }
+            }
+            self.duplicates(&patterns, Rule::GatePatternDuplicate);
+        }
+        let allow = self.integer(gate, path, "allow_max_permille");
+        let block = self.integer(gate, path, "block_min_permille");
+        for (found, key) in [(allow, "allow_max_permille"), (block, "block_min_permille")] {
+            if let Some(found) = found
+                && !(0..=1000).contains(&found)
+            {
+                self.push(
+                    Rule::GateThresholds,
+                    &join(path, key),
+                    format!("{found} is outside 0..=1000 (thousandths)"),
+                );
+            }
+        }
+        if let (Some(allow), Some(block)) = (allow, block)
+            && allow >= block
+        {
+            self.push(
+                Rule::GateThresholds,
+                "screenshot_gate.allow_max_permille",
+                format!("{allow} is not below block_min_permille {block}"),
+            );
+        }
+        let bounds = [
+            ("max_frame_bytes", 1..=67_108_864),
+            ("max_pixels", 1..=100_000_000),
+            ("ocr_timeout_ms", 1..=60_000),
+        ];
+        for (key, range) in bounds {
+            if let Some(found) = self.integer(gate, path, key)
+                && !range.contains(&found)
+            {
+                self.push(
+                    Rule::GateBoundRange,
+                    &join(path, key),
+                    format!("{found} is outside {}..={}", range.start(), range.end()),
+                );
+            }
         }
     }
 

@@ -114,6 +114,19 @@ rules! {
     ValidityWindowEmpty = ("POL-081", "validity_window_empty"),
     /// `retention.frames` is not `delete_at_release` or `keep`.
     RetentionFramesInvalid = ("POL-090", "retention_frames_invalid"),
+    /// `screenshot_gate.prefilter_patterns` is empty or lists more than 64 patterns.
+    GatePatternsCount = ("POL-100", "gate_patterns_count"),
+    /// A gate pattern is empty, longer than 256 bytes, not a valid pattern, or matches the
+    /// empty text (compiled here exactly as the gate compiles it).
+    GatePatternInvalid = ("POL-101", "gate_pattern_invalid"),
+    /// A gate pattern is listed twice.
+    GatePatternDuplicate = ("POL-102", "gate_pattern_duplicate"),
+    /// A gate threshold is outside 0..=1000, or `allow_max_permille` is not below
+    /// `block_min_permille`.
+    GateThresholds = ("POL-103", "gate_thresholds"),
+    /// A gate bound is outside its range: `max_frame_bytes` 1..=67108864, `max_pixels`
+    /// 1..=100000000, `ocr_timeout_ms` 1..=60000.
+    GateBoundRange = ("POL-104", "gate_bound_range"),
 }
 
 impl fmt::Display for Rule {

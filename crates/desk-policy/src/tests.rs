@@ -1,6 +1,6 @@
 //! The lint table (each bad policy and the rule ids it must produce), strict YAML, signing,
 //! verification against a clock, and the default policy. Over 400 lines: the lint table holds
-//! one row per bad policy (49 of them), which reads best in one place.
+//! one row per bad policy (60 of them), which reads best in one place.
 
 use super::*;
 
@@ -38,6 +38,55 @@ fn edit(edits: &[(&str, &str)]) -> String {
         text = text.replacen(from, to, 1);
     }
     text
+}
+
+/// `GOOD` with [`GATE_SECTION`], each `(from, to)` replaced once in the section.
+fn gate(edits: &[(&str, &str)]) -> String {
+    let mut section = GATE_SECTION.to_string();
+    for (from, to) in edits {
+        assert!(
+            section.contains(from),
+            "edit target {from:?} not in the gate"
+        );
+        section = section.replacen(from, to, 1);
+    }
+    format!("{GOOD}{section}")
+}
+
+const GATE_SECTION: &str = r#"screenshot_gate:
+  prefilter_patterns:
+    - "ignore (all )?(previous|prior) instructions"
+    - "click (approve|allow|yes|confirm)"
+  allow_max_permille: 150
+  block_min_permille: 650
+  max_frame_bytes: 12582912
+  max_pixels: 8294400
+  ocr_timeout_ms: 5000
+"#;
+
+/// No `screenshot_gate`: no gate, and the document (so its digest) is as before the key
+/// existed; with one, its settings as written.
+#[test]
+fn the_screenshot_gate_is_optional_and_read_as_written() {
+    let plain = Policy::from_yaml(GOOD).unwrap();
+    assert_eq!(plain.screenshot_gate(), None);
+    assert!(plain.to_value().unwrap().get("screenshot_gate").is_none());
+    let gated = Policy::from_yaml(&gate(&[])).unwrap();
+    let settings = gated.screenshot_gate().unwrap();
+    assert_eq!(settings.patterns.len(), 2);
+    assert_eq!(
+        (settings.allow_max_permille, settings.block_min_permille),
+        (150, 650)
+    );
+    assert_eq!(settings.max_frame_bytes, 12_582_912);
+    assert_eq!(settings.max_pixels, 8_294_400);
+    assert_eq!(settings.ocr_timeout_ms, 5000);
+    // What the lint passed, the gate accepts.
+    assert!(desk_gate::GatePolicy::new(settings, &"a".repeat(64)).is_ok());
+    assert_eq!(
+        gated.to_value().unwrap()["screenshot_gate"]["block_min_permille"],
+        650
+    );
 }
 
 fn ids(text: &str) -> Vec<&'static str> {
@@ -343,6 +392,82 @@ fn lint_table() {
             "frames retention not a string",
             format!("{GOOD}retention:\n  frames: 3\n"),
             &["POL-013"],
+        ),
+        (
+            "gate without patterns",
+            gate(&[(
+                "  prefilter_patterns:\n    - \"ignore (all )?(previous|prior) instructions\"\n    - \"click (approve|allow|yes|confirm)\"\n",
+                "  prefilter_patterns: []\n",
+            )]),
+            &["POL-100"],
+        ),
+        (
+            "gate pattern empty",
+            gate(&[("\"click (approve|allow|yes|confirm)\"", "\"\"")]),
+            &["POL-101"],
+        ),
+        (
+            "gate pattern invalid",
+            gate(&[("\"click (approve|allow|yes|confirm)\"", "\"(\"")]),
+            &["POL-101"],
+        ),
+        (
+            "gate pattern matching everything",
+            gate(&[("\"click (approve|allow|yes|confirm)\"", "\"x*\"")]),
+            &["POL-101"],
+        ),
+        (
+            "gate pattern not a string",
+            gate(&[("\"click (approve|allow|yes|confirm)\"", "5")]),
+            &["POL-013"],
+        ),
+        (
+            "gate pattern twice",
+            gate(&[(
+                "\"click (approve|allow|yes|confirm)\"",
+                "\"ignore (all )?(previous|prior) instructions\"",
+            )]),
+            &["POL-102"],
+        ),
+        (
+            "gate thresholds equal",
+            gate(&[("allow_max_permille: 150", "allow_max_permille: 650")]),
+            &["POL-103"],
+        ),
+        (
+            "gate thresholds inverted",
+            gate(&[("allow_max_permille: 150", "allow_max_permille: 700")]),
+            &["POL-103"],
+        ),
+        (
+            "gate block above one",
+            gate(&[("block_min_permille: 650", "block_min_permille: 1001")]),
+            &["POL-103"],
+        ),
+        (
+            "gate threshold negative",
+            gate(&[("allow_max_permille: 150", "allow_max_permille: -1")]),
+            &["POL-103"],
+        ),
+        (
+            "gate frame bytes zero",
+            gate(&[("max_frame_bytes: 12582912", "max_frame_bytes: 0")]),
+            &["POL-104"],
+        ),
+        (
+            "gate timeout too long",
+            gate(&[("ocr_timeout_ms: 5000", "ocr_timeout_ms: 60001")]),
+            &["POL-104"],
+        ),
+        (
+            "gate key unknown, one missing",
+            gate(&[("max_pixels: 8294400", "max_pixel: 8294400")]),
+            &["POL-011", "POL-012"],
+        ),
+        (
+            "gate threshold a fraction",
+            gate(&[("allow_max_permille: 150", "allow_max_permille: 0.15")]),
+            &["POL-006", "POL-013"],
         ),
     ];
     assert!(table.len() >= 20);
