@@ -1,11 +1,13 @@
 //! The capture path's PNG encoder: BGRX pixels to a lossless 8-bit RGB PNG with the Up filter on
 //! every row, the filter fused with the BGRX → RGB conversion in one pass over the frame, and the
-//! rows split into bands deflated in parallel (`deflate.rs`) as segments of one zlib stream.
+//! rows split into bands of `BAND_ROWS` rows deflated in parallel (`deflate.rs`) as segments of
+//! one zlib stream; [`EncodeCache`] reuses the segments of bands whose pixels did not change.
 //!
 //! Invariants: bands are independent (a band's first row is filtered against the previous band's
-//! last row, read-only, and no match crosses a band), so the PNG does not depend on how many
-//! threads encoded it beyond its band count; the zlib trailer's Adler-32 is combined from the
-//! bands' own and covers every filtered byte; the output is one IHDR, one IDAT and one IEND.
+//! last row, read-only, and no match crosses a band) and their layout depends only on the frame's
+//! height, so the same pixels give the same PNG bytes whatever the thread count and whether or
+//! not a cache was used; the zlib trailer's Adler-32 is combined from the bands' own and covers
+//! every filtered byte; the output is one IHDR, one IDAT and one IEND.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -15,36 +17,49 @@ use crate::error::X11Error;
 
 /// PNG's filter type byte for Up.
 const UP_FILTER: u8 = 2;
-/// Frames of at least this many pixels are split into at least two bands.
+/// Rows per band (the last band may have fewer): about 34 bands at 1080 rows, each costing a
+/// block header of 52 bytes and a flush of 5, for reuse at a fine grain and balanced threads.
+const BAND_ROWS: usize = 32;
+/// Frames of at least this many pixels are encoded on every core (at least two threads).
 const PARALLEL_MIN_PIXELS: u64 = 1_000_000;
 /// The PNG signature.
 const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
 /// The zlib header: deflate with a 32 KiB window, "fastest" level, no dictionary.
 const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
-/// Encodes `width * height` BGRX pixels as an RGB PNG, in as many bands as the machine has
+/// Encodes `width * height` BGRX pixels as an RGB PNG, on as many threads as the machine has
 /// cores (at least two from a megapixel up, one below).
 pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
-    let n_pixels = u64::from(width) * u64::from(height);
-    let n_bands = if n_pixels >= PARALLEL_MIN_PIXELS {
-        n_cores().max(2)
-    } else {
-        1
-    };
-    encode_png_in_bands(pixels, width, height, n_bands)
+    encode_png_on_threads(pixels, width, height, default_threads(width, height))
 }
 
-/// [`encode_png`] with `n_bands` bands (at least one, at most one per row).
-pub(crate) fn encode_png_in_bands(
+/// [`encode_png`] on `n_threads` threads (at least one).
+pub(crate) fn encode_png_on_threads(
     pixels: &[u8],
     width: u32,
     height: u32,
-    n_bands: usize,
+    n_threads: usize,
 ) -> Result<Vec<u8>, X11Error> {
     let frame = Frame::new(pixels, width, height)?;
-    let bands = frame.bands(n_bands);
-    let segments = encode_bands(&frame, &bands)?;
-    assemble(width, height, &segments)
+    let bands = frame.bands();
+    let n_bands = bands.len();
+    let segments = parallel_map(n_bands, n_threads, |band_idx| {
+        frame.encode_band(bands[band_idx].clone(), band_idx + 1 == n_bands)
+    })?;
+    assemble(width, height, segments.iter())
+}
+
+/// How many bands a frame of `height` rows has.
+pub(crate) fn n_bands(height: u32) -> usize {
+    usize::try_from(height).map_or(0, |rows| rows.div_ceil(BAND_ROWS))
+}
+
+fn default_threads(width: u32, height: u32) -> usize {
+    if u64::from(width) * u64::from(height) >= PARALLEL_MIN_PIXELS {
+        n_cores().max(2)
+    } else {
+        1
+    }
 }
 
 fn n_cores() -> usize {
@@ -88,14 +103,19 @@ impl<'a> Frame<'a> {
         })
     }
 
-    /// Splits the rows into `n_bands` contiguous, non-empty ranges of near-equal size.
-    fn bands(&self, n_bands: usize) -> Vec<Range<usize>> {
-        let n_bands = n_bands.clamp(1, self.n_rows);
-        (0..n_bands)
-            .map(|band_idx| {
-                self.n_rows * band_idx / n_bands..self.n_rows * (band_idx + 1) / n_bands
-            })
+    /// The bands: `BAND_ROWS` rows each, the last one the rest.
+    fn bands(&self) -> Vec<Range<usize>> {
+        (0..self.n_rows)
+            .step_by(BAND_ROWS)
+            .map(|start| start..(start + BAND_ROWS).min(self.n_rows))
             .collect()
+    }
+
+    /// The bytes of rows `rows`.
+    fn rows(&self, rows: Range<usize>) -> &'a [u8] {
+        self.pixels
+            .get(rows.start * self.row_bytes..rows.end * self.row_bytes)
+            .unwrap_or(&[])
     }
 
     fn row(&self, row_idx: usize) -> &'a [u8] {
@@ -197,63 +217,68 @@ fn word(chunk: &[u8]) -> u64 {
     chunk.try_into().map_or(0, u64::from_le_bytes)
 }
 
-/// Encodes the bands, the first on this thread and each other one on a scoped thread of its own
-/// (on this thread too when a thread cannot be started).
-fn encode_bands(frame: &Frame<'_>, bands: &[Range<usize>]) -> Result<Vec<Segment>, X11Error> {
-    let n_bands = bands.len();
-    let last = |band_idx: usize| band_idx + 1 == n_bands;
-    let Some((first, rest)) = bands.split_first() else {
-        return Ok(Vec::new());
-    };
-    if rest.is_empty() {
-        return Ok(vec![frame.encode_band(first.clone(), true)]);
+/// Runs `task` on every index below `n_items`, in contiguous groups on up to `n_threads`
+/// threads (this one runs the first group; a group whose thread cannot start runs here too), and
+/// returns the results in index order.
+fn parallel_map<T: Send>(
+    n_items: usize,
+    n_threads: usize,
+    task: impl Fn(usize) -> T + Sync,
+) -> Result<Vec<T>, X11Error> {
+    let n_groups = n_threads.clamp(1, n_items.max(1));
+    let group =
+        |group_idx: usize| n_items * group_idx / n_groups..n_items * (group_idx + 1) / n_groups;
+    if n_groups == 1 {
+        return Ok((0..n_items).map(&task).collect());
     }
+    let task = &task;
     std::thread::scope(|scope| {
-        let spawned: Vec<_> = rest
-            .iter()
-            .enumerate()
-            .map(|(rest_idx, rows)| {
-                let band_idx = rest_idx + 1;
-                let rows_for_thread = rows.clone();
+        let spawned: Vec<_> = (1..n_groups)
+            .map(|group_idx| {
+                let items = group(group_idx);
                 let handle = std::thread::Builder::new()
                     .name("png-band".into())
-                    .spawn_scoped(scope, move || {
-                        frame.encode_band(rows_for_thread, last(band_idx))
+                    .spawn_scoped(scope, {
+                        let items = items.clone();
+                        move || items.map(task).collect::<Vec<T>>()
                     })
                     .ok();
-                (band_idx, rows, handle)
+                (items, handle)
             })
             .collect();
-        let mut segments = Vec::with_capacity(n_bands);
-        segments.push(frame.encode_band(first.clone(), last(0)));
-        for (band_idx, rows, handle) in spawned {
-            let segment = match handle {
-                Some(handle) => handle
-                    .join()
-                    .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
-                None => frame.encode_band(rows.clone(), last(band_idx)),
-            };
-            segments.push(segment);
+        let mut results: Vec<T> = Vec::with_capacity(n_items);
+        results.extend(group(0).map(task));
+        for (items, handle) in spawned {
+            match handle {
+                Some(handle) => results.extend(
+                    handle
+                        .join()
+                        .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
+                ),
+                None => results.extend(items.map(task)),
+            }
         }
-        Ok(segments)
+        Ok(results)
     })
 }
 
 /// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.
-fn assemble(width: u32, height: u32, segments: &[Segment]) -> Result<Vec<u8>, X11Error> {
-    let n_deflate: usize = segments.iter().map(|segment| segment.bytes.len()).sum();
+fn assemble<'s>(
+    width: u32,
+    height: u32,
+    segments: impl Iterator<Item = &'s Segment> + Clone,
+) -> Result<Vec<u8>, X11Error> {
+    let n_deflate: usize = segments.clone().map(|segment| segment.bytes.len()).sum();
     let idat_len = ZLIB_HEADER.len() + n_deflate + 4;
     if idat_len > 0x7fff_ffff {
         return Err(X11Error::Capture(format!(
             "png data of {idat_len} bytes is too large"
         )));
     }
-    let adler = segments
-        .iter()
-        .skip(1)
-        .fold(segments.first().map_or(1, |s| s.adler), |adler, s| {
-            adler_combine(adler, s.adler, s.n_filtered)
-        });
+    // The Adler-32 of nothing is 1; combining with it leaves any checksum unchanged.
+    let adler = segments.clone().fold(1, |adler, segment| {
+        adler_combine(adler, segment.adler, segment.n_filtered)
+    });
     let mut png = Vec::with_capacity(SIGNATURE.len() + 25 + 12 + idat_len + 12);
     png.extend_from_slice(&SIGNATURE);
     let mut header = [0u8; 13];
@@ -262,9 +287,9 @@ fn assemble(width: u32, height: u32, segments: &[Segment]) -> Result<Vec<u8>, X1
     // Bit depth 8, color type 2 (RGB), deflate, adaptive filtering, no interlace.
     header[8..].copy_from_slice(&[8, 2, 0, 0, 0]);
     write_chunk(&mut png, b"IHDR", &[&header]);
-    let mut idat: Vec<&[u8]> = Vec::with_capacity(segments.len() + 2);
+    let mut idat: Vec<&[u8]> = Vec::with_capacity(64);
     idat.push(&ZLIB_HEADER);
-    idat.extend(segments.iter().map(|segment| segment.bytes.as_slice()));
+    idat.extend(segments.map(|segment| segment.bytes.as_slice()));
     let trailer = adler.to_be_bytes();
     idat.push(&trailer);
     debug_assert_eq!(idat.iter().map(|part| part.len()).sum::<usize>(), idat_len);
@@ -286,6 +311,9 @@ fn write_chunk(png: &mut Vec<u8>, kind: &[u8; 4], parts: &[&[u8]]) {
     let crc = crc32fast::hash(png.get(crc_start..).unwrap_or_default());
     png.extend_from_slice(&crc.to_be_bytes());
 }
+
+mod cache;
+pub(crate) use cache::EncodeCache;
 
 #[cfg(test)]
 mod tests;

@@ -107,23 +107,24 @@ fn decode_zlib(png: &[u8], width: u32, height: u32) -> Vec<u8> {
     rgb
 }
 
-fn check_round_trip(bgrx: &[u8], width: u32, height: u32, n_bands: usize) {
-    let png = encode_png_in_bands(bgrx, width, height, n_bands).unwrap();
+fn check_round_trip(bgrx: &[u8], width: u32, height: u32, n_threads: usize) {
+    let png = encode_png_on_threads(bgrx, width, height, n_threads).unwrap();
     let expected = expected_rgb(bgrx);
     let (decoded_width, decoded_height, rgb) = decode_png(&png);
     assert_eq!((decoded_width, decoded_height), (width, height));
     assert!(
         rgb == expected,
-        "{width}x{height} in {n_bands} bands: png crate decode differs"
+        "{width}x{height} on {n_threads} threads: png crate decode differs"
     );
     let rgb = decode_zlib(&png, width, height);
     assert!(
         rgb == expected,
-        "{width}x{height} in {n_bands} bands: zlib decode differs"
+        "{width}x{height} on {n_threads} threads: zlib decode differs"
     );
 }
 
-const SIZES: [(u32, u32); 8] = [
+const SIZES: [(u32, u32); 9] = [
+    (17, 130),
     (1, 1),
     (3, 2),
     (7, 5),
@@ -135,21 +136,21 @@ const SIZES: [(u32, u32); 8] = [
 ];
 
 #[test]
-fn random_frames_round_trip_in_any_band_count() {
+fn random_frames_round_trip_on_any_thread_count() {
     for (size_idx, (width, height)) in SIZES.into_iter().enumerate() {
         let bgrx = random_frame(width, height, 1 + size_idx as u64);
-        for n_bands in [1, 2, 3, 7, 1000] {
-            check_round_trip(&bgrx, width, height, n_bands);
+        for n_threads in [1, 2, 3, 7, 1000] {
+            check_round_trip(&bgrx, width, height, n_threads);
         }
     }
 }
 
 #[test]
-fn ui_frames_round_trip_in_any_band_count() {
+fn ui_frames_round_trip_on_any_thread_count() {
     for (size_idx, (width, height)) in SIZES.into_iter().enumerate() {
         let bgrx = ui_frame(width, height, 100 + size_idx as u64);
-        for n_bands in [1, 2, 3, 7, 1000] {
-            check_round_trip(&bgrx, width, height, n_bands);
+        for n_threads in [1, 2, 3, 7, 1000] {
+            check_round_trip(&bgrx, width, height, n_threads);
         }
     }
 }
@@ -160,22 +161,74 @@ fn long_zero_runs_and_flat_frames_round_trip() {
     // all-zero frame (one run through the whole band).
     for bgrx_value in [[0u8, 0, 0, 0], [1, 2, 3, 0], [0xff, 0xff, 0xff, 0xff]] {
         let bgrx = bgrx_value.repeat(1031 * 77);
-        for n_bands in [1, 2, 5] {
-            check_round_trip(&bgrx, 1031, 77, n_bands);
+        for n_threads in [1, 2, 5] {
+            check_round_trip(&bgrx, 1031, 77, n_threads);
         }
     }
 }
 
 #[test]
-fn megapixel_frames_use_several_bands_and_round_trip() {
+fn the_png_does_not_depend_on_the_thread_count() {
     let (width, height) = (1283, 811);
     let bgrx = ui_frame(width, height, 7);
     let png = encode_png(&bgrx, width, height).unwrap();
-    let single = encode_png_in_bands(&bgrx, width, height, 1).unwrap();
-    // Several bands: a different stream (more block headers), the same pixels.
-    assert_ne!(png, single);
+    for n_threads in [1, 2, 3, 8] {
+        assert!(png == encode_png_on_threads(&bgrx, width, height, n_threads).unwrap());
+    }
     assert_eq!(decode_png(&png).2, expected_rgb(&bgrx));
     assert_eq!(decode_zlib(&png, width, height), expected_rgb(&bgrx));
+}
+
+/// Repaints a rectangle of `bgrx` (a frame `width` wide) with a color.
+fn paint(bgrx: &mut [u8], width: u32, rect: (u32, u32, u32, u32), color: [u8; 4]) {
+    let (x0, y0, w, h) = rect;
+    for y in y0..y0 + h {
+        for x in x0..x0 + w {
+            let offset = usize::try_from((y * width + x) * 4).unwrap();
+            bgrx[offset..offset + 4].copy_from_slice(&color);
+        }
+    }
+}
+
+#[test]
+fn the_cache_reuses_unchanged_bands_and_gives_the_cold_bytes() {
+    let (width, height) = (1001, 203);
+    let n_bands = usize::try_from(height).unwrap().div_ceil(BAND_ROWS);
+    let mut cache = EncodeCache::default();
+    let mut bgrx = ui_frame(width, height, 11);
+    let check = |cache: &mut EncodeCache, bgrx: &[u8]| {
+        let png = cache.encode(bgrx, width, height).unwrap();
+        assert!(png == encode_png_on_threads(bgrx, width, height, 1).unwrap());
+        assert_eq!(decode_zlib(&png, width, height), expected_rgb(bgrx));
+    };
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), 0);
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), n_bands);
+    // A change inside band 2 (rows 64..96) re-encodes that band only.
+    paint(&mut bgrx, width, (10, 70, 5, 3), [1, 2, 3, 0]);
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), n_bands - 1);
+    // A change on the last row of band 3 also re-encodes band 4, filtered against it.
+    paint(&mut bgrx, width, (500, 127, 1, 1), [9, 9, 9, 0]);
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), n_bands - 2);
+    // Only the pad byte changed: compared as bytes, re-encoded, same pixels.
+    bgrx[3] ^= 0xff;
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), n_bands - 1);
+    // Another size starts over; so does a cleared cache.
+    let small = ui_frame(33, 17, 12);
+    let png = cache.encode(&small, 33, 17).unwrap();
+    assert_eq!(decode_zlib(&png, 33, 17), expected_rgb(&small));
+    assert_eq!(cache.n_reused(), 0);
+    cache.clear();
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), 0);
+    // Bad input is refused and leaves the cache usable.
+    assert!(cache.encode(&bgrx[..100], width, height).is_err());
+    check(&mut cache, &bgrx);
+    assert_eq!(cache.n_reused(), n_bands);
 }
 
 #[test]
