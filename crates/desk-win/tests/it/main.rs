@@ -272,10 +272,10 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
     let typed_pixels = decode(typed_frame);
     assert!(outcome.settle.changed_pixels > 0, "{:?}", outcome.settle);
     let changed = changed_box(&before_pixels, &typed_pixels, typed_frame.width);
-    assert!(
-        changed.is_some_and(|[_, _, width, _]| width > 50),
-        "{changed:?}"
-    );
+    let Some([text_x, text_y, text_width, text_height]) = changed else {
+        panic!("typing changed no pixel");
+    };
+    assert!(text_width > 50, "{changed:?}");
     assert_eq!(edit_text(wine, exe), text);
 
     // A named key through its virtual key.
@@ -314,6 +314,57 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
         "{refused_change:?}"
     );
     assert_eq!(edit_text(wine, exe), "hello desk-win 4");
+
+    // A double click on the first word selects it: typing replaces exactly that word.
+    let row = text_y + text_height / 2;
+    let (outcome, double_click_time) = client.outcome(InputAction::DoubleClick {
+        at: ScreenPoint {
+            x: text_x + 8,
+            y: row,
+        },
+        button: Button::Left,
+        modifiers: vec![],
+    });
+    assert_eq!(outcome.events.len(), 5);
+    client.outcome(InputAction::Type {
+        text: "HOWDY".into(),
+    });
+    let replaced = edit_text(wine, exe);
+    assert!(
+        replaced.starts_with("HOWDY")
+            && replaced.ends_with("desk-win 4")
+            && !replaced.contains("hello"),
+        "{replaced:?}"
+    );
+    // A drag across the whole line, right to left (ending left of the first character, the
+    // edit's capture holding), selects it: typing replaces it.
+    let (outcome, drag_time) = client.outcome(InputAction::Drag {
+        path: vec![
+            ScreenPoint {
+                x: text_x + text_width + 200,
+                y: row,
+            },
+            ScreenPoint {
+                x: text_x.saturating_sub(3),
+                y: row,
+            },
+        ],
+        button: Button::Left,
+        duration_ms: 200,
+        modifiers: vec![],
+    });
+    assert!(outcome.events.len() >= 4, "{:?}", outcome.events);
+    assert!(outcome.released_after.is_empty());
+    client.outcome(InputAction::Type {
+        text: "dragged".into(),
+    });
+    assert_eq!(edit_text(wine, exe), "dragged");
+    let (outcome, scroll_time) = client.outcome(InputAction::Scroll {
+        dx: 0,
+        dy: 3,
+        modifiers: vec![],
+    });
+    assert_eq!(outcome.events.len(), 1);
 
     // The pointer lands on the pixel asked for; a click is delivered and released.
     let target = ScreenPoint { x: 401, y: 303 };
@@ -368,7 +419,8 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
     sorted.sort_by(f64::total_cmp);
     println!(
         "wine timings (ms): hello {:.0}, await_app {:.0}, capture median {:.0} (min {:.0}, max {:.0}, n {}), \
-         type {} chars {:.0} (input {} ms, settle {} ms over {} samples), key {:.0}, move {:.0}, click {:.0}",
+         type {} chars {:.0} (input {} ms, settle {} ms over {} samples), key {:.0}, move {:.0}, click {:.0}, \
+         double click {:.0}, drag 200 ms {:.0}, scroll {:.0}",
         ms(hello_time),
         ms(handoff_time),
         sorted[sorted.len() / 2],
@@ -383,5 +435,8 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
         ms(key_time),
         ms(move_time),
         ms(click_time),
+        ms(double_click_time),
+        ms(drag_time),
+        ms(scroll_time),
     );
 }
