@@ -73,6 +73,19 @@ const fn canonical_codes(lengths: &[u8; 286]) -> [u16; 286] {
     codes
 }
 
+/// The 256 literals' codes (low 16 bits) and lengths (high bits), for one load per literal.
+const LITERALS: [u32; 256] = literal_codes();
+
+const fn literal_codes() -> [u32; 256] {
+    let mut table = [0u32; 256];
+    let mut sym = 0;
+    while sym < 256 {
+        table[sym] = CODES[sym] as u32 | ((LENGTHS[sym] as u32) << 16);
+        sym += 1;
+    }
+    table
+}
+
 /// For each match length 3..=258: the length symbol's code, its extra bits and the 1-bit
 /// distance code (distance 1), as one bit string and its length.
 const MATCHES: [(u32, u32); 259] = match_codes();
@@ -214,13 +227,20 @@ impl BandEncoder {
             return;
         }
         self.fold_adler_zeros();
+        // Adler-32 over x0..x5: a += x0 + .. + x5, b += 6a + 6x0 + 5x1 + .. + x5, with the byte
+        // sums taken in 16-bit lanes (x0+x1, x2+x3, x4+x5) and multiplications that gather the
+        // lanes, weighted, into the third one.
+        const LANES: u64 = 0x00ff_00ff_00ff;
+        let even = bytes & LANES;
+        let odd = (bytes >> 8) & LANES;
+        let pairs = even + odd;
+        let sum = (pairs.wrapping_mul(0x0001_0001_0001) >> 32) & 0xffff;
+        let odd_sum = (odd.wrapping_mul(0x0001_0001_0001) >> 32) & 0xffff;
+        let pair_weighted = (pairs.wrapping_mul(0x0003_0002_0001) >> 32) & 0xffff;
+        let weighted = 2 * pair_weighted - odd_sum;
         let (mut a, mut b) = (self.adler_a, self.adler_b);
-        let mut rest = bytes;
-        for _ in 0..6 {
-            a += (rest & 0xff) as u32;
-            b += a;
-            rest >>= 8;
-        }
+        b += 6 * a + weighted as u32;
+        a += sum as u32;
         // Reduced lazily: below 2^20, `a` adds at most 6 * (2^20 + 1530) to `b` per call.
         if a >= 1 << 20 || b >= 1 << 31 {
             a %= ADLER_MOD;
@@ -244,18 +264,24 @@ impl BandEncoder {
         self.run = u64::from(n_trailing);
     }
 
-    /// Writes the `n` (at most 4) low bytes of `bytes` as literals, in one put.
+    /// Writes the `n` (1 to 3) low bytes of `bytes` as literals, in one put (straight-line code:
+    /// all three codes are looked up, the bits past the `n`th are masked off).
     #[inline(always)]
     fn literals(&mut self, bytes: u64, n: u32) {
-        let (mut bits, mut n_bits) = (0u64, 0u32);
-        let mut rest = bytes;
-        for _ in 0..n {
-            let sym = (rest & 0xff) as usize;
-            bits |= u64::from(CODES[sym]) << n_bits;
-            n_bits += u32::from(LENGTHS[sym]);
-            rest >>= 8;
-        }
-        self.put(bits, n_bits);
+        let first = LITERALS[(bytes & 0xff) as usize];
+        let second = LITERALS[((bytes >> 8) & 0xff) as usize];
+        let third = LITERALS[((bytes >> 16) & 0xff) as usize];
+        let (first_len, second_len, third_len) = (first >> 16, second >> 16, third >> 16);
+        let bits = u64::from(first & 0xffff)
+            | (u64::from(second & 0xffff) << first_len)
+            | (u64::from(third & 0xffff) << (first_len + second_len));
+        let n_bits = match n {
+            1 => first_len,
+            2 => first_len + second_len,
+            _ => first_len + second_len + third_len,
+        };
+        // At most 36 bits.
+        self.put(bits & ((1u64 << n_bits) - 1), n_bits);
     }
 
     /// Reads up to 24 bytes (any values).

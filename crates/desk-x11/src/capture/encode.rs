@@ -148,14 +148,11 @@ impl<'a> Frame<'a> {
 }
 
 /// Feeds one Up-filtered row: its filter byte, then R, G, B differences to the row above.
-/// Equal rows, equal blocks of 64 pixels (compared with `memcmp`) and equal pixel pairs are
-/// read as zeros without converting anything.
+/// Equal blocks of 64 pixels (compared with `memcmp`) and equal pixel pairs are read as zeros
+/// without converting anything. (A whole-row comparison first costs more than it saves: on a
+/// changed row it rescans the prefix that the block comparisons scan again.)
 fn encode_row(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
     encoder.bytes(&[UP_FILTER]);
-    if current == previous {
-        encoder.zeros((current.len() / 4 * 3) as u64);
-        return;
-    }
     let mut current_blocks = current.chunks_exact(BLOCK_BYTES);
     let mut previous_blocks = previous.chunks_exact(BLOCK_BYTES);
     for (current_block, previous_block) in (&mut current_blocks).zip(&mut previous_blocks) {
@@ -214,7 +211,10 @@ fn encode_pairs(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
 /// The little-endian word of an 8-byte chunk.
 #[inline(always)]
 fn word(chunk: &[u8]) -> u64 {
-    chunk.try_into().map_or(0, u64::from_le_bytes)
+    match *chunk {
+        [b0, b1, b2, b3, b4, b5, b6, b7] => u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
+        _ => 0,
+    }
 }
 
 /// Runs `task` on every index below `n_items`, in contiguous groups on up to `n_threads`
