@@ -18,4 +18,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get clean  # the downloaded packages (FreeCAD's alone are hundreds of MB) are not kept
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
+# Opt-in (DESK_WINDOWS=1): the Windows worker's cross-compiler, Wine and the Rust target
+# (docs/windows.md, scripts/wine-conformance.sh); off by default so CI time does not grow.
+if [ "${DESK_WINDOWS:-0}" = 1 ]; then
+  windows_missing=()
+  for package in gcc-mingw-w64-x86-64 wine64 wine; do
+    dpkg -s "$package" >/dev/null 2>&1 || windows_missing+=("$package")
+  done
+  if [ ${#windows_missing[@]} -gt 0 ]; then
+    echo "setup: installing ${windows_missing[*]} (DESK_WINDOWS=1)"
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${windows_missing[@]}" >/dev/null
+    $sudo apt-get clean
+  fi
+  rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu
+fi
 echo "setup: ready"
