@@ -138,7 +138,7 @@ fn part_a(
     // product path, reusing the bands unchanged since the previous frame.
     let mut rows = vec![
         Row {
-            what: "capture+PNG in-process, cold (MIT-SHM + PNG)".to_string(),
+            what: "capture+PNG, in-process, cold (MIT-SHM + PNG)".to_string(),
             stats: Stats {
                 median: ms(capture.total_median),
                 p95: ms(capture.total_p95),
@@ -146,7 +146,7 @@ fn part_a(
         },
         Row {
             what: format!(
-                "capture+PNG in-process, incremental {}/{} reused",
+                "capture+PNG, in-process, incremental ({}/{})",
                 capture.n_reused_bands, capture.n_bands
             ),
             stats: Stats {
