@@ -121,6 +121,8 @@ pub trait Platform {
     fn foreground(&mut self) -> Result<Option<u32>, WinError>;
     /// The window with keyboard focus in the foreground thread, if any.
     fn focused(&mut self) -> Result<Option<u32>, WinError>;
+    /// The top-level (root ancestor) window at a protocol point, if any.
+    fn window_at(&mut self, x: u32, y: u32) -> Result<Option<u32>, WinError>;
     /// One window's facts; `None` when the handle is no longer a window.
     fn window(&mut self, hwnd: u32) -> Result<Option<WinWindow>, WinError>;
     /// Every top-level window, in z-order (topmost first).

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use desk_contract::desktop::{WindowRect, WindowRules};
+use desk_contract::desktop::{WindowRect, WindowRole, WindowRules};
 use desk_contract::events::InputEventKind;
 use desk_contract::keys::{Key, NamedKey};
 use desk_contract::worker::{
@@ -32,6 +32,8 @@ struct FakePlatform {
     fail_send_at: Option<usize>,
     windows: Vec<WinWindow>,
     maximize_works: bool,
+    /// A window that appears (topmost) when a typed unit is released.
+    opens_on_type: Option<WinWindow>,
 }
 
 fn button_vk(button: Button) -> u16 {
@@ -87,7 +89,12 @@ impl Platform for FakePlatform {
                     self.down.remove(&button_vk(button));
                 }
             }
-            Step::Unicode { down: false, .. } => self.n_typed += 1,
+            Step::Unicode { down: false, .. } => {
+                self.n_typed += 1;
+                if let Some(window) = self.opens_on_type.take() {
+                    self.windows.insert(0, window);
+                }
+            }
             Step::Pause { ms } => self.clock_ms += u64::from(ms),
             _ => {}
         }
@@ -108,6 +115,17 @@ impl Platform for FakePlatform {
     }
     fn focused(&mut self) -> Result<Option<u32>, WinError> {
         Ok(None)
+    }
+    fn window_at(&mut self, x: u32, y: u32) -> Result<Option<u32>, WinError> {
+        let inside = |window: &&WinWindow| {
+            let (x, y) = (i64::from(x), i64::from(y));
+            let rect = window.rect;
+            x >= i64::from(rect.x)
+                && y >= i64::from(rect.y)
+                && x < i64::from(rect.x) + i64::from(rect.width)
+                && y < i64::from(rect.y) + i64::from(rect.height)
+        };
+        Ok(self.windows.iter().find(inside).map(|window| window.hwnd))
     }
     fn window(&mut self, hwnd: u32) -> Result<Option<WinWindow>, WinError> {
         Ok(self
@@ -512,4 +530,88 @@ fn normalized_coordinates_map_back_to_the_same_pixel() {
             assert_eq!(back, u64::from(pixel), "{pixel} of {size}: {value}");
         }
     }
+}
+
+#[test]
+fn input_whose_destination_is_not_the_app_is_refused_before_any_input() {
+    let mut other = notepad(0x30, 7);
+    other.rect = WindowRect {
+        x: 0,
+        y: 30,
+        width: 20,
+        height: 10,
+    };
+    let platform = FakePlatform {
+        // The other process's window is the foreground one (first in z-order).
+        windows: vec![other, notepad(0x40, 8)],
+        ..FakePlatform::default()
+    };
+    let mut worker = Worker::new(platform, None);
+    let rules = WindowRules {
+        class: None,
+        title_prefix: None,
+        ready_title_contains: None,
+        maximize: false,
+        overlays: vec![],
+        timeout_ms: 1_000,
+        prohibited: vec![],
+    };
+    let reply = worker.handle(WorkerOp::AwaitApp {
+        pid: 8,
+        rules,
+        settle: SettlePolicy::default(),
+    });
+    assert!(
+        matches!(reply, WorkerReply::Ok(WorkerValue::Handoff(_))),
+        "{reply:?}"
+    );
+    let click = |x, y| InputAction::Click {
+        at: ScreenPoint { x, y },
+        button: Button::Left,
+        modifiers: vec![],
+    };
+    for action in [
+        click(1, 1),
+        click(5, 35),
+        InputAction::Drag {
+            path: vec![ScreenPoint { x: 15, y: 15 }, ScreenPoint { x: 60, y: 40 }],
+            button: Button::Left,
+            duration_ms: 0,
+            modifiers: vec![],
+        },
+        InputAction::Type { text: "x".into() },
+    ] {
+        let reply = execute(&mut worker, action.clone());
+        assert_eq!(
+            failure_kind(&reply),
+            Some(WorkerFailureKind::DestinationNotApp),
+            "{action:?}"
+        );
+    }
+    assert!(
+        worker.platform().sent.is_empty(),
+        "{:?}",
+        worker.platform().sent
+    );
+    let reply = execute(&mut worker, click(15, 15));
+    assert!(
+        matches!(reply, WorkerReply::Ok(WorkerValue::Outcome(_))),
+        "{reply:?}"
+    );
+    // With the app in the foreground, keys go through; a window it opens is in the receipt.
+    worker.platform().windows.swap(0, 1);
+    let mut dialog = notepad(0x50, 8);
+    dialog.owned = true;
+    dialog.class = "#32770".into();
+    worker.platform().opens_on_type = Some(dialog);
+    let reply = execute(&mut worker, InputAction::Type { text: "y".into() });
+    let WorkerReply::Ok(WorkerValue::Outcome(outcome)) = reply else {
+        panic!("type failed: {reply:?}");
+    };
+    let opened: Vec<(u32, WindowRole)> = outcome
+        .opened_windows
+        .iter()
+        .map(|window| (window.window_id, window.role))
+        .collect();
+    assert_eq!(opened, vec![(0x50, WindowRole::Dialog)]);
 }

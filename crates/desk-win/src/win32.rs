@@ -16,11 +16,12 @@ use windows_sys::Win32::UI::HiDpi::{
 };
 use windows_sys::Win32::UI::Input::KeyboardAndMouse::GetAsyncKeyState;
 use windows_sys::Win32::UI::WindowsAndMessaging::{
-    EnumWindows, GUITHREADINFO, GW_OWNER, GWL_STYLE, GetClassNameW, GetCursorPos,
-    GetForegroundWindow, GetGUIThreadInfo, GetSystemMetrics, GetWindow, GetWindowLongW,
-    GetWindowRect, GetWindowTextW, GetWindowThreadProcessId, IsIconic, IsWindow, IsWindowVisible,
-    IsZoomed, SM_CXVIRTUALSCREEN, SM_CYVIRTUALSCREEN, SM_XVIRTUALSCREEN, SM_YVIRTUALSCREEN,
-    SPI_GETWORKAREA, SW_MAXIMIZE, ShowWindow, SystemParametersInfoW, WS_POPUP,
+    EnumWindows, GA_ROOT, GUITHREADINFO, GW_OWNER, GWL_STYLE, GetAncestor, GetClassNameW,
+    GetCursorPos, GetForegroundWindow, GetGUIThreadInfo, GetSystemMetrics, GetWindow,
+    GetWindowLongW, GetWindowRect, GetWindowTextW, GetWindowThreadProcessId, IsIconic, IsWindow,
+    IsWindowVisible, IsZoomed, SM_CXVIRTUALSCREEN, SM_CYVIRTUALSCREEN, SM_XVIRTUALSCREEN,
+    SM_YVIRTUALSCREEN, SPI_GETWORKAREA, SW_MAXIMIZE, ShowWindow, SystemParametersInfoW, WS_POPUP,
+    WindowFromPoint,
 };
 
 use crate::error::WinError;
@@ -179,6 +180,28 @@ impl Platform for Win32 {
             return Ok(None);
         }
         Ok((!info.hwndFocus.is_null()).then(|| handle_id(info.hwndFocus)))
+    }
+
+    fn window_at(&mut self, x: u32, y: u32) -> Result<Option<u32>, WinError> {
+        let screen = Win32::geometry()?;
+        let point = POINT {
+            x: screen
+                .left
+                .saturating_add(i32::try_from(x).unwrap_or(i32::MAX)),
+            y: screen
+                .top
+                .saturating_add(i32::try_from(y).unwrap_or(i32::MAX)),
+        };
+        // SAFETY: WindowFromPoint takes a point by value; GetAncestor takes any handle (null
+        // or stale gives null).
+        let root = unsafe {
+            let hwnd = WindowFromPoint(point);
+            if hwnd.is_null() {
+                return Ok(None);
+            }
+            GetAncestor(hwnd, GA_ROOT)
+        };
+        Ok((!root.is_null()).then(|| handle_id(root)))
     }
 
     fn window(&mut self, hwnd: u32) -> Result<Option<WinWindow>, WinError> {

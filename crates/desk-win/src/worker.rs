@@ -21,6 +21,7 @@ use crate::plan::{PlanRefusal, plan};
 use crate::platform::{Platform, wall_clock_ms};
 use crate::settle::{not_settled, settle};
 
+mod destination;
 mod handoff;
 mod held;
 mod observe;
@@ -199,6 +200,10 @@ impl<P: Platform> Worker<P> {
                 ));
             }
         };
+        if action.injects_input() {
+            self.check_destination(action, focus_before.pointer)?;
+        }
+        let windows_before = self.app_window_ids()?;
         let before = self.platform.capture().map_err(desktop_failed)?;
         let input_started = self.platform.now_ms();
         let mut events = Vec::new();
@@ -261,7 +266,7 @@ impl<P: Platform> Worker<P> {
                 None
             }
         };
-        Ok(ActionOutcome {
+        let mut outcome = ActionOutcome {
             events,
             focus_before,
             focus_after,
@@ -271,7 +276,9 @@ impl<P: Platform> Worker<P> {
             input_ms,
             observation_failures,
             opened_windows: Vec::new(),
-        })
+        };
+        self.note_opened_windows(&windows_before, &mut outcome);
+        Ok(outcome)
     }
 }
 
