@@ -64,12 +64,17 @@ impl EncodeCache {
             for (band_idx, segment) in dirty.into_iter().zip(fresh) {
                 let rows = bands[band_idx].clone();
                 let bytes = rows.start * row_bytes..rows.end * row_bytes;
-                match self.pixels.get_mut(bytes) {
-                    Some(target) => target.copy_from_slice(frame.rows(rows)),
-                    None => self.segments.clear(),
-                }
-                if let Some(slot) = self.segments.get_mut(band_idx) {
-                    *slot = segment;
+                match (self.pixels.get_mut(bytes), self.segments.get_mut(band_idx)) {
+                    (Some(target), Some(slot)) => {
+                        target.copy_from_slice(frame.rows(rows));
+                        *slot = segment;
+                    }
+                    // Unreachable (the cached frame has this frame's size); never assemble
+                    // from a partial cache.
+                    _ => {
+                        self.clear();
+                        return super::encode_png(pixels, width, height);
+                    }
                 }
             }
         } else {
