@@ -1,8 +1,9 @@
 //! The Windows worker under Wine on Xvfb, driven through the worker protocol against Wine's
 //! notepad: typed text arrives exactly once (read back with `WM_GETTEXT`), a capture decodes and
 //! changes after typing, refused chords change nothing, receipts name notepad's window and
-//! class, pointer moves land on the pixel asked for, nothing stays held. Prints the action and
-//! capture times it measured. (Over 400 lines: one scenario on one desktop, with its client.)
+//! class, pointer moves land on the pixel asked for, nothing stays held, input onto another
+//! process's window is refused. Prints the action and capture times it measured. (Over 400
+//! lines: one scenario on one desktop, with its client.)
 //!
 //! Opt-in: runs only with `DESK_WIN_WORKER_EXE` set to the cross-compiled worker (with Wine's
 //! missing `bcryptprimitives.dll` stand-in beside it); `scripts/wine-conformance.sh` builds both
@@ -283,26 +284,6 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
     assert_eq!(outcome.events.len(), 2);
     assert_eq!(edit_text(wine, exe), "hello desk-win 4");
 
-    // Ctrl+O opens the Open dialog: the receipt names it; Escape closes it.
-    let (outcome, _) = client.outcome(chord(&[Key::Modifier(Modifier::Ctrl), Key::Char('o')]));
-    let dialog = outcome
-        .opened_windows
-        .iter()
-        .find(|window| window.role == desk_contract::desktop::WindowRole::Dialog)
-        .unwrap_or_else(|| panic!("no dialog in {:?}", outcome.opened_windows))
-        .window_id;
-    let (outcome, _) = client.outcome(chord(&[Key::Named(NamedKey::Escape)]));
-    assert!(outcome.opened_windows.is_empty());
-    let (reply, _) = client.request(WorkerOp::Windows);
-    let WorkerReply::Ok(WorkerValue::Windows { windows }) = reply else {
-        panic!("windows failed: {reply:?}");
-    };
-    assert!(
-        windows.iter().all(|window| window.window_id != dialog),
-        "{windows:?}"
-    );
-    assert_eq!(edit_text(wine, exe), "hello desk-win 4");
-
     // Refused chords: nothing sent, nothing changed.
     let (reference, _) = client.capture();
     let reference_pixels = decode(&reference);
@@ -332,6 +313,26 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
     assert!(
         refused_change.is_none_or(|[_, _, width, height]| width <= 3 && height <= 40),
         "{refused_change:?}"
+    );
+    assert_eq!(edit_text(wine, exe), "hello desk-win 4");
+
+    // Ctrl+O opens the Open dialog: the receipt names it; Escape closes it.
+    let (outcome, _) = client.outcome(chord(&[Key::Modifier(Modifier::Ctrl), Key::Char('o')]));
+    let dialog = outcome
+        .opened_windows
+        .iter()
+        .find(|window| window.role == desk_contract::desktop::WindowRole::Dialog)
+        .unwrap_or_else(|| panic!("no dialog in {:?}", outcome.opened_windows))
+        .window_id;
+    let (outcome, _) = client.outcome(chord(&[Key::Named(NamedKey::Escape)]));
+    assert!(outcome.opened_windows.is_empty());
+    let (reply, _) = client.request(WorkerOp::Windows);
+    let WorkerReply::Ok(WorkerValue::Windows { windows }) = reply else {
+        panic!("windows failed: {reply:?}");
+    };
+    assert!(
+        windows.iter().all(|window| window.window_id != dialog),
+        "{windows:?}"
     );
     assert_eq!(edit_text(wine, exe), "hello desk-win 4");
 
@@ -420,6 +421,53 @@ fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
         facts.app_window.map(|window| window.window_id),
         Some(notepad)
     );
+
+    // Another process's notepad takes the foreground: keys and a click on it are refused
+    // (`destination_not_app`) and it receives nothing.
+    let mut intruder = wine.command("wine").arg("notepad.exe").spawn().unwrap();
+    let started = Instant::now();
+    let intruder_window = loop {
+        let (reply, _) = client.request(WorkerOp::Facts);
+        let WorkerReply::Ok(WorkerValue::Facts(facts)) = reply else {
+            panic!("facts failed: {reply:?}");
+        };
+        match facts.focus.active {
+            Some(active) if active.class == "Notepad" && active.window_id != notepad => {
+                break active;
+            }
+            _ => {}
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the second notepad never came to the front"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!intruder_window.is_app, "{intruder_window:?}");
+    let center = ScreenPoint {
+        x: u32::try_from(intruder_window.rect.x).unwrap() + intruder_window.rect.width / 2,
+        y: u32::try_from(intruder_window.rect.y).unwrap() + intruder_window.rect.height / 2,
+    };
+    for action in [
+        InputAction::Type {
+            text: "intruder".into(),
+        },
+        InputAction::Click {
+            at: center,
+            button: Button::Left,
+            modifiers: vec![],
+        },
+    ] {
+        let (reply, _) = client.execute(action.clone());
+        assert!(
+            matches!(&reply, WorkerReply::Error(failure) if failure.kind == WorkerFailureKind::DestinationNotApp),
+            "{action:?}: {reply:?}"
+        );
+    }
+    // `text Notepad` reads the topmost notepad: the intruder, still empty.
+    assert_eq!(edit_text(wine, exe), "");
+    let _ = intruder.kill();
+    let _ = intruder.wait();
 
     let (reply, _) = client.request(WorkerOp::Accessibility {
         limits: desk_contract::a11y::AxLimits {
