@@ -19,8 +19,9 @@
 //! Anything else (a shell, an interpreter, a process started from outside by no recorded
 //! wrapper, an orphan adopted by the holder, a program whose file is not the host's file at
 //! that path) is a [`Violation`]. The scanner (`census/scan.rs`) finds the namespace's
-//! processes on the host by their `/proc/<pid>/ns/pid`, reads `exe`, `stat` and, for a
-//! violation, `cmdline`; [`confirmed_violation`] scans twice 50 ms apart so that a process
+//! processes on the host (`census/members.rs`: by their `/proc/<pid>/ns/pid`, the authority,
+//! or, while nothing new runs, from the sandbox's own `/proc` listing checked against the
+//! last full scan), reads `exe`, `stat` and, for a violation, `cmdline`; [`confirmed_violation`] scans twice 50 ms apart so that a process
 //! caught between two `exec`s of a launch is not mistaken.
 
 use std::collections::BTreeMap;
@@ -31,10 +32,11 @@ use serde::{Deserialize, Serialize};
 use crate::layout::SessionDir;
 
 mod check;
+mod members;
 mod scan;
 
 pub use check::check;
-pub use scan::{Census, ScanError, confirmed_violation, scan};
+pub use scan::{Census, ScanError, confirmed_violation, scan, scan_full};
 
 /// An executable the app may run: a path or a name in the sandbox's `PATH`, resolved inside the
 /// sandbox ([`resolve_in`]), and how many processes may run it at once.

@@ -1,5 +1,6 @@
 //! The census's view of `/proc`: the processes of a session's sandbox found on the host by
-//! their pid namespace (the holder's, from `desktop.json`), each with its parent, start time
+//! their pid namespace (the holder's, from `desktop.json`; which ones: `census/members.rs`,
+//! tracked or by the full scan), each with its parent, start time
 //! and program, and the launcher's live wrappers from `processes.json` with the program each
 //! names. Root reads every process's `exe`; a broker that is not root owns the sandbox's user
 //! namespace and reads them too.
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use std::path::Path;
 
+use super::members::{Way, forget, full_scan, members, stat};
 use super::{
     CensusRules, ExeIdentity, Seen, Snapshot, Violation, Wrapper, below, check, resolve_in,
 };
@@ -40,18 +42,6 @@ pub struct Census {
     pub violations: Vec<Violation>,
     /// How long the scan took.
     pub elapsed: Duration,
-}
-
-/// `(state, ppid, start_ticks)` from `/proc/<pid>/stat`.
-fn stat(pid: u32) -> Option<(char, u32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; fields resume after the last ')'.
-    let rest = text.get(text.rfind(')')? + 2..)?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let start = fields.nth(17)?.parse().ok()?;
-    Some((state, ppid, start))
 }
 
 /// The program of `pid` and how it compares with the file the sandbox (its root reached at
@@ -126,31 +116,38 @@ fn holder_pid(session_dir: &SessionDir) -> Option<u32> {
     record.sandbox.map(|sandbox| sandbox.holder_pid)
 }
 
-/// Takes one census of the sandbox of `session_dir` against `rules`.
+/// Takes one census of the sandbox of `session_dir` against `rules`, its members found the
+/// tracked way when it can (`census/members.rs`), else by the full scan.
 pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, ScanError> {
+    scan_with(session_dir, rules, true)
+}
+
+/// Takes one census as [`scan`] does, its members always found by the full scan of the host's
+/// `/proc` (the authority the tracked way is checked against).
+pub fn scan_full(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, ScanError> {
+    scan_with(session_dir, rules, false)
+}
+
+fn scan_with(
+    session_dir: &SessionDir,
+    rules: &CensusRules,
+    tracked: bool,
+) -> Result<Census, ScanError> {
     let started = Instant::now();
     let holder = holder_pid(session_dir).ok_or(ScanError::NoSandbox)?;
-    let namespace =
-        std::fs::read_link(format!("/proc/{holder}/ns/pid")).map_err(|_| ScanError::HolderGone)?;
+    let Ok(namespace) = std::fs::read_link(format!("/proc/{holder}/ns/pid")) else {
+        forget(holder);
+        return Err(ScanError::HolderGone);
+    };
     let root = std::path::PathBuf::from(format!("/proc/{holder}/root"));
+    let (members, way) = if tracked {
+        members(holder, &namespace)?
+    } else {
+        (full_scan(&namespace)?, Way::Full)
+    };
     let mut shown = BTreeMap::new();
     let mut processes = Vec::new();
-    let entries = std::fs::read_dir("/proc").map_err(|_| ScanError::HolderGone)?;
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if std::fs::read_link(format!("/proc/{pid}/ns/pid"))
-            .ok()
-            .as_ref()
-            != Some(&namespace)
-        {
-            continue;
-        }
+    for pid in members {
         let Some((state, ppid, start_ticks)) = stat(pid) else {
             continue;
         };
@@ -178,6 +175,7 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
         })
         .collect();
     if !processes.iter().any(|seen| seen.pid == holder) {
+        forget(holder);
         return Err(ScanError::HolderGone);
     }
     // Read after the listing: a wrapper whose child was listed was recorded before (or is
@@ -210,10 +208,18 @@ pub fn scan(session_dir: &SessionDir, rules: &CensusRules) -> Result<Census, Sca
     for violation in &mut violations {
         violation.cmdline = cmdline(violation.pid);
     }
+    let elapsed = started.elapsed();
+    tracing::debug!(
+        holder,
+        way = ?way,
+        n_processes = snapshot.processes.len(),
+        elapsed_us = elapsed.as_micros() as u64,
+        "census taken"
+    );
     Ok(Census {
         processes: snapshot.processes,
         violations,
-        elapsed: started.elapsed(),
+        elapsed,
     })
 }
 
