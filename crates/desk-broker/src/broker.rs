@@ -81,6 +81,8 @@ pub(crate) struct Inner {
     pub(crate) controls: crate::control::Controls,
     /// Set by `POST /v1/drain`: no new lease until the broker restarts (`health.rs`).
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// The screenshot gate of the policy in force, when it has one (`shot_gate.rs`).
+    pub(crate) shot_gates: crate::shot_gate::ShotGates,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -203,6 +205,7 @@ impl Broker {
             observability: crate::metrics::Observability::new(),
             admission: Arc::default(),
             journals,
+            shot_gates: policy.shot_gates()?,
             policy,
             controls: crate::control::Controls::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -388,6 +391,7 @@ pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
         image_content_rect: None,
         image_global_bounds: None,
         zoom: None,
+        gate: None,
     }
 }
 

@@ -54,11 +54,13 @@ const STAGING_DIR: &str = "staging";
 mod clipboard;
 mod containment;
 mod export;
+mod gate;
 mod journal;
 mod keys;
 mod launch;
 
 pub(crate) use clipboard::clipboard_access;
+pub(crate) use gate::gate_decision;
 pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence};
 pub(crate) use journal::Journals;

@@ -50,6 +50,7 @@ mod reset;
 mod routes;
 mod serve;
 mod session;
+mod shot_gate;
 mod shot_json;
 mod status;
 mod store;

@@ -79,6 +79,21 @@ impl PolicyInForce {
             .ok()
     }
 
+    /// The screenshot gate of the verified policy (off without `screenshot_gate`, or when the
+    /// policy was refused: every lease is then refused). Settings the lint passed but desk-gate
+    /// refuses (they compile the same patterns, so never) stop the broker from opening.
+    pub(crate) fn shot_gates(&self) -> Result<crate::shot_gate::ShotGates, BrokerError> {
+        let Ok(verified) = self.verified.as_ref() else {
+            return Ok(crate::shot_gate::ShotGates::off());
+        };
+        match verified.policy().screenshot_gate() {
+            None => Ok(crate::shot_gate::ShotGates::off()),
+            Some(settings) => desk_gate::GatePolicy::new(settings, verified.sha256())
+                .map(crate::shot_gate::ShotGates::new)
+                .map_err(|error| BrokerError::PolicyInvalid(error.to_string())),
+        }
+    }
+
     /// The verified policy's limits; `None` when it was refused (every lease is then refused).
     pub(crate) fn limits(&self) -> Option<desk_policy::Limits> {
         self.verified

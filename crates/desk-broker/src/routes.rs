@@ -27,6 +27,7 @@ use crate::extract::{ActionBody, ApiJson, BODY_LIMIT_BYTES, ProgramBody};
 use crate::ids::SessionId;
 use crate::metrics::operation;
 use crate::openapi::openapi_json;
+use crate::shot_gate::Stream;
 use crate::shot_json::ShotJson;
 use crate::watch::StatusWait;
 
@@ -80,14 +81,22 @@ async fn reset(
     id: SessionId,
     ApiJson(request): ApiJson<ResetRequest>,
 ) -> ShotResult<desk_contract::api::ResetResponse> {
-    broker.reset(&id, request).await.map(ShotJson)
+    let answer = broker.reset(&id, request).await?;
+    broker
+        .gate_answer(&id, answer, Stream::Screen)
+        .await
+        .map(ShotJson)
 }
 
 async fn screenshot(
     State(broker): State<Broker>,
     id: SessionId,
 ) -> ShotResult<desk_contract::api::Screenshot> {
-    broker.screenshot(&id).await.map(ShotJson)
+    let answer = broker.screenshot(&id).await?;
+    broker
+        .gate_answer(&id, answer, Stream::Screen)
+        .await
+        .map(ShotJson)
 }
 
 async fn execute(
@@ -96,7 +105,13 @@ async fn execute(
     body: ActionBody,
 ) -> ShotResult<desk_contract::api::ActionResponse> {
     match body {
-        ActionBody::Parsed(request) => broker.execute(&id, request).await.map(ShotJson),
+        ActionBody::Parsed(request) => {
+            let answer = broker.execute(&id, request).await?;
+            broker
+                .gate_answer(&id, answer, Stream::Screen)
+                .await
+                .map(ShotJson)
+        }
         ActionBody::Refused { request_id, error } => {
             Err(broker.refused_action(&id, request_id, error).await)
         }
@@ -201,7 +216,11 @@ async fn program(
     id: SessionId,
     ProgramBody(request): ProgramBody,
 ) -> ShotResult<desk_contract::control::ProgramResponse> {
-    broker.execute_program(&id, request).await.map(ShotJson)
+    let answer = broker.execute_program(&id, request).await?;
+    broker
+        .gate_answer(&id, answer, Stream::Screen)
+        .await
+        .map(ShotJson)
 }
 
 async fn control_status(
@@ -232,7 +251,11 @@ async fn zoom(
     id: SessionId,
     ApiJson(request): ApiJson<desk_contract::control::ZoomRequest>,
 ) -> ShotResult<desk_contract::api::Screenshot> {
-    broker.zoom(&id, request).await.map(ShotJson)
+    let answer = broker.zoom(&id, request).await?;
+    broker
+        .gate_answer(&id, answer, Stream::Zoom)
+        .await
+        .map(ShotJson)
 }
 
 async fn stop(

@@ -135,6 +135,41 @@ pub struct Screenshot {
     /// Present exactly on a zoom (`POST .../zoom`): its source and scale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zoom: Option<crate::control::ZoomInfo>,
+    /// Present exactly when the workspace policy has a screenshot gate: its verdict on this
+    /// frame. Unless the verdict is `allow`, `png_base64` is empty: the frame was withheld
+    /// (`docs/screenshot-gate.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<ScreenshotGate>,
+}
+
+/// The screenshot gate's verdict on one frame, as the agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct ScreenshotGate {
+    /// `allow`, `withhold`, `review` (withheld until a person reviews it) or
+    /// `insufficient_data` (the gate could not read the frame: withheld).
+    pub verdict: String,
+    /// Why: each finding, without the text it matched.
+    pub reasons: Vec<GateReason>,
+    /// The signed gate record's id in the session's evidence.
+    pub record_id: String,
+}
+
+/// One finding of the screenshot gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+pub struct GateReason {
+    /// `ocr` (text read on the frame), `observer` (an accessible name), `frame` (the frame was
+    /// refused before it was read) or `engine` (the OCR engine failed).
+    pub source: String,
+    /// The policy pattern that matched, for `ocr` and `observer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Where on the frame, for `ocr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<crate::control::PixelRect>,
+    /// The finding's score in thousandths.
+    pub score_permille: u32,
 }
 
 /// The response of a reset.

@@ -125,6 +125,10 @@ pub struct GateRecord {
     /// The frame region OCR read this time; `None` when OCR did not run (an identical frame,
     /// or no pixel changed).
     pub ocr_region: Option<Rect>,
+    /// Milliseconds the OCR engine took (0 when it did not run).
+    pub ocr_ms: u64,
+    /// Milliseconds the whole decision took, OCR included (before signing).
+    pub gate_ms: u64,
 }
 
 /// A decision: the record, and how long the gate took.
@@ -281,10 +285,15 @@ impl Gate {
             policy_sha256: self.policy.policy_sha256().to_string(),
             ocr_engine: self.ocr.engine(),
             ocr_region,
+            ocr_ms: ocr_ms.round() as u64,
+            gate_ms: 0,
         };
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let mut record = record;
+        record.gate_ms = elapsed_ms.round() as u64;
         Decision {
             record,
-            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms,
             ocr_ms,
         }
     }

@@ -97,6 +97,9 @@ const ACCESSIBILITY_FEATURES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The feature name of the screenshot gate (`shot_gate.rs`).
+const SCREENSHOT_GATE: &str = "screenshot_gate";
+
 /// The broker-wide capabilities document; `accessibility` says whether its desktops offer
 /// accessibility (then the semantic step types are listed and the accessibility features
 /// offered).
@@ -189,12 +192,41 @@ impl Inner {
 impl Broker {
     /// `GET /v1/capabilities`.
     pub(crate) fn capabilities(&self) -> Capabilities {
-        capabilities(self.inner.factory.accessibility())
+        let mut document = capabilities(self.inner.factory.accessibility());
+        document.features.push(self.screenshot_gate_feature());
+        document
     }
 
     /// `GET /v1/capabilities/{feature}`.
     pub(crate) fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
+        if name == SCREENSHOT_GATE {
+            let found = self.screenshot_gate_feature();
+            return match found.supported {
+                true => Ok(found),
+                false => Err(BrokerError::Control {
+                    code: ErrorCode::Unsupported,
+                    message: format!("{} is not supported: {}", found.feature, found.note),
+                }),
+            };
+        }
         feature(name, self.inner.factory.accessibility())
+    }
+
+    /// `screenshot_gate`: offered when the workspace policy in force has a gate.
+    fn screenshot_gate_feature(&self) -> FeatureSupport {
+        let supported = self.inner.shot_gates.enabled();
+        FeatureSupport {
+            feature: SCREENSHOT_GATE.to_string(),
+            supported,
+            refusal: (!supported).then_some(ErrorCode::Unsupported),
+            note: if supported {
+                "every frame for the agent passes the workspace policy's screenshot gate first; \
+                 a withheld one comes without its image, with screenshot.gate saying why"
+            } else {
+                "the workspace policy has no screenshot_gate"
+            }
+            .to_string(),
+        }
     }
 
     /// `GET /v1/sessions/{id}/control`.

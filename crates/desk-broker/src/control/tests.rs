@@ -43,6 +43,7 @@ fn shot(width: u32, height: u32) -> Screenshot {
         image_content_rect: None,
         image_global_bounds: None,
         zoom: None,
+        gate: None,
     }
 }
 

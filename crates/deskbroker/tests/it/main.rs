@@ -40,6 +40,7 @@ mod reap;
 mod reset_handoff;
 mod sandbox;
 mod sandbox_view;
+mod screenshot_gate;
 mod semantic;
 mod serve_capacity;
 mod settle_idle;
