@@ -304,12 +304,15 @@ fn finish_kill(
         recorded_at_ms: now_ms(),
         source: tombstone.source.clone(),
         reason: tombstone.reason.clone(),
+        signer_identity: signer
+            .identity
+            .map(|identity| identity.as_str().to_string()),
         limit: tombstone.limit.clone(),
         last_action_index: facts.next_action_index.checked_sub(1),
         state_destroyed: removal.processes_left.is_empty(),
         lease_revoked: true,
         storage_destroyed: !removal.directory_left && !removal.workspace_left,
-        process: tombstone.process.clone(),
+        process: tombstone.process.clone().map(Box::new),
         action_in_doubt: facts.pending_action,
         signed_receipt: None,
     };

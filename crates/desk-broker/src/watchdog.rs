@@ -74,6 +74,16 @@ pub enum WatchdogIdentity {
     Shared,
 }
 
+impl WatchdogIdentity {
+    /// `own` or `shared`, as the readback and the kill receipts name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchdogIdentity::Own => "own",
+            WatchdogIdentity::Shared => "shared",
+        }
+    }
+}
+
 /// Which limit, if any, `facts` reached at `now_ms` with `refused` refused actions.
 pub(crate) fn due(
     facts: &SessionFacts,
@@ -282,6 +292,7 @@ pub fn run_watchdog(config: &WatchdogConfig) -> Result<(), BrokerError> {
     let key = crate::kill::Signer::watchdog(
         &config.state_dir,
         key::load_or_create(&config.state_dir, evidence_public.as_ref())?,
+        config.identity,
     );
     let broker = broker_process(config.broker_pid);
     // The limits come from the signed policy, verified here, not from the broker: flags can

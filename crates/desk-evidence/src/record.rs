@@ -213,6 +213,12 @@ pub struct SessionKilled {
     pub source: String,
     /// Why, in words.
     pub reason: String,
+    /// On a receipt the watchdog signed (its own kills, and a cut kill it finished): whose uid
+    /// it ran under, `own` (a uid of its own, so no other uid but root reads its key) or
+    /// `shared` (the broker's uid, which can read it). Absent on receipts the broker's key
+    /// signs, and on receipts written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer_identity: Option<String>,
     /// The limit reached (`max_task_minutes`, `max_refused_actions`, `idle_limit`,
     /// `lease_expiry`, `prohibited_process`), `null` for an operator's kill.
     pub limit: Option<String>,
@@ -225,8 +231,9 @@ pub struct SessionKilled {
     /// The session directory and workspace are gone.
     pub storage_destroyed: bool,
     /// The process the census found prohibited (limit `prohibited_process`); absent otherwise.
+    /// (Boxed: it is the receipt's largest field and rarely there.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<ProhibitedProcess>,
+    pub process: Option<Box<ProhibitedProcess>>,
     /// The action in flight (journaled, not yet complete) when the kill went through: its
     /// outcome is unknown and it is never replayed. Absent when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,6 +249,9 @@ pub struct SessionKilled {
 /// `source` of a terminal receipt the watchdog signs (a limit or its census): accepted only
 /// under the watchdog's own key.
 pub const WATCHDOG_SOURCE: &str = "watchdog";
+
+/// The values of [`SessionKilled::signer_identity`].
+pub const SIGNER_IDENTITIES: [&str; 2] = ["own", "shared"];
 
 /// A process the census of a session's sandbox did not allow, as its kill records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

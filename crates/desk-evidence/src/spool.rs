@@ -160,6 +160,7 @@ mod tests {
             recorded_at_ms: 1,
             source: "watchdog".to_string(),
             reason: "task time limit reached".to_string(),
+            signer_identity: None,
             limit: Some("max_task_minutes".to_string()),
             last_action_index: Some(3),
             state_destroyed: true,

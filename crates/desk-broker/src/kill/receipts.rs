@@ -23,6 +23,8 @@ pub struct Signer {
     pub(crate) key: SigningKey,
     pub(crate) spool: PathBuf,
     pub(crate) watchdog: bool,
+    /// The watchdog's identity, stamped on its receipts; `None` for the broker's key.
+    pub(crate) identity: Option<crate::watchdog::WatchdogIdentity>,
 }
 
 impl Signer {
@@ -33,15 +35,21 @@ impl Signer {
             key: crate::evidence::load_signing_key(state_dir, configured)?,
             spool: StateDir::new(state_dir).spool(),
             watchdog: false,
+            identity: None,
         })
     }
 
-    /// The watchdog's own key, spooling into its own directory.
-    pub(crate) fn watchdog(state_dir: &Path, key: SigningKey) -> Self {
+    /// The watchdog's own key, spooling into its own directory; its receipts name `identity`.
+    pub(crate) fn watchdog(
+        state_dir: &Path,
+        key: SigningKey,
+        identity: crate::watchdog::WatchdogIdentity,
+    ) -> Self {
         Self {
             key,
             spool: crate::watchdog::key::spool_path(state_dir),
             watchdog: true,
+            identity: Some(identity),
         }
     }
 

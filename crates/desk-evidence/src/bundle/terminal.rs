@@ -9,7 +9,7 @@
 
 use super::{VerifiedRecord, named};
 use crate::error::{EvidenceError, RecordProblem};
-use crate::record::{RecordBody, WATCHDOG_SOURCE};
+use crate::record::{RecordBody, SIGNER_IDENTITIES, WATCHDOG_SOURCE};
 use crate::sign::VerifyingKey;
 use crate::spool::{SPOOL_SCHEMA, Spooled};
 
@@ -52,6 +52,22 @@ pub(super) fn check(
                 record,
                 "signed by neither the watchdog's key nor the journal's",
             ));
+        }
+        if let Some(identity) = &body.signer_identity {
+            // The watchdog stamps its identity on what it signs: its own kills, and another
+            // killer's cut kill that it finished.
+            if !watchdog_signed {
+                return Err(refused(
+                    record,
+                    "only the watchdog's signature names the signer's identity",
+                ));
+            }
+            if !SIGNER_IDENTITIES.contains(&identity.as_str()) {
+                return Err(refused(
+                    record,
+                    format!("unknown signer identity {identity:?}"),
+                ));
+            }
         }
         let spooled: Spooled = envelope
             .decode_payload()

@@ -213,6 +213,7 @@ fn killed() -> RecordBody {
         recorded_at_ms: 5,
         source: "operator".to_string(),
         reason: "runaway".to_string(),
+        signer_identity: None,
         limit: None,
         last_action_index: Some(0),
         state_destroyed: true,

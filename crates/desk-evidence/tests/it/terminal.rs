@@ -15,6 +15,7 @@ fn receipt(source: &str) -> SessionKilled {
         recorded_at_ms: 2000,
         source: source.to_string(),
         reason: "idle limit reached (5000 ms idle)".to_string(),
+        signer_identity: (source == "watchdog").then(|| "own".to_string()),
         limit: Some("idle_limit".to_string()),
         last_action_index: None,
         state_destroyed: true,
@@ -32,6 +33,16 @@ fn killed_session(
     root: &Path,
     journal_key: &SigningKey,
     source: &str,
+    killer: Option<&SigningKey>,
+) -> PathBuf {
+    killed_session_of(root, journal_key, receipt(source), killer)
+}
+
+/// [`killed_session`] ending with `receipt` as given.
+fn killed_session_of(
+    root: &Path,
+    journal_key: &SigningKey,
+    receipt: SessionKilled,
     killer: Option<&SigningKey>,
 ) -> PathBuf {
     let session_dir = root.join("session");
@@ -55,12 +66,12 @@ fn killed_session(
             }),
         )
         .unwrap();
-    let mut body = receipt(source);
+    let mut body = receipt.clone();
     body.signed_receipt = killer.map(|killer| {
         let spooled = Spooled {
             schema_version: SPOOL_SCHEMA.to_string(),
             session_id: SESSION.to_string(),
-            receipt: receipt(source),
+            receipt,
         };
         desk_evidence::Envelope::sign(&spooled, killer).unwrap()
     });
@@ -200,4 +211,38 @@ fn operator_receipts_verify_under_the_journal_key_and_unsigned_ones_are_refused(
     let session_dir = killed_session(third.path(), &broker, "operator", Some(&stranger));
     let error = export(&session_dir, &broker, None, &third.path().join("b")).unwrap_err();
     assert!(error.to_string().contains("neither"), "{error}");
+}
+
+#[test]
+fn the_signer_identity_comes_with_the_watchdogs_signature_and_is_own_or_shared() {
+    let broker = SigningKey::from_bytes(&[42; 32]);
+    let watchdog = SigningKey::from_bytes(&[7; 32]);
+    let refused = [
+        ("operator", "own", &broker, "names the signer's identity"),
+        ("watchdog", "own", &broker, "not signed by the watchdog"),
+        ("watchdog", "root", &watchdog, "unknown signer identity"),
+    ];
+    for (source, identity, killer, why) in refused {
+        let directory = tempfile::tempdir().unwrap();
+        let mut body = receipt(source);
+        body.signer_identity = Some(identity.to_string());
+        let session_dir = killed_session_of(directory.path(), &broker, body, Some(killer));
+        let bundle = directory.path().join("bundle");
+        let key = Some(watchdog.verifying_key());
+        let error = export(&session_dir, &broker, key, &bundle).unwrap_err();
+        assert!(error.to_string().contains(why), "{source}: {error}");
+        assert!(!bundle.exists());
+    }
+    // An operator's kill the watchdog finished (signed by it, naming it), and a watchdog's
+    // receipt from before the field existed, verify.
+    for (source, identity) in [("operator", Some("shared")), ("watchdog", None)] {
+        let directory = tempfile::tempdir().unwrap();
+        let mut body = receipt(source);
+        body.signer_identity = identity.map(str::to_string);
+        let session_dir = killed_session_of(directory.path(), &broker, body, Some(&watchdog));
+        let bundle = directory.path().join("bundle");
+        let key = Some(watchdog.verifying_key());
+        export(&session_dir, &broker, key, &bundle).unwrap();
+        desk_evidence::verify(&bundle, &broker.verifying_key()).unwrap();
+    }
 }

@@ -56,9 +56,9 @@ pub(crate) fn spooled_receipts(state_dir: &Path) -> Vec<desk_evidence::spool::Sp
     if broker_spool.exists() {
         let receipts = desk_evidence::spool::read(&broker_spool, &public_key(state_dir)).unwrap();
         assert!(
-            receipts
-                .iter()
-                .all(|spooled| spooled.receipt.source != "watchdog"),
+            receipts.iter().all(|spooled| {
+                spooled.receipt.source != "watchdog" && spooled.receipt.signer_identity.is_none()
+            }),
             "a watchdog receipt signed with the evidence key: {receipts:?}"
         );
         all.extend(receipts);
@@ -72,7 +72,20 @@ pub(crate) fn spooled_receipts(state_dir: &Path) -> Vec<desk_evidence::spool::Sp
             public_key(state_dir),
             "the watchdog signs with its own key"
         );
-        all.extend(desk_evidence::spool::read(&watchdog_spool, &key).unwrap());
+        let receipts = desk_evidence::spool::read(&watchdog_spool, &key).unwrap();
+        // Each names whose uid signed it: its own under a root broker, else the broker's.
+        let identity = if nix::unistd::geteuid().is_root() {
+            "own"
+        } else {
+            "shared"
+        };
+        assert!(
+            receipts
+                .iter()
+                .all(|spooled| spooled.receipt.signer_identity.as_deref() == Some(identity)),
+            "{receipts:?}"
+        );
+        all.extend(receipts);
     }
     all
 }

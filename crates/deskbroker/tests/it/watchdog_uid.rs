@@ -195,6 +195,7 @@ async fn a_root_brokers_watchdog_runs_under_its_own_uid_and_still_kills() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(receipt.source, "watchdog");
+    assert_eq!(receipt.signer_identity.as_deref(), Some("own"));
     assert_eq!(receipt.limit.as_deref(), Some("max_task_minutes"));
     assert_eq!(receipt.outcome, "contained");
     assert!(receipt.state_destroyed && receipt.storage_destroyed);
