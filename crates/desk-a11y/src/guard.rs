@@ -5,9 +5,10 @@
 //!
 //! One scan ([`Accessibility::guard_view`]) reads every showing accessible matching a rule, its
 //! extents and whether it or a descendant holds the `focused` state: a [`GuardView`], from which
-//! the verdict for a pointer point or for keys ([`GuardView::verdict`]) is pure. The worker takes
-//! one after each action's settle, while the app is idle and answers fast, and uses it at the
-//! next input when nothing changed since; otherwise it scans live.
+//! the verdict for a pointer point or for keys ([`GuardView::verdict`]) is pure. The worker
+//! starts one on a thread of its own after each action's settle, while the app is idle and
+//! answers fast, and uses it at the next input when nothing changed since; otherwise it scans
+//! live.
 //!
 //! The scan reads the app's top-level windows and the objects docked directly in them
 //! (`SCAN_DEPTH`): a Qt dock widget is a child of its main window. Only showing objects count

@@ -50,8 +50,12 @@ pub struct X11Session {
     pub(crate) fault: WorkerFault,
     /// The app's accessibility (AT-SPI), opened on first use (`a11y.rs`).
     pub(crate) a11y: Option<desk_a11y::Accessibility>,
-    /// The prohibited accessibles as scanned after the last settle (`destination/accessible.rs`).
+    /// The scan of the prohibited accessibles started after the last settle
+    /// (`destination/accessible.rs`).
     pub(crate) guard: Option<crate::destination::GuardSnapshot>,
+    /// The background scan's own accessibility connection while no scan runs (a running scan
+    /// holds it).
+    pub(crate) guard_a11y: Option<desk_a11y::Accessibility>,
     /// Where the broker signals a Stop (`STOP_GENERATION_FILE` beside the socket).
     pub(crate) stop_file: Option<std::path::PathBuf>,
     /// Damage and the desktop's idle signals for the settle after input; `None` without
@@ -144,6 +148,7 @@ impl X11Session {
             stop_file: None,
             a11y: None,
             guard: None,
+            guard_a11y: None,
             idle,
         })
     }

@@ -4,18 +4,23 @@
 //! (a dialog or popup on top is a window of its own, judged by the X rules).
 //!
 //! The verdict comes one of two ways, named in the log and in a refusal:
-//! - `settled`: after each action's settle the worker scans the app's prohibited accessibles
-//!   (their extents and focus) while the app is idle and answers fast ([`SNAPSHOT_BOUND`]),
-//!   and keeps that view with the X focus window of the moment. At the next input the view
-//!   decides when nothing changed since: no damage on the screen from before the scan up to
-//!   the check (a panel shown, moved, or taking the caret draws), the same X focus window, the
-//!   same app, and at most [`SNAPSHOT_AGE`] old.
-//! - `live`: otherwise the app is asked at input time, waiting up to [`LIVE_BOUND`] for a busy
-//!   app.
+//! - `settled`: after each action's settle the worker starts a scan of the app's prohibited
+//!   accessibles (their extents and focus) in the background, on an accessibility connection
+//!   of its own, while the app is idle and answers fast ([`SNAPSHOT_BOUND`]); the action's
+//!   answer (its PNG, the broker's turn, the agent's) does not wait for it. Before the scan
+//!   starts the damage so far is forgotten and the X focus window noted. At the next input
+//!   that needs the check, the worker collects the scan (waiting at most [`SNAPSHOT_WAIT`]
+//!   for one still running) and its view decides when nothing changed since it started: no
+//!   damage on the screen from before the scan up to the check (a panel shown, moved, or
+//!   taking the caret draws), the same X focus window, the same app, and at most
+//!   [`SNAPSHOT_AGE`] old. Input that needs no check leaves the scan unread.
+//! - `live`: otherwise (no view, a failed or late scan, anything changed) the app is asked at
+//!   input time, waiting up to [`LIVE_BOUND`] for a busy app.
 //!
 //! An app that answers neither way, or is not on the accessibility bus, gets the input refused
 //! as unverified (`destination_prohibited`): with such rules input is never sent blind.
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use desk_a11y::{Accessibility, GuardView, InputTarget};
@@ -36,14 +41,36 @@ pub(crate) const LIVE_BOUND: Duration = Duration::from_secs(2);
 pub(crate) const SNAPSHOT_BOUND: Duration = Duration::from_millis(250);
 /// A view older than this is not used.
 pub(crate) const SNAPSHOT_AGE: Duration = Duration::from_secs(60);
+/// How long the next input waits for a background scan still running: its own bound plus
+/// finding the app on the bus (1 s, once per app start) and a margin. A scan later than this
+/// leaves no view (the input is checked live).
+pub(crate) const SNAPSHOT_WAIT: Duration = Duration::from_millis(1500);
 
-/// The view taken after a settle and what it depends on.
+/// What the background scan hands back: its connection (kept for the next scan) and its view.
+struct Scanned {
+    a11y: Accessibility,
+    view: Result<GuardView, String>,
+    /// When the scan ended.
+    taken: Instant,
+}
+
+/// The scan started after a settle and what its view depends on.
 #[derive(Debug)]
 pub(crate) struct GuardSnapshot {
-    view: GuardView,
-    /// The window holding the X input focus when it was taken (`None`: none or PointerRoot).
+    /// Where the scan answers (once).
+    scanned: mpsc::Receiver<Scanned>,
+    /// The app it scans.
+    app_pid: u32,
+    /// The window holding the X input focus when it started (`None`: none or PointerRoot).
     focus: Option<Window>,
-    taken: Instant,
+}
+
+impl std::fmt::Debug for Scanned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scanned")
+            .field("view", &self.view)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a verdict was reached.
@@ -89,26 +116,27 @@ impl X11Session {
         Ok((focus > 1).then_some(focus))
     }
 
-    /// After an action settled (`stable`): scans the app's prohibited accessibles for the next
-    /// input's check. Anything that fails leaves no view (the next input is checked live).
+    /// After an action settled (`stable`): starts the background scan of the app's prohibited
+    /// accessibles for the next input's check. Anything that fails leaves no view (the next
+    /// input is checked live).
     pub(crate) fn refresh_guard_snapshot(&mut self, action: &InputAction, stable: bool) {
-        self.guard = None;
+        if let Some(previous) = self.guard.take() {
+            // Not collected (the last input needed no check): its connection is kept.
+            self.collect(previous);
+        }
         if !stable || matches!(action, InputAction::Done) || !self.has_accessible_rules() {
             return;
         }
         let Some(pid) = self.app_pid() else { return };
-        let started = Instant::now();
-        let taken = self.take_guard_snapshot(pid);
-        tracing::debug!(
-            elapsed_us = started.elapsed().as_micros() as u64,
-            taken = taken.as_ref().map(|_| "view").unwrap_or("none"),
-            reason = taken.as_ref().err().map(String::as_str).unwrap_or(""),
-            "prohibited accessibles scanned after the settle"
-        );
-        self.guard = taken.ok();
+        match self.start_guard_scan(pid) {
+            Ok(snapshot) => self.guard = Some(snapshot),
+            Err(reason) => {
+                tracing::debug!(%reason, "no background scan of the prohibited accessibles");
+            }
+        }
     }
 
-    fn take_guard_snapshot(&mut self, pid: u32) -> Result<GuardSnapshot, String> {
+    fn start_guard_scan(&mut self, pid: u32) -> Result<GuardSnapshot, String> {
         let Some(watch) = self.idle.as_mut() else {
             return Err("no damage signal on this display".to_string());
         };
@@ -118,33 +146,61 @@ impl X11Session {
             .map_err(|error| error.to_string())?;
         let focus = self.input_focus().map_err(|error| error.to_string())?;
         let rules = self.prohibited.clone();
-        let a11y = self
-            .accessibility_for_guard()
-            .map_err(|failure| failure.message)?;
-        let view = a11y
-            .guard_view(pid, &rules, SNAPSHOT_BOUND)
-            .map_err(|error| error.to_string())?;
-        let taken = Instant::now();
-        // The focus moved during the scan: the view may be from either side of it.
-        if self.input_focus().map_err(|error| error.to_string())? != focus {
-            return Err("the input focus moved during the scan".to_string());
-        }
-        Ok(GuardSnapshot { view, focus, taken })
+        let mut a11y = match self.guard_a11y.take() {
+            Some(a11y) => a11y,
+            None => Accessibility::new().map_err(|error| error.to_string())?,
+        };
+        let (answer, scanned) = mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("guard-scan".to_string())
+            .spawn(move || {
+                let started = Instant::now();
+                let view = a11y
+                    .guard_view(pid, &rules, SNAPSHOT_BOUND)
+                    .map_err(|error| error.to_string());
+                let taken = Instant::now();
+                tracing::debug!(
+                    elapsed_us = (taken - started).as_micros() as u64,
+                    taken = if view.is_ok() { "view" } else { "none" },
+                    reason = view.as_ref().err().map(String::as_str).unwrap_or(""),
+                    "prohibited accessibles scanned after the settle"
+                );
+                // The worker may have dropped the receiver (an app restart): nothing to do.
+                let _ = answer.send(Scanned { a11y, view, taken });
+            })
+            .map_err(|error| format!("start the scan thread: {error}"))?;
+        Ok(GuardSnapshot {
+            scanned,
+            app_pid: pid,
+            focus,
+        })
     }
 
-    /// The snapshot, when nothing changed since it was taken; it is used once (the input that
-    /// follows changes things).
+    /// The scan's answer, waiting at most [`SNAPSHOT_WAIT`]; its connection is kept for the
+    /// next scan. `None`: no answer in time (the thread keeps its connection and ends alone).
+    fn collect(&mut self, snapshot: GuardSnapshot) -> Option<(Result<GuardView, String>, Instant)> {
+        let scanned = snapshot.scanned.recv_timeout(SNAPSHOT_WAIT).ok()?;
+        self.guard_a11y = Some(scanned.a11y);
+        Some((scanned.view, scanned.taken))
+    }
+
+    /// The background scan's view, when nothing changed since it started; it is used once (the
+    /// input that follows changes things).
     fn settled_view(&mut self, pid: u32, focus: Option<u32>) -> Option<GuardView> {
         let snapshot = self.guard.take()?;
-        if snapshot.view.app_pid() != pid
-            || snapshot.focus != focus
-            || snapshot.taken.elapsed() > SNAPSHOT_AGE
+        let (app_pid, started_focus) = (snapshot.app_pid, snapshot.focus);
+        let (view, taken) = self.collect(snapshot)?;
+        let view = view.ok()?;
+        if app_pid != pid
+            || view.app_pid() != pid
+            || started_focus != focus
+            || taken.elapsed() > SNAPSHOT_AGE
         {
             return None;
         }
         let watch = self.idle.as_mut()?;
         match watch.damaged_until_now(&self.conn) {
-            Ok(false) => Some(snapshot.view),
+            Ok(false) => Some(view),
             Ok(true) | Err(_) => None,
         }
     }
