@@ -60,9 +60,9 @@ mod keys;
 mod launch;
 
 pub(crate) use clipboard::clipboard_access;
-pub(crate) use gate::gate_decision;
 pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence};
+pub(crate) use gate::gate_decision;
 pub(crate) use journal::Journals;
 use journal::with_journal;
 use keys::signing_key;
