@@ -205,9 +205,11 @@ impl X11Session {
         self.capturer.capture_raw(&self.conn)
     }
 
-    /// Encodes a raw frame into a contract [`Frame`], reading the app's maximized state.
-    pub fn encode(&self, raw: &RawFrame) -> Result<Frame, X11Error> {
-        let png = raw.encode_png()?;
+    /// Encodes a raw frame into a contract [`Frame`], reading the app's maximized state; the
+    /// bands unchanged since the last frame this worker encoded reuse their deflate segments
+    /// (the same bytes as a cold encode).
+    pub fn encode(&mut self, raw: &RawFrame) -> Result<Frame, X11Error> {
+        let png = self.capturer.encode_png(raw)?;
         self.frame(png, raw.width(), raw.height(), raw.captured_at_ms())
     }
 

@@ -106,7 +106,7 @@ pub(crate) fn wait_for_stable(
             Some(SettleDecision::Continue) => {
                 // Encode while waiting, when a sample interval leaves room for it.
                 if encoded.is_none() && Instant::now() + ENCODE_BUDGET < next_sample {
-                    encoded = Some(sample.encode_png()?);
+                    encoded = Some(capturer.encode_png(&sample)?);
                 }
                 if let Some(replaced) = previous.replace(sample) {
                     capturer.recycle(replaced);
