@@ -43,3 +43,20 @@ async def test_answers_match_their_types(broker: Broker) -> None:
         check(await client.checkpoint(session_id), types.CheckpointAnswer)
         check(await client.artifact(session_id), types.ArtifactAnswer)
         check(await client.release(session_id), types.ReleaseAnswer)
+
+
+def test_a_withheld_frame_is_a_typed_error_never_an_empty_image() -> None:
+    from deskbroker import FrameWithheld, png_bytes, screenshot_base64
+
+    allowed = {"png_base64": "iVBORw0KGgo=", "gate": {"verdict": "allow", "reasons": []}}
+    assert screenshot_base64(allowed) == "iVBORw0KGgo="
+    assert png_bytes({"png_base64": "iVBORw0KGgo="}).startswith(b"\x89PNG")
+    for verdict in ["withhold", "review", "insufficient_data"]:
+        gate = {"verdict": verdict, "reasons": [{"pattern": "x"}], "record_id": "g-1"}
+        for read in (screenshot_base64, png_bytes):
+            try:
+                read({"png_base64": "", "gate": gate})
+            except FrameWithheld as error:
+                assert error.gate == gate
+            else:
+                raise AssertionError(f"{verdict} was read as an image")

@@ -16,10 +16,12 @@ from .client import (
     ApiError,
     Client,
     DeskbrokerError,
+    FrameWithheld,
     Session,
     TransportError,
     artifact_bytes,
     png_bytes,
+    screenshot_base64,
 )
 from .computer import DeskbrokerComputer
 from .sync import SyncClient
@@ -39,6 +41,7 @@ __all__ = [
     "Client",
     "DeskbrokerComputer",
     "DeskbrokerError",
+    "FrameWithheld",
     "Session",
     "SyncClient",
     "TransportError",
@@ -46,4 +49,5 @@ __all__ = [
     "default_socket",
     "load_environment",
     "png_bytes",
+    "screenshot_base64",
 ]

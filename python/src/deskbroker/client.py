@@ -37,7 +37,7 @@ from .types import (
     StatusAnswer,
 )
 
-__all__ = ["Client", "DeskbrokerError", "ApiError", "TransportError", "Session"]
+__all__ = ["Client", "DeskbrokerError", "ApiError", "FrameWithheld", "TransportError", "Session"]
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -58,6 +58,16 @@ class ApiError(DeskbrokerError):
 
 class TransportError(DeskbrokerError):
     """The broker could not be reached, or every retry lost its answer."""
+
+
+class FrameWithheld(DeskbrokerError):
+    """The broker's screenshot gate withheld a frame (its policy's verdict was not ``allow``):
+    no image came with it, and ``gate`` says why (``verdict``, ``reasons``, ``record_id``). The
+    action that produced it still counts."""
+
+    def __init__(self, gate: dict[str, Any]) -> None:
+        super().__init__(f"the screenshot gate withheld the frame: {gate.get('verdict')}")
+        self.gate = gate
 
 
 @dataclass
@@ -419,6 +429,15 @@ def artifact_bytes(artifact: ArtifactAnswer | dict[str, Any]) -> bytes:
     return base64.b64decode(artifact["bytes_base64"], validate=True)
 
 
+def screenshot_base64(screenshot: Screenshot | dict[str, Any]) -> str:
+    """The base64 PNG of a screenshot object; :class:`FrameWithheld` when the broker's
+    screenshot gate withheld it (never an empty image)."""
+    gate = screenshot.get("gate")
+    if gate is not None and gate.get("verdict") != "allow":
+        raise FrameWithheld(dict(gate))
+    return str(screenshot["png_base64"])
+
+
 def png_bytes(screenshot: Screenshot | dict[str, Any]) -> bytes:
-    """The PNG bytes of a screenshot object."""
-    return base64.b64decode(screenshot["png_base64"], validate=True)
+    """The PNG bytes of a screenshot object (see :func:`screenshot_base64`)."""
+    return base64.b64decode(screenshot_base64(screenshot), validate=True)

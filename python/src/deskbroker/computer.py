@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, Literal, ParamSpec
 
 from ._scale import Scale
-from .client import ApiError, Client, DeskbrokerError
+from .client import ApiError, Client, DeskbrokerError, screenshot_base64
 from .types import ActAnswer
 
 try:  # The Agents SDK is optional: without it the class is a plain object with the same methods.
@@ -224,7 +224,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         shot = reset["screenshot"]
         try:
             return cls(client, session_id, int(shot["width"]), int(shot["height"]),
-                       str(shot["png_base64"]), on_refusal, scale_to)
+                       screenshot_base64(shot), on_refusal, scale_to)
         except DeskbrokerError:
             await client.release(session_id)
             raise
@@ -252,7 +252,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
             # Delivered without a frame (the receipt names the failed observation): the action
             # counts; take a fresh one.
             shot = await self.client.screenshot(self.session_id)
-        self._last_png_b64 = str(shot["png_base64"])
+        self._last_png_b64 = screenshot_base64(shot)
 
     # -- Agents SDK AsyncComputer -----------------------------------------------------------
 
@@ -270,7 +270,7 @@ class DeskbrokerComputer(_Base):  # type: ignore[misc,valid-type]
         computer call: calls skipped after a refusal run again from here."""
         self._close_call()
         shot = await self.client.screenshot(self.session_id)
-        self._last_png_b64 = str(shot["png_base64"])
+        self._last_png_b64 = screenshot_base64(shot)
         shown = shot.get("screenshot_id")
         self._shown_id = str(shown) if shown is not None else None
         return self.scale.image(self._last_png_b64)

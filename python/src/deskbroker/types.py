@@ -44,6 +44,7 @@ class Screenshot(_ScreenshotBase, total=False):
     image_content_rect: dict[str, int]
     image_global_bounds: dict[str, int]
     zoom: dict[str, Any]
+    gate: dict[str, Any]
 
 
 class _ResetBase(TypedDict):

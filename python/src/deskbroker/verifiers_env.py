@@ -43,7 +43,7 @@ if not hasattr(vf, "StatefulToolEnv"):  # 0.4 ships only `verifiers.v1`, another
 from datasets import Dataset  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
-from .client import ApiError, Client, DeskbrokerError, artifact_bytes
+from .client import ApiError, Client, DeskbrokerError, artifact_bytes, screenshot_base64
 from .computer import REFUSAL_CODES
 from .types import Screenshot
 
@@ -129,8 +129,13 @@ def check_batch(actions: Any, width: int, height: int, remaining: int) -> str | 
     return None
 
 
-def _image_part(png_b64: str) -> dict[str, Any]:
+def _png_part(png_b64: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_b64}"}}
+
+
+def _image_part(shot: Screenshot | dict[str, Any]) -> dict[str, Any]:
+    """A frame as an image part; FrameWithheld when the screenshot gate withheld it."""
+    return _png_part(screenshot_base64(shot))
 
 
 class DeskbrokerCadEnv(vf.StatefulToolEnv):
@@ -168,7 +173,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             desk["n_rejected_batches"] += 1
             shot = await self.broker.screenshot(desk["session_id"])
             delivery = {"delivery": "rejected", "reason": reason, "items_executed": 0}
-            return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
+            return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot)]
         start_sha = desk["last_sha256"]
         final: Screenshot | None = None
         for index, action in enumerate(batch):
@@ -214,7 +219,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
             "screen_changed": start_sha != shot["sha256"],
             "actions_used": desk["actions_used"], "max_actions": desk["max_actions"],
         }
-        return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
+        return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot)]
 
     async def _refused(self, desk: dict[str, Any], index: int, error: ApiError) -> list[dict]:
         desk["n_refused_actions"] += 1
@@ -224,7 +229,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         delivery = {"delivery": "refused", "item": index, "code": error.code,
                     "reason": error.message, "items_executed": index,
                     "actions_used": desk["actions_used"], "max_actions": desk["max_actions"]}
-        return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot["png_base64"])]
+        return [{"type": "text", "text": json.dumps(delivery)}, _image_part(shot)]
 
     def update_tool_args(self, tool_name: str, tool_args: dict, messages: Any, state: Any,
                          **kwargs: Any) -> dict:
@@ -248,7 +253,7 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         delivery = json.dumps({"delivery": "rejected", "reason": reason, "items_executed": 0})
         return [vf.ToolMessage(tool_call_id=call.id,
                                content=[{"type": "text", "text": delivery},
-                                        _image_part(shot["png_base64"])])
+                                        _image_part(shot)])
                 for call in calls]
 
     async def setup_state(self, state: Any) -> Any:
@@ -277,9 +282,9 @@ class DeskbrokerCadEnv(vf.StatefulToolEnv):
         reference = base64.b64encode((self.corpus / info["reference_image"]).read_bytes())
         state["prompt"].append(vf.UserMessage(content=[
             {"type": "text", "text": "The reference drawing:"},
-            _image_part(reference.decode()),
+            _png_part(reference.decode()),
             {"type": "text", "text": f"The desktop is ready ({shot['width']}x{shot['height']})."},
-            _image_part(shot["png_base64"]),
+            _image_part(shot),
         ]))
         return state
 
