@@ -460,15 +460,21 @@ impl RefusedKey {
     }
 }
 
-fn check_forbidden(keys: &[Key]) -> Result<(), KeyProblem> {
+/// The chord of [`REFUSED_CHORDS`] that `keys` would press, if any: its main key (the first
+/// that is not a modifier) covered and every modifier it needs held. Validation refuses such a
+/// chord; a worker checks again with this before any input.
+pub fn refused_chord(keys: &[Key]) -> Option<&'static RefusedChord> {
     let held = |modifier: &Modifier| keys.contains(&Key::Modifier(*modifier));
     let Some(Key::Named(main)) = keys.iter().find(|key| !matches!(key, Key::Modifier(_))) else {
-        return Ok(());
+        return None;
     };
-    let refused = REFUSED_CHORDS
+    REFUSED_CHORDS
         .iter()
-        .any(|chord| chord.key.covers(main) && chord.needs.iter().all(held));
-    if refused {
+        .find(|chord| chord.key.covers(main) && chord.needs.iter().all(held))
+}
+
+fn check_forbidden(keys: &[Key]) -> Result<(), KeyProblem> {
+    if refused_chord(keys).is_some() {
         let name = keys
             .iter()
             .map(Key::canonical_name)

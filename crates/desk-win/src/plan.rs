@@ -1,7 +1,8 @@
 //! From a validated [`InputAction`] to the exact `SendInput` steps and the input events the
 //! receipt reports, checked again before anything is sent: every point on the display, no
-//! chord of [`REFUSED_CHORDS`] (Alt+F4, Ctrl+Alt+Delete, Ctrl+Shift+Esc, Ctrl+Esc, Alt+Tab, ...;
-//! the Windows key has no name in the contract at all), every key mappable to a virtual key.
+//! chord of [`desk_contract::keys::REFUSED_CHORDS`] (Alt+F4, Ctrl+Alt+Delete, Ctrl+Shift+Esc,
+//! Ctrl+Esc, Alt+Tab, ...; the Windows key has no name in the contract at all), every key
+//! mappable to a virtual key.
 //! A plan that fails a check is refused whole, so a refusal sends nothing.
 //!
 //! Key mapping: modifiers and named keys to their virtual keys; characters of a chord to the
@@ -9,7 +10,7 @@
 //! units (`KEYEVENTF_UNICODE`), independent of the keyboard layout.
 
 use desk_contract::events::InputEventKind;
-use desk_contract::keys::{Key, NamedKey, REFUSED_CHORDS, RefusedKey};
+use desk_contract::keys::Key;
 use desk_contract::{Button, DisplaySize, InputAction, Modifier, ScreenPoint};
 
 use crate::platform::Step;
@@ -172,37 +173,11 @@ pub fn plan(
     Ok(planner.steps)
 }
 
-/// The refused chord `keys` would press, if any: every modifier it needs held and the main
-/// key covered. Mirrors desk-contract's check, so an action built past validation is refused
-/// here too.
+/// The refused chord `keys` would press, if any (desk-contract's
+/// [`desk_contract::keys::refused_chord`]), so
+/// an action built past validation is refused here too.
 pub fn refused_chord(keys: &[Key]) -> Option<&'static str> {
-    let main = keys.iter().find_map(|key| match key {
-        Key::Named(named) => Some(*named),
-        _ => None,
-    })?;
-    let held = |modifier: &Modifier| keys.contains(&Key::Modifier(*modifier));
-    REFUSED_CHORDS
-        .iter()
-        .find(|chord| covers(chord.key, main) && chord.needs.iter().all(held))
-        .map(|chord| chord.why)
-}
-
-fn covers(refused: RefusedKey, key: NamedKey) -> bool {
-    match refused {
-        RefusedKey::Is(named) => named == key,
-        RefusedKey::FunctionKeys => matches!(key, NamedKey::F(n) if n <= 12),
-        RefusedKey::Arrows => matches!(
-            key,
-            NamedKey::Left | NamedKey::Right | NamedKey::Up | NamedKey::Down
-        ),
-        RefusedKey::KeypadOperators => matches!(
-            key,
-            NamedKey::KeypadAdd
-                | NamedKey::KeypadSubtract
-                | NamedKey::KeypadMultiply
-                | NamedKey::KeypadDivide
-        ),
-    }
+    desk_contract::keys::refused_chord(keys).map(|chord| chord.why)
 }
 
 /// The normalized absolute coordinate (0..=65535) that Win32 maps back to `pixel` of a screen
