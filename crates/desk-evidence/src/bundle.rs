@@ -7,8 +7,10 @@
 //! file with its SHA-256 and size. Invariant: every file of a bundle that verifies is listed in
 //! the manifest and is backed by the journal: the logs by the prefix digests of receipts and of
 //! `session_released`, each artifact by its last `artifact`/`checkpoint` record, each frame by
-//! its `screenshot` record. A released session's logs and artifacts that release deleted are
-//! listed in the manifest's `not_retained` with the journal's digests (`bundle/retention.rs`).
+//! its `screenshot` record; the screenshot gate's decisions are journal records like the
+//! others, reported with the frame each is about (`bundle/gate.rs`). A released session's logs
+//! and artifacts that release deleted are listed in the manifest's `not_retained` with the
+//! journal's digests (`bundle/retention.rs`).
 //!
 //! Over 400 lines on purpose: export and verify run the same checks against the journal, and
 //! they read as one beside each other.
@@ -28,8 +30,11 @@ use crate::record::{LogDigest, RECORD_SCHEMA, RecordBody, is_file_name};
 use crate::sign::{Envelope, SigningKey, VerifyingKey, sha256_hex};
 use crate::strict;
 
+mod gate;
 mod retention;
 mod terminal;
+
+pub use gate::GateDecisionSeen;
 
 /// `schema_version` of a bundle manifest.
 pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
@@ -193,6 +198,22 @@ pub struct VerifyReport {
     pub watchdog_fingerprint: Option<String>,
     /// The frame retention the manifest is stamped with (the journal's).
     pub frame_retention: Option<String>,
+    /// The screenshot gate's decisions, in journal order, each with the bundle's frame it is
+    /// about (`bundle/gate.rs`).
+    pub gate_decisions: Vec<GateDecisionSeen>,
+}
+
+impl VerifyReport {
+    /// The gate decisions about the frame `png` (same SHA-256 and size): what the gate decided
+    /// about a frame a verifier holds, withheld from the agent or not.
+    pub fn gate_decisions_about<'a>(
+        &'a self,
+        png: &'a [u8],
+    ) -> impl Iterator<Item = &'a GateDecisionSeen> + 'a {
+        self.gate_decisions
+            .iter()
+            .filter(move |seen| seen.decision.is_about(png))
+    }
 }
 
 fn export_error(out_dir: &Path, reason: impl Into<String>) -> EvidenceError {
@@ -782,6 +803,14 @@ pub fn verify_pinned(
     }
     let n_terminal_receipts = terminal::check(&records, key, named_watchdog.as_ref())?;
     retention::check_stamp(&records, manifest.frame_retention.as_deref(), n_frames > 0)?;
+    let frames_prefix = format!("{FRAMES_DIR}/");
+    let gate_decisions = gate::decisions(
+        &records,
+        bundle_files
+            .iter()
+            .filter(|(path, _)| path.starts_with(&frames_prefix))
+            .map(|(path, file)| (path, file.bytes())),
+    );
     let count = |kind: fn(&RecordBody) -> bool| {
         records
             .iter()
@@ -806,6 +835,7 @@ pub fn verify_pinned(
         n_terminal_receipts,
         watchdog_fingerprint: named_watchdog.map(|key| key.fingerprint()),
         frame_retention: manifest.frame_retention,
+        gate_decisions,
     })
 }
 

@@ -22,7 +22,9 @@ pub mod sign;
 pub mod spool;
 pub mod strict;
 
-pub use bundle::{ExportInputs, Manifest, VerifyReport, export, verify, verify_pinned};
+pub use bundle::{
+    ExportInputs, GateDecisionSeen, Manifest, VerifyReport, export, verify, verify_pinned,
+};
 pub use error::{EvidenceError, FileProblem, ManifestProblem, RecordProblem, StrictJsonProblem};
 pub use journal::{EvidenceWriter, VerifiedRecord, read_journal, verify_journal};
 pub use record::{Record, RecordBody, RecordKind};

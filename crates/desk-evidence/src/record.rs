@@ -15,6 +15,12 @@ use serde_json::Value;
 use crate::error::EvidenceError;
 use crate::strict;
 
+mod gate;
+
+pub use gate::{
+    GATE_REASON_SOURCES, GATE_VERDICTS, GateReason, GateRegion, ScreenshotGateDecision,
+};
+
 /// `schema_version` of every record payload.
 pub const RECORD_SCHEMA: &str = "deskbroker.evidence.record.v1";
 
@@ -54,6 +60,8 @@ desk_contract::wire_enum! {
         ClipboardAccess = "clipboard_access",
         /// The session's workspace was launched and measured at handoff (the launch receipt).
         WorkspaceLaunched = "workspace_launched",
+        /// The screenshot gate decided a frame bound for the agent (`docs/screenshot-gate.md`).
+        ScreenshotGateDecision = "screenshot_gate_decision",
     }
 }
 
@@ -391,6 +399,8 @@ pub enum RecordBody {
     ClipboardAccess(ClipboardAccess),
     /// `workspace_launched`.
     WorkspaceLaunched(WorkspaceLaunched),
+    /// `screenshot_gate_decision` (boxed: the largest body, and one per gated frame).
+    ScreenshotGateDecision(Box<ScreenshotGateDecision>),
 }
 
 impl RecordBody {
@@ -408,6 +418,7 @@ impl RecordBody {
             Self::ActionRefused(_) => RecordKind::ActionRefused,
             Self::ClipboardAccess(_) => RecordKind::ClipboardAccess,
             Self::WorkspaceLaunched(_) => RecordKind::WorkspaceLaunched,
+            Self::ScreenshotGateDecision(_) => RecordKind::ScreenshotGateDecision,
         }
     }
 
@@ -424,6 +435,7 @@ impl RecordBody {
             Self::ActionRefused(body) => serde_json::to_value(body),
             Self::ClipboardAccess(body) => serde_json::to_value(body),
             Self::WorkspaceLaunched(body) => serde_json::to_value(body),
+            Self::ScreenshotGateDecision(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -457,6 +469,9 @@ impl RecordBody {
             }
             RecordKind::WorkspaceLaunched => {
                 Self::WorkspaceLaunched(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ScreenshotGateDecision => {
+                Self::ScreenshotGateDecision(Box::new(strict::from_value_exact(value, path)?))
             }
         })
     }
@@ -542,6 +557,7 @@ impl RecordBody {
                     None => Ok(()),
                 }
             }
+            Self::ScreenshotGateDecision(body) => body.validate(),
         }
     }
 }

@@ -515,5 +515,6 @@ fn journal_alone_names_a_broken_chain_link() {
     });
 }
 
+mod gate;
 mod retention;
 mod terminal;
