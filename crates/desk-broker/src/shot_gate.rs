@@ -1,9 +1,10 @@
 //! The screenshot risk gate on the way out (containment G003, `docs/screenshot-gate.md`): when
 //! the workspace policy in force has a `screenshot_gate`, every answer that carries a frame for
 //! the agent (reset, screenshot, action, program, zoom) passes desk-gate first, in the
-//! session's turn on the blocking pool. The decision is signed into the session's evidence
-//! before the answer leaves; unless it is `allow` the answer carries no image (`png_base64`
-//! empty) and says why in `screenshot.gate`. A gate that cannot record its decision fails the
+//! session's turn on the blocking pool. The decision is a `screenshot_gate_decision` record of
+//! the session's signed, hash-chained journal, written and read back before the answer leaves;
+//! unless it is `allow` the answer carries no image (`png_base64` empty) and says why in
+//! `screenshot.gate`. A gate that cannot record its decision fails the
 //! request: no frame leaves unrecorded.
 
 use std::collections::HashMap;
@@ -128,7 +129,8 @@ impl Broker {
             };
             let decision = gate.gate(&png, None, &[]);
             let record = &decision.record;
-            crate::evidence::gate_decision(inner.evidence(), &id, record)?;
+            let session = inner.load(&id)?;
+            crate::evidence::gate_decision(inner.evidence(), &session, record)?;
             tracing::info!(
                 session_id = id.as_str(),
                 verdict = record.verdict.as_str(),
@@ -146,13 +148,7 @@ impl Broker {
                     .reasons
                     .iter()
                     .map(|reason| GateReason {
-                        source: match reason.source {
-                            desk_gate::ReasonSource::Ocr => "ocr",
-                            desk_gate::ReasonSource::Observer => "observer",
-                            desk_gate::ReasonSource::Frame => "frame",
-                            desk_gate::ReasonSource::Engine => "engine",
-                        }
-                        .to_string(),
+                        source: crate::evidence::gate_source_name(reason.source).to_string(),
                         pattern: reason.pattern.clone(),
                         region: reason.region.map(|rect| PixelRect {
                             x: rect.x,

@@ -1,66 +1,79 @@
-//! The screenshot gate's records: every decision (desk-gate's `GateRecord`, bound to the frame's
-//! and the policy's digests) signed with the evidence key as an envelope `{payload,
-//! signature_b64}`, appended to `<state_dir>/evidence/<session>/gate.jsonl`, synced, and read
-//! back and verified before the frame's answer leaves. Not yet a kind of the hash-chained
-//! journal (`docs/screenshot-gate.md`, "Evidence").
+//! The `screenshot_gate_decision` evidence hook: every decision of the screenshot gate
+//! (desk-gate's `GateRecord`, bound to the frame's and the policy's digests) appended to the
+//! session's hash-chained journal, written, fsynced, read back and verified before the frame's
+//! answer leaves (`docs/screenshot-gate.md`, "Evidence"). The journal is the decisions' one
+//! home: a bundle carries them and a verifier checks them with the rest.
+//!
+//! What a reason of desk-gate carries beyond the record's schema is left out: the error text of
+//! a refused frame or a failed engine (an engine's error can quote what it read on screen).
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt as _;
+use desk_evidence::RecordBody;
+use desk_evidence::record::{GateReason, GateRegion, ScreenshotGateDecision};
+use desk_gate::{GateRecord, ReasonSource, Rect};
 
-use desk_evidence::Envelope;
+use super::{Evidence, with_journal};
+use crate::error::BrokerError;
+use crate::store::SessionRow;
 
-use super::*;
+fn region(rect: Rect) -> GateRegion {
+    GateRegion {
+        x: rect.x,
+        y: rect.y,
+        width: rect.width,
+        height: rect.height,
+    }
+}
 
-/// The file of a session's gate records, in its evidence directory.
-const GATE_FILE: &str = "gate.jsonl";
+/// The journal body of desk-gate's record.
+pub(crate) fn decision_body(record: &GateRecord) -> ScreenshotGateDecision {
+    ScreenshotGateDecision {
+        record_id: record.record_id.clone(),
+        decided_at_ms: record.decided_at_ms,
+        frame_sha256: record.frame_sha256.clone(),
+        frame_bytes: record.frame_bytes,
+        verdict: record.verdict.as_str().to_string(),
+        max_score_permille: record.max_score_permille,
+        reasons: record
+            .reasons
+            .iter()
+            .map(|reason| GateReason {
+                source: source_name(reason.source).to_string(),
+                pattern_index: reason.pattern_index.map(|index| index as u64),
+                pattern: reason.pattern.clone(),
+                region: reason.region.map(region),
+                score_permille: reason.score_permille,
+            })
+            .collect(),
+        policy_sha256: record.policy_sha256.clone(),
+        ocr_engine: record.ocr_engine.clone(),
+        ocr_region: record.ocr_region.map(region),
+        ocr_ms: record.ocr_ms,
+        gate_ms: record.gate_ms,
+    }
+}
 
-/// Signs `record`, appends it to the session's gate file and reads it back.
+/// The wire name of a reason's source, as the answer and the journal spell it.
+pub(crate) fn source_name(source: ReasonSource) -> &'static str {
+    match source {
+        ReasonSource::Ocr => "ocr",
+        ReasonSource::Observer => "observer",
+        ReasonSource::Frame => "frame",
+        ReasonSource::Engine => "engine",
+    }
+}
+
+/// Appends the decision `record` to the session's journal. A journal that ended (released or
+/// killed) refuses it, and so the frame: no frame leaves unrecorded.
 pub(crate) fn gate_decision(
     evidence: Evidence<'_>,
-    session_id: &SessionId,
-    record: &desk_gate::GateRecord,
+    session: &SessionRow,
+    record: &GateRecord,
 ) -> Result<(), BrokerError> {
-    let failed = |error: EvidenceError| BrokerError::Evidence {
-        operation: "record a screenshot gate decision",
-        source: Box::new(error),
-    };
-    let key = signing_key(evidence).map_err(failed)?;
-    let envelope = Envelope::sign(record, &key).map_err(failed)?;
-    let mut line = serde_json::to_vec(&envelope)
-        .map_err(|error| failed(EvidenceError::Canonical(error.to_string())))?;
-    line.push(b'\n');
-    let directory = session_evidence_dir(&evidence.config.state_dir, session_id);
-    create_private_dir(&evidence.config.state_dir, &directory).map_err(failed)?;
-    let path = directory.join(GATE_FILE);
-    let io = |operation| {
-        let path = path.clone();
-        move |source| {
-            failed(EvidenceError::Io {
-                operation,
-                path,
-                source,
-            })
-        }
-    };
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io("open"))?;
-    let start = file.seek(SeekFrom::End(0)).map_err(io("seek"))?;
-    file.write_all(&line).map_err(io("append"))?;
-    file.sync_data().map_err(io("sync"))?;
-    // Read back what was written, and verify it, before the answer leaves.
-    file.seek(SeekFrom::Start(start)).map_err(io("seek"))?;
-    let mut written = vec![0; line.len()];
-    file.read_exact(&mut written).map_err(io("read back"))?;
-    if written != line {
-        return Err(failed(EvidenceError::Canonical(
-            "the gate record read back differs from the one written".to_string(),
-        )));
-    }
-    let read = Envelope::parse(&written[..written.len() - 1]).map_err(failed)?;
-    read.verify(&key.verifying_key()).map_err(failed)
+    let body = decision_body(record);
+    with_journal(
+        evidence,
+        session,
+        "record a screenshot gate decision",
+        |journal| journal.append(RecordBody::ScreenshotGateDecision(Box::new(body))),
+    )
 }
