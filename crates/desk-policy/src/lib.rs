@@ -29,11 +29,9 @@ use std::path::Path;
 
 pub use default::default_policy;
 pub use desk_evidence::{Envelope, SigningKey, VerifyingKey};
-pub use document::{
-    ClipboardMode, FrameRetention, Limits, Network, Policy, SCHEMA_VERSION, parse_utc,
-};
+pub use document::{ClipboardMode, FrameRetention, Limits, Network, Policy};
 pub use error::PolicyError;
-pub use rules::{Rule, Violation};
+pub use rules::{Rule, SCHEMA_VERSION, Violation, parse_utc};
 pub use signed::{
     MAX_SIGNED_BYTES, VerifiedPolicy, check_distinct, digest, sign, verify, verify_signature,
 };

@@ -11,8 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::document::{SCHEMA_VERSION, parse_utc};
-use crate::rules::{Rule, Violation};
+use crate::rules::{Rule, SCHEMA_VERSION, Violation, parse_utc};
 use crate::yaml::join;
 
 const ROOT_KEYS: &[&str] = &[

@@ -5,11 +5,64 @@
 //! follow the containment specification's workspace policy lint (G002): a disposable,
 //! logged-out workspace, explicit apps, writable directories only under the attempt directory,
 //! no network or an exact allowlist, an explicit clipboard mode, bounded limits, a validity
-//! window; read from YAML that no two readers could read differently.
+//! window; read from YAML that no two readers could read differently. The two formats the rules
+//! pin live here too: [`SCHEMA_VERSION`] and the UTC timestamps [`parse_utc`] reads (the
+//! document and the lint both use them, and the document runs the lint).
 
 use std::fmt;
 
 use serde::Serialize;
+
+/// `schema_version` of every policy document.
+pub const SCHEMA_VERSION: &str = "deskbroker.workspace-policy.v1";
+
+/// Parses exactly `YYYY-MM-DDTHH:MM:SSZ` (UTC, no fraction, no offset) into seconds since the
+/// Unix epoch; `None` for anything else, including impossible dates.
+pub fn parse_utc(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    let shape_ok = bytes.len() == 20
+        && bytes.iter().enumerate().all(|(idx, byte)| match idx {
+            4 | 7 => *byte == b'-',
+            10 => *byte == b'T',
+            13 | 16 => *byte == b':',
+            19 => *byte == b'Z',
+            _ => byte.is_ascii_digit(),
+        });
+    if !shape_ok {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let max_day = *month_days.get(usize::try_from(month - 1).ok()?)?;
+    if year < 1970 || !(1..=max_day).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // Howard Hinnant's days_from_civil.
+    let shifted_year = if month <= 2 { year - 1 } else { year };
+    let era = shifted_year.div_euclid(400);
+    let year_of_era = shifted_year - era * 400;
+    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
+}
 
 macro_rules! rules {
     ($($(#[$doc:meta])* $variant:ident = ($id:literal, $name:literal),)*) => {
