@@ -26,14 +26,5 @@ pub fn tools_available(what: &str, programs: &[&str]) -> bool {
     found
 }
 
-/// Prints `skipped: <what> not found`, or panics when `DESK_REQUIRE_XVFB=1`.
-pub fn skip_unless_required(what: &str) {
-    assert!(
-        std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
-        "{what} not found but DESK_REQUIRE_XVFB=1"
-    );
-    println!("skipped: {what} not found");
-}
-
 pub use probe::{PROBE_RGB, ProbeEvent, ProbeOptions, read_probe_log, spawn_probe, typed_text};
-pub use xvfb::{Openbox, Xvfb};
+pub use xvfb::{Openbox, Xvfb, skip_unless_required};

@@ -16,6 +16,15 @@ use x11rb::rust_connection::RustConnection;
 /// How long a server or window manager may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Prints `skipped: <what> not found`, or panics when `DESK_REQUIRE_XVFB=1`.
+pub fn skip_unless_required(what: &str) {
+    assert!(
+        std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+        "{what} not found but DESK_REQUIRE_XVFB=1"
+    );
+    println!("skipped: {what} not found");
+}
+
 /// An Xvfb server owned by one test.
 pub struct Xvfb {
     child: Child,
@@ -44,7 +53,7 @@ impl Xvfb {
         let mut child = match spawned {
             Ok(child) => child,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                crate::skip_unless_required("Xvfb");
+                skip_unless_required("Xvfb");
                 return None;
             }
             Err(error) => panic!("failed to spawn Xvfb: {error}"),
