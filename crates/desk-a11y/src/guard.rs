@@ -19,6 +19,9 @@
 //! Semantic steps (`ax_press`, `ax_set_text`) are checked by their target's ancestry instead
 //! ([`Accessibility::prohibited_ancestor`]): an object inside a matching one (the console's
 //! text field) is refused, showing or not.
+//!
+//! Over 400 lines: the background scan, the check at input and the semantic steps' ancestry check
+//! share one matching rule and its bounds; split, each would restate them.
 
 use std::time::Duration;
 

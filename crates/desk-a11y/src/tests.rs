@@ -1,3 +1,6 @@
+//! Unit tests of the pure parts: semantic actions refused as stale without an observation,
+//! extents without a size, and the bound window's frame.
+
 use super::*;
 
 #[test]

@@ -14,6 +14,9 @@
 //! checkpointed bytes are copied to `<session>/checkpoint/<file>`; `retrieve_artifact` returns
 //! that copy after verifying its hash. Both write a signed record (`checkpoint`, `artifact`)
 //! before answering; the evidence keeps its own copy of the bytes.
+//!
+//! Just over 400 lines: save detection, the checkpoint copy and retrieval share the attempt file's
+//! rules.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

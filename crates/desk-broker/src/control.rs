@@ -19,6 +19,9 @@
 //!
 //! The state lives beside the session row, not in it: Stop must never wait for the session's
 //! lock or queue (a program holds both while it runs and rechecks this state before each step).
+//!
+//! Just over 400 lines: the control state and its rules stay together; persistence, shots, zoom,
+//! operations and the accessibility observation are already apart.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};

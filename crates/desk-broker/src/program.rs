@@ -10,6 +10,9 @@
 //! whole program is one journal row and takes one action index. Before every step and before
 //! the final observation the control scope is rechecked: after a Stop or a new generation the
 //! remaining steps never run, and an observation taken under the old generation is discarded.
+//!
+//! Over 400 lines: `run_plan` is the one execution path every input takes and is kept in one piece;
+//! whole-program validation is apart (`program/validate.rs`).
 
 use desk_contract::api::Screenshot;
 use desk_contract::control::{

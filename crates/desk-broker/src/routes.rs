@@ -7,6 +7,9 @@
 //! operation name, the session id when the route has one, the status, the error code when any
 //! and the latency, and feeds the same facts to the metrics served at `GET /v1/metrics`. It never
 //! logs header values (credentials travel in `Authorization`) or query strings.
+//!
+//! Over 400 lines: the route table and its handlers, one short function each, read best beside each
+//! other.
 
 use std::time::Instant;
 

@@ -23,6 +23,9 @@
 //! a thread of its own (at most [`MAX_PARALLEL_SESSIONS`] at once, one per session) and does
 //! not wait for them, so N sessions over their limits are killed in parallel and a slow kill
 //! holds back no other session.
+//!
+//! Over 400 lines: the round loop, the `due` rule and the lock on the watchdog's directory are one
+//! process's logic; the census, key and readback are already apart.
 
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::PathBuf;

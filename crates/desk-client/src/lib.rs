@@ -16,6 +16,8 @@
 //! optional orchestration credential is sent on the non-session routes. `Debug` never prints a
 //! credential. Over a Unix socket, nothing is sent until the socket's directory and the
 //! listener's uid (`SO_PEERCRED`) are trusted (`trust`).
+//!
+//! Over 400 lines: one method per API operation, a few lines each, which read best as one list.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;

@@ -1,4 +1,7 @@
 //! HTTP request and response bodies of the broker API (`/v1/...`).
+//!
+//! Over 400 lines: one documented struct per request and answer body of the API, which read best as
+//! one list.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,3 +1,6 @@
+//! Unit tests of the census over made-up process rows (`Seen`): what may run in a sandbox and
+//! what is refused.
+
 use super::*;
 
 fn host(program: &str) -> String {

@@ -1,3 +1,6 @@
+//! Unit tests of app profiles: FreeCAD's prepared document and home, templates, read-only
+//! paths, and limits over the defaults.
+
 use super::*;
 use crate::sandbox::SandboxPolicy;
 

@@ -20,6 +20,9 @@
 //! [`EvidenceError::Tampered`] naming the first altered record, and poisons the writer, so a
 //! live session stops at the first action after an on-disk edit. The cost is one read of the
 //! journal per append (a few hundred bytes per record).
+//!
+//! Over 400 lines: the writer and the verifier run the same chain checks (`ChainState`); split,
+//! they could drift apart.
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};

@@ -18,6 +18,8 @@
 //! input: the adapter answers it itself with a crop of the last full-resolution frame, fitted to
 //! the model's image size, and asks the model again within the same turn (at most
 //! `MAX_ZOOMS_PER_TURN` times; later zooms are refused).
+//!
+//! Over 400 lines: the request shape, both tool modes and the zoom loop are one protocol adapter.
 
 use desk_harness::{ModelSaid, Observation, TokenUsage, TurnOutcome};
 use serde_json::{Value, json};

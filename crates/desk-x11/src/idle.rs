@@ -16,6 +16,9 @@
 //!
 //! Invariant: any signal that cannot be read makes the watch unavailable for the wait with a
 //! reason; the settle then falls back to its quiet-time rule, never to a guess.
+//!
+//! Over 400 lines: the idle signals and the quiet window judged over them belong together (socket
+//! diagnostics and thread states are already apart).
 
 mod diag;
 mod thread;

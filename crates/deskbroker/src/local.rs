@@ -1,6 +1,9 @@
 //! Wiring a broker on this machine: desk-desktop's `LocalFactory` (each session gets a private
 //! Xvfb, openbox, the app and a `deskbroker-worker`, sandboxed) or its `FakeFactory` for
 //! `serve --backend fake`, `serve` as a daemon, and an in-process broker for `demo` and `bench`.
+//!
+//! Just over 400 lines: the broker's wiring (auth, policy, factory) for `serve`, `demo` and `bench`
+//! is kept in one place.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,3 +1,6 @@
+//! Unit tests of the per-session queue: one turn at a time, the bound, a waiter that goes
+//! away, and a queue of zero.
+
 use std::sync::Arc;
 use std::time::Duration;
 

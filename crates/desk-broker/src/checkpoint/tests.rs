@@ -1,3 +1,6 @@
+//! Unit tests of save detection: a same-size rewrite, an untouched file, and a save by rename
+//! (never following a link for the stamp).
+
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::time::Duration;
 

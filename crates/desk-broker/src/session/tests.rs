@@ -1,3 +1,6 @@
+//! Unit tests of the session state machine without SQLite: every transition, the stored form,
+//! and random operation sequences checked against the invariants.
+
 use desk_contract::ErrorCode;
 use desk_contract::api::SessionState;
 use proptest::prelude::*;

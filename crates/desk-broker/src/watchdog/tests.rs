@@ -1,3 +1,6 @@
+//! Unit tests of the watchdog's pure `due` rule: no kill before a limit, each limit at its
+//! threshold.
+
 use super::*;
 
 fn facts() -> SessionFacts {

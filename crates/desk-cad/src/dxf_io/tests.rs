@@ -1,3 +1,6 @@
+//! Unit tests of DXF reading and writing: bulges, polylines, MTEXT codes, forbidden names,
+//! model round trips (ASCII and binary) and dimension blocks.
+
 use super::*;
 use crate::dxf_write::to_drawing;
 use crate::model::Entity;

@@ -1,3 +1,6 @@
+//! Unit tests of the raw DXF scanner: hostile hatches, written hatches and angles read back,
+//! and ENDBLK handles.
+
 use super::*;
 
 /// An ASCII DXF whose ENTITIES section holds `pairs` (code, value).

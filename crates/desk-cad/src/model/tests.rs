@@ -1,3 +1,5 @@
+//! Unit tests of the drawing model: measurement labels.
+
 use super::*;
 
 #[test]

@@ -1,6 +1,9 @@
 //! Starting a desktop: the sandbox (when on), Xvfb with a fresh cookie, the window manager on
 //! the pinned configuration, and the worker, each in its own process group, recorded on disk
 //! (`records.rs`) as soon as it runs, and the worker's protocol handshake.
+//!
+//! Over 400 lines: the start is one ordered procedure whose steps each record what they started;
+//! split, the order would be read across files.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixStream;

@@ -21,6 +21,9 @@
 //! Invariant: a host directory bound into a running sandbox (home, attempt, each writable
 //! directory) is emptied at each reset, never removed and made anew; a bind shows the directory
 //! it was made from, so a new one would be invisible inside.
+//!
+//! Over 400 lines: it is the workspace layout's one home (constants, writable directories,
+//! emptying, binds, the home's seed), as the first line says.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Component, Path, PathBuf};

@@ -1,3 +1,6 @@
+//! Unit tests of the workspace: writable directories only at or below the attempt, and
+//! emptying that keeps the bound directories.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,6 @@
+//! Unit tests of action batches: parsing in order, and empty, invalid, over-budget and
+//! misplaced-`done` batches refused.
+
 use serde_json::json;
 
 use super::*;

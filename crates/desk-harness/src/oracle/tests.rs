@@ -1,3 +1,6 @@
+//! Unit tests of the LibreCAD oracle: the batching rule over the corpus, the view transform,
+//! shared commands, layers and linetypes.
+
 use desk_contract::DisplaySize;
 
 use super::*;

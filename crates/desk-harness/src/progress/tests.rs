@@ -1,3 +1,5 @@
+//! Unit tests of progress reporting: the ETA, duration formatting and the status line.
+
 use super::*;
 
 #[test]

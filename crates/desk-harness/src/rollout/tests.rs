@@ -1,3 +1,5 @@
+//! Unit tests of rollouts: budgets clamped to the contract.
+
 use desk_cad::corpus::{BUDGETS_2D, Budgets};
 use desk_cad::{DrawingType, Level, Split, TaskId};
 

@@ -1,3 +1,6 @@
+//! Unit tests of reading the attempt file: plain files read, links, hard links, FIFOs,
+//! directories, sockets and oversized files refused, and the answer's header.
+
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,3 +1,5 @@
+//! Unit tests of the job count: the smallest bound decides, at least one job, unknown memory.
+
 use super::*;
 
 const GIB: u64 = 1 << 30;

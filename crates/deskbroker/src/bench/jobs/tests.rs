@@ -1,3 +1,6 @@
+//! Unit tests of `bench run`'s machine read: `MemAvailable` in bytes, explicit `--jobs`, and
+//! profile desktop sizes.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,6 @@
+//! Unit tests of the FreeCAD oracle's constructive solids: every corpus part decomposed into
+//! primitives of its volume, chamfers, holes on each axis and bend rounds.
+
 use desk_cad::generate3d::generate_part;
 
 use super::*;
