@@ -170,7 +170,9 @@ impl Ocr for Tesseract {
 /// text`; words are level 5), empty ones left out.
 pub(crate) fn parse_tsv(tsv: &str) -> Result<Vec<Word>, GateError> {
     let mut words = Vec::new();
-    for line in tsv.lines().skip(1) {
+    // An error names the line and field, never the line itself: it holds text read off the
+    // screen, which must not reach a log.
+    for (line_idx, line) in tsv.lines().enumerate().skip(1) {
         let fields: Vec<&str> = line.split('\t').collect();
         if fields.len() < 12 || fields[0] != "5" {
             continue;
@@ -180,13 +182,15 @@ pub(crate) fn parse_tsv(tsv: &str) -> Result<Vec<Word>, GateError> {
             continue;
         }
         let number = |idx: usize| {
-            fields[idx]
-                .parse::<u32>()
-                .map_err(|_| GateError::Ocr(format!("TSV field {idx} is not a number: {line:?}")))
+            fields[idx].parse::<u32>().map_err(|_| {
+                GateError::Ocr(format!("TSV line {line_idx}: field {idx} is not a number"))
+            })
         };
-        let confidence = fields[10]
-            .parse::<f64>()
-            .map_err(|_| GateError::Ocr(format!("TSV confidence is not a number: {line:?}")))?;
+        let confidence = fields[10].parse::<f64>().map_err(|_| {
+            GateError::Ocr(format!(
+                "TSV line {line_idx}: the confidence is not a number"
+            ))
+        })?;
         words.push(Word {
             text,
             confidence: confidence.clamp(0.0, 100.0),
