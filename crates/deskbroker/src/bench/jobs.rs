@@ -41,7 +41,7 @@ pub(crate) fn plan(
         jobs.jobs,
         jobs.reason
     );
-    Ok((spread.plan(&jobs), jobs))
+    Ok((spread.plan(jobs.jobs, &jobs.reason), jobs))
 }
 
 /// `--jobs` when given, else the default for `tasks` on this machine. `external`: the desktops

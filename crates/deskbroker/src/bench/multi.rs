@@ -44,15 +44,16 @@ pub(crate) struct SpreadArgs {
 }
 
 impl SpreadArgs {
-    /// The run plan these flags describe, with the broker's stamp, playing `jobs` at once.
-    pub(crate) fn plan(&self, jobs: &super::jobs::ChosenJobs) -> RunPlan {
+    /// The run plan these flags describe, with the broker's stamp, playing `jobs` at once
+    /// (chosen for `jobs_reason`).
+    pub(crate) fn plan(&self, jobs: u32, jobs_reason: &str) -> RunPlan {
         let (mode, gold) = match &self.broker_socket {
             Some(_) => ("external", "operator"),
             None => ("in_process", "checked_at_each_handoff"),
         };
         RunPlan {
-            jobs: jobs.jobs,
-            jobs_reason: Some(jobs.reason.clone()),
+            jobs,
+            jobs_reason: Some(jobs_reason.to_owned()),
             shard: self.shard,
             broker: BrokerStamp {
                 mode: mode.to_owned(),
