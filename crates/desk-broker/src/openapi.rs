@@ -21,11 +21,11 @@ use std::sync::LazyLock;
 
 use axum::http::StatusCode;
 use desk_contract::ErrorCode;
+use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use table::{Access, Answer, OPERATIONS, Operation};
+use table::{Access, Answer, OPERATIONS, Operation, schema_of};
 
 /// The document as served: generated once, pretty-printed.
 static OPENAPI_JSON: LazyLock<String> = LazyLock::new(|| {
@@ -223,11 +223,6 @@ fn rename_refs(value: &mut Value, renamed: &[(String, String)]) {
         Value::Array(items) => items.iter_mut().for_each(|item| rename_refs(item, renamed)),
         _ => {}
     }
-}
-
-/// `T`'s schema (a `$ref` to its component) in `generator`.
-pub(crate) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<T>()
 }
 
 /// The whole document.

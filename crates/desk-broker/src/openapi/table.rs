@@ -6,13 +6,16 @@
 
 use desk_contract::ErrorCode::{self, *};
 use desk_contract::{api, clipboard, control};
-use schemars::{Schema, SchemaGenerator};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Value, json};
-
-use super::schema_of;
 
 /// A type's schema in a generator.
 pub(crate) type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// `T`'s schema (a `$ref` to its component) in `generator`.
+pub(super) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
 
 /// Which credential an operation takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
