@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
 use desk_contract::clipboard::ClipboardWriteRequest;
-use desk_evidence::SigningKey;
 use serde_json::{Value, json};
 
 use crate::probe::{ProbeSession, act, leased_probe, of_type, probe_events};
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, signed_policy_args, xvfb_available};
 
 const POLICY: &str = r#"schema_version: deskbroker.workspace-policy.v1
 policy_version: clipboard-it
@@ -27,21 +26,7 @@ validity: {not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"
 
 /// Writes the signed read-write policy and its public key under `root`; the serve arguments.
 fn read_write_policy(root: &std::path::Path) -> Vec<String> {
-    let key = SigningKey::from_bytes(&[9; 32]);
-    let policy = desk_policy::Policy::from_yaml(POLICY).unwrap();
-    let signed = desk_policy::sign(&policy, &key)
-        .unwrap()
-        .canonical_bytes()
-        .unwrap();
-    let (signed_path, pub_path) = (root.join("policy.signed.json"), root.join("policy.pub"));
-    std::fs::write(&signed_path, signed).unwrap();
-    key.verifying_key().write(&pub_path).unwrap();
-    vec![
-        "--policy".to_string(),
-        signed_path.display().to_string(),
-        "--policy-pub".to_string(),
-        pub_path.display().to_string(),
-    ]
+    signed_policy_args(root, POLICY, 9)
 }
 
 /// The probe's `kind` records after `baseline`, waiting up to 5 s for at least one.

@@ -16,12 +16,12 @@ use std::path::Path;
 use desk_client::Client;
 use desk_contract::api::Screenshot;
 use desk_evidence::record::ScreenshotGateDecision;
-use desk_evidence::{RecordBody, SigningKey, VerifyReport};
+use desk_evidence::{RecordBody, VerifyReport};
 use serde_json::json;
 
 use crate::accessibility::ready;
 use crate::probe::act;
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, signed_policy_args, xvfb_available};
 
 const PYTHON: &str = "/usr/bin/python3";
 const PATTERN: &str = "ignore (all )?(previous|prior) instructions";
@@ -85,21 +85,7 @@ fn setup(root: &Path, log: &Path) -> Vec<String> {
     );
     std::fs::create_dir_all(root.join("profiles")).unwrap();
     std::fs::write(root.join("profiles/axfixture.toml"), profile).unwrap();
-    let key = SigningKey::from_bytes(&[29; 32]);
-    let policy = desk_policy::Policy::from_yaml(POLICY).unwrap();
-    let signed = desk_policy::sign(&policy, &key)
-        .unwrap()
-        .canonical_bytes()
-        .unwrap();
-    let (signed_path, pub_path) = (root.join("policy.signed.json"), root.join("policy.pub"));
-    std::fs::write(&signed_path, signed).unwrap();
-    key.verifying_key().write(&pub_path).unwrap();
-    vec![
-        "--policy".to_string(),
-        signed_path.display().to_string(),
-        "--policy-pub".to_string(),
-        pub_path.display().to_string(),
-    ]
+    signed_policy_args(root, POLICY, 29)
 }
 
 fn verdict(shot: &Screenshot) -> &str {

@@ -434,3 +434,23 @@ pub(crate) fn png_pixels(png_base64: &str) -> (Vec<u8>, usize, usize) {
     let info = reader.next_frame(&mut buffer).unwrap();
     (buffer, info.line_size, info.color_type.samples())
 }
+
+/// `yaml` signed with the key of `seed` into `root/policy.signed.json`, its public key in
+/// `root/policy.pub`: the `serve` arguments that put that policy in force.
+pub(crate) fn signed_policy_args(root: &Path, yaml: &str, seed: u8) -> Vec<String> {
+    let key = desk_evidence::SigningKey::from_bytes(&[seed; 32]);
+    let policy = desk_policy::Policy::from_yaml(yaml).unwrap();
+    let signed = desk_policy::sign(&policy, &key)
+        .unwrap()
+        .canonical_bytes()
+        .unwrap();
+    let (signed_path, pub_path) = (root.join("policy.signed.json"), root.join("policy.pub"));
+    std::fs::write(&signed_path, signed).unwrap();
+    key.verifying_key().write(&pub_path).unwrap();
+    vec![
+        "--policy".to_string(),
+        signed_path.display().to_string(),
+        "--policy-pub".to_string(),
+        pub_path.display().to_string(),
+    ]
+}
