@@ -1,4 +1,6 @@
-//! Test support: a broker subprocess, the probe profile, and the Xvfb availability rule.
+//! Test support: a broker subprocess, the probe profile, signed policies, and the Xvfb
+//! availability rule. Over 400 lines: it is the one home of the setup every suite shares, so
+//! that none keeps a copy.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
