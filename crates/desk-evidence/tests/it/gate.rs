@@ -54,21 +54,11 @@ fn gated_bundle(root: &Path) -> (PathBuf, SigningKey) {
     let key = SigningKey::from_bytes(&[29; 32]);
     let session_dir = root.join("session");
     fs::create_dir_all(session_dir.join("frames")).unwrap();
-    let mut writer =
-        EvidenceWriter::create(&session_dir.join("evidence.ndjson"), key.clone(), SESSION).unwrap();
-    writer
-        .append(
-            1000,
-            RecordBody::SessionStarted(SessionStarted {
-                lease_id: "lease-3".to_string(),
-                backend: "fake".to_string(),
-                screen_width: 1280,
-                screen_height: 800,
-                signer_fingerprint: key.verifying_key().fingerprint(),
-                policy_sha256: Some("cd".repeat(32)),
-            }),
-        )
-        .unwrap();
+    let mut writer = started_journal(
+        &session_dir.join("evidence.ndjson"),
+        &key,
+        Some("cd".repeat(32)),
+    );
     for (sequence, (png, (verdict, score))) in FRAMES
         .iter()
         .zip([("allow", 0), ("withhold", 910)])
@@ -186,21 +176,7 @@ fn a_signed_decision_with_matched_text_is_refused() {
 fn a_decision_that_contradicts_itself_is_not_written() {
     let root = tempfile::tempdir().unwrap();
     let key = SigningKey::from_bytes(&[29; 32]);
-    let mut writer =
-        EvidenceWriter::create(&root.path().join("evidence.ndjson"), key.clone(), SESSION).unwrap();
-    writer
-        .append(
-            1000,
-            RecordBody::SessionStarted(SessionStarted {
-                lease_id: "lease-3".to_string(),
-                backend: "fake".to_string(),
-                screen_width: 1280,
-                screen_height: 800,
-                signer_fingerprint: key.verifying_key().fingerprint(),
-                policy_sha256: None,
-            }),
-        )
-        .unwrap();
+    let mut writer = started_journal(&root.path().join("evidence.ndjson"), &key, None);
     let mut refused_frame_allowed = decision('c', FRAMES[0], "allow", 0);
     refused_frame_allowed.reasons.push(GateReason {
         source: "frame".to_string(),

@@ -34,6 +34,26 @@ fn append_log(path: &Path, line: &str) -> LogDigest {
     LogDigest::of(&bytes)
 }
 
+/// A journal at `path` signed by `key` whose first record (at 1000 ms) starts the session
+/// under `policy_sha256`: the opening every test session shares.
+fn started_journal(path: &Path, key: &SigningKey, policy_sha256: Option<String>) -> EvidenceWriter {
+    let mut writer = EvidenceWriter::create(path, key.clone(), SESSION).unwrap();
+    writer
+        .append(
+            1000,
+            RecordBody::SessionStarted(SessionStarted {
+                lease_id: "lease-3".to_string(),
+                backend: "fake".to_string(),
+                screen_width: 1280,
+                screen_height: 800,
+                signer_fingerprint: key.verifying_key().fingerprint(),
+                policy_sha256,
+            }),
+        )
+        .unwrap();
+    writer
+}
+
 /// A two-action session with frames, a checkpoint, an artifact and a release.
 fn session(session_dir: &Path, key: &SigningKey) {
     session_with(session_dir, key, None);
@@ -45,22 +65,17 @@ fn session_with(session_dir: &Path, key: &SigningKey, frame_retention: Option<&s
     fs::create_dir_all(session_dir.join("checkpoint")).unwrap();
     let events = session_dir.join("events.json");
     let frame_events = session_dir.join("frame_events.json");
-    let mut writer =
-        EvidenceWriter::create(&session_dir.join("evidence.ndjson"), key.clone(), SESSION).unwrap();
-    let mut at_ms = 1000;
+    let mut writer = started_journal(
+        &session_dir.join("evidence.ndjson"),
+        key,
+        Some("ab".repeat(32)),
+    );
+    let mut at_ms = 1001;
     let mut append = |body: RecordBody| {
         let record = writer.append(at_ms, body).unwrap();
         at_ms += 1;
         record
     };
-    append(RecordBody::SessionStarted(SessionStarted {
-        lease_id: "lease-3".to_string(),
-        backend: "fake".to_string(),
-        screen_width: 1280,
-        screen_height: 800,
-        signer_fingerprint: key.verifying_key().fingerprint(),
-        policy_sha256: Some("ab".repeat(32)),
-    }));
     for index in 0..2_u64 {
         append(RecordBody::ActionAccepted(ActionAccepted {
             index,

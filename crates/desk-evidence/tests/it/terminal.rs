@@ -47,25 +47,7 @@ fn killed_session_of(
 ) -> PathBuf {
     let session_dir = root.join("session");
     fs::create_dir_all(&session_dir).unwrap();
-    let mut writer = EvidenceWriter::create(
-        &session_dir.join("evidence.ndjson"),
-        journal_key.clone(),
-        SESSION,
-    )
-    .unwrap();
-    writer
-        .append(
-            1000,
-            RecordBody::SessionStarted(SessionStarted {
-                lease_id: "lease-3".to_string(),
-                backend: "fake".to_string(),
-                screen_width: 1280,
-                screen_height: 800,
-                signer_fingerprint: journal_key.verifying_key().fingerprint(),
-                policy_sha256: None,
-            }),
-        )
-        .unwrap();
+    let mut writer = started_journal(&session_dir.join("evidence.ndjson"), journal_key, None);
     let mut body = receipt.clone();
     body.signed_receipt = killer.map(|killer| {
         let spooled = Spooled {
