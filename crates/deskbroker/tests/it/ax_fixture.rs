@@ -33,12 +33,7 @@ fn fixture_script() -> PathBuf {
 /// Whether python3-gi with GTK 3 is installed. Without it the tests print a skip and pass,
 /// unless `DESK_REQUIRE_XVFB=1` (CI installs it), where it fails.
 fn gtk_available() -> bool {
-    let probe = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk";
-    let ok = std::process::Command::new(PYTHON)
-        .args(["-c", probe])
-        .env_remove("DISPLAY")
-        .output()
-        .is_ok_and(|output| output.status.success());
+    let ok = gtk_installed();
     if !ok {
         assert!(
             std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
@@ -47,6 +42,34 @@ fn gtk_available() -> bool {
         println!("skipped: python3-gi/GTK 3 not found");
     }
     ok
+}
+
+/// Whether python3-gi with GTK 3 imports (no skip message: see [`gtk_available`]).
+pub(crate) fn gtk_installed() -> bool {
+    let probe = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk";
+    std::process::Command::new(PYTHON)
+        .args(["-c", probe])
+        .env_remove("DISPLAY")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// Writes the `axfixture` profile (the fixture recording into `log`) under `root/profiles`.
+pub(crate) fn write_profile(root: &Path, log: &Path) {
+    let script = fixture_script();
+    let dir = script.parent().unwrap();
+    let profile = format!(
+        "name = \"axfixture\"\ncommand = [{PYTHON:?}, {script:?}, \"--out\", {log:?}, \
+         \"--hang-seconds\", \"{HANG_SECONDS}\"]\nread_only = [{dir:?}]\n\
+         [env]\nLANG = \"C.UTF-8\"\nLC_ALL = \"C.UTF-8\"\n\
+         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
+         class = \"deskaxfixture\"\nmaximize = true\ntimeout_ms = 20000\n",
+        script = script.display().to_string(),
+        log = log.display().to_string(),
+        dir = dir.display().to_string(),
+    );
+    std::fs::create_dir_all(root.join("profiles")).unwrap();
+    std::fs::write(root.join("profiles/axfixture.toml"), profile).unwrap();
 }
 
 /// A broker whose `axfixture` profile runs the fixture, its log, and a ready session.
@@ -66,20 +89,7 @@ impl Fixture {
         let root = tempfile::tempdir().unwrap();
         // The broker binds this file writable into every sandbox (the probe's recording).
         let log = root.path().join("fixture.ndjson");
-        let script = fixture_script();
-        let dir = script.parent().unwrap();
-        let profile = format!(
-            "name = \"axfixture\"\ncommand = [{PYTHON:?}, {script:?}, \"--out\", {log:?}, \
-             \"--hang-seconds\", \"{HANG_SECONDS}\"]\nread_only = [{dir:?}]\n\
-             [env]\nLANG = \"C.UTF-8\"\nLC_ALL = \"C.UTF-8\"\n\
-             [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
-             class = \"deskaxfixture\"\nmaximize = true\ntimeout_ms = 20000\n",
-            script = script.display().to_string(),
-            log = log.display().to_string(),
-            dir = dir.display().to_string(),
-        );
-        std::fs::create_dir_all(root.path().join("profiles")).unwrap();
-        std::fs::write(root.path().join("profiles/axfixture.toml"), profile).unwrap();
+        write_profile(root.path(), &log);
         let broker = Broker::start(root.path(), None, &log);
         let client = broker.client();
         let session = ready(&client, "axfixture").await;

@@ -20,10 +20,10 @@ use desk_evidence::{RecordBody, VerifyReport};
 use serde_json::json;
 
 use crate::accessibility::ready;
+use crate::ax_fixture::{gtk_installed, write_profile};
 use crate::probe::act;
 use crate::support::{Broker, signed_policy_args, xvfb_available};
 
-const PYTHON: &str = "/usr/bin/python3";
 const PATTERN: &str = "ignore (all )?(previous|prior) instructions";
 
 const POLICY: &str = r#"schema_version: deskbroker.workspace-policy.v1
@@ -47,14 +47,7 @@ screenshot_gate:
 /// Whether python3-gi with GTK 3 and tesseract are installed; without them the test prints a
 /// skip and passes, unless `DESK_REQUIRE_XVFB=1` (CI installs both), where it fails.
 fn tools_available() -> bool {
-    let gtk = std::process::Command::new(PYTHON)
-        .args([
-            "-c",
-            "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk",
-        ])
-        .env_remove("DISPLAY")
-        .output()
-        .is_ok_and(|output| output.status.success());
+    let gtk = gtk_installed();
     let tesseract = std::process::Command::new("tesseract")
         .arg("--version")
         .output()
@@ -71,20 +64,7 @@ fn tools_available() -> bool {
 
 /// The fixture's profile under `root/profiles` and the signed policy's serve arguments.
 fn setup(root: &Path, log: &Path) -> Vec<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ax-fixture.py");
-    let dir = script.parent().unwrap();
-    let profile = format!(
-        "name = \"axfixture\"\ncommand = [{PYTHON:?}, {script:?}, \"--out\", {log:?}, \
-         \"--hang-seconds\", \"6\"]\nread_only = [{dir:?}]\n\
-         [env]\nLANG = \"C.UTF-8\"\nLC_ALL = \"C.UTF-8\"\n\
-         [attempt]\nfilename = \"attempt.txt\"\ntemplate = \"fresh\"\n[window]\n\
-         class = \"deskaxfixture\"\nmaximize = true\ntimeout_ms = 20000\n",
-        script = script.display().to_string(),
-        log = log.display().to_string(),
-        dir = dir.display().to_string(),
-    );
-    std::fs::create_dir_all(root.join("profiles")).unwrap();
-    std::fs::write(root.join("profiles/axfixture.toml"), profile).unwrap();
+    write_profile(root, log);
     signed_policy_args(root, POLICY, 29)
 }
 
