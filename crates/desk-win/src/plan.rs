@@ -56,23 +56,21 @@ pub fn plan(
             at,
             button,
             modifiers,
-        } => {
-            planner.check(*at)?;
-            planner.modifiers(modifiers, true);
-            planner.move_to(*at, None);
-            planner.button(*button, true);
-            planner.button(*button, false);
-            planner.modifiers(modifiers, false);
         }
-        InputAction::DoubleClick {
+        | InputAction::DoubleClick {
             at,
             button,
             modifiers,
         } => {
+            let presses = if matches!(action, InputAction::DoubleClick { .. }) {
+                2
+            } else {
+                1
+            };
             planner.check(*at)?;
             planner.modifiers(modifiers, true);
             planner.move_to(*at, None);
-            for _ in 0..2 {
+            for _ in 0..presses {
                 planner.button(*button, true);
                 planner.button(*button, false);
             }
