@@ -615,3 +615,39 @@ fn input_whose_destination_is_not_the_app_is_refused_before_any_input() {
         .collect();
     assert_eq!(opened, vec![(0x50, WindowRole::Dialog)]);
 }
+
+#[test]
+fn a_click_presses_once_and_a_double_click_twice_inside_their_modifiers() {
+    let display = DisplaySize {
+        width: WIDTH,
+        height: HEIGHT,
+    };
+    let at = ScreenPoint { x: 10, y: 20 };
+    let shape = |action: InputAction| {
+        plan(&action, display, ScreenPoint { x: 0, y: 0 })
+            .unwrap_or_else(|refusal| panic!("{refusal:?}"))
+            .into_iter()
+            .map(|planned| match planned.step {
+                Step::MoveTo { .. } => "move",
+                Step::Button { down: true, .. } => "down",
+                Step::Button { down: false, .. } => "up",
+                _ => "other",
+            })
+            .collect::<Vec<_>>()
+    };
+    let click = shape(InputAction::Click {
+        at,
+        button: Button::Left,
+        modifiers: vec![Modifier::Shift],
+    });
+    assert_eq!(click, ["other", "move", "down", "up", "other"]);
+    let double = shape(InputAction::DoubleClick {
+        at,
+        button: Button::Left,
+        modifiers: vec![Modifier::Shift],
+    });
+    assert_eq!(
+        double,
+        ["other", "move", "down", "up", "down", "up", "other"]
+    );
+}
