@@ -5,10 +5,12 @@
 //! parser would be lenient) and the bytes must parse with the scorer's own reader
 //! (`desk_cad::read_dxf_bytes`), so a checkpointed drawing is one the scorer can score.
 //! `fcstd`: a zip with a bounded `Document.xml` holding a stored shape or a TechDraw page
-//! (`fcstd.rs`). `any`: no check. Pure functions of the bytes.
+//! (`fcstd.rs`). `dwg`: an AutoCAD 2018 DWG, `AC1032` with a file header that decrypts to the
+//! DWG file id (`dwg.rs`). `any`: no check. Pure functions of the bytes.
 
 use desk_desktop::ArtifactFormat;
 
+pub(crate) mod dwg;
 mod fcstd;
 pub(crate) mod read;
 
@@ -23,6 +25,7 @@ pub(crate) fn validate(format: ArtifactFormat, bytes: &[u8]) -> Result<(), Broke
         ArtifactFormat::Any => Ok(()),
         ArtifactFormat::Dxf => validate_dxf(bytes),
         ArtifactFormat::Fcstd => fcstd::validate_fcstd(bytes),
+        ArtifactFormat::Dwg => dwg::validate_dwg(bytes),
     }
 }
 

@@ -82,6 +82,9 @@ pub enum ArtifactFormat {
     /// A FreeCAD `.FCStd`: a zip with a bounded `Document.xml` holding a stored shape or a
     /// TechDraw page.
     Fcstd,
+    /// An AutoCAD 2018 DWG: `AC1032` in its first 6 bytes and a file header that decrypts to
+    /// the DWG file id.
+    Dwg,
 }
 
 impl AttemptSpec {
@@ -368,6 +371,23 @@ impl AppProfile {
         writable: &crate::sandbox::WritableDirs,
     ) -> Result<PreparedAttempt, ProfileError> {
         use crate::sandbox::workspace::{ATTEMPT_DIR, HOME_DIR, empty_dir};
+        let initial = self
+            .attempt
+            .initial_bytes()
+            .map_err(|message| ProfileError::Invalid {
+                name: self.name.clone(),
+                message,
+            })?;
+        if self.attempt.format == ArtifactFormat::Dwg && !initial.starts_with(b"AC1032") {
+            // AutoCAD cannot open an empty or foreign attempt.dwg: the clean drawing is the
+            // operator's, saved by their AutoCAD (docs/windows.md).
+            return Err(ProfileError::Invalid {
+                name: self.name.clone(),
+                message: "a dwg attempt needs attempt.template_base64 holding the clean drawing, \
+                          saved by AutoCAD in the 2018 format (AC1032); nothing was prepared"
+                    .to_string(),
+            });
+        }
         let session_dir = &SessionDir::at(session_dir.as_ref());
         // Made (or found) first, so that under a root broker home and attempt land in the
         // out-of-tree workspace the sandbox uid can reach, at the path the sandbox binds.
@@ -408,13 +428,6 @@ impl AppProfile {
             let text = substitute(contents, &attempt_path, &home, session_dir.path());
             std::fs::write(&path, text).map_err(io(&path))?;
         }
-        let initial = self
-            .attempt
-            .initial_bytes()
-            .map_err(|message| ProfileError::Invalid {
-                name: self.name.clone(),
-                message,
-            })?;
         std::fs::write(&attempt_path, initial).map_err(io(&attempt_path))?;
 
         let sub = |text: &str| substitute(text, &attempt_path, &home, session_dir.path());

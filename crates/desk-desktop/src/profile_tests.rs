@@ -166,3 +166,76 @@ fn limits_come_from_the_profile_over_the_defaults_and_bad_values_are_refused() {
         );
     }
 }
+
+/// The AutoCAD profile (not a built-in: a file loaded with `--profiles DIR`) as shipped.
+const AUTOCAD: &str = include_str!("../profiles/autocad.toml");
+
+#[test]
+fn the_autocad_profile_loads_and_a_reset_needs_the_operators_dwg_template() {
+    let profile = AppProfile::from_toml("autocad.toml", AUTOCAD).unwrap();
+    assert_eq!(profile.name, "autocad");
+    assert!(profile.command[0].ends_with(r"\AutoCAD 2019\acad.exe"));
+    assert_eq!(profile.save_keys, ["ctrl", "s"]);
+    assert_eq!(profile.attempt.filename, "attempt.dwg");
+    assert_eq!(profile.attempt.format, ArtifactFormat::Dwg);
+    assert_eq!(profile.window.class.as_deref(), Some("AfxMDIFrame140u"));
+    assert_eq!(
+        profile.window.title_prefix.as_deref(),
+        Some("Autodesk AutoCAD 2019")
+    );
+    assert!(profile.overlays.is_empty() && profile.window.prohibited.is_empty());
+    // Loaded from a directory beside the built-ins, it joins them under its own name.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("autocad.toml"), AUTOCAD).unwrap();
+    let mut set = ProfileSet::builtin().unwrap();
+    set.load_dir(dir.path()).unwrap();
+    assert!(set.names().contains(&"autocad".to_string()));
+
+    // As shipped it has no template: a reset refuses and writes no attempt file.
+    let session = tempfile::tempdir().unwrap();
+    let policy = SandboxPolicy::default_for_this_process();
+    let writable = crate::sandbox::WritableDirs::attempt_only();
+    match profile.prepare(session.path(), policy, &writable) {
+        Err(ProfileError::Invalid { message, .. }) => {
+            assert!(message.contains("AC1032"), "{message}")
+        }
+        other => panic!("expected invalid, got {other:?}"),
+    }
+    assert!(
+        !session
+            .path()
+            .join("workspace/attempt/attempt.dwg")
+            .exists()
+    );
+
+    // With a template that opens with AC1032, the reset writes exactly those bytes.
+    let drawing = b"AC1032\0\0\0\0\0\x1f\x00constructed, not an AutoCAD drawing";
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(drawing);
+    let filled = AUTOCAD.replace(
+        "# template_base64 = \"\"\"...\"\"\"",
+        &format!("template_base64 = \"{encoded}\""),
+    );
+    let profile = AppProfile::from_toml("autocad.toml", &filled).unwrap();
+    let prepared = profile.prepare(session.path(), policy, &writable).unwrap();
+    assert_eq!(std::fs::read(&prepared.attempt_path).unwrap(), drawing);
+    assert_eq!(
+        prepared.launch.window.ready_title_contains.as_deref(),
+        Some("attempt.dwg")
+    );
+    assert_eq!(
+        prepared.launch.window.class.as_deref(),
+        Some("AfxMDIFrame140u")
+    );
+
+    // A template of another kind is refused the same way.
+    let wrong = AUTOCAD.replace(
+        "# template_base64 = \"\"\"...\"\"\"",
+        "template_base64 = \"QUMxMDI3\"",
+    );
+    let profile = AppProfile::from_toml("autocad.toml", &wrong).unwrap();
+    assert!(matches!(
+        profile.prepare(session.path(), policy, &writable),
+        Err(ProfileError::Invalid { .. })
+    ));
+}

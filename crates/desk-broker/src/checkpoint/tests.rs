@@ -1,5 +1,5 @@
-//! Unit tests of save detection: a same-size rewrite, an untouched file, and a save by rename
-//! (never following a link for the stamp).
+//! Unit tests of save detection: a same-size rewrite, an untouched file, a save by rename
+//! (never following a link for the stamp), and a DWG's change-then-signature rule.
 
 use std::io::{Seek as _, SeekFrom, Write as _};
 use std::time::Duration;
@@ -79,4 +79,38 @@ fn a_save_by_rename_is_seen_and_a_link_is_never_followed_for_the_stamp() {
         workspace_file_stamp(&target),
         "the link's own metadata"
     );
+}
+
+#[test]
+fn a_dwg_checkpoint_needs_a_post_reset_change_and_the_dwg_signature() {
+    use desk_desktop::ArtifactFormat;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("attempt.dwg");
+    // The reset drawing is itself a valid DWG: the signature alone proves nothing.
+    let reset = crate::artifact::dwg::fixture_dwg(0);
+    std::fs::write(&path, &reset).unwrap();
+    let before = saved(&path);
+    crate::artifact::validate(ArtifactFormat::Dwg, &before.bytes).unwrap();
+    match wait_for_save(&path, &Reader::in_process(), &before, &before.sha256, 200) {
+        Err(BrokerError::CheckpointFailed(message)) => {
+            assert!(message.contains("did not write a changed"), "{message}")
+        }
+        Err(other) => panic!("expected checkpoint_failed, got {other:?}"),
+        Ok(file) => panic!("an unchanged DWG was taken as saved: {:?}", file.sha256),
+    }
+    // A changed DWG is the save, and passes the validator.
+    rewrite_in_place(&path, &crate::artifact::dwg::fixture_dwg(1));
+    let found =
+        wait_for_save(&path, &Reader::in_process(), &before, &before.sha256, 2_000).unwrap();
+    crate::artifact::validate(ArtifactFormat::Dwg, &found.bytes).unwrap();
+    // A changed file that is not a DWG is a save the validator refuses.
+    let mut not_dwg = crate::artifact::dwg::fixture_dwg(2);
+    not_dwg[..6].copy_from_slice(b"PK\x03\x04\0\0");
+    rewrite_in_place(&path, &not_dwg);
+    let found =
+        wait_for_save(&path, &Reader::in_process(), &before, &before.sha256, 2_000).unwrap();
+    assert!(matches!(
+        crate::artifact::validate(ArtifactFormat::Dwg, &found.bytes),
+        Err(BrokerError::ArtifactInvalid(_))
+    ));
 }
