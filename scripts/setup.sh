@@ -22,13 +22,12 @@ install_missing() {
 packages=(xvfb openbox bubblewrap util-linux librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv python3-gi gir1.2-gtk-3.0 chromium)
 packages+=(freecad)  # 3D tasks: FreeCAD (the 3D judge's own sandbox is bubblewrap, above)
 packages+=(tesseract-ocr)  # the screenshot gate's OCR (crates/desk-gate)
+packages+=(gcc-mingw-w64-x86-64)  # the Windows worker's linker: CI cross-compiles desk-win
 install_missing --no-install-recommends "${packages[@]}"
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
-# Opt-in (DESK_WINDOWS=1): the Windows worker's cross-compiler, Wine and the Rust target
-# (docs/windows.md, scripts/wine-conformance.sh); off by default so CI time does not grow. Wine
-# needs its recommended packages.
-if [ "${DESK_WINDOWS:-0}" = 1 ]; then
-  install_missing gcc-mingw-w64-x86-64 wine64 wine
-  rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu
-fi
+# The Windows worker's Rust target (scripts/test.sh builds and lints desk-win for it; about 2 s).
+rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu
+# Wine for the Windows worker's conformance run under Wine in CI (scripts/wine-conformance.sh,
+# docs/windows.md: about 37 s to install). Wine needs its recommended packages.
+install_missing wine64 wine
 echo "setup: ready"

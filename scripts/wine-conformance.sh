@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Opt-in (not in CI yet): cross-compiles the Windows worker (desk-win) for x86_64-pc-windows-gnu,
-# builds the bcryptprimitives.dll stand-in Wine 8.0 lacks, and runs desk-win's Wine test: the
-# worker under Wine on Xvfb drives Wine's notepad through the worker protocol
-# (docs/windows.md). Needs: rustup target x86_64-pc-windows-gnu, gcc-mingw-w64-x86-64, wine64,
-# xvfb (`DESK_WINDOWS=1 scripts/setup.sh` installs them). Prints the measured timings.
+# Cross-compiles the Windows worker (desk-win) for x86_64-pc-windows-gnu, builds the
+# bcryptprimitives.dll stand-in Wine 8.0 lacks, and runs desk-win's Wine test: the worker under
+# Wine on Xvfb drives Wine's notepad through the worker protocol (docs/windows.md). CI runs it
+# (scripts/test.sh) when wine is installed. Needs: rustup target x86_64-pc-windows-gnu,
+# gcc-mingw-w64-x86-64, wine64, xvfb (scripts/setup.sh installs them). Prints the measured
+# timings and the capture path's reason.
 #
 #   scripts/wine-conformance.sh            # debug build
 #   PROFILE=release scripts/wine-conformance.sh
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 target=x86_64-pc-windows-gnu
 profile=${PROFILE:-debug}
 for tool in x86_64-w64-mingw32-gcc wine wineserver Xvfb; do
-  command -v "$tool" >/dev/null || { echo "wine-conformance: $tool not found (DESK_WINDOWS=1 scripts/setup.sh)" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "wine-conformance: $tool not found (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 rustup target list --installed 2>/dev/null | grep -qx "$target" || rustup target add "$target"
 cargo_profile=()

@@ -1,7 +1,7 @@
 //! The Windows desktop worker: the same JSON-line worker protocol as `deskbroker-worker`
 //! (`docs/worker-protocol.md`), served over stdin/stdout on a Windows desktop with Win32
-//! (`SendInput`, GDI `BitBlt`, `EnumWindows`). A first slice: `docs/windows.md` lists what it
-//! does and what remains.
+//! (`SendInput`, DXGI Desktop Duplication with the GDI `BitBlt` fallback, `EnumWindows`). A
+//! first slice: `docs/windows.md` lists what it does and what remains.
 //!
 //! Invariants: the protocol, the input plan, the chord refusal, the settle loop and the PNG
 //! encoder are platform-neutral and unit-tested on Linux against a fake [`Platform`]; only
@@ -12,6 +12,7 @@
 //! not implement answers an explicit error, never a silent success.
 #![cfg_attr(not(windows), forbid(unsafe_code))]
 
+pub mod capturer;
 pub mod encode;
 pub mod error;
 pub mod plan;

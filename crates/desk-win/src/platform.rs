@@ -111,6 +111,9 @@ pub trait Platform {
     fn screen(&mut self) -> Result<ScreenGeometry, WinError>;
     /// Captures the whole virtual screen.
     fn capture(&mut self) -> Result<Bgrx, WinError>;
+    /// The path captures take now, as `hello` reports it (`dxgi` or `gdi`: see
+    /// `crate::capturer`).
+    fn capture_path(&mut self) -> &'static str;
     /// Sends one step (a `Pause` sleeps).
     fn send(&mut self, step: &Step) -> Result<(), WinError>;
     /// Whether a virtual key or mouse button is down (`GetAsyncKeyState`).

@@ -64,6 +64,9 @@ impl Platform for FakePlatform {
             data,
         })
     }
+    fn capture_path(&mut self) -> &'static str {
+        "fake"
+    }
     fn send(&mut self, step: &Step) -> Result<(), WinError> {
         if self.fail_send_at == Some(self.sent.len()) {
             self.fail_send_at = None;
@@ -299,6 +302,88 @@ fn semantic_steps_and_unimplemented_routes_answer_explicit_errors() {
         Some(WorkerFailureKind::AppWindowNotFound)
     );
     assert!(worker.platform().sent.is_empty());
+}
+
+/// Every accessibility, clipboard and semantic operation of the protocol: each is refused on
+/// Windows with its own typed kind and a message naming Windows, and nothing is sent.
+#[test]
+fn every_accessibility_clipboard_and_semantic_operation_is_a_typed_windows_refusal() {
+    use desk_contract::a11y::{AxLimits, TextMode};
+    let semantic = [
+        InputAction::AxPress {
+            observation_id: "o".into(),
+            node: 3,
+        },
+        InputAction::AxSetText {
+            observation_id: "o".into(),
+            node: 3,
+            text: "abc".into(),
+            mode: TextMode::Set,
+        },
+    ];
+    // The plan refuses them as semantic, whatever the pointer.
+    for action in &semantic {
+        assert!(matches!(
+            plan(action, display(), origin()),
+            Err(PlanRefusal::Semantic)
+        ));
+    }
+    let mut cases: Vec<(WorkerOp, WorkerFailureKind)> = semantic
+        .into_iter()
+        .map(|action| {
+            let op = WorkerOp::Execute {
+                action,
+                settle: SettlePolicy::default(),
+                generation: None,
+            };
+            (op, WorkerFailureKind::AxUnavailable)
+        })
+        .collect();
+    cases.push((
+        WorkerOp::Accessibility {
+            limits: AxLimits {
+                max_nodes: 100,
+                max_depth: 8,
+                deadline_ms: 500,
+            },
+        },
+        WorkerFailureKind::AxUnavailable,
+    ));
+    cases.push((
+        WorkerOp::ClipboardRead {
+            max_output_bytes: 10,
+        },
+        WorkerFailureKind::ClipboardUnavailable,
+    ));
+    cases.push((
+        WorkerOp::ClipboardWrite { text: "x".into() },
+        WorkerFailureKind::ClipboardUnavailable,
+    ));
+    let mut worker = Worker::new(FakePlatform::default(), Some(7));
+    for (op, kind) in cases {
+        let label = format!("{op:?}");
+        match worker.handle(op) {
+            WorkerReply::Error(failure) => {
+                assert_eq!(failure.kind, kind, "{label}");
+                assert!(
+                    failure.message.contains("not available on Windows"),
+                    "{label}: {}",
+                    failure.message
+                );
+            }
+            WorkerReply::Ok(value) => panic!("{label} answered {value:?}"),
+        }
+    }
+    assert!(worker.platform().sent.is_empty(), "nothing was sent");
+}
+
+#[test]
+fn hello_names_the_platforms_capture_path() {
+    let mut worker = Worker::new(FakePlatform::default(), None);
+    match worker.handle(WorkerOp::Hello) {
+        WorkerReply::Ok(WorkerValue::Hello(hello)) => assert_eq!(hello.capture_path, "fake"),
+        other => panic!("hello answered {other:?}"),
+    }
 }
 
 #[test]

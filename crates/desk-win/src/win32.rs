@@ -1,6 +1,7 @@
 //! The Win32 side of the worker (compiled on Windows only): [`Win32`], the [`Platform`] on
 //! `user32`/`gdi32`, and the binary's entry point. Window queries and the process entry live
-//! here; input in `win32/input.rs`, capture in `win32/capture.rs`.
+//! here; input in `win32/input.rs`, capture in `win32/dxgi.rs` (DXGI Desktop Duplication) and
+//! `win32/capture.rs` (GDI `BitBlt`), chosen by `crate::capturer`.
 //!
 //! Invariants: the only module with `unsafe` (each block with its `SAFETY:`); every call's
 //! failure becomes a [`WinError::Win32`] naming the call; the process is per-monitor DPI aware
@@ -24,13 +25,28 @@ use windows_sys::Win32::UI::WindowsAndMessaging::{
     WindowFromPoint,
 };
 
+use crate::capturer::{CaptureSources, Capturer};
 use crate::error::WinError;
 use crate::platform::{Bgrx, Platform, ScreenGeometry, Step, WinWindow};
 use crate::worker::Worker;
 
 mod capture;
+mod dxgi;
 mod input;
 mod text;
+
+/// The two capture paths over the current virtual screen.
+struct Sources;
+
+impl CaptureSources for Sources {
+    type Dup = dxgi::Dxgi;
+    fn open_duplication(&mut self) -> Result<dxgi::Dxgi, WinError> {
+        dxgi::Dxgi::open(&Win32::geometry()?)
+    }
+    fn gdi(&mut self) -> Result<Bgrx, WinError> {
+        capture::capture(&Win32::geometry()?)
+    }
+}
 
 /// A window handle as the protocol carries it (handles are 32-bit significant).
 pub(crate) fn handle_id(hwnd: HWND) -> u32 {
@@ -54,11 +70,13 @@ pub(crate) fn last_error(call: &'static str) -> WinError {
 /// The Win32 platform.
 pub struct Win32 {
     started: Instant,
+    capturer: Capturer<dxgi::Dxgi>,
 }
 
 impl Win32 {
     /// Makes the process per-monitor DPI aware (best effort: an older system keeps its
-    /// default) and starts the monotonic clock.
+    /// default), chooses the capture path (DXGI Desktop Duplication, else GDI; the reason for
+    /// GDI goes to stderr) and starts the monotonic clock.
     pub fn new() -> Win32 {
         // SAFETY: a process-wide setting with a predefined context value; failure (already
         // set, unsupported) leaves the default awareness and is not an error here.
@@ -67,6 +85,7 @@ impl Win32 {
         }
         Win32 {
             started: Instant::now(),
+            capturer: Capturer::open(&mut Sources),
         }
     }
 
@@ -139,7 +158,11 @@ impl Platform for Win32 {
     }
 
     fn capture(&mut self) -> Result<Bgrx, WinError> {
-        capture::capture(&Win32::geometry()?)
+        self.capturer.capture(&mut Sources)
+    }
+
+    fn capture_path(&mut self) -> &'static str {
+        self.capturer.path().name()
     }
 
     fn send(&mut self, step: &Step) -> Result<(), WinError> {

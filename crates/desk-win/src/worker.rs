@@ -26,9 +26,6 @@ mod handoff;
 mod held;
 mod observe;
 
-/// What `hello` reports as the capture path.
-pub const CAPTURE_PATH: &str = "gdi-bitblt";
-
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -138,11 +135,13 @@ impl<P: Platform> Worker<P> {
                 .map(|windows| WorkerValue::Windows { windows }),
             WorkerOp::ClipboardRead { .. } | WorkerOp::ClipboardWrite { .. } => Err(failure(
                 WorkerFailureKind::ClipboardUnavailable,
-                "the clipboard is not implemented by desk-win yet; nothing was read or written",
+                "the clipboard is not available on Windows: desk-win does not implement it yet; \
+                 nothing was read or written",
             )),
             WorkerOp::Accessibility { .. } => Err(failure(
                 WorkerFailureKind::AxUnavailable,
-                "UI Automation is not implemented by desk-win yet",
+                "accessibility is not available on Windows: desk-win does not implement UI \
+                 Automation yet; nothing was read",
             )),
             WorkerOp::Shutdown => self
                 .release_held()
@@ -168,7 +167,7 @@ impl<P: Platform> Worker<P> {
         Ok(WorkerValue::Hello(HelloInfo {
             protocol_version: WORKER_PROTOCOL_VERSION,
             display,
-            capture_path: CAPTURE_PATH.to_string(),
+            capture_path: self.platform.capture_path().to_string(),
             server_vendor: self.platform.vendor(),
         }))
     }
@@ -195,8 +194,8 @@ impl<P: Platform> Worker<P> {
             Err(PlanRefusal::Semantic) => {
                 return Err(failure(
                     WorkerFailureKind::AxUnavailable,
-                    "semantic steps need UI Automation, which desk-win does not implement yet; \
-                     nothing was sent",
+                    "semantic steps are not available on Windows: they need UI Automation, \
+                     which desk-win does not implement yet; nothing was sent",
                 ));
             }
         };

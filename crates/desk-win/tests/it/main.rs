@@ -7,7 +7,9 @@
 //!
 //! Opt-in: runs only with `DESK_WIN_WORKER_EXE` set to the cross-compiled worker (with Wine's
 //! missing `bcryptprimitives.dll` stand-in beside it); `scripts/wine-conformance.sh` builds both
-//! and runs this test. Without it, or without `wine`/`Xvfb`, it prints `skipped: ...`.
+//! and runs this test. Without it, or without `wine`/`Xvfb`, it prints `skipped: ...`. It runs
+//! on Linux only (compiled out when desk-win is built for Windows).
+#![cfg(not(windows))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -191,7 +193,15 @@ fn the_worker_drives_wine_notepad_through_the_protocol() {
                 break pid.parse::<u32>().unwrap();
             }
         };
-        drive(&mut client, &wine, &exe, pid);
+        // The rest of stderr (the capture path's reason) is kept for the checks.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        drive(&mut client, &wine, &exe, pid, &log);
     }));
     let _ = client.child.kill();
     let _ = client.child.wait();
@@ -201,13 +211,37 @@ fn the_worker_drives_wine_notepad_through_the_protocol() {
     }
 }
 
-fn drive(client: &mut Client, wine: &Wine, exe: &Path, pid: u32) {
+fn drive(
+    client: &mut Client,
+    wine: &Wine,
+    exe: &Path,
+    pid: u32,
+    log: &std::sync::Mutex<Vec<String>>,
+) {
     let (reply, hello_time) = client.request(WorkerOp::Hello);
     let WorkerReply::Ok(WorkerValue::Hello(hello)) = reply else {
         panic!("hello failed: {reply:?}");
     };
     assert_eq!((hello.display.width, hello.display.height), (1280, 800));
     assert!(hello.server_vendor.starts_with("Wine"), "{hello:?}");
+    // Wine has no DXGI Desktop Duplication of an X display: the GDI fallback is the path, and
+    // the worker said why on stderr before it answered (read by the thread, so wait briefly).
+    assert_eq!(hello.capture_path, "gdi", "{hello:?}");
+    let reason = (0..50)
+        .find_map(|_| {
+            let found = log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|line| line.starts_with("desk-win: capture path gdi: "))
+                .cloned();
+            if found.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            found
+        })
+        .expect("the worker logs why it captures with GDI");
+    println!("capture path under Wine: {reason}");
     let rules = WindowRules {
         class: Some("Notepad".into()),
         title_prefix: None,
