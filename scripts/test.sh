@@ -27,7 +27,7 @@ fi
 # The Windows worker under Wine on Xvfb driving Wine's notepad through the worker protocol
 # (about 15 s; 30 s when the Wine prefix is new). Skipped, and said so, where wine is missing.
 if command -v wine >/dev/null; then
-  scripts/wine-conformance.sh
+  DESK_REQUIRE_XVFB=1 scripts/wine-conformance.sh
 else
   echo "test: wine is not installed (scripts/setup.sh installs it); the Wine conformance run is skipped"
 fi
