@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approvals::{Approvals, ApprovalsSection};
 use crate::error::PolicyError;
 use crate::rules::{Rule, Violation, parse_utc};
 
@@ -32,6 +33,9 @@ pub struct Policy {
     /// Absent: no screenshot gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     screenshot_gate: Option<ScreenshotGate>,
+    /// Absent: no high-risk target, no approver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approvals: Option<ApprovalsSection>,
 }
 
 /// `screenshot_gate`: the screenshot risk gate's patterns, thresholds (thousandths) and bounds.
@@ -244,6 +248,24 @@ impl Policy {
                 max_pixels: gate.max_pixels,
                 ocr_timeout_ms: gate.ocr_timeout_ms,
             })
+    }
+
+    /// The approvals, compiled, when the policy has them (`approvals`; absent: no target is
+    /// high-risk). The lint compiled the patterns and decoded the key; an error here means the
+    /// two disagree.
+    pub fn approvals(&self) -> Result<Option<Approvals>, PolicyError> {
+        self.approvals
+            .as_ref()
+            .map(|section| {
+                section.compile().map_err(|message| {
+                    PolicyError::Lint(vec![Violation::new(
+                        Rule::ApprovalTargetInvalid,
+                        "approvals",
+                        message,
+                    )])
+                })
+            })
+            .transpose()
     }
 
     /// The clipboard mode.

@@ -6,7 +6,8 @@
 //! - [`lint`]: every rule of [`Rule`] over a document, all violations at once.
 //! - [`Policy`]: the linted document and what it states ([`Policy::limits`],
 //!   [`Policy::clipboard_mode`], [`Policy::network`], [`Policy::frame_retention`], the allowed
-//!   profiles, the validity window).
+//!   profiles, the validity window, [`Policy::approvals`]: the optional high-risk targets and
+//!   approver of `approvals.rs`).
 //! - [`sign`], [`verify`]: the Ed25519 envelope over the RFC 8785 bytes (desk-evidence's), the
 //!   validity window against a clock passed in, and [`digest`].
 //! - [`default_policy`]: the built-in policy a broker uses when given none.
@@ -16,6 +17,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod default;
 mod document;
 mod error;
@@ -27,6 +29,7 @@ mod yaml;
 use std::io::Read as _;
 use std::path::Path;
 
+pub use approvals::{Approvals, HighRiskTarget, MAX_RECEIPT_TTL_SECONDS, MAX_TARGETS};
 pub use default::default_policy;
 pub use desk_evidence::{Envelope, SigningKey, VerifyingKey};
 pub use document::{ClipboardMode, FrameRetention, Limits, Network, Policy};

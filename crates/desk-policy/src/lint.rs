@@ -26,12 +26,14 @@ const ROOT_KEYS: &[&str] = &[
     "validity",
     "retention",
     "screenshot_gate",
+    "approvals",
 ];
 
 /// Root keys a document may leave out: a policy without `retention` deletes frames at release
 /// (as every policy did before the key existed, so their digests are unchanged).
 /// Likewise a policy without `screenshot_gate` has no gate.
-const OPTIONAL_ROOT_KEYS: &[&str] = &["retention", "screenshot_gate"];
+/// And a policy without `approvals` has no high-risk target.
+const OPTIONAL_ROOT_KEYS: &[&str] = &["retention", "screenshot_gate", "approvals"];
 
 /// Keys of `screenshot_gate`.
 const GATE_KEYS: &[&str] = &[
@@ -89,6 +91,8 @@ pub(crate) fn lint_value(value: &Value) -> Vec<Violation> {
     lint.validity(root);
     lint.retention(root);
     lint.screenshot_gate(root);
+    lint.violations
+        .extend(crate::approvals::lint(root.get("approvals")));
     lint.violations
 }
 

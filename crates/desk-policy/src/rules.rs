@@ -180,6 +180,19 @@ rules! {
     /// A gate bound is outside its range: `max_frame_bytes` 1..=67108864, `max_pixels`
     /// 1..=100000000, `ocr_timeout_ms` 1..=60000.
     GateBoundRange = ("POL-104", "gate_bound_range"),
+    /// `approvals.approver_id` is not `[a-z0-9][a-z0-9._-]{0,63}`, or
+    /// `approvals.approver_public_key` is not an Ed25519 public key in standard base64.
+    ApproverInvalid = ("POL-110", "approver_invalid"),
+    /// `approvals.receipt_ttl_seconds` is outside 1..=3600.
+    ApprovalTtlRange = ("POL-111", "approval_ttl_range"),
+    /// `approvals.high_risk_targets` is empty or lists more than 64 targets.
+    ApprovalTargetsCount = ("POL-112", "approval_targets_count"),
+    /// A high-risk target's role is not an AT-SPI role name (1 to 64 letters and spaces), or
+    /// its name pattern is empty, longer than 256 bytes, not a valid pattern, or matches the
+    /// empty name (compiled as the screenshot gate compiles its patterns).
+    ApprovalTargetInvalid = ("POL-113", "approval_target_invalid"),
+    /// A high-risk target (role and pattern) is listed twice.
+    ApprovalTargetDuplicate = ("POL-114", "approval_target_duplicate"),
 }
 
 impl fmt::Display for Rule {
