@@ -3,8 +3,9 @@
 # this checkout with its test extra, mypy over the package, the wheel and sdist built and checked
 # (twine check, the wheel installed into a fresh venv), the Kubernetes manifests validated
 # offline (deploy/kubernetes/validate.sh), then pytest against real brokers built by cargo (probe
-# window and LibreCAD on Xvfb; deskbroker.ray on a local two-node Ray cluster). pytest's exit 5
-# (no tests collected) is a failure here, not a pass.
+# window and LibreCAD on Xvfb; deskbroker.ray on a local two-node Ray cluster), then the
+# Verifiers 0.4 tests in their own venv. pytest's exit 5 (no tests collected) is a failure here,
+# not a pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked -q -p deskbroker -p desk-test-support
@@ -18,6 +19,13 @@ cua_venv=target/python-cua-venv
 [ -x "$cua_venv/bin/python" ] || python3 -m venv "$cua_venv"
 "$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir cua-agent==0.9.1
 "$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
+# Verifiers 0.4 (verifiers.v1: the taskset and harness of deskbroker.verifiers_v1) in a venv of
+# its own: 0.3 (the test extra) and 0.4 cannot share one. About 100 s the first time.
+vf04_venv=target/python-vf04-venv
+[ -x "$vf04_venv/bin/python" ] || python3 -m venv "$vf04_venv"
+"$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir verifiers==0.4.0 \
+  pytest==9.2.0 pytest-asyncio==1.5.0
+"$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
 (cd python && "../$venv/bin/mypy")
 # The wheel and sdist a user would install: built, accepted by `twine check --strict`, and the
 # wheel installed into a fresh venv that imports the package.
@@ -36,4 +44,15 @@ if [ "$status" -eq 5 ]; then
   echo "test-python: pytest collected no tests" >&2
   exit 1
 fi
-exit "$status"
+# The Verifiers 0.4 tests alone, in their venv (a wrong venv fails instead of skipping).
+vf04=0
+(cd python && DESKBROKER_TARGET="$PWD/../target/debug" DESKBROKER_EXPECT_VERIFIERS=0.4 \
+  "../$vf04_venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_verifiers_v1.py) || vf04=$?
+if [ "$vf04" -eq 5 ]; then
+  echo "test-python: pytest collected no Verifiers 0.4 tests" >&2
+  exit 1
+fi
+if [ "$status" -ne 0 ]; then
+  exit "$status"
+fi
+exit "$vf04"

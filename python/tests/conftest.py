@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,21 @@ def stop_broker(broker: Broker) -> None:
         broker.process.kill()
         broker.process.wait()
     reap_desktops(broker.root)
+
+
+def key(*keys: str) -> dict[str, Any]:
+    """A `key` action (the Verifiers environments' tests)."""
+    return {"type": "key", "keys": list(keys), "intent": "+".join(keys)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "type", "text": value, "intent": f"type {value}"}
+
+
+def rect(a: str, b: str) -> list[dict[str, Any]]:
+    """LibreCAD's rect command at the command line (docs/librecad-recipes.md)."""
+    return [key("ctrl", "m"), text("rect"), key("return"), text(a), key("return"), text(b),
+            key("return"), key("escape"), key("escape")]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -6,7 +6,9 @@ examples' `Client()` must find the broker's own default socket. `deskbroker` is 
 after an install. Every Python block is marked `run` or `no-run: <reason>`; an unmarked one fails.
 The cua block (`run-cua`) runs with the interpreter of cua's own venv (cua-agent 0.9.1 needs
 openai<3, the Agents SDK openai>=3): `$DESKBROKER_CUA_PYTHON`, else
-target/python-cua-venv/bin/python (made by scripts/test-python.sh).
+target/python-cua-venv/bin/python; the Verifiers 0.4 block (`run-vf04`) with the interpreter of
+the verifiers 0.4 venv: `$DESKBROKER_VF04_PYTHON`, else target/python-vf04-venv/bin/python (both
+made by scripts/test-python.sh).
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ def test_every_python_block_is_marked() -> None:
     found = blocks()
     assert found, "no Python blocks in the README"
     for line, info, _ in found:
-        assert info in ("run", "run-cua") or re.fullmatch(r"no-run: \S.*", info), (
+        assert info in ("run", "run-cua", "run-vf04") or re.fullmatch(r"no-run: \S.*", info), (
             f"README.md:{line}: fence `python {info}` is neither `run` nor `no-run: <reason>`")
     assert len(runnable()) == len(EXPECT)
     assert len([1 for _, info, _ in found if info == "run-cua"]) == 1
+    assert len([1 for _, info, _ in found if info == "run-vf04"]) == 1
 
 
 def _environ() -> dict[str, str]:
@@ -118,25 +121,43 @@ def test_readme_example_runs_as_written(default_broker: Broker, tmp_path: Path,
         assert out.startswith("reward ") and reward > 0.9, out
 
 
-def cua_python() -> Path:
-    return Path(os.environ.get("DESKBROKER_CUA_PYTHON")
-                or Path(__file__).resolve().parents[2] / "target/python-cua-venv/bin/python")
-
-
-def test_readme_cua_example_runs_as_written(default_broker: Broker, tmp_path: Path) -> None:
-    """cua's ComputerAgent drives the desktop through DeskbrokerComputer with a scripted loop:
-    the off-screen click is refused by the broker, returned to the loop, and the run goes on to
-    its final message."""
-    python = cua_python()
+def venv_python(variable: str, venv: str) -> Path:
+    """The interpreter of a venv of its own: ``$variable``, else target/VENV/bin/python;
+    missing, a skip (a failure under ``DESK_REQUIRE_XVFB=1``)."""
+    python = Path(os.environ.get(variable)
+                  or Path(__file__).resolve().parents[2] / "target" / venv / "bin" / "python")
     if not python.exists():
         if os.environ.get("DESK_REQUIRE_XVFB") == "1":
-            pytest.fail(f"no cua venv at {python} (scripts/test-python.sh makes it)")
-        pytest.skip(f"no cua venv at {python}")
-    ((line, code),) = [(line, code) for line, info, code in blocks() if info == "run-cua"]
+            pytest.fail(f"no venv at {python} (scripts/test-python.sh makes it)")
+        pytest.skip(f"no venv at {python}")
+    return python
+
+
+def run_block(python: Path, info: str, tmp_path: Path) -> str:
+    """Runs the one block fenced ``python INFO`` with ``python``; its standard output."""
+    ((line, code),) = [(line, code) for line, found, code in blocks() if found == info]
     script = tmp_path / f"readme_{line}.py"
     script.write_text(code)
     done = subprocess.run([str(python), str(script)], cwd=tmp_path, env=_environ(),
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (
         f"README.md:{line} exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}")
-    assert done.stdout.splitlines() == ["done", "refused point_outside_image"], done.stdout
+    return done.stdout
+
+
+def test_readme_cua_example_runs_as_written(default_broker: Broker, tmp_path: Path) -> None:
+    """cua's ComputerAgent drives the desktop through DeskbrokerComputer with a scripted loop:
+    the off-screen click is refused by the broker, returned to the loop, and the run goes on to
+    its final message."""
+    out = run_block(venv_python("DESKBROKER_CUA_PYTHON", "python-cua-venv"), "run-cua", tmp_path)
+    assert out.splitlines() == ["done", "refused point_outside_image"], out
+
+
+def test_readme_verifiers_0_4_example_runs_as_written(default_broker: Broker,
+                                                      tmp_path: Path) -> None:
+    """Verifiers 0.4 loads the taskset `deskbroker` by id and plays task-004 through its own
+    episode machinery against the scripted endpoint; the broker-side scorer's reward."""
+    out = run_block(venv_python("DESKBROKER_VF04_PYTHON", "python-vf04-venv"), "run-vf04",
+                    tmp_path)
+    reward = float(out.split()[-1])
+    assert out.startswith("reward ") and reward > 0.9, out

@@ -17,7 +17,7 @@ from verifiers.types import Response, ResponseMessage, ToolCall
 from deskbroker import DeskbrokerError
 from deskbroker.verifiers_env import check_batch, load_environment, resolve_deskbroker_bin
 
-from .conftest import Broker, binary
+from .conftest import Broker, binary, key, rect, text
 
 
 class ScriptedClient(VfClient):
@@ -62,20 +62,6 @@ class ScriptedClient(VfClient):
 
     async def close(self) -> None:
         return None
-
-
-def key(*keys: str) -> dict[str, Any]:
-    return {"type": "key", "keys": list(keys), "intent": "+".join(keys)}
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "type", "text": value, "intent": f"type {value}"}
-
-
-def rect(a: str, b: str) -> list[dict[str, Any]]:
-    """LibreCAD's rect command at the command line (docs/librecad-recipes.md)."""
-    return [key("ctrl", "m"), text("rect"), key("return"), text(a), key("return"), text(b),
-            key("return"), key("escape"), key("escape")]
 
 
 def test_check_batch_refusals() -> None:
