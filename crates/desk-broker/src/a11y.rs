@@ -75,6 +75,7 @@ impl Inner {
         // The broker's record of the current observation, which semantic steps are checked
         // against before any input.
         self.controls.observed(session_id, &session.dir(), &tree)?;
+        self.approvals.observed(session_id, &tree);
         self.renew(&mut session);
         self.store.save_session(&session)?;
         tracing::info!(

@@ -10,6 +10,8 @@
 //! | 400 | `invalid_params` (a program's step, named by index and field) |
 //! | 409 | `action_sequence_conflict`, `invalid_state`, `lease_conflict` (at capacity or draining: with `Retry-After`), `checkpoint_required`, `control_busy`, `control_stopped`, `control_stale_generation`, `control_observe_only`, `accessibility_unavailable`, `ax_provider_busy` |
 //! | 422 | `screenshot_unknown`, `screenshot_stale`, `point_outside_image`, `ax_observation_stale`, `ax_foreign_window`, `ax_not_actionable` (a semantic step refused before its input) |
+//! | 422 | `approval_required` (the input would reach a policy high-risk control: nothing was sent) |
+//! | 409 | `insufficient_data` (the accessibility data to check an input against the high-risk controls is missing: refused unverified, nothing was sent) |
 //! | 501 | `unsupported` (a feature `GET /v1/capabilities` lists as not offered) |
 //! | 403 | `clipboard_disabled` (the workspace policy's clipboard mode) |
 //! | 422 | `clipboard_unavailable` (nothing changed) |
@@ -214,7 +216,8 @@ fn control_status(code: ErrorCode) -> StatusCode {
         | ErrorCode::AxForeignWindow
         | ErrorCode::AxNotActionable
         | ErrorCode::DestinationNotApp
-        | ErrorCode::DestinationProhibited => StatusCode::UNPROCESSABLE_ENTITY,
+        | ErrorCode::DestinationProhibited
+        | ErrorCode::ApprovalRequired => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
         ErrorCode::ClipboardDisabled => StatusCode::FORBIDDEN,
         ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,

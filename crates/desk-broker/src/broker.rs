@@ -86,6 +86,8 @@ pub(crate) struct Inner {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// The screenshot gate of the policy in force, when it has one (`shot_gate.rs`).
     pub(crate) shot_gates: crate::shot_gate::ShotGates,
+    /// The high-risk controls of the policy in force, when it has some (`approval.rs`).
+    pub(crate) approvals: crate::approval::ApprovalGate,
 }
 
 /// The broker. Cheap to clone; all clones share one state.
@@ -209,6 +211,7 @@ impl Broker {
             admission: Arc::default(),
             journals,
             shot_gates: policy.shot_gates()?,
+            approvals: crate::approval::ApprovalGate::new(policy.approvals()?),
             policy,
             controls: crate::control::Controls::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -315,6 +318,7 @@ impl Inner {
 
     pub(crate) fn forget_slot(&self, session_id: &SessionId) {
         self.controls.forget(session_id);
+        self.approvals.forget(session_id);
         self.lock_slots().remove(session_id);
     }
 

@@ -19,6 +19,7 @@ mod a11y;
 mod actions;
 mod admission;
 mod api_error;
+mod approval;
 mod artifact;
 mod auth;
 mod broker;

@@ -69,6 +69,7 @@ pub fn statuses(code: ErrorCode, reads_body: bool) -> &'static [StatusCode] {
         | ErrorCode::AxNotActionable
         | ErrorCode::DestinationNotApp
         | ErrorCode::DestinationProhibited
+        | ErrorCode::ApprovalRequired
         | ErrorCode::ClipboardUnavailable => &[StatusCode::UNPROCESSABLE_ENTITY],
         ErrorCode::InputOutcomeUnknown | ErrorCode::Internal => {
             &[StatusCode::INTERNAL_SERVER_ERROR]

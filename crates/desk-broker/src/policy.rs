@@ -94,6 +94,15 @@ impl PolicyInForce {
         }
     }
 
+    /// The verified policy's approvals (`None` without the section, or when the policy was
+    /// refused: then nothing is leased anyway).
+    pub(crate) fn approvals(&self) -> Result<Option<desk_policy::Approvals>, BrokerError> {
+        let Ok(verified) = self.verified.as_ref() else {
+            return Ok(None);
+        };
+        verified.policy().approvals().map_err(policy_error)
+    }
+
     /// The verified policy's limits; `None` when it was refused (every lease is then refused).
     pub(crate) fn limits(&self) -> Option<desk_policy::Limits> {
         self.verified

@@ -153,6 +153,16 @@ impl Inner {
                 break;
             }
             let (input, intent) = step.clone().into_parts();
+            // A high-risk control of the policy's `approvals` (`approval.rs`): nothing is sent.
+            if let Err(refusal) = self.check_high_risk(backend, &session_id, &dir, &input) {
+                self.count_refused(&session_id, plan.request_id.as_str(), &refusal);
+                if submitted.is_empty() {
+                    return Err(ledger.withdrawn(refusal));
+                }
+                tracing::info!(%session_id, action_index, step_index, %refusal, "program halted");
+                failing = Some(step_failure(step_index, &refusal));
+                break;
+            }
             self.config.fault.fire(FaultHook::KillBeforeInput);
             attempted += 1;
             let step_started = std::time::Instant::now();

@@ -125,6 +125,15 @@ crate::wire_enum! {
         /// view), recognised by the destination window's class and title. Checked before every
         /// action and program step; nothing was sent.
         DestinationProhibited = "destination_prohibited",
+        /// An action's input would reach a control the signed policy marks high-risk (its
+        /// `approvals` section): the element under the point, or the focused element for keys
+        /// and text, or a semantic step's node. Only an approved exact action may invoke it
+        /// (`docs/approvals.md`); nothing was sent.
+        ApprovalRequired = "approval_required",
+        /// The accessibility data needed to check an action against the policy's high-risk
+        /// targets was missing (no accessibility bus, the app not on it, a truncated tree, an
+        /// observation the broker did not record): refused unverified, nothing was sent.
+        InsufficientData = "insufficient_data",
         /// An unexpected failure inside the broker; details are in its log, not here.
         Internal = "internal",
     }

@@ -194,13 +194,17 @@ impl Broker {
     pub(crate) fn capabilities(&self) -> Capabilities {
         let mut document = capabilities(self.inner.factory.accessibility());
         document.features.push(self.screenshot_gate_feature());
+        document.features.push(self.approval_feature());
         document
     }
 
     /// `GET /v1/capabilities/{feature}`.
     pub(crate) fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
-        if name == SCREENSHOT_GATE {
-            let found = self.screenshot_gate_feature();
+        if name == SCREENSHOT_GATE || name == crate::approval::APPROVAL {
+            let found = match name {
+                SCREENSHOT_GATE => self.screenshot_gate_feature(),
+                _ => self.approval_feature(),
+            };
             return match found.supported {
                 true => Ok(found),
                 false => Err(BrokerError::Control {

@@ -17,6 +17,15 @@ pub(super) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schem
     generator.subschema_for::<T>()
 }
 
+/// `approval_required` on the input routes (`approval.rs`).
+const APPROVAL_REQUIRED_NOTE: &str = "the input would reach a control the signed policy marks \
+     high-risk (approvals.high_risk_targets): the element under the point, or the focused \
+     element for keys and text; only an approved exact action may invoke it; nothing was sent";
+/// `insufficient_data` on the input routes.
+const INSUFFICIENT_DATA_NOTE: &str = "with approvals in the policy, the accessibility data \
+     needed to check the input against the high-risk targets was missing; refused unverified, \
+     nothing was sent";
+
 /// Which credential an operation takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -253,6 +262,8 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             PointOutsideImage,
             DestinationNotApp,
             DestinationProhibited,
+            ApprovalRequired,
+            InsufficientData,
             DesktopFailed,
             ResourceLimit,
             NotFound,
@@ -266,6 +277,8 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                 PointOutsideImage,
                 "an action naming a screenshot_id; never clamped",
             ),
+            (ApprovalRequired, APPROVAL_REQUIRED_NOTE),
+            (InsufficientData, INSUFFICIENT_DATA_NOTE),
             (
                 DestinationNotApp,
                 "the input would reach something other than the app: the bare desktop, another \
@@ -478,6 +491,8 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             AxNotActionable,
             DestinationNotApp,
             DestinationProhibited,
+            ApprovalRequired,
+            InsufficientData,
             SessionBusy,
             DesktopFailed,
             ResourceLimit,

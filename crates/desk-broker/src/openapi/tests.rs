@@ -190,6 +190,8 @@ fn statuses_agree_with_the_error_mapping() {
         ErrorCode::AxNotActionable,
         ErrorCode::DestinationNotApp,
         ErrorCode::DestinationProhibited,
+        ErrorCode::ApprovalRequired,
+        ErrorCode::InsufficientData,
         ErrorCode::Unsupported,
         ErrorCode::ClipboardDisabled,
         ErrorCode::ClipboardUnavailable,

@@ -1,0 +1,214 @@
+//! Approval-bound exact actions (issue 29 item 3, the containment spec's G004), first part: the
+//! refusal of raw input on a high-risk control. With an `approvals` section in the signed
+//! policy, every step that presses or types (a click, a double click, a drag's first point, keys,
+//! text) is hit-tested against the app's accessibility tree right before its input, and refused
+//! `approval_required` when the element under the point (or any showing accessible around it),
+//! or the focused element and its ancestors for keys and text, is a high-risk target. A semantic
+//! step (`ax_press`, `ax_set_text`) is judged by its node and its ancestors in the observation it
+//! names. The check fails closed: no accessibility bus, an app not on it, a truncated tree or an
+//! observation the broker did not record refuses the input `insufficient_data`. Nothing is sent
+//! either way; the refusal ends the action like any refusal after acceptance (a `not_injected`
+//! receipt in the journal) and counts toward the policy's refused-action limit.
+//!
+//! The hit-test takes a fresh snapshot (a new current observation) before each such step: a
+//! semantic step naming an earlier observation is then stale. Without the section nothing here
+//! runs and nothing changes. See `docs/approvals.md`.
+
+mod hit;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use desk_contract::a11y::{AxLimits, AxTree};
+use desk_contract::control::FeatureSupport;
+use desk_contract::{ErrorCode, InputAction};
+use desk_desktop::{DesktopBackend, SessionDir};
+use desk_policy::Approvals;
+
+use crate::broker::{Broker, Inner};
+use crate::error::BrokerError;
+use crate::ids::SessionId;
+use hit::{Hit, Place, Unverified};
+
+/// The capability's name.
+pub(crate) const APPROVAL: &str = "approval";
+
+/// The policy's approvals and what the check needs of each session: its last observation.
+pub(crate) struct ApprovalGate {
+    approvals: Option<Approvals>,
+    /// Per session, the last accessibility tree the broker read (a snapshot handed out, or its
+    /// own before an input): what semantic steps are judged against.
+    observed: Mutex<HashMap<SessionId, AxTree>>,
+}
+
+fn refusal(code: ErrorCode, message: String) -> BrokerError {
+    BrokerError::Control { code, message }
+}
+
+fn unverified(what: &str, why: &str) -> BrokerError {
+    refusal(
+        ErrorCode::InsufficientData,
+        format!(
+            "{what} could not be checked against the policy's high-risk controls ({why}); \
+             refused unverified, nothing was sent"
+        ),
+    )
+}
+
+fn required(what: &str, hit: &Hit, path: Option<String>) -> BrokerError {
+    let bounds = hit.bounds.map_or_else(
+        || "no extents".to_string(),
+        |r| format!("{},{} {}x{}", r.x, r.y, r.width, r.height),
+    );
+    refusal(
+        ErrorCode::ApprovalRequired,
+        format!(
+            "{what} the app's {} {:?} (node {}, path {}, bounds {bounds}), which the policy \
+             marks high-risk ({}); nothing was sent: only an approved exact action may invoke it",
+            hit.role,
+            hit.name,
+            hit.index,
+            path.as_deref().unwrap_or("?"),
+            hit.pattern
+        ),
+    )
+}
+
+impl ApprovalGate {
+    /// The gate of `approvals` (`None`: the policy has no section; nothing is checked).
+    pub(crate) fn new(approvals: Option<Approvals>) -> ApprovalGate {
+        ApprovalGate {
+            approvals,
+            observed: Mutex::default(),
+        }
+    }
+
+    /// Whether the policy in force has approvals.
+    pub(crate) fn enabled(&self) -> bool {
+        self.approvals.is_some()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, AxTree>> {
+        self.observed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Keeps `tree` as the session's last observation (only with approvals in force).
+    pub(crate) fn observed(&self, session_id: &SessionId, tree: &AxTree) {
+        if self.enabled() {
+            self.lock().insert(session_id.clone(), tree.clone());
+        }
+    }
+
+    /// Forgets a session's observation (released or killed).
+    pub(crate) fn forget(&self, session_id: &SessionId) {
+        self.lock().remove(session_id);
+    }
+}
+
+impl Inner {
+    /// Refuses `input` before it is sent when it would reach a high-risk control of the app, or
+    /// when that cannot be told (see the module doc). Takes a snapshot for input that presses
+    /// or types; a no-op without approvals.
+    pub(crate) fn check_high_risk(
+        &self,
+        backend: &mut dyn DesktopBackend,
+        session_id: &SessionId,
+        dir: &SessionDir,
+        input: &InputAction,
+    ) -> Result<(), BrokerError> {
+        let Some(approvals) = self.approvals.approvals.as_ref() else {
+            return Ok(());
+        };
+        if let InputAction::AxPress {
+            observation_id,
+            node,
+        }
+        | InputAction::AxSetText {
+            observation_id,
+            node,
+            ..
+        } = input
+        {
+            let what = format!("the semantic step on node {node}");
+            let guard = self.approvals.lock();
+            let tree = guard
+                .get(session_id)
+                .filter(|tree| tree.observation_id == *observation_id)
+                .ok_or_else(|| {
+                    unverified(
+                        &what,
+                        &format!(
+                            "observation {observation_id} is not the one the broker read last"
+                        ),
+                    )
+                })?;
+            return match hit::find_node(tree, approvals, *node) {
+                Ok(None) => Ok(()),
+                Ok(Some(hit)) => Err(required(
+                    &format!("{what} would invoke"),
+                    &hit,
+                    hit::path_of(tree, hit.index),
+                )),
+                Err(Unverified(why)) => Err(unverified(&what, &why)),
+            };
+        }
+        let places = hit::places(input);
+        if places.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let limits = AxLimits::new(None, None)
+            .map_err(|error| BrokerError::Internal(format!("default tree limits: {error}")))?;
+        let tree = backend
+            .accessibility(limits)
+            .map_err(|error| unverified("the input", &error.to_string()))?;
+        // The snapshot is the session's current observation now, in the worker and here.
+        self.controls.observed(session_id, dir, &tree)?;
+        self.approvals.observed(session_id, &tree);
+        tracing::debug!(
+            %session_id,
+            nodes = tree.nodes.len(),
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "high-risk hit-test snapshot"
+        );
+        for place in places {
+            let what = match place {
+                Place::Point { x, y } => format!("the point ({x}, {y}) lies on"),
+                Place::Focus => "the keyboard focus is in".to_string(),
+            };
+            match hit::find(&tree, approvals, place) {
+                Ok(None) => {}
+                Ok(Some(hit)) => {
+                    tracing::info!(%session_id, role = hit.role, "input refused: high-risk target");
+                    return Err(required(&what, &hit, hit::path_of(&tree, hit.index)));
+                }
+                Err(Unverified(why)) => return Err(unverified("the input", &why)),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Broker {
+    /// `approval`: offered when the workspace policy in force has an `approvals` section.
+    pub(crate) fn approval_feature(&self) -> FeatureSupport {
+        let supported = self.inner.approvals.enabled();
+        FeatureSupport {
+            feature: APPROVAL.to_string(),
+            supported,
+            refusal: (!supported).then_some(ErrorCode::Unsupported),
+            note: if supported {
+                "input that would press or type on a control the workspace policy marks \
+                 high-risk is refused approval_required (unverifiable: insufficient_data)"
+            } else {
+                "the workspace policy has no approvals section"
+            }
+            .to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
