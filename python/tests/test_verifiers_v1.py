@@ -239,6 +239,24 @@ async def test_broker_failure_mid_batch_fails_closed_and_releases(broker: Broker
     assert desk["released"] is True
 
 
+async def test_a_framework_limit_ends_the_rollout_which_is_still_scored(broker: Broker) -> None:
+    """`--env.agent.max-turns 1`: verifiers refuses the second model call itself (it never
+    reaches the model); the harness ends the loop on that stop, the task still checkpoints,
+    scores and releases, the status names the limit."""
+    env = vf.load_environment(vf.resolve_env_config({
+        "taskset": {"id": "deskbroker", "tasks": ["task-004"],
+                    "task": {"socket": str(broker.socket), "profile": "probe",
+                             "deskbroker_bin": str(binary("deskbroker"))}},
+        "agent": {"max_turns": 1}}))
+    model = ScriptedModel([[text("a")], [text("b")]])
+    trace = await play(env, model)
+    desk = trace.state.deskbroker
+    assert trace.stop_condition == "max_turns" and trace.ok, trace.errors
+    assert len(model.requests) == 1 and len(model.turns) == 1
+    assert desk["status"] == "max_turns" and desk["actions_used"] == 1
+    assert desk["released"] is True and trace.info["deskbroker"]["released"] is True
+
+
 def test_loaded_by_taskset_id_plays_the_bench_run_corpus(monkeypatch: pytest.MonkeyPatch,
                                                          tmp_path: Path) -> None:
     """Verifiers 0.4 loads environments by taskset id (`vf-eval deskbroker`): the binary found
