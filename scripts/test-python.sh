@@ -20,7 +20,8 @@ cua_venv=target/python-cua-venv
 "$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir cua-agent==0.9.1
 "$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
 # Verifiers 0.4 (verifiers.v1: the taskset and harness of deskbroker.verifiers_v1) in a venv of
-# its own: 0.3 (the test extra) and 0.4 cannot share one. About 100 s the first time.
+# its own: 0.3 (the test extra) and 0.4 cannot share one. 53-99 s the first time here (589 MB),
+# 3 s after.
 vf04_venv=target/python-vf04-venv
 [ -x "$vf04_venv/bin/python" ] || python3 -m venv "$vf04_venv"
 "$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir verifiers==0.4.0 \
