@@ -22,6 +22,7 @@ pub mod replay;
 pub mod report;
 pub mod rollout;
 pub mod suite;
+mod summary;
 pub mod versions;
 
 pub use agent::{
@@ -29,8 +30,8 @@ pub use agent::{
     ObservedImage, TaskBrief, TokenUsage, Turn, TurnOutcome,
 };
 pub use batch::{BatchRejection, check_batch};
-pub use error::HarnessError;
-pub use merge::{MergeConflict, merge_runs};
+pub use error::{HarnessError, MergeConflict};
+pub use merge::merge_runs;
 pub use oracle::{OracleAgent, oracle_batches};
 pub use plan::{BrokerStamp, DesktopMemory, RunInfo, RunPlan, Shard};
 pub use play::request_id;

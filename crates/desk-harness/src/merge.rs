@@ -9,75 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{HarnessError, read_json, write_json};
+use crate::error::{HarnessError, MergeConflict, read_json, write_json};
 use crate::plan::{MergedSource, RunInfo, speedup};
 use crate::record::RolloutRecord;
-use crate::suite::{Summary, rollout_dir, summarize};
-
-/// Why runs cannot be merged.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MergeConflict {
-    /// Nothing to merge.
-    #[error("no run directories given")]
-    NoRuns,
-    /// Two runs under different versions of the contract, corpus or scorer.
-    #[error("{what} differs: {first} in {first_dir}, {second} in {second_dir}")]
-    Version {
-        /// `contract_version`, `corpus_version` or `scorer_version`.
-        what: &'static str,
-        /// The first run's value.
-        first: String,
-        /// Its directory.
-        first_dir: String,
-        /// The conflicting value.
-        second: String,
-        /// Its directory.
-        second_dir: String,
-    },
-    /// Rollouts by different agent configurations.
-    #[error("agent differs: {first} in {first_dir}, {second} in {second_dir}")]
-    Agent {
-        /// The first rollout's agent and model.
-        first: String,
-        /// Its directory.
-        first_dir: String,
-        /// The conflicting agent and model.
-        second: String,
-        /// Its directory.
-        second_dir: String,
-    },
-    /// One run required a verified sandbox for every rollout, another did not.
-    #[error("sandbox requirement differs between {first_dir} and {second_dir}")]
-    Sandbox {
-        /// The first run.
-        first_dir: String,
-        /// The conflicting run.
-        second_dir: String,
-    },
-    /// The same task in two runs.
-    #[error("task {task_id} is in both {first_dir} and {second_dir}")]
-    DuplicateTask {
-        /// The task.
-        task_id: String,
-        /// Where it was first.
-        first_dir: String,
-        /// Where it was again.
-        second_dir: String,
-    },
-    /// A row of a summary whose rollout record is missing or for another task.
-    #[error("{dir}: the record of {task_id} ({record}) does not match its summary row")]
-    RecordMismatch {
-        /// The run.
-        dir: String,
-        /// The task.
-        task_id: String,
-        /// The record path.
-        record: String,
-    },
-    /// The out directory already holds results.
-    #[error("{0} already holds results; merge into a new directory")]
-    OutNotEmpty(String),
-}
+use crate::summary::{Summary, rollout_dir, summarize};
 
 struct Source {
     dir: PathBuf,

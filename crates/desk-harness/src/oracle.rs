@@ -21,79 +21,8 @@ use crate::agent::{
     TurnOutcome,
 };
 
-/// Layer List dock: the "Add layer" button, the filter field and the first row (1920x1080).
-/// The broker's desktop puts "+" at (1817, 529); (1807, 525) opens the dialog as well.
-const ADD_LAYER: (i64, i64) = (1807, 525);
-const LAYER_FILTER: (i64, i64) = (1767, 492);
-const LAYER_ROW_0: (i64, i64) = (1830, 558);
 /// An empty canvas spot (drawing ≈ (352, 190)), outside every corpus entity.
 const EMPTY_CANVAS: (i64, i64) = (1500, 150);
-
-/// Drawing millimetres → screen pixels of a fresh, never zoomed LibreCAD at 1920x1080 on the
-/// broker's desktop: `px = 91 + 4·x`, `py = 912 − 4·y` (recipes, section 11).
-pub fn drawing_to_screen(point: Point) -> (i64, i64) {
-    // Corpus coordinates stay inside 0..375 x 0..200, so the rounded values fit easily.
-    #[allow(clippy::cast_possible_truncation)]
-    let px = (91.0 + 4.0 * point.x).round() as i64;
-    #[allow(clippy::cast_possible_truncation)]
-    let py = (912.0 - 4.0 * point.y).round() as i64;
-    (px, py)
-}
-
-/// A number as typed at the command line: up to six decimals, trailing zeros trimmed.
-fn num(value: f64) -> String {
-    let text = format!("{value:.6}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text == "-0" {
-        "0".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
-
-/// Text as typed: the `type` action takes printable ASCII only, so Ø, ° and ± go in as the
-/// DXF control codes `%%c`, `%%d` and `%%p`, which LibreCAD keeps and the reader decodes.
-fn typeable(text: &str) -> String {
-    text.replace('Ø', "%%c")
-        .replace('°', "%%d")
-        .replace('±', "%%p")
-}
-
-fn pt(point: Point) -> String {
-    format!("{},{}", num(point.x), num(point.y))
-}
-
-fn key(keys: &[&str], intent: &str) -> Value {
-    json!({"type": "key", "keys": keys, "intent": intent})
-}
-
-fn type_text(text: &str, intent: &str) -> Value {
-    json!({"type": "type", "text": text, "intent": intent})
-}
-
-fn click((x, y): (i64, i64), intent: &str) -> Value {
-    json!({"type": "click", "x": x, "y": y, "intent": intent})
-}
-
-fn wait(milliseconds: u64, intent: &str) -> Value {
-    json!({"type": "wait", "milliseconds": milliseconds, "intent": intent})
-}
-
-/// Builds the command-line batch of one command: focus, name, entries, two Escapes.
-fn command(name: &str, entries: &[(String, &str)]) -> Vec<Value> {
-    let mut batch = vec![
-        key(&["ctrl", "m"], "focus the command line"),
-        type_text(name, &format!("start the {name} command")),
-        key(&["return"], "confirm the command"),
-    ];
-    for (entry, intent) in entries {
-        batch.push(type_text(entry, intent));
-        batch.push(key(&["return"], "confirm the entry"));
-    }
-    batch.push(key(&["escape"], "finish the command"));
-    batch.push(key(&["escape"], "back to idle"));
-    batch
-}
 
 /// The scripted batches of a whole drawing, ending with Ctrl+S and `done`.
 pub fn oracle_batches(gold: &Model) -> Vec<Vec<Value>> {
@@ -267,39 +196,6 @@ fn text_batches(insert: Point, height: f64, value: &str, batches: &mut Vec<Vec<V
     place_after_dialog(insert, "insertion point (left baseline)", &[], batches);
 }
 
-/// Starts `command`, whose dialog (`dialog`) opens at once, and waits for it to map.
-fn open_dialog(command: &str, dialog: &str, batches: &mut Vec<Vec<Value>>) {
-    batches.push(vec![
-        key(&["ctrl", "m"], "focus the command line"),
-        type_text(command, &format!("start the {command} command")),
-        key(&["return"], &format!("open the {dialog} dialog")),
-    ]);
-    batches.push(vec![wait(500, &format!("let the {dialog} dialog map"))]);
-}
-
-/// After a text dialog's OK: the pointer motion the insertion needs (recipes, section 6),
-/// then `before_point` and the typed insertion point, and the two Escapes.
-fn place_after_dialog(
-    insert: Point,
-    intent: &str,
-    before_point: &[Value],
-    batches: &mut Vec<Vec<Value>>,
-) {
-    batches.push(vec![wait(200, "let the dialog close")]);
-    let mut batch = vec![
-        json!({"type": "move", "x": 600, "y": 400, "intent": "pointer over the canvas"}),
-        json!({"type": "move", "x": 610, "y": 410, "intent": "pointer motion sets the preview"}),
-    ];
-    batch.extend_from_slice(before_point);
-    batch.extend([
-        type_text(&pt(insert), intent),
-        key(&["return"], "confirm the insertion point"),
-        key(&["escape"], "finish the command"),
-        key(&["escape"], "back to idle"),
-    ]);
-    batches.push(batch);
-}
-
 /// Plays [`oracle_batches`] of a gold drawing, one batch per turn.
 pub struct OracleAgent {
     batches: VecDeque<Vec<Value>>,
@@ -395,6 +291,12 @@ impl Agent for OracleAgent {
 mod drafting;
 mod freecad;
 mod layers;
+mod steps;
+
+pub use steps::drawing_to_screen;
+use steps::{
+    click, command, key, num, open_dialog, place_after_dialog, pt, type_text, typeable, wait,
+};
 
 #[cfg(test)]
 mod tests;

@@ -13,11 +13,8 @@ use crate::error::HarnessError;
 
 mod jobs;
 
-pub use jobs::{DefaultJobs, JobsBasis, default_jobs};
+pub use jobs::{DefaultJobs, JobsBasis, MAX_JOBS, default_jobs};
 
-/// The most rollouts a run plays at once: each needs a desktop (an X server, a window manager
-/// and the app, a few hundred MB), so more is a typo, not a plan.
-pub const MAX_JOBS: u32 = 32;
 /// The most shards a run can be split into.
 pub const MAX_SHARDS: u32 = 10_000;
 
@@ -208,20 +205,6 @@ impl Default for RunPlan {
             broker: BrokerStamp::default(),
             memory: None,
         }
-    }
-}
-
-pub(crate) fn run_info(summary: &crate::suite::Summary, plan: &RunPlan) -> RunInfo {
-    let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
-    RunInfo {
-        jobs: plan.jobs,
-        jobs_reason: plan.jobs_reason.clone(),
-        shard: plan.shard,
-        broker: plan.broker.clone(),
-        sum_rollout_ms,
-        speedup: speedup(sum_rollout_ms, summary.total_ms),
-        memory: plan.memory.as_ref().and_then(|read| read()),
-        merged_from: Vec::new(),
     }
 }
 

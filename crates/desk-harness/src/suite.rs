@@ -7,7 +7,7 @@
 //! agents that need gold (the oracle) get it through their factory. Each task is played in
 //! the app profile it names and judged by its kind's judge (`desk_cad::score_task`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,17 +16,18 @@ use desk_cad::{
     CorpusVersion, Gold, Task, generate_corpus_version, load_task_gold, load_task_list,
 };
 use desk_client::Client;
-use serde::{Deserialize, Serialize};
+
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::agent::{Agent, AgentError, AgentInfo};
+use crate::agent::{Agent, AgentError};
 use crate::error::{HarnessError, write_json};
 use crate::oracle::OracleAgent;
-use crate::plan::{RunInfo, RunPlan};
+use crate::plan::{RunInfo, RunPlan, speedup};
 use crate::progress::RunProgress;
-use crate::record::{ROLLOUT_FILE, RolloutRecord, RolloutStatus};
+use crate::record::RolloutRecord;
 use crate::rollout::{RolloutOptions, run_rollout};
+use crate::summary::summarize;
 
 /// Builds the agent for one task. Model adapters plug in here.
 pub type AgentFactory<'a> = dyn FnMut(&Task) -> Result<Box<dyn Agent>, AgentError> + 'a;
@@ -54,74 +55,6 @@ pub struct SuiteConfig {
     pub wall_time: Option<Duration>,
     /// See [`crate::RolloutOptions::require_sandbox`].
     pub require_sandbox: bool,
-}
-
-/// One line of the summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SummaryRow {
-    /// Task id.
-    pub task_id: String,
-    /// `2d` or `3d` (results written before 3D tasks existed are `2d`).
-    #[serde(default = "two_d")]
-    pub drawing_type: desk_cad::DrawingType,
-    /// Level.
-    pub level: desk_cad::Level,
-    /// Split.
-    pub split: desk_cad::Split,
-    /// Agent.
-    pub agent: AgentInfo,
-    /// How it ended.
-    pub status: RolloutStatus,
-    /// Ended by the infrastructure; excluded from the mean score.
-    #[serde(default)]
-    pub infra_error: bool,
-    /// Score in [0, 1].
-    pub score: f64,
-    /// Actions executed.
-    pub actions_used: u64,
-    /// Turns.
-    pub n_turns: u32,
-    /// Wall time from the handoff, ms.
-    pub wall_time_ms: u64,
-    /// Whole rollout, ms.
-    pub total_ms: u64,
-    /// The rollout's record, relative to the out directory.
-    pub record: String,
-    /// The workspace policy the rollout ran under (see `RolloutRecord::policy_sha256`).
-    #[serde(default)]
-    pub policy_sha256: Option<String>,
-}
-
-/// `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Benchmark contract version.
-    pub contract_version: String,
-    /// Corpus version.
-    pub corpus_version: String,
-    /// Scorer version.
-    pub scorer_version: String,
-    /// deskbroker version.
-    pub broker_version: String,
-    /// App, X server, window manager, OS and deskbroker versions of the run.
-    #[serde(default)]
-    pub versions: crate::versions::SoftwareVersions,
-    /// Rollouts run.
-    pub n_rollouts: usize,
-    /// Rollouts ended by the infrastructure (`infra_error`), not counted in the mean.
-    #[serde(default)]
-    pub n_infra_error: usize,
-    /// Mean score over the rollouts that were not `infra_error` (0 when there are none).
-    pub mean_score: f64,
-    /// Rollouts that ended with `done`.
-    pub n_done: usize,
-    /// Milliseconds of the whole run.
-    pub total_ms: u64,
-    /// One row per rollout, in run order.
-    pub rollouts: Vec<SummaryRow>,
-    /// How the run was spread out: jobs, shard, broker, speed-up, memory per desktop.
-    #[serde(default)]
-    pub run: RunInfo,
 }
 
 /// The oracle factory: reads each task's gold from `gold_dir`. A 3D task's oracle follows the
@@ -233,7 +166,7 @@ pub async fn run_suite_with(
     let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut summary = summarize(&records, &config.broker_version, &config.versions, wall_ms);
     summary.corpus_version = corpus_version;
-    summary.run = crate::plan::run_info(&summary, plan);
+    summary.run = run_info(&summary, plan);
     write_json(&config.out_dir.join("summary.json"), &summary)?;
     crate::report::write_report(&config.out_dir, &summary, &records)?;
     Ok((summary, records))
@@ -317,70 +250,21 @@ async fn run_one(
     run_rollout(client, task, &reference, &gold, agent.as_mut(), &options).await
 }
 
-/// The directory of a task's rollout inside an out directory.
-pub fn rollout_dir(out_dir: &Path, task_id: &str) -> PathBuf {
-    out_dir.join("rollouts").join(task_id)
-}
-
-/// The summary of `records` in their order; `total_ms` is the run's wall time.
-pub(crate) fn summarize(
-    records: &[RolloutRecord],
-    broker_version: &str,
-    versions: &crate::versions::SoftwareVersions,
-    total_ms: u64,
-) -> Summary {
-    let rows: Vec<SummaryRow> = records
-        .iter()
-        .map(|record| SummaryRow {
-            task_id: record.task_id.clone(),
-            drawing_type: record.drawing_type,
-            level: record.level,
-            split: record.split,
-            agent: record.agent.clone(),
-            status: record.status,
-            infra_error: record.infra_error,
-            score: record.score.score(),
-            actions_used: record.actions_used,
-            n_turns: record.n_turns,
-            wall_time_ms: record.wall_time_ms,
-            total_ms: record.total_ms,
-            record: format!("rollouts/{}/{ROLLOUT_FILE}", record.task_id),
-            policy_sha256: record.policy_sha256.clone(),
-        })
-        .collect();
-    let scored: Vec<f64> = rows
-        .iter()
-        .filter(|row| !row.infra_error)
-        .map(|row| row.score)
-        .collect();
-    let mean_score = if scored.is_empty() {
-        0.0
-    } else {
-        scored.iter().sum::<f64>() / scored.len() as f64
-    };
-    Summary {
-        contract_version: desk_cad::CONTRACT_VERSION.to_owned(),
-        corpus_version: desk_cad::CORPUS_VERSION.to_owned(),
-        scorer_version: desk_cad::score::SCORER_VERSION.to_owned(),
-        broker_version: broker_version.to_owned(),
-        versions: versions.clone(),
-        n_rollouts: rows.len(),
-        n_infra_error: rows.len() - scored.len(),
-        mean_score,
-        n_done: rows
-            .iter()
-            .filter(|row| row.status == RolloutStatus::Done)
-            .count(),
-        total_ms,
-        rollouts: rows,
-        run: RunInfo::default(),
+/// How the run was spread out, from the plan and the finished summary.
+fn run_info(summary: &Summary, plan: &RunPlan) -> RunInfo {
+    let sum_rollout_ms: u64 = summary.rollouts.iter().map(|row| row.total_ms).sum();
+    RunInfo {
+        jobs: plan.jobs,
+        jobs_reason: plan.jobs_reason.clone(),
+        shard: plan.shard,
+        broker: plan.broker.clone(),
+        sum_rollout_ms,
+        speedup: speedup(sum_rollout_ms, summary.total_ms),
+        memory: plan.memory.as_ref().and_then(|read| read()),
+        merged_from: Vec::new(),
     }
 }
 
-fn two_d() -> desk_cad::DrawingType {
-    desk_cad::DrawingType::TwoD
-}
-
-mod table;
-
-pub use table::{KindMean, format_table, kind_means, kind_name};
+pub use crate::summary::{
+    KindMean, Summary, SummaryRow, format_table, kind_means, kind_name, rollout_dir,
+};

@@ -89,7 +89,7 @@ impl AnthropicAgent {
         let Some(session) = self.session.as_mut() else {
             return Err(ModelError::Config("turn called before start".into()));
         };
-        if crate::rejected(observation) {
+        if session::rejected(observation) {
             self.pointer = self.pointer_before.clone();
         }
         self.n_zooms = 0;

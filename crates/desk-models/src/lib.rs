@@ -34,7 +34,7 @@ mod responses;
 pub mod scale;
 mod session;
 
-use desk_harness::{Agent, DeliveryStatus, Observation};
+use desk_harness::Agent;
 
 use crate::protocol::ProtocolAgent;
 
@@ -88,12 +88,4 @@ pub fn build_agent_with_env(
         }
     };
     Ok(agent)
-}
-
-/// Whether the previous batch was refused before any item ran.
-fn rejected(observation: &Observation) -> bool {
-    observation
-        .delivery
-        .as_ref()
-        .is_some_and(|delivery| delivery.status == DeliveryStatus::Rejected)
 }

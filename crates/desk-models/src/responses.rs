@@ -77,7 +77,7 @@ impl ResponsesAgent {
         let Some(session) = self.session.as_mut() else {
             return Err(ModelError::Config("turn called before start".into()));
         };
-        if crate::rejected(observation) {
+        if session::rejected(observation) {
             self.pointer = self.pointer_before.clone();
         }
         let screenshot_url = format!(

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use base64::Engine as _;
-use desk_harness::{AgentError, Observation, TaskBrief};
+use desk_harness::{AgentError, DeliveryStatus, Observation, TaskBrief};
 use serde_json::Value;
 
 use crate::config::{ModelConfig, ModelError};
@@ -135,4 +135,12 @@ pub(crate) fn excerpt(text: &str, n_chars: usize) -> String {
 /// Reads a JSON number as u64 (absent or malformed counts as 0).
 pub(crate) fn count(value: &Value, pointer: &str) -> u64 {
     value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Whether the previous batch was refused before any item ran.
+pub(crate) fn rejected(observation: &Observation) -> bool {
+    observation
+        .delivery
+        .as_ref()
+        .is_some_and(|delivery| delivery.status == DeliveryStatus::Rejected)
 }

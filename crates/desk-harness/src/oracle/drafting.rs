@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use desk_cad::model::{Geometry, HatchPattern, Point};
 
-use super::{
+use super::steps::{
     click, command, drawing_to_screen, key, num, open_dialog, place_after_dialog, pt, type_text,
     typeable, wait,
 };

@@ -19,7 +19,7 @@
 use desk_cad::generate3d::{PartTask, View};
 use serde_json::Value;
 
-use super::{click, key, num, type_text, wait};
+use super::steps::{click, key, num, type_text, wait};
 
 mod csg;
 mod sheet;

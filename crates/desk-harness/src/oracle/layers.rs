@@ -6,7 +6,14 @@ use serde_json::Value;
 
 use desk_cad::model::Entity;
 
-use super::{ADD_LAYER, LAYER_FILTER, LAYER_ROW_0, click, drafting, key, type_text, wait};
+use super::drafting;
+use super::steps::{click, key, type_text, wait};
+
+/// Layer List dock: the "Add layer" button, the filter field and the first row (1920x1080).
+/// The broker's desktop puts "+" at (1817, 529); (1807, 525) opens the dialog as well.
+pub(super) const ADD_LAYER: (i64, i64) = (1807, 525);
+pub(super) const LAYER_FILTER: (i64, i64) = (1767, 492);
+pub(super) const LAYER_ROW_0: (i64, i64) = (1830, 558);
 
 /// Makes the entity's layer current: create it through the dock (it becomes current, with the
 /// entity's linetype) or pick it through the filter.

@@ -72,7 +72,7 @@ fn connected_lines_share_one_command_and_layers_are_created_once() {
     let n_add_clicks = batches
         .iter()
         .flatten()
-        .filter(|action| action["type"] == "click" && action["x"] == ADD_LAYER.0)
+        .filter(|action| action["type"] == "click" && action["x"] == layers::ADD_LAYER.0)
         .count();
     assert_eq!(n_add_clicks, 2);
     let types = all_types(&batches);

@@ -5,7 +5,9 @@
 //! A pure function of the facts the caller measured ([`JobsBasis`]), so the rule is tested
 //! without a machine; the reason it returns names every bound, and which one decided.
 
-use super::MAX_JOBS;
+/// The most rollouts a run plays at once: each needs a desktop (an X server, a window manager
+/// and the app, a few hundred MB), so more is a typo, not a plan.
+pub const MAX_JOBS: u32 = 32;
 
 /// What the machine offers and what one desktop of the run needs.
 #[derive(Debug, Clone, PartialEq, Eq)]

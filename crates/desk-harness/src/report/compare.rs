@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use super::{STYLE, escape};
+use super::html::{STYLE, escape};
 use crate::error::{HarnessError, read_json, write_file};
 use crate::suite::{Summary, SummaryRow};
 

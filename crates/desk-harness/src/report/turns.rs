@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::escape;
+use super::html::escape;
 use crate::record::{TraceItem, TraceTurn, TurnRecord};
 
 /// What the report knows about a rollout's frames from its directory.
