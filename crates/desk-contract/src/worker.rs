@@ -121,6 +121,15 @@ pub struct HelloInfo {
     pub capture_path: String,
     /// The X server vendor string.
     pub server_vendor: String,
+    /// Who this worker is, minted once at its start (`w_` and 32 hex digits): a worker that
+    /// listens on TCP says it so a reconnecting broker can prove it reached the same desktop
+    /// (`docs/worker-protocol.md`, "Transport"). Absent on the Unix socket and stdin/stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// The app the worker launched itself (`--launch`), the pid `await_app` binds; absent when
+    /// the worker launched none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_pid: Option<u32>,
 }
 
 /// A successful answer.

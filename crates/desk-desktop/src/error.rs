@@ -91,6 +91,20 @@ pub enum BackendError {
     /// another uid or pid); nothing was sent to it.
     #[error("the worker socket's peer was refused: {0}")]
     WorkerPeerRefused(String),
+    /// The remote worker (`serve --worker tcp://`) could not be reached: no answer at its
+    /// address, the connection refused or cut before `hello`. Nothing was sent.
+    #[error("the remote worker is unreachable: {0}")]
+    WorkerUnreachable(String),
+    /// The TLS session with the remote worker failed: its certificate does not chain to the
+    /// pinned worker CA or does not name the host dialled, or the worker refused the broker's
+    /// client certificate. Nothing was sent.
+    #[error("the remote worker's TLS session was refused: {0}")]
+    WorkerTlsRefused(String),
+    /// The remote worker that answered is not the one the session's desktop is on (another
+    /// instance id in `hello`: the worker restarted, or another worker took its address), or it
+    /// is not a listening worker. Nothing was sent.
+    #[error("the remote worker is not the session's: {0}")]
+    WorkerMismatch(String),
     /// The kernel enforced one of the session's limits (memory, processes): the session ends.
     #[error("a resource limit of the session was reached: {0}")]
     ResourceLimit(String),

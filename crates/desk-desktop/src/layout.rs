@@ -154,6 +154,12 @@ impl SessionDir {
         self.0.join("census.json")
     }
 
+    /// The remote worker a session's desktop is on (`remote`: its endpoint and instance id),
+    /// for a restarted broker to reconnect to the same one.
+    pub fn remote_worker_file(&self) -> PathBuf {
+        self.0.join("remote-worker.json")
+    }
+
     /// The desktop's display and sandbox record.
     pub fn desktop_file(&self) -> PathBuf {
         self.0.join("desktop.json")

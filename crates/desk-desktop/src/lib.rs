@@ -18,6 +18,7 @@ pub mod fake_dxf;
 pub mod launcher;
 pub mod layout;
 pub mod profile;
+pub mod remote;
 pub mod sandbox;
 mod worker_client;
 
@@ -27,5 +28,6 @@ pub use factory::{BackendFactory, BackendRequest, FakeFactory, LocalFactory};
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};
 pub use layout::{SessionDir, StateDir};
+pub use remote::{RemoteDesktop, RemoteFactory, RemoteWorker};
 pub use profile::{AppProfile, ArtifactFormat, ProfileError, ProfileSet};
 pub use sandbox::SandboxPolicy;

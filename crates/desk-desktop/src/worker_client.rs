@@ -1,5 +1,6 @@
-//! The broker side of the desktop worker's JSONL socket: one request line, one response line
-//! (and the frame's PNG after it, as the binary attachment the line announces).
+//! The broker side of the desktop worker's JSONL connection, on the session's Unix socket or on
+//! TCP with mutual TLS to a remote worker (`crate::remote`): one request line, one response
+//! line (and the frame's PNG after it, as the binary attachment the line announces).
 //!
 //! Invariant: requests are answered strictly in order; a response whose id differs from the
 //! request's, a closed connection, or a timeout poisons the client, and every later call fails
@@ -13,9 +14,9 @@
 //! ([`BackendError::WorkerPeerRefused`]).
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::Shutdown;
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::time::Duration;
 
 use desk_contract::worker::{
@@ -23,6 +24,9 @@ use desk_contract::worker::{
 };
 
 use crate::error::BackendError;
+
+/// A TLS connection to a remote worker (`crate::remote`).
+pub(crate) type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
 /// Who must listen on the worker socket: the recorded worker process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,9 +91,21 @@ fn parent_and_group(pid: u32) -> Option<(u32, u32)> {
     Some((parent, group))
 }
 
+/// Where requests go: the Unix socket itself, or the thread that owns a TLS connection.
+enum Outbound {
+    /// The worker's Unix socket (a reader thread holds a second handle).
+    Unix(UnixStream),
+    /// Request lines for the TLS connection's thread, and a handle of its TCP socket to end the
+    /// connection from here.
+    Tls {
+        requests: Sender<Vec<u8>>,
+        control: TcpStream,
+    },
+}
+
 /// A connected worker socket.
 pub(crate) struct WorkerClient {
-    stream: UnixStream,
+    outbound: Outbound,
     responses: Receiver<Result<WorkerResponse, ReadFailure>>,
     next_id: u64,
     // Invariant: once true, nothing more is written to the worker.
@@ -125,7 +141,7 @@ impl WorkerClient {
             .map(|_| ())
             .unwrap_or_else(|error| tracing::error!(%error, "failed to start worker reader"));
         Ok(WorkerClient {
-            stream,
+            outbound: Outbound::Unix(stream),
             responses,
             next_id: 1,
             poisoned: false,
@@ -150,11 +166,15 @@ impl WorkerClient {
             BackendError::Rejected(format!("failed to encode request: {error}"))
         })?;
         line.push('\n');
-        if let Err(error) = self
-            .stream
-            .write_all(line.as_bytes())
-            .and_then(|()| self.stream.flush())
-        {
+        let sent = match &mut self.outbound {
+            Outbound::Unix(stream) => stream
+                .write_all(line.as_bytes())
+                .and_then(|()| stream.flush()),
+            Outbound::Tls { requests, .. } => requests
+                .send(line.into_bytes())
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
+        };
+        if let Err(error) = sent {
             self.poisoned = true;
             return Err(BackendError::Worker(format!(
                 "failed to write to worker: {error}"
@@ -200,6 +220,92 @@ impl WorkerClient {
     }
 }
 
+impl WorkerClient {
+    /// Wraps a TLS connection to a remote worker whose handshake completed; `control` is a
+    /// second handle of its TCP socket. One thread owns the connection: it writes each request
+    /// and reads its answer (rustls connections cannot be read and written from two threads).
+    pub(crate) fn over_tls(
+        stream: TlsStream,
+        control: TcpStream,
+    ) -> Result<WorkerClient, BackendError> {
+        let (requests, pending) = channel::<Vec<u8>>();
+        let (sender, responses) = channel();
+        std::thread::Builder::new()
+            .name("desk-worker-tls".to_string())
+            .spawn(move || {
+                let mut reader = BufReader::new(stream);
+                while let Ok(line) = pending.recv() {
+                    let written = reader
+                        .get_mut()
+                        .write_all(&line)
+                        .and_then(|()| reader.get_mut().flush());
+                    if let Err(error) = written {
+                        let _ = sender.send(Err(ReadFailure::Io(error)));
+                        return;
+                    }
+                    match read_response(&mut reader) {
+                        Ok(None) => return,
+                        Ok(Some(response)) => {
+                            if sender.send(Ok(response)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(failure) => {
+                            let _ = sender.send(Err(failure));
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|error| {
+                BackendError::Worker(format!(
+                    "failed to start the worker connection's thread: {error}"
+                ))
+            })?;
+        Ok(WorkerClient {
+            outbound: Outbound::Tls { requests, control },
+            responses,
+            next_id: 1,
+            poisoned: false,
+        })
+    }
+
+    /// Whether the connection is known to be unusable before anything is sent on it: poisoned
+    /// by an earlier failure, closed by the worker (or the network) while idle, or carrying
+    /// bytes nobody asked for. Nothing is written.
+    pub(crate) fn is_closed(&mut self) -> bool {
+        if self.poisoned {
+            return true;
+        }
+        let closed = match &self.outbound {
+            // The reader thread ends at the end of the stream.
+            Outbound::Unix(_) => !matches!(self.responses.try_recv(), Err(TryRecvError::Empty)),
+            // The connection's thread waits for the next request and reads nothing meanwhile:
+            // look at the socket itself without taking anything from it.
+            Outbound::Tls { control, .. } => peek_closed(control),
+        };
+        if closed {
+            self.poisoned = true;
+        }
+        closed
+    }
+}
+
+/// Whether an idle TCP connection has ended (or holds unexpected bytes: a TLS alert or
+/// close_notify), without consuming anything.
+fn peek_closed(control: &TcpStream) -> bool {
+    if control.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut byte = [0u8; 1];
+    let peeked = control.peek(&mut byte);
+    let restored = control.set_nonblocking(false).is_ok();
+    match peeked {
+        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => !restored,
+        _ => true,
+    }
+}
+
 /// Why the reader stopped.
 enum ReadFailure {
     /// The socket failed.
@@ -231,6 +337,9 @@ fn read_response(reader: &mut impl BufRead) -> Result<Option<WorkerResponse>, Re
 impl Drop for WorkerClient {
     fn drop(&mut self) {
         // Ends the reader thread and tells the worker this broker is gone.
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = match &self.outbound {
+            Outbound::Unix(stream) => stream.shutdown(Shutdown::Both),
+            Outbound::Tls { control, .. } => control.shutdown(Shutdown::Both),
+        };
     }
 }

@@ -343,12 +343,16 @@ pub fn main(args: &[String]) -> Result<(), WinError> {
         std::io::Write::flush(&mut stdout)?;
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("--listen") {
+        return listen(args);
+    }
     let mut app_pid = None;
     let mut _child = None;
     if let Some((flag, rest)) = args.split_first() {
         if flag != "--launch" || rest.is_empty() {
             return Err(WinError::Io(std::io::Error::other(format!(
-                "usage: desk-win-worker [--launch PROGRAM [ARGS...]] | desk-win-worker text CLASS (got {args:?})"
+                "usage: desk-win-worker [--launch PROGRAM [ARGS...]] | desk-win-worker {} | desk-win-worker text CLASS (got {args:?})",
+                desk_worker_io::listen::USAGE
             ))));
         }
         let child = std::process::Command::new(&rest[0])
@@ -363,4 +367,28 @@ pub fn main(args: &[String]) -> Result<(), WinError> {
     let stdout = std::io::stdout();
     worker.serve(stdin.lock(), stdout.lock())?;
     Ok(())
+}
+
+/// `--listen tcp://HOST:PORT --cert --key --client-ca [--launch ...]`: serves brokers over TCP
+/// with mutual TLS, one at a time, until `shutdown` (`desk_worker_io::listen`); the launched
+/// app's pid is `hello`'s `app_pid`.
+fn listen(args: &[String]) -> Result<(), WinError> {
+    let transport =
+        |error: desk_worker_io::WorkerIoError| WinError::Io(std::io::Error::other(error));
+    let listen = desk_worker_io::ListenArgs::parse(args).map_err(transport)?;
+    let (listener, config) = listen.bind().map_err(transport)?;
+    let mut child = None;
+    if let Some((program, rest)) = listen.launch.split_first() {
+        let launched = std::process::Command::new(program).args(rest).spawn()?;
+        eprintln!("launched pid {}", launched.id());
+        child = Some(launched);
+    }
+    let app_pid = child.as_ref().map(std::process::Child::id);
+    let identity = desk_worker_io::Identity::mint(app_pid).map_err(transport)?;
+    let mut worker = Worker::new(Win32::new(), app_pid);
+    let served = desk_worker_io::listen::serve(listener, config, &identity, &mut worker);
+    if let Err(error) = worker.release_held() {
+        eprintln!("desk-win-worker: failed to release held input at the end: {error}");
+    }
+    served.map_err(transport)
 }

@@ -1,4 +1,5 @@
-//! The protocol loop and the dispatch of each operation onto a [`Platform`].
+//! The dispatch of each operation onto a [`Platform`]; the protocol loop is the shared one of
+//! `desk_worker_io` (stdin/stdout here, TCP with mutual TLS in `win32::main`'s `--listen`).
 //!
 //! Invariants: one response per request line, in order, with the frame's PNG as the binary
 //! attachment the line announces; an unparseable line is answered with id 0 and
@@ -11,7 +12,7 @@ use desk_contract::desktop::{ActionOutcome, observation};
 use desk_contract::events::InputEvent;
 use desk_contract::worker::{
     HelloInfo, WORKER_PROTOCOL_VERSION, WorkerFailure, WorkerFailureKind, WorkerOp, WorkerReply,
-    WorkerRequest, WorkerResponse, WorkerValue,
+    WorkerValue,
 };
 use desk_contract::{DisplaySize, InputAction, SettleOutcome, SettlePolicy};
 
@@ -26,14 +27,7 @@ mod handoff;
 mod held;
 mod observe;
 
-/// Why a connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// The client closed its side.
-    Disconnected,
-    /// The client sent `shutdown`.
-    Shutdown,
-}
+pub use desk_worker_io::Ended;
 
 /// The app the worker serves: its process and, after `await_app`, its main window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,41 +67,11 @@ impl<P: Platform> Worker<P> {
         &mut self.platform
     }
 
-    /// Serves requests from `reader` until EOF or `shutdown`; held input is released when
-    /// the client goes away.
-    pub fn serve(
-        &mut self,
-        reader: impl BufRead,
-        mut writer: impl Write,
-    ) -> Result<Ended, WinError> {
-        let mut ended = Ended::Disconnected;
-        for line in reader.lines() {
-            let line = line?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (response, stop) = match serde_json::from_str::<WorkerRequest>(&line) {
-                Ok(request) => {
-                    let stop = matches!(request.op, WorkerOp::Shutdown);
-                    (
-                        WorkerResponse::new(request.id, self.handle(request.op)),
-                        stop,
-                    )
-                }
-                Err(error) => {
-                    let refusal = failure(
-                        WorkerFailureKind::InvalidRequest,
-                        format!("failed to parse worker request: {error}"),
-                    );
-                    (WorkerResponse::new(0, WorkerReply::Error(refusal)), false)
-                }
-            };
-            write_response(&mut writer, response)?;
-            if stop {
-                ended = Ended::Shutdown;
-                break;
-            }
-        }
+    /// Serves requests from `reader` until EOF or `shutdown` (the shared loop,
+    /// `desk_worker_io::serve_connection`); held input is released when the client goes away.
+    pub fn serve(&mut self, reader: impl BufRead, writer: impl Write) -> Result<Ended, WinError> {
+        let stream = desk_worker_io::Duplex { reader, writer };
+        let ended = desk_worker_io::serve_connection(stream, self, None)?;
         if let Err(error) = self.release_held() {
             eprintln!("desk-win: failed to release held input at the end: {error}");
         }
@@ -169,6 +133,8 @@ impl<P: Platform> Worker<P> {
             display,
             capture_path: self.platform.capture_path().to_string(),
             server_vendor: self.platform.vendor(),
+            instance_id: None,
+            app_pid: None,
         }))
     }
 
@@ -281,13 +247,14 @@ impl<P: Platform> Worker<P> {
     }
 }
 
-/// Writes the response line, then its frame's PNG as the attachment the line announces.
-fn write_response(writer: &mut impl Write, mut response: WorkerResponse) -> Result<(), WinError> {
-    let png = response.detach_png();
-    let mut text = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
-    text.push(b'\n');
-    writer.write_all(&text)?;
-    writer.write_all(&png)?;
-    writer.flush()?;
-    Ok(())
+impl<P: Platform> desk_worker_io::Handler for Worker<P> {
+    fn handle(&mut self, op: WorkerOp) -> WorkerReply {
+        Worker::handle(self, op)
+    }
+
+    fn disconnected(&mut self) {
+        if let Err(error) = self.release_held() {
+            eprintln!("desk-win: failed to release held input after a disconnect: {error}");
+        }
+    }
 }

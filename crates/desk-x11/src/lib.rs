@@ -33,6 +33,7 @@ mod worker;
 pub use capture::{
     CaptureStats, Capturer, RawFrame, encode_bgrx_png, epoch_ms, measure_capture, sha256_hex,
 };
+pub use desk_worker_io::ListenArgs;
 pub use error::X11Error;
 pub use fault::{WORKER_FAULT_ENV, WorkerFault};
 pub use handoff::HANDOFF_SETTLE_ATTEMPTS;
@@ -44,7 +45,9 @@ pub use keymap::{
 };
 pub use session::X11Session;
 pub use settle::SAMPLE_INTERVAL;
-pub use worker::{WORKER_SOCKET_ENV, handle, run_from_env, run_socket, run_stdio, serve};
+pub use worker::{
+    WORKER_SOCKET_ENV, handle, run_from_env, run_listen, run_socket, run_stdio, serve,
+};
 
 /// Connects to `display` (or `$DISPLAY`) and measures capture+encode over `n_frames` frames.
 pub fn bench_capture(display: Option<&str>, n_frames: usize) -> Result<CaptureStats, X11Error> {

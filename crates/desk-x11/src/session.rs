@@ -197,6 +197,8 @@ impl X11Session {
             display: self.display,
             capture_path: self.capturer.path_name().to_string(),
             server_vendor: self.vendor.clone(),
+            instance_id: None,
+            app_pid: None,
         }
     }
 

@@ -2,10 +2,12 @@
 //! [`WorkerResponse`] line per request (followed by its frame's PNG as a binary attachment when
 //! it carries one), flushed each time.
 //!
-//! Two transports: stdin/stdout ([`run_stdio`], one client for the worker's life) and a private
-//! Unix socket ([`run_socket`], the broker's transport), where the worker serves one client at a
-//! time and outlives its clients: when a broker disconnects or dies, the worker releases held
-//! input and waits for the next broker, so a restarted broker can reattach to a running desktop.
+//! Three transports, one serve loop (`desk_worker_io::serve_connection`, shared with the Windows
+//! worker): stdin/stdout ([`run_stdio`], one client for the worker's life), a private Unix socket
+//! ([`run_socket`], the local broker's transport) and TCP with mutual TLS ([`run_listen`], a
+//! remote broker's). On a socket the worker serves one client at a time and outlives its
+//! clients: when a broker disconnects or dies, the worker releases held input and waits for the
+//! next broker, so a restarted broker can reattach to a running desktop.
 //!
 //! Invariants: stdout carries only protocol lines in stdio mode (logs go to stderr through
 //! `tracing`); an unparseable line gets id 0 and `invalid_request`; EOF and `shutdown` release
@@ -16,10 +18,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use desk_contract::worker::{
-    WorkerFailure, WorkerFailureKind, WorkerOp, WorkerReply, WorkerRequest, WorkerResponse,
-    WorkerValue,
-};
+use desk_contract::worker::{WorkerOp, WorkerReply, WorkerValue};
+use desk_worker_io::{Ended, serve_connection};
 
 use crate::error::X11Error;
 use crate::session::X11Session;
@@ -73,7 +73,12 @@ pub fn run_socket(path: &Path) -> Result<(), X11Error> {
                 continue;
             }
         };
-        match serve_connection(reader, &stream, &mut session) {
+        let stream = desk_worker_io::Duplex {
+            reader,
+            writer: &stream,
+        };
+        let mut served = Served(&mut session);
+        match serve_connection(stream, &mut served, None) {
             Ok(Ended::Shutdown) => {
                 let _ = std::fs::remove_file(path);
                 return Ok(());
@@ -81,10 +86,7 @@ pub fn run_socket(path: &Path) -> Result<(), X11Error> {
             Ok(Ended::Disconnected) => tracing::info!("broker disconnected"),
             Err(error) => tracing::warn!(%error, "broker connection failed"),
         }
-        // Whatever the broker was doing, nothing stays held while no broker is attached.
-        if let Err(error) = session.release_held() {
-            tracing::warn!(%error, "failed to release held inputs after a disconnect");
-        }
+        desk_worker_io::Handler::disconnected(&mut served);
     }
 }
 
@@ -103,72 +105,62 @@ fn listen_private(path: &Path) -> Result<UnixListener, X11Error> {
     Ok(listener)
 }
 
-/// Why a connection ended.
-enum Ended {
-    /// The client closed its side.
-    Disconnected,
-    /// The client sent `shutdown`.
-    Shutdown,
+/// The session as the shared serve loop drives it.
+struct Served<'a>(&'a mut X11Session);
+
+impl desk_worker_io::Handler for Served<'_> {
+    fn handle(&mut self, op: WorkerOp) -> WorkerReply {
+        handle(self.0, op)
+    }
+
+    fn disconnected(&mut self) {
+        // Whatever the broker was doing, nothing stays held while no broker is attached.
+        if let Err(error) = self.0.release_held() {
+            tracing::warn!(%error, "failed to release held inputs after a disconnect");
+        }
+    }
 }
 
-/// Serves requests from `reader`, answering on `writer`, until EOF or `shutdown`.
+/// Serves requests from `reader` until EOF or `shutdown`, answering on `writer`.
 pub fn serve(
     reader: impl BufRead,
     writer: impl Write,
     session: &mut X11Session,
 ) -> Result<(), X11Error> {
-    if let Ended::Disconnected = serve_connection(reader, writer, session)? {
+    let stream = desk_worker_io::Duplex { reader, writer };
+    if let Ended::Disconnected = serve_connection(stream, &mut Served(session), None)? {
         tracing::info!("worker input closed, releasing held inputs");
         session.close();
     }
     Ok(())
 }
 
-fn serve_connection(
-    reader: impl BufRead,
-    mut writer: impl Write,
-    session: &mut X11Session,
-) -> Result<Ended, X11Error> {
-    for line in reader.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (response, stop) = match serde_json::from_str::<WorkerRequest>(&line) {
-            Ok(request) => {
-                let stop = matches!(request.op, WorkerOp::Shutdown);
-                (
-                    WorkerResponse::new(request.id, handle(session, request.op)),
-                    stop,
-                )
-            }
-            Err(error) => {
-                tracing::warn!(%error, "unparseable worker request");
-                let failure = WorkerFailure {
-                    kind: WorkerFailureKind::InvalidRequest,
-                    message: format!("failed to parse worker request: {error}"),
-                };
-                (WorkerResponse::new(0, WorkerReply::Error(failure)), false)
-            }
-        };
-        write_response(&mut writer, response)?;
-        if stop {
-            return Ok(Ended::Shutdown);
-        }
+/// `deskbroker-worker --listen tcp://HOST:PORT --cert --key --client-ca [--launch ...]`:
+/// connects to `$DISPLAY`, launches the app when asked (its pid is `hello`'s `app_pid`), and
+/// serves brokers over mutual TLS one at a time until `shutdown` (`desk_worker_io::listen`).
+pub fn run_listen(args: &desk_worker_io::ListenArgs) -> Result<(), X11Error> {
+    let transport =
+        |error: desk_worker_io::WorkerIoError| X11Error::Io(std::io::Error::other(error));
+    let (listener, config) = args.bind().map_err(transport)?;
+    let mut session = X11Session::connect(None)?;
+    let mut app = None;
+    if let Some((program, rest)) = args.launch.split_first() {
+        let child = std::process::Command::new(program).args(rest).spawn()?;
+        tracing::info!(pid = child.id(), program, "app launched");
+        app = Some(child);
     }
-    Ok(Ended::Disconnected)
+    let identity = desk_worker_io::Identity::mint(app.as_ref().map(std::process::Child::id))
+        .map_err(transport)?;
+    let served =
+        desk_worker_io::listen::serve(listener, config, &identity, &mut Served(&mut session));
+    session.close();
+    if let Some(mut child) = app {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    served.map_err(transport)
 }
 
-/// Writes the response line, then its frame's PNG as the binary attachment the line announces.
-fn write_response(writer: &mut impl Write, mut response: WorkerResponse) -> Result<(), X11Error> {
-    let png = response.detach_png();
-    let mut text = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
-    text.push(b'\n');
-    writer.write_all(&text)?;
-    writer.write_all(&png)?;
-    writer.flush()?;
-    Ok(())
-}
 /// Runs one operation.
 pub fn handle(session: &mut X11Session, op: WorkerOp) -> WorkerReply {
     let result = match op {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub(crate) mod budget;
+pub(crate) mod remote;
 
 /// deskbroker: a control plane that gives computer-use agents real desktops.
 ///
@@ -138,6 +139,10 @@ pub(crate) struct ServeArgs {
     /// Accept orchestration credentials signed by this key (orchestrator.pub) on TCP.
     #[arg(long)]
     pub(crate) orchestrator_pub: Option<PathBuf>,
+    /// Accept reviewer credentials (`certs token --scope review`) signed by this key on the
+    /// screenshot gate's review routes, from every peer; without it nobody can review.
+    #[arg(long)]
+    pub(crate) reviewer_pub: Option<PathBuf>,
     /// Most connections open at once on each listener (the Unix socket and TLS each have their
     /// own); a new connection over the cap closes the longest-idle one.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
@@ -183,6 +188,9 @@ pub(crate) struct ServeArgs {
     /// Limits the watchdog process enforces on every session.
     #[command(flatten)]
     pub(crate) limits: crate::watchdog::LimitArgs,
+    /// A remote worker instead of local desktops.
+    #[command(flatten)]
+    pub(crate) remote: remote::RemoteWorkerArgs,
     #[command(flatten)]
     pub(crate) broker: BrokerArgs,
 }

@@ -58,10 +58,18 @@ fn worker_command() -> Result<Vec<String>> {
     Ok(vec![worker_program()?.display().to_string()])
 }
 
+/// What each session's desktop is: `serve --backend`, or the remote worker of `serve --worker`.
+pub(crate) enum Desktops {
+    /// Local or fake desktops.
+    Backend(Backend),
+    /// Every session on this remote worker.
+    Remote(desk_desktop::RemoteWorker),
+}
+
 fn build_broker_with(
     args: &BrokerArgs,
     auth: AuthConfig,
-    backend: Backend,
+    desktops: Desktops,
     sandboxed: bool,
     policy: Option<desk_broker::PolicyConfig>,
     session_limits: desk_broker::SessionLimits,
@@ -92,21 +100,24 @@ fn build_broker_with(
         config.max_sessions = max_sessions;
         config.memory_budget_mib = memory_budget_mib;
     }
-    config.sandbox = match backend {
-        Backend::Local if sandboxed => desk_contract::desktop::SandboxMode::On,
-        // The fake backend has no desktop to contain: its results say so too.
-        Backend::Local | Backend::Fake => desk_contract::desktop::SandboxMode::Off,
+    let remote = matches!(desktops, Desktops::Remote(_));
+    config.sandbox = match desktops {
+        Desktops::Backend(Backend::Local) if sandboxed => desk_contract::desktop::SandboxMode::On,
+        // The fake backend has no desktop to contain, and a remote worker's desktop is
+        // contained (or not) on its own host: their results say so too.
+        Desktops::Backend(_) | Desktops::Remote(_) => desk_contract::desktop::SandboxMode::Off,
     };
     // Only the operator turns limits off (a fake desktop, stamped `"sandbox": "off"`, runs no
     // process to limit).
-    let limits_mode = if args.unsafe_no_limits {
+    let limits_mode = if args.unsafe_no_limits || remote {
         desk_contract::desktop::LimitsMode::Off
     } else {
         desk_contract::desktop::LimitsMode::Enforced
     };
     config.limits_mode = limits_mode;
-    let opened = match backend {
-        Backend::Local => Broker::open(
+    let opened = match desktops {
+        Desktops::Remote(worker) => Broker::open(config, desk_desktop::RemoteFactory::new(worker)),
+        Desktops::Backend(Backend::Local) => Broker::open(
             config,
             LocalFactory::new(
                 worker_command()?,
@@ -119,7 +130,7 @@ fn build_broker_with(
             )
             .with_limits(limits_mode, args.cgroup_root.clone()),
         ),
-        Backend::Fake => Broker::open(config, FakeFactory),
+        Desktops::Backend(Backend::Fake) => Broker::open(config, FakeFactory),
     };
     opened.with_context(|| format!("failed to open broker state in {}", state_dir.display()))
 }
@@ -134,6 +145,11 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
         let key = desk_evidence::VerifyingKey::read(path)
             .with_context(|| format!("failed to read the orchestrator key {}", path.display()))?;
         auth.orchestrator_key = Some(key);
+    }
+    if let Some(path) = &args.reviewer_pub {
+        let key = desk_evidence::VerifyingKey::read(path)
+            .with_context(|| format!("failed to read the reviewer key {}", path.display()))?;
+        auth.reviewer_key = Some(key);
     }
     let tls = match (&args.listen, &args.tls_cert, &args.tls_key) {
         (None, None, None) => {
@@ -198,6 +214,11 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let broker_args = args.broker.clone();
     let session_limits = args.limits.limits();
     let backend = args.backend;
+    let remote = args.remote.remote_worker()?;
+    anyhow::ensure!(
+        remote.is_none() || backend == Backend::Local,
+        "--worker puts sessions on a remote worker: it does not go with --backend fake"
+    );
     let sandboxed = !args.unsafe_no_sandbox;
     let memory_budget_mib = match args.memory_budget_mib {
         Some(budget) => budget.resolve()?,
@@ -223,6 +244,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             "--unsafe-no-sandbox: desktops run as this user with the host's network and files; \
              every status, reset, receipt and evidence record says \"sandbox\": \"off\""
         );
+    } else if let Some(worker) = &remote {
+        tracing::info!(worker = %worker.endpoint(), "sessions go to the remote worker (mutual TLS); this broker sandboxes and limits nothing of it");
     } else if backend == Backend::Local {
         // Said at start, so an operator learns it before the first client does.
         let policy = SandboxPolicy::default_for_this_process();
@@ -242,11 +265,15 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             }
         }
     }
+    let desktops = match remote {
+        Some(worker) => Desktops::Remote(worker),
+        None => Desktops::Backend(backend),
+    };
     let broker = tokio::task::spawn_blocking(move || {
         build_broker_with(
             &broker_args,
             auth,
-            backend,
+            desktops,
             sandboxed,
             policy,
             session_limits,
@@ -336,7 +363,7 @@ impl LocalBroker {
             build_broker_with(
                 &broker_args,
                 AuthConfig::default(),
-                Backend::Local,
+                Desktops::Backend(Backend::Local),
                 sandboxed,
                 None,
                 desk_broker::SessionLimits::default(),

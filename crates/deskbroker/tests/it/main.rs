@@ -37,6 +37,7 @@ mod policy_cli;
 mod probe;
 mod readback;
 mod reap;
+mod remote_worker;
 mod reset_handoff;
 mod sandbox;
 mod sandbox_view;

@@ -8,6 +8,9 @@
 //! - no arguments: the per-session desktop worker, serving the Unix socket named by
 //!   `DESKBROKER_WORKER_SOCKET` (or stdin/stdout without it); `--as UID:GID` first: started as
 //!   root, it drops to those ids keeping `CAP_SYS_PTRACE` alone (see `identity.rs`);
+//! - `--listen tcp://HOST:PORT --cert PEM --key PEM --client-ca PEM [--launch PROGRAM ARGS...]`:
+//!   the desktop worker of `$DISPLAY` for a remote broker, over TCP with mutual TLS
+//!   (`docs/worker-protocol.md`, "Transport"), optionally launching the app it serves;
 //! - `hold [--every SECS] [--missing SECS] FILE`: the sandbox's pid 1, enforcing the lease
 //!   deadline in `FILE` and reaping orphans (see `hold.rs`).
 //!
@@ -30,6 +33,8 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 const USAGE: &str = "usage: deskbroker-worker [--as UID:GID] (the desktop worker)\n       \
+                     deskbroker-worker --listen tcp://HOST:PORT --cert PEM --key PEM \
+                     --client-ca PEM [--launch PROGRAM [ARGS...]]\n       \
                      deskbroker-worker hold [--every SECS] [--missing SECS] FILE\n       \
                      deskbroker-worker seed-home HOME SEED\n       \
                      deskbroker-worker confine --exec PATH... -- PROGRAM ARGS...";
@@ -61,15 +66,25 @@ fn main() -> ExitCode {
         }
     }
     match args.first().map(String::as_str) {
+        Some("--listen") => {
+            let listen = match desk_x11::ListenArgs::parse(&args) {
+                Ok(listen) => listen,
+                Err(error) => {
+                    eprintln!("deskbroker-worker: {error}\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            };
+            init_logs();
+            match desk_x11::run_listen(&listen) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         None => {
-            let filter =
-                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-            // A log destination that cannot be written must cost log lines, not the worker.
-            tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::io::stderr)
-                .log_internal_errors(false)
-                .init();
+            init_logs();
             match desk_x11::run_from_env() {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
@@ -95,4 +110,15 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Logs to stderr at `info` unless `RUST_LOG` says otherwise.
+fn init_logs() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // A log destination that cannot be written must cost log lines, not the worker.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false)
+        .init();
 }
