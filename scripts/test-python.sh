@@ -10,23 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --locked -q -p deskbroker -p desk-test-support
 venv=target/python-venv
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir -e "python[test]"
-"$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps cua-agent==0.9.1
-# cua's quick start (python/README.md, `python run-cua`) in a venv of its own: cua-agent 0.9.1
-# needs openai<3 (litellm), the Agents SDK openai>=3. About 130 s the first time.
 cua_venv=target/python-cua-venv
-[ -x "$cua_venv/bin/python" ] || python3 -m venv "$cua_venv"
-"$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir cua-agent==0.9.1
-"$cua_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
-# Verifiers 0.4 (verifiers.v1: the taskset and harness of deskbroker.verifiers_v1) in a venv of
-# its own: 0.3 (the test extra) and 0.4 cannot share one. 53-99 s the first time here (589 MB),
-# 3 s after.
 vf04_venv=target/python-vf04-venv
-[ -x "$vf04_venv/bin/python" ] || python3 -m venv "$vf04_venv"
-"$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir verifiers==0.4.0 \
-  pytest==9.2.0 pytest-asyncio==1.5.0
-"$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
+scripts/python-venvs.sh
 (cd python && "../$venv/bin/mypy")
 # The wheel and sdist a user would install: built, accepted by `twine check --strict`, and the
 # wheel installed into a fresh venv that imports the package.

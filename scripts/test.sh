@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 # One-shot runs gain nothing from incremental caches, which would add gigabytes to target/.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# The Python venvs (minutes of pip installs on a fresh machine) fill in the background while
+# cargo builds; test-python.sh waits for nothing itself, so this script waits before it.
+mkdir -p target
+scripts/python-venvs.sh > target/python-venvs.log 2>&1 &
+venvs_pid=$!
+trap 'kill "$venvs_pid" 2>/dev/null || true' EXIT
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The Windows worker, cross-compiled (its Win32 code only builds for Windows; docs/windows.md).
@@ -13,7 +19,6 @@ cargo build --locked --target x86_64-pc-windows-gnu -p desk-win
 cargo clippy --locked --target x86_64-pc-windows-gnu -p desk-win --all-targets -- -D warnings
 # The test output goes to target/test-output.log as well; a failure ends with each failing
 # test's panic message (without the backtraces), so the reason is in the last lines a CI shows.
-mkdir -p target
 set +e
 DESK_REQUIRE_XVFB=1 cargo test --workspace --locked 2>&1 | tee target/test-output.log
 status=${PIPESTATUS[0]}
@@ -30,5 +35,10 @@ if command -v wine >/dev/null; then
   DESK_REQUIRE_XVFB=1 scripts/wine-conformance.sh
 else
   echo "test: wine is not installed (scripts/setup.sh installs it); the Wine conformance run is skipped"
+fi
+if ! wait "$venvs_pid"; then
+  echo "test: creating the Python venvs failed:" >&2
+  cat target/python-venvs.log >&2
+  exit 1
 fi
 DESK_REQUIRE_XVFB=1 scripts/test-python.sh
