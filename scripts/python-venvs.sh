@@ -5,6 +5,15 @@
 # it again (then a no-op) so it also works alone. Never run two of these at once on one target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Skipped when a run already completed for this pyproject.toml and this script (the stamp).
+stamp=target/python-venvs.stamp
+want=$(cat python/pyproject.toml "$0" | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+  && [ -x target/python-venv/bin/python ] && [ -x target/python-cua-venv/bin/python ] \
+  && [ -x target/python-vf04-venv/bin/python ]; then
+  exit 0
+fi
+rm -f "$stamp"
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir -e "python[test]"
@@ -23,3 +32,4 @@ vf04_venv=target/python-vf04-venv
 "$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir verifiers==0.4.0 \
   pytest==9.2.0 pytest-asyncio==1.5.0
 "$vf04_venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -e python
+echo "$want" > "$stamp"
