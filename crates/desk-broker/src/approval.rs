@@ -22,10 +22,9 @@ use std::sync::Mutex;
 use desk_contract::a11y::{AxLimits, AxTree};
 use desk_contract::control::FeatureSupport;
 use desk_contract::{ErrorCode, InputAction};
-use desk_desktop::{DesktopBackend, SessionDir};
+use desk_desktop::DesktopBackend;
 use desk_policy::Approvals;
 
-use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use hit::{Hit, Place, Unverified};
@@ -107,18 +106,19 @@ impl ApprovalGate {
     }
 }
 
-impl Inner {
+impl ApprovalGate {
     /// Refuses `input` before it is sent when it would reach a high-risk control of the app, or
     /// when that cannot be told (see the module doc). Takes a snapshot for input that presses
-    /// or types; a no-op without approvals.
-    pub(crate) fn check_high_risk(
+    /// or types, handing it to `observed` (the broker's record of the current observation)
+    /// first; a no-op without approvals.
+    pub(crate) fn check(
         &self,
         backend: &mut dyn DesktopBackend,
         session_id: &SessionId,
-        dir: &SessionDir,
         input: &InputAction,
+        observed: &dyn Fn(&AxTree) -> Result<(), BrokerError>,
     ) -> Result<(), BrokerError> {
-        let Some(approvals) = self.approvals.approvals.as_ref() else {
+        let Some(approvals) = self.approvals.as_ref() else {
             return Ok(());
         };
         if let InputAction::AxPress {
@@ -132,7 +132,7 @@ impl Inner {
         } = input
         {
             let what = format!("the semantic step on node {node}");
-            let guard = self.approvals.lock();
+            let guard = self.lock();
             let tree = guard
                 .get(session_id)
                 .filter(|tree| tree.observation_id == *observation_id)
@@ -165,8 +165,8 @@ impl Inner {
             .accessibility(limits)
             .map_err(|error| unverified("the input", &error.to_string()))?;
         // The snapshot is the session's current observation now, in the worker and here.
-        self.controls.observed(session_id, dir, &tree)?;
-        self.approvals.observed(session_id, &tree);
+        observed(&tree)?;
+        self.observed(session_id, &tree);
         tracing::debug!(
             %session_id,
             nodes = tree.nodes.len(),
@@ -191,10 +191,10 @@ impl Inner {
     }
 }
 
-impl Broker {
+impl ApprovalGate {
     /// `approval`: offered when the workspace policy in force has an `approvals` section.
-    pub(crate) fn approval_feature(&self) -> FeatureSupport {
-        let supported = self.inner.approvals.enabled();
+    pub(crate) fn feature(&self) -> FeatureSupport {
+        let supported = self.enabled();
         FeatureSupport {
             feature: APPROVAL.to_string(),
             supported,

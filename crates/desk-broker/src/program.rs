@@ -154,7 +154,11 @@ impl Inner {
             }
             let (input, intent) = step.clone().into_parts();
             // A high-risk control of the policy's `approvals` (`approval.rs`): nothing is sent.
-            if let Err(refusal) = self.check_high_risk(backend, &session_id, &dir, &input) {
+            let observed = |tree: &_| self.controls.observed(&session_id, &dir, tree);
+            if let Err(refusal) = self
+                .approvals
+                .check(backend, &session_id, &input, &observed)
+            {
                 self.count_refused(&session_id, plan.request_id.as_str(), &refusal);
                 if submitted.is_empty() {
                     return Err(ledger.withdrawn(refusal));

@@ -194,7 +194,7 @@ impl Broker {
     pub(crate) fn capabilities(&self) -> Capabilities {
         let mut document = capabilities(self.inner.factory.accessibility());
         document.features.push(self.screenshot_gate_feature());
-        document.features.push(self.approval_feature());
+        document.features.push(self.inner.approvals.feature());
         document
     }
 
@@ -203,7 +203,7 @@ impl Broker {
         if name == SCREENSHOT_GATE || name == crate::approval::APPROVAL {
             let found = match name {
                 SCREENSHOT_GATE => self.screenshot_gate_feature(),
-                _ => self.approval_feature(),
+                _ => self.inner.approvals.feature(),
             };
             return match found.supported {
                 true => Ok(found),
