@@ -4,6 +4,7 @@
 
 mod accessibility;
 mod after_input;
+mod approvals;
 mod app_view;
 mod artifact_reader;
 mod auth;
