@@ -4,8 +4,8 @@
 
 mod accessibility;
 mod after_input;
-mod approvals;
 mod app_view;
+mod approvals;
 mod artifact_reader;
 mod auth;
 mod ax_fixture;
