@@ -49,9 +49,11 @@ use serde::{Deserialize, Serialize};
 use crate::CadError;
 use crate::generate3d::SHEET_NAME;
 use crate::solid::pictures::JudgePictures;
-use crate::solid::{FcstdFacts, SolidFacts, UnionFacts, sandbox};
+use crate::solid::{FcstdFacts, SheetFacts, SolidFacts, UnionFacts, sandbox};
 
 mod sheet;
+
+use sheet::round6;
 
 pub use sheet::{
     DIMENSION_TOLERANCE, DIMENSION_TOLERANCE_MM, SHEET_PARTS, SHEET_WEIGHT, SheetScore,
@@ -332,7 +334,7 @@ fn score_fcstd_with(
         output.overlap,
     );
     if let Some(gold_sheet) = gold_sheets.iter().find(|sheet| sheet.label == SHEET_NAME) {
-        sheet::add_sheet(&mut report, gold_sheet, candidate_sheets);
+        add_sheet(&mut report, gold_sheet, candidate_sheets);
     }
     tracing::debug!(
         judge_ms = judged.as_millis(),
@@ -417,10 +419,6 @@ fn candidate_zero(facts: &FcstdFacts) -> Result<&[SolidFacts], Box<SolidScoreRep
             }
         }
     }
-}
-
-pub(super) fn round6(value: f64) -> f64 {
-    (value * 1e6).round() / 1e6
 }
 
 /// `1 - |c - g| / (REL_SPAN g)`, floored at 0.
@@ -570,6 +568,47 @@ fn compare(gold: Part<'_>, candidate: Part<'_>, overlap: Option<Overlap>) -> Sol
         iou_method,
         sampled_iou,
     }
+}
+
+/// Adds the sheet category: the candidate's `Layout1` against the gold's; a missing
+/// `Layout1` scores 0 even when the views sit on another sheet.
+fn add_sheet(report: &mut SolidScoreReport, gold: &SheetFacts, candidate_sheets: &[SheetFacts]) {
+    let (sheet, value) = match candidate_sheets
+        .iter()
+        .find(|sheet| sheet.label == SHEET_NAME)
+    {
+        Some(candidate) => {
+            let (sheet, value) = sheet::compare_sheets(gold, candidate);
+            (Some(sheet), value)
+        }
+        None => {
+            report.flags.push("no_layout1".to_owned());
+            if candidate_sheets.iter().any(|sheet| !sheet.views.is_empty()) {
+                report.flags.push("views_on_other_sheet".to_owned());
+            }
+            (None, 0.0)
+        }
+    };
+    for category in &mut report.categories {
+        category.weight *= 1.0 - SHEET_WEIGHT;
+    }
+    report.categories.push(SolidCategoryScore {
+        category: SolidCategory::Sheet,
+        weight: SHEET_WEIGHT,
+        gold: 1.0,
+        candidate: value,
+        score: value,
+    });
+    report.sheet = sheet;
+    report.score = round6(
+        report
+            .categories
+            .iter()
+            .map(|c| c.weight * c.score)
+            .sum::<f64>(),
+    );
+    report.flags.sort();
+    report.flags.dedup();
 }
 
 #[cfg(test)]

@@ -11,7 +11,16 @@ use std::process::ExitCode;
 #[allow(clippy::print_stdout, clippy::print_stderr)] // a command-line tool: its output is the point
 fn main() -> ExitCode {
     let only = std::env::args().nth(1);
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // The workspace around the current directory (not the one this binary was built in: a
+    // shared target directory may hold a build from another checkout).
+    let Some(workspace) = std::env::current_dir().ok().and_then(|dir| {
+        dir.ancestors()
+            .find(|dir| dir.join("crates/desk-tidy/cycles.allow").is_file())
+            .map(Path::to_path_buf)
+    }) else {
+        eprintln!("cycles: run this inside the deskbroker workspace");
+        return ExitCode::FAILURE;
+    };
     let cycles = match desk_tidy::module_cycles(&workspace) {
         Ok(cycles) => cycles,
         Err(error) => {

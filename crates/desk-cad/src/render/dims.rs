@@ -1,6 +1,7 @@
 //! Linear and radial dimensions in the render: extension lines, dimension line, arrows, label.
 
-use super::{DIM_STROKE, LABEL_PX, View, arrow, label, line, linear_dim_frame};
+use super::svg::{DIM_STROKE, LABEL_PX, arrow, label, line};
+use super::view::{View, linear_dim_frame};
 use crate::model::{DimKind, Geometry, Point};
 
 pub(super) fn draw_linear_dim(

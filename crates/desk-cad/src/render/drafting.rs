@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 
-use super::{ARROW_PX, DIM_STROKE, FONT, LABEL_PX, View, arrow, escape, label, line};
+use super::svg::{ARROW_PX, DIM_STROKE, FONT, LABEL_PX, arrow, escape, label, line};
+use super::view::{MTEXT_LINE_PITCH, View};
 use crate::model::{Geometry, HatchPattern, Point, dash_pattern};
 
 /// Pattern line spacing of the ANSI patterns at scale 1, in mm (1/8 inch).
 const ANSI_SPACING_MM: f64 = 3.175;
 const HATCH_STROKE: &str = "1";
-/// MTEXT's line pitch as a multiple of the text height (the DXF default spacing).
-const MTEXT_LINE_PITCH: f64 = 5.0 / 3.0;
 /// The cap height of DejaVu Sans as a share of its font size.
 const CAP_HEIGHT: f64 = 0.73;
 
@@ -24,46 +23,7 @@ pub(super) fn dasharray(linetype: &str, view: &View) -> Option<String> {
     Some(parts.join(","))
 }
 
-/// Points covering the entity's drawn extent, for the geometry [`super::draw`] hands here.
-pub(super) fn extent_points(geometry: &Geometry) -> Vec<Point> {
-    match geometry {
-        Geometry::AngularDim { arc_point, .. } => match geometry.angle() {
-            Some(angle) => {
-                let r = angle.vertex.dist(*arc_point);
-                (0..=16)
-                    .map(|step| {
-                        angle.vertex.polar(
-                            r,
-                            angle.start_deg + angle.sweep_deg * f64::from(step) / 16.0,
-                        )
-                    })
-                    .chain([angle.vertex])
-                    .collect()
-            }
-            None => vec![*arc_point],
-        },
-        Geometry::Leader { points } => points.clone(),
-        Geometry::MText {
-            insert,
-            height,
-            value,
-        } => {
-            let lines = value.lines().count().max(1) as f64;
-            let widest = value.lines().map(|l| l.chars().count()).max().unwrap_or(0) as f64;
-            vec![
-                *insert,
-                Point::new(
-                    insert.x + 0.62 * height * widest,
-                    insert.y - height * (1.0 + (lines - 1.0) * MTEXT_LINE_PITCH),
-                ),
-            ]
-        }
-        Geometry::Hatch { loops, .. } => loops.iter().flatten().copied().collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Draws the geometry [`super::draw`] hands here.
+/// Draws the drafting geometry the render's `draw` hands here.
 pub(super) fn draw(svg: &mut String, view: &View, geometry: &Geometry) {
     match geometry {
         Geometry::AngularDim { arc_point, .. } => {

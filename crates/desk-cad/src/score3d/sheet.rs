@@ -6,14 +6,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{SolidCategory, SolidCategoryScore, SolidScoreReport, round6};
-use crate::generate3d::SHEET_NAME;
 use crate::solid::{SheetFacts, SheetView};
 
 pub(crate) mod layout;
 pub(crate) mod render;
 
 pub use render::render_sheet_png;
+
+/// A score rounded to six decimals, as every report carries it.
+pub(crate) fn round6(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
 
 /// Relative tolerance of a dimension's value (0.5 %), with [`DIMENSION_TOLERANCE_MM`] as its
 /// floor.
@@ -22,7 +25,7 @@ pub const DIMENSION_TOLERANCE: f64 = 0.005;
 pub const DIMENSION_TOLERANCE_MM: f64 = 0.01;
 
 /// Weight of the sheet category when the gold has a `Layout1` sheet; the part categories
-/// share the rest in proportion to [`super::SOLID_WEIGHTS`].
+/// share the rest in proportion to the part categories' weights (`score3d::SOLID_WEIGHTS`).
 pub const SHEET_WEIGHT: f64 = 0.4;
 
 /// The sheet's parts and their weights within [`SHEET_WEIGHT`] (a part the gold does not
@@ -202,7 +205,7 @@ pub(crate) fn callouts(
     )
 }
 
-fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64) {
+pub(super) fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64) {
     let matched = matched_views(gold, candidate);
     let views_f1 = f1(matched.len(), gold.views.len(), candidate.views.len());
     let arrangement = layout::arrangement(gold, candidate, &matched).map(round6);
@@ -282,49 +285,4 @@ fn compare_sheets(gold: &SheetFacts, candidate: &SheetFacts) -> (SheetScore, f64
         callouts,
     };
     (score, round6(value / total))
-}
-
-/// Adds the sheet category: the candidate's `Layout1` against the gold's; a missing
-/// `Layout1` scores 0 even when the views sit on another sheet.
-pub(super) fn add_sheet(
-    report: &mut SolidScoreReport,
-    gold: &SheetFacts,
-    candidate_sheets: &[SheetFacts],
-) {
-    let (sheet, value) = match candidate_sheets
-        .iter()
-        .find(|sheet| sheet.label == SHEET_NAME)
-    {
-        Some(candidate) => {
-            let (sheet, value) = compare_sheets(gold, candidate);
-            (Some(sheet), value)
-        }
-        None => {
-            report.flags.push("no_layout1".to_owned());
-            if candidate_sheets.iter().any(|sheet| !sheet.views.is_empty()) {
-                report.flags.push("views_on_other_sheet".to_owned());
-            }
-            (None, 0.0)
-        }
-    };
-    for category in &mut report.categories {
-        category.weight *= 1.0 - SHEET_WEIGHT;
-    }
-    report.categories.push(SolidCategoryScore {
-        category: SolidCategory::Sheet,
-        weight: SHEET_WEIGHT,
-        gold: 1.0,
-        candidate: value,
-        score: value,
-    });
-    report.sheet = sheet;
-    report.score = round6(
-        report
-            .categories
-            .iter()
-            .map(|c| c.weight * c.score)
-            .sum::<f64>(),
-    );
-    report.flags.sort();
-    report.flags.dedup();
 }

@@ -200,7 +200,7 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
     let gold = sheet("Layout1", &[[0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]);
 
     let mut report = base();
-    sheet::add_sheet(&mut report, &gold, std::slice::from_ref(&gold));
+    add_sheet(&mut report, &gold, std::slice::from_ref(&gold));
     assert_eq!(report.score, 1.0);
     let weights: f64 = report.categories.iter().map(|c| c.weight).sum();
     assert!((weights - 1.0).abs() < 1e-12);
@@ -211,7 +211,7 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
         let mut candidate = sheet("Layout1", &[tilt(deg), [0.0, 0.0, 5.0]]);
         candidate.views[1].direction = [0.0, 0.0, 5.0];
         let mut report = base();
-        sheet::add_sheet(&mut report, &gold, &[candidate]);
+        add_sheet(&mut report, &gold, &[candidate]);
         assert_eq!(
             report.sheet.as_ref().map(|s| s.views_f1),
             Some(expected_views_f1),
@@ -221,7 +221,7 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
 
     // The same sheet under another label: no Layout1, category 0, flagged.
     let mut report = base();
-    sheet::add_sheet(&mut report, &gold, &[sheet("Page", &[[0.0, -1.0, 0.0]])]);
+    add_sheet(&mut report, &gold, &[sheet("Page", &[[0.0, -1.0, 0.0]])]);
     assert_eq!(report.score, 0.6);
     assert_eq!(report.flags, ["no_layout1", "views_on_other_sheet"]);
 
@@ -230,7 +230,7 @@ fn the_sheet_matches_views_by_direction_and_needs_layout1() {
     candidate.notes = vec!["UNITS: INCH".to_owned()];
     candidate.dimensions.pop();
     let mut report = base();
-    sheet::add_sheet(&mut report, &gold, &[candidate]);
+    add_sheet(&mut report, &gold, &[candidate]);
     let sheet_score = report.sheet.unwrap();
     assert_eq!(sheet_score.notes_f1, Some(0.0));
     assert_eq!(sheet_score.dimensions_f1, Some(round6(2.0 / 3.0)));
@@ -253,7 +253,7 @@ fn callouts_match_on_the_matched_view_and_count_centre_lines() {
     };
     let callouts = |candidate: &SheetFacts| {
         let mut report = base();
-        sheet::add_sheet(&mut report, &gold, std::slice::from_ref(candidate));
+        add_sheet(&mut report, &gold, std::slice::from_ref(candidate));
         report.sheet.and_then(|s| s.callouts)
     };
     assert_eq!(callouts(&gold), Some(1.0));
@@ -292,12 +292,12 @@ fn callouts_match_on_the_matched_view_and_count_centre_lines() {
     // Neither sheet has a callout: 1.0; the candidate adds one: 0.
     let plain = sheet("Layout1", &[[0.0, 0.0, 1.0]]);
     let mut report = base();
-    sheet::add_sheet(&mut report, &plain, std::slice::from_ref(&plain));
+    add_sheet(&mut report, &plain, std::slice::from_ref(&plain));
     assert_eq!(report.sheet.and_then(|s| s.callouts), Some(1.0));
     let mut extra = plain.clone();
     extra.views[0].cosmetic_edges = 1;
     let mut report = base();
-    sheet::add_sheet(&mut report, &plain, &[extra]);
+    add_sheet(&mut report, &plain, &[extra]);
     assert_eq!(report.sheet.and_then(|s| s.callouts), Some(0.0));
 }
 
@@ -430,7 +430,7 @@ fn sheet_score(gold: &SheetFacts, candidate: SheetFacts) -> (SheetScore, f64) {
         part(&gold_part),
         overlap(1000.0, 1000.0, 1000.0),
     );
-    sheet::add_sheet(&mut report, gold, &[candidate]);
+    add_sheet(&mut report, gold, &[candidate]);
     let score = report.sheet.clone().expect("a Layout1 sheet");
     (score, report.score)
 }
