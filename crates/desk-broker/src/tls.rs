@@ -14,8 +14,7 @@ use std::time::Duration;
 use axum::extract::connect_info::Connected;
 use rustls::RootCertStore;
 use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::CertificateDer;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -55,22 +54,17 @@ fn bad_file(operation: &'static str, path: &Path, reason: impl std::fmt::Display
     }
 }
 
+/// The PEM reading the worker transport uses too (`desk_worker_io::tls`), one home for it.
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, BrokerError> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|error| bad_file("read certificates from", path, error))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| bad_file("parse certificates in", path, error))?;
-    if certs.is_empty() {
-        return Err(bad_file("read certificates from", path, "no certificate"));
-    }
-    Ok(certs)
+    desk_worker_io::tls::read_certs(path)
+        .map_err(|error| bad_file("read certificates from", path, error))
 }
 
 /// Builds the server configuration from `files` (HTTP/1.1 only, as the router serves).
 pub fn server_config(files: &TlsFiles) -> Result<Arc<rustls::ServerConfig>, BrokerError> {
     install_crypto_provider();
     let chain = read_certs(&files.cert)?;
-    let key = PrivateKeyDer::from_pem_file(&files.key)
+    let key = desk_worker_io::tls::read_key(&files.key)
         .map_err(|error| bad_file("read the private key", &files.key, error))?;
     let builder = rustls::ServerConfig::builder();
     let builder = match &files.client_ca {
