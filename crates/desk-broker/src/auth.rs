@@ -19,6 +19,11 @@
 //!    credential ([`crate::credential`]) carrying the route's scope. Other routes (the OpenAPI
 //!    document, unknown paths) are open to any admitted peer.
 //!
+//! 4. The screenshot gate's review routes (`/v1/reviews…`): a reviewer credential (the
+//!    credential format with the `review` scope) verified with [`AuthConfig::reviewer_key`],
+//!    from every peer, Unix or TLS, certificate or not; a lease token is no such credential.
+//!    The handler gets the credential's subject as [`Reviewer`].
+//!
 //! Credentials are never logged or echoed: refusal messages name the reason only.
 //!
 //! Fairness: the lease-token check reads the store on the blocking pool but never waits for a
@@ -92,6 +97,8 @@ pub(crate) enum Target {
     },
     /// A route that needs a scope over TCP without a client certificate.
     Scoped(Scope),
+    /// The review routes: a reviewer credential from every peer.
+    Review,
     /// The OpenAPI document and unknown paths.
     Open,
     /// A session path whose id is not a plain segment: refused like a wrong token.
@@ -136,6 +143,9 @@ pub(crate) fn classify(method: &Method, path: &str) -> Target {
             keeps_after_end,
         };
     }
+    if path == "/v1/reviews" || path.starts_with("/v1/reviews/") {
+        return Target::Review;
+    }
     match path {
         "/v1/leases" => Target::Scoped(Scope::Lease),
         "/v1/metrics" => Target::Scoped(Scope::Metrics),
@@ -158,10 +168,11 @@ pub(crate) fn target_of(method: &Method, raw_path: &str, matched: Option<&str>) 
         },
         Some(template) if template.starts_with("/v1/sessions/") => match by_path {
             Target::Session { .. } | Target::BadSession => by_path,
-            Target::Scoped(_) | Target::Open => Target::BadSession,
+            Target::Scoped(_) | Target::Open | Target::Review => Target::BadSession,
         },
         Some(template) => match classify(method, template) {
             Target::Scoped(scope) => Target::Scoped(scope),
+            Target::Review => Target::Review,
             _ => by_path,
         },
         None => by_path,
@@ -244,6 +255,32 @@ pub(crate) fn check_scope(
             Ok(())
         }
     }
+}
+
+/// The subject of the reviewer credential that authorized a review request.
+#[derive(Debug, Clone)]
+pub(crate) struct Reviewer(pub(crate) String);
+
+/// Step 4: a reviewer credential, whatever the peer.
+pub(crate) fn check_reviewer(
+    config: &AuthConfig,
+    token: Option<&str>,
+    now_ms: u64,
+) -> Result<Reviewer, BrokerError> {
+    let key = config.reviewer_key.as_ref().ok_or_else(|| {
+        BrokerError::Unauthorized(
+            "this broker takes no reviewer credential (serve --reviewer-pub)".to_string(),
+        )
+    })?;
+    let token =
+        token.ok_or_else(|| BrokerError::Unauthorized("a reviewer credential is needed".into()))?;
+    let claims = credential::verify(key, token, now_ms)?;
+    if !claims.scope.contains(&Scope::Review) {
+        return Err(BrokerError::Unauthorized(
+            "credential refused: it lacks the review scope".to_string(),
+        ));
+    }
+    Ok(Reviewer(claims.sub))
 }
 
 fn wrong_token() -> BrokerError {
@@ -358,7 +395,7 @@ impl Asked {
     }
 }
 
-async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
+async fn decide(broker: &Broker, asked: Asked) -> Result<Option<Reviewer>, BrokerError> {
     let config = &broker.inner.config.auth;
     admit_peer(config, asked.peer.as_ref())?;
     let Some(peer) = asked.peer else {
@@ -367,11 +404,15 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
         ));
     };
     match asked.target {
-        Target::Open => Ok(()),
+        Target::Open => Ok(None),
         Target::BadSession => Err(wrong_token()),
         Target::Scoped(scope) => {
             let token = asked.bearer?;
-            check_scope(config, &peer, scope, token.as_deref(), now_ms())
+            check_scope(config, &peer, scope, token.as_deref(), now_ms()).map(|()| None)
+        }
+        Target::Review => {
+            let token = asked.bearer?;
+            check_reviewer(config, token.as_deref(), now_ms()).map(Some)
         }
         Target::Session {
             id,
@@ -387,6 +428,7 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
             })
             .await
             .map_err(|error| BrokerError::Internal(format!("authorization panicked: {error}")))?
+            .map(|()| None)
         }
     }
 }
@@ -394,11 +436,16 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<(), BrokerError> {
 /// The router layer that authorizes a request before its handler runs.
 pub(crate) async fn authorize(
     State(broker): State<Broker>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     match decide(&broker, Asked::of(&request)).await {
-        Ok(()) => next.run(request).await,
+        Ok(reviewer) => {
+            if let Some(reviewer) = reviewer {
+                request.extensions_mut().insert(reviewer);
+            }
+            next.run(request).await
+        }
         Err(refusal) => refusal.into_response(),
     }
 }

@@ -145,6 +145,9 @@ pub struct AuthConfig {
     /// Verifies orchestration credentials presented over TCP; `None` admits TCP clients to the
     /// lease and metrics routes only with a verified client certificate.
     pub orchestrator_key: Option<VerifyingKey>,
+    /// Verifies reviewer credentials (scope `review`) on the review routes, over any
+    /// transport; `None`: nobody can review (`docs/screenshot-gate.md`).
+    pub reviewer_key: Option<VerifyingKey>,
 }
 
 impl Default for AuthConfig {
@@ -152,6 +155,7 @@ impl Default for AuthConfig {
         AuthConfig {
             allowed_uids: vec![nix::unistd::geteuid().as_raw()],
             orchestrator_key: None,
+            reviewer_key: None,
         }
     }
 }

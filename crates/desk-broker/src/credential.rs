@@ -33,6 +33,9 @@ pub enum Scope {
     Metrics,
     /// `POST /v1/sessions/{id}/kill`: the operator's kill switch.
     Kill,
+    /// The screenshot gate's review routes (`/v1/reviews…`), verified with the reviewer key
+    /// (`serve --reviewer-pub`), never the orchestrator's.
+    Review,
 }
 
 impl Scope {
@@ -42,6 +45,7 @@ impl Scope {
             Scope::Lease => "lease",
             Scope::Metrics => "metrics",
             Scope::Kill => "kill",
+            Scope::Review => "review",
         }
     }
 
@@ -51,6 +55,7 @@ impl Scope {
             "lease" => Some(Scope::Lease),
             "metrics" => Some(Scope::Metrics),
             "kill" => Some(Scope::Kill),
+            "review" => Some(Scope::Review),
             _ => None,
         }
     }

@@ -65,7 +65,7 @@ mod launch;
 pub(crate) use clipboard::clipboard_access;
 pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence};
-pub(crate) use gate::{gate_decision, source_name as gate_source_name};
+pub(crate) use gate::{gate_decision, review_decision};
 pub(crate) use journal::Journals;
 use journal::with_journal;
 use keys::signing_key;

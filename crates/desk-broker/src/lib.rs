@@ -48,6 +48,8 @@ mod private;
 mod program;
 mod reconcile;
 mod reset;
+mod review;
+mod review_routes;
 mod routes;
 mod serve;
 mod session;

@@ -293,13 +293,17 @@ fn operation_object(operation: &Operation, generators: &mut Generators) -> Value
                 json!([{}, {"orchestrationCredential": []}]),
             );
         }
+        Access::Reviewer => {
+            object.insert("security".into(), json!([{"reviewerCredential": []}]));
+        }
         Access::Open => {}
     }
     let mut parameters = Vec::new();
     if operation.path.contains("{id}") {
         parameters.push(json!({
             "name": "id", "in": "path", "required": true,
-            "schema": {"type": "string"}, "description": "session id",
+            "schema": {"type": "string"},
+            "description": if operation.path.starts_with("/v1/reviews/") { "review id" } else { "session id" },
         }));
     }
     for parameter in operation.parameters {

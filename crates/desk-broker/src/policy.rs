@@ -88,9 +88,16 @@ impl PolicyInForce {
         };
         match verified.policy().screenshot_gate() {
             None => Ok(crate::shot_gate::ShotGates::off()),
-            Some(settings) => desk_gate::GatePolicy::new(settings, verified.sha256())
-                .map(crate::shot_gate::ShotGates::new)
-                .map_err(|error| BrokerError::PolicyInvalid(error.to_string())),
+            Some(settings) => {
+                let gate =
+                    |error: desk_gate::GateError| BrokerError::PolicyInvalid(error.to_string());
+                let mut policy =
+                    desk_gate::GatePolicy::new(settings, verified.sha256()).map_err(gate)?;
+                if let Some(classifier) = verified.policy().screenshot_gate_classifier() {
+                    policy = policy.with_classifier(classifier).map_err(gate)?;
+                }
+                crate::shot_gate::ShotGates::new(policy)
+            }
         }
     }
 

@@ -63,6 +63,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/accessibility"),
     ("GET", "/v1/sessions/{id}/windows"),
     ("POST", "/v1/drain"),
+    ("GET", "/v1/reviews"),
+    ("GET", "/v1/reviews/{id}"),
+    ("GET", "/v1/reviews/{id}/frame"),
+    ("POST", "/v1/reviews/{id}/decision"),
+    ("GET", "/review"),
 ];
 
 /// The largest error body the tracing layer reads back to learn its `code`.
@@ -402,6 +407,17 @@ pub fn router(broker: Broker) -> Router {
                     crate::clipboard::CLIPBOARD_BODY_LIMIT_BYTES,
                 )),
         )
+        .route("/v1/reviews", get(crate::review_routes::list_route))
+        .route("/v1/reviews/{id}", get(crate::review_routes::one_route))
+        .route(
+            "/v1/reviews/{id}/frame",
+            get(crate::review_routes::frame_route),
+        )
+        .route(
+            "/v1/reviews/{id}/decision",
+            post(crate::review_routes::decide_route),
+        )
+        .route("/review", get(crate::review_routes::page_route))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))

@@ -5,7 +5,10 @@
 //! the session's signed, hash-chained journal, written and read back before the answer leaves;
 //! unless it is `allow` the answer carries no image (`png_base64` empty) and says why in
 //! `screenshot.gate`. A gate that cannot record its decision fails the
-//! request: no frame leaves unrecorded.
+//! request: no frame leaves unrecorded. A `review` frame is queued for a reviewer
+//! (`review.rs`); once one decided about those exact bytes, the next decision about them says
+//! `allow` or `withhold` with a `review` reason. The policy's classifier, when it names one, is
+//! desk-gate's [`HttpClassifier`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,12 +16,15 @@ use std::time::{Duration, Instant};
 
 use desk_contract::api::{GateReason, ScreenshotGate};
 use desk_contract::control::PixelRect;
-use desk_gate::{Gate, GatePolicy, Ocr, Tesseract};
+use desk_gate::{Classifier, Gate, GatePolicy, HttpClassifier, Ocr, Tesseract, Verdict};
 
 use crate::broker::Broker;
 use crate::error::BrokerError;
 use crate::frames::CarriesShot;
 use crate::ids::SessionId;
+use crate::review::{Queued, Review, ReviewDecisionRequest, ReviewList, ReviewQueue};
+use crate::util::now_ms;
+use desk_evidence::record::ScreenshotReviewDecision;
 
 /// A session's gates are dropped after this long without a frame (a released session's).
 const IDLE_DROP: Duration = Duration::from_secs(3600);
@@ -39,10 +45,14 @@ struct SessionGates {
     used: Mutex<Instant>,
 }
 
-/// The broker's gate: the policy's settings (`None`: no gate) and each session's state.
+type Engines = (Arc<GatePolicy>, Arc<dyn Ocr>, Option<Arc<dyn Classifier>>);
+
+/// The broker's gate: the policy's settings (`None`: no gate), each session's state and the
+/// review queue.
 pub(crate) struct ShotGates {
-    gate: Option<(Arc<GatePolicy>, Arc<dyn Ocr>)>,
+    gate: Option<Engines>,
     sessions: Mutex<HashMap<SessionId, Arc<SessionGates>>>,
+    reviews: ReviewQueue,
 }
 
 impl ShotGates {
@@ -51,15 +61,31 @@ impl ShotGates {
         ShotGates {
             gate: None,
             sessions: Mutex::new(HashMap::new()),
+            reviews: ReviewQueue::default(),
         }
     }
 
-    /// The gate of `policy` (validated again by desk-gate), with `tesseract` as its engine.
-    pub(crate) fn new(policy: GatePolicy) -> ShotGates {
-        ShotGates {
-            gate: Some((Arc::new(policy), Arc::new(Tesseract::new()))),
+    /// The gate of `policy` (validated again by desk-gate), with `tesseract` as its engine and
+    /// the policy's classifier, if it names one.
+    pub(crate) fn new(policy: GatePolicy) -> Result<ShotGates, BrokerError> {
+        let classifier = match policy.classifier() {
+            Some(settings) => {
+                let classifier = HttpClassifier::new(&settings.endpoint, &settings.model_sha256)
+                    .map_err(|error| BrokerError::PolicyInvalid(error.to_string()))?;
+                Some(Arc::new(classifier) as Arc<dyn Classifier>)
+            }
+            None => None,
+        };
+        Ok(ShotGates {
+            gate: Some((Arc::new(policy), Arc::new(Tesseract::new()), classifier)),
             sessions: Mutex::new(HashMap::new()),
-        }
+            reviews: ReviewQueue::default(),
+        })
+    }
+
+    /// The review queue.
+    pub(crate) fn reviews(&self) -> &ReviewQueue {
+        &self.reviews
     }
 
     /// Whether frames are gated.
@@ -67,11 +93,7 @@ impl ShotGates {
         self.gate.is_some()
     }
 
-    fn session(
-        &self,
-        (policy, ocr): &(Arc<GatePolicy>, Arc<dyn Ocr>),
-        id: &SessionId,
-    ) -> Arc<SessionGates> {
+    fn session(&self, (policy, ocr, classifier): &Engines, id: &SessionId) -> Arc<SessionGates> {
         let mut sessions = self
             .sessions
             .lock()
@@ -85,9 +107,16 @@ impl ShotGates {
             now.duration_since(used) < IDLE_DROP
         });
         let gates = sessions.entry(id.clone()).or_insert_with(|| {
+            let gate = || {
+                let gate = Gate::new(Arc::clone(policy), Arc::clone(ocr));
+                match classifier {
+                    Some(classifier) => gate.with_classifier(Arc::clone(classifier)),
+                    None => gate,
+                }
+            };
             Arc::new(SessionGates {
-                screen: Gate::new(Arc::clone(policy), Arc::clone(ocr)),
-                zoom: Gate::new(Arc::clone(policy), Arc::clone(ocr)),
+                screen: gate(),
+                zoom: gate(),
                 used: Mutex::new(now),
             })
         });
@@ -127,28 +156,14 @@ impl Broker {
                 Stream::Screen => &gates.screen,
                 Stream::Zoom => &gates.zoom,
             };
-            let decision = gate.gate(&png, None, &[]);
-            let record = &decision.record;
+            let mut decision = gate.gate(&png, None, &[]);
             let session = inner.load(&id)?;
-            crate::evidence::gate_decision(inner.evidence(), &session, record)?;
-            tracing::info!(
-                session_id = id.as_str(),
-                verdict = record.verdict.as_str(),
-                reasons = record.reasons.len(),
-                gate_ms = decision.elapsed_ms,
-                ocr_ms = decision.ocr_ms,
-                "screenshot gate"
-            );
-            if !record.verdict.delivers() {
-                shot.png_base64 = String::new();
-            }
-            shot.gate = Some(ScreenshotGate {
-                verdict: record.verdict.as_str().to_string(),
-                reasons: record
+            let reasons = |decision: &desk_gate::Decision| -> Vec<GateReason> {
+                decision
                     .reasons
                     .iter()
                     .map(|reason| GateReason {
-                        source: crate::evidence::gate_source_name(reason.source).to_string(),
+                        source: reason.source.as_str().to_string(),
                         pattern: reason.pattern.clone(),
                         region: reason.region.map(|rect| PixelRect {
                             x: rect.x,
@@ -158,10 +173,153 @@ impl Broker {
                         }),
                         score_permille: reason.score_permille,
                     })
-                    .collect(),
-                record_id: record.record_id.clone(),
+                    .collect()
+            };
+            let mut review_id = None;
+            if decision.verdict == Verdict::Review {
+                let reviews = inner.shot_gates.reviews();
+                match reviews.decided(&id, &decision.frame_sha256) {
+                    Some(allow) => decision.reviewed(allow),
+                    None => {
+                        review_id = reviews.enqueue(
+                            &session,
+                            &Queued {
+                                record_id: &decision.record_id,
+                                frame_sha256: &decision.frame_sha256,
+                                png: &png,
+                                width: shot.width,
+                                height: shot.height,
+                                reasons: &reasons(&decision),
+                            },
+                        );
+                    }
+                }
+            }
+            crate::evidence::gate_decision(inner.evidence(), &session, &decision)?;
+            if let Some(problem) = &decision.problem {
+                // May quote what an engine read: the log only, never the answer or journal.
+                tracing::warn!(session_id = id.as_str(), problem, "screenshot gate problem");
+            }
+            tracing::info!(
+                session_id = id.as_str(),
+                verdict = decision.verdict.as_str(),
+                reasons = decision.reasons.len(),
+                gate_ms = decision.elapsed_ms,
+                ocr_ms = decision.ocr_elapsed_ms,
+                classifier_ms = decision.classifier_ms,
+                "screenshot gate"
+            );
+            if !decision.verdict.delivers() {
+                shot.png_base64 = String::new();
+            }
+            shot.gate = Some(ScreenshotGate {
+                verdict: decision.verdict.as_str().to_string(),
+                reasons: reasons(&decision),
+                record_id: decision.record_id.clone(),
+                review_id,
             });
             Ok(answer)
+        })
+        .await
+    }
+}
+
+/// The review queue's broker side (`review.rs`).
+impl Broker {
+    fn reviews(&self) -> &ReviewQueue {
+        self.inner.shot_gates.reviews()
+    }
+
+    /// Every review.
+    pub(crate) fn review_list(&self) -> ReviewList {
+        ReviewList {
+            reviews: self.reviews().list(),
+        }
+    }
+
+    /// One review.
+    pub(crate) fn review(&self, review_id: &str) -> Result<Review, BrokerError> {
+        self.reviews().find(review_id).map(|(review, _)| review)
+    }
+
+    /// A queued frame's PNG bytes, checked against the digest it was queued with.
+    pub(crate) async fn review_frame(&self, review_id: &str) -> Result<Vec<u8>, BrokerError> {
+        let (review, session_id) = self.reviews().find(review_id)?;
+        let review_id = review.review_id.clone();
+        self.run(None, move |inner| {
+            let session = inner.load(&session_id)?;
+            let path = crate::review::review_frame_path(&session, &review_id);
+            let bytes = std::fs::read(&path).map_err(|_| {
+                BrokerError::NotFound(format!("review {review_id:?}'s frame (session released?)"))
+            })?;
+            if crate::util::sha256_hex(&bytes) != review.frame_sha256 {
+                return Err(BrokerError::Internal(format!(
+                    "review {review_id:?}'s stored frame does not match its digest"
+                )));
+            }
+            Ok(bytes)
+        })
+        .await
+    }
+
+    /// A reviewer's decision: recorded in the session's journal first, then in force. A review
+    /// decided already is refused (`invalid_state`), so is one whose session's journal ended.
+    pub(crate) async fn decide_review(
+        &self,
+        review_id: &str,
+        request: ReviewDecisionRequest,
+        reviewer: String,
+    ) -> Result<Review, BrokerError> {
+        let allow = match request.decision.as_str() {
+            "allow" => true,
+            "deny" => false,
+            _ => {
+                return Err(BrokerError::InvalidRequest(
+                    "decision must be \"allow\" or \"deny\"".to_string(),
+                ));
+            }
+        };
+        let (review, session_id) = self.reviews().find(review_id)?;
+        let review_id = review.review_id.clone();
+        self.run(Some(session_id.clone()), move |inner| {
+            // Checked again in the session's turn: two reviewers may race.
+            let (review, _) = inner.shot_gates.reviews().find(&review_id)?;
+            if review.state != "pending" {
+                return Err(BrokerError::InvalidState {
+                    operation: "review decision",
+                    reason: format!("review {review_id:?} is already {}", review.state),
+                });
+            }
+            let session = inner.load(&session_id)?;
+            let at_ms = now_ms();
+            crate::evidence::review_decision(
+                inner.evidence(),
+                &session,
+                ScreenshotReviewDecision {
+                    review_id: review_id.clone(),
+                    frame_sha256: review.frame_sha256.clone(),
+                    frame_bytes: review.frame_bytes,
+                    decision: if allow { "allow" } else { "deny" }.to_string(),
+                    reviewer: reviewer.clone(),
+                    decided_at_ms: at_ms,
+                },
+            )?;
+            inner
+                .shot_gates
+                .reviews()
+                .settle(&review_id, allow, &reviewer, at_ms);
+            tracing::info!(
+                session_id = session_id.as_str(),
+                review_id,
+                allow,
+                reviewer,
+                "screenshot review decided"
+            );
+            inner
+                .shot_gates
+                .reviews()
+                .find(&review_id)
+                .map(|(review, _)| review)
         })
         .await
     }

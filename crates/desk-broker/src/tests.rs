@@ -254,6 +254,7 @@ mod auth {
         let config = AuthConfig {
             allowed_uids: vec![1000],
             orchestrator_key: None,
+            reviewer_key: None,
         };
         let unix = |uid| Peer::Unix { uid };
         assert_eq!(code(admit_peer(&config, Some(&unix(Some(1000))))), None);
@@ -283,6 +284,7 @@ mod auth {
         let config = AuthConfig {
             allowed_uids: vec![],
             orchestrator_key: Some(key.verifying_key()),
+            reviewer_key: None,
         };
         let with_cert = Peer::Tls {
             client_cert_sha256: Some("ab".into()),

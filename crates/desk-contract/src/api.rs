@@ -156,6 +156,10 @@ pub struct ScreenshotGate {
     pub reasons: Vec<GateReason>,
     /// The signed gate record's id in the session's evidence.
     pub record_id: String,
+    /// For `review`: the queued review a reviewer decides (`GET /v1/reviews/{review_id}`);
+    /// absent otherwise, and when the queue could not take the frame (it stays withheld).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_id: Option<String>,
 }
 
 /// One finding of the screenshot gate.
@@ -163,7 +167,9 @@ pub struct ScreenshotGate {
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct GateReason {
     /// `ocr` (text read on the frame), `observer` (an accessible name), `frame` (the frame was
-    /// refused before it was read) or `engine` (the OCR engine failed).
+    /// refused before it was read), `engine` (the OCR engine or the classifier failed),
+    /// `classifier` (the policy's classifier scored the text read) or `review` (a reviewer
+    /// decided about these exact bytes).
     pub source: String,
     /// The policy pattern that matched, for `ocr` and `observer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,7 +18,8 @@ use crate::strict;
 mod gate;
 
 pub use gate::{
-    GATE_REASON_SOURCES, GATE_VERDICTS, GateReason, GateRegion, ScreenshotGateDecision,
+    GATE_REASON_SOURCES, GATE_VERDICTS, GateReason, GateRegion, REVIEW_DECISIONS,
+    ScreenshotGateDecision, ScreenshotReviewDecision,
 };
 
 /// `schema_version` of every record payload.
@@ -62,6 +63,8 @@ desk_contract::wire_enum! {
         WorkspaceLaunched = "workspace_launched",
         /// The screenshot gate decided a frame bound for the agent (`docs/screenshot-gate.md`).
         ScreenshotGateDecision = "screenshot_gate_decision",
+        /// A reviewer allowed or denied a frame the gate put in review.
+        ScreenshotReviewDecision = "screenshot_review_decision",
     }
 }
 
@@ -401,6 +404,8 @@ pub enum RecordBody {
     WorkspaceLaunched(WorkspaceLaunched),
     /// `screenshot_gate_decision` (boxed: the largest body, and one per gated frame).
     ScreenshotGateDecision(Box<ScreenshotGateDecision>),
+    /// `screenshot_review_decision`.
+    ScreenshotReviewDecision(ScreenshotReviewDecision),
 }
 
 impl RecordBody {
@@ -419,6 +424,7 @@ impl RecordBody {
             Self::ClipboardAccess(_) => RecordKind::ClipboardAccess,
             Self::WorkspaceLaunched(_) => RecordKind::WorkspaceLaunched,
             Self::ScreenshotGateDecision(_) => RecordKind::ScreenshotGateDecision,
+            Self::ScreenshotReviewDecision(_) => RecordKind::ScreenshotReviewDecision,
         }
     }
 
@@ -436,6 +442,7 @@ impl RecordBody {
             Self::ClipboardAccess(body) => serde_json::to_value(body),
             Self::WorkspaceLaunched(body) => serde_json::to_value(body),
             Self::ScreenshotGateDecision(body) => serde_json::to_value(body),
+            Self::ScreenshotReviewDecision(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -472,6 +479,9 @@ impl RecordBody {
             }
             RecordKind::ScreenshotGateDecision => {
                 Self::ScreenshotGateDecision(Box::new(strict::from_value_exact(value, path)?))
+            }
+            RecordKind::ScreenshotReviewDecision => {
+                Self::ScreenshotReviewDecision(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -558,6 +568,7 @@ impl RecordBody {
                 }
             }
             Self::ScreenshotGateDecision(body) => body.validate(),
+            Self::ScreenshotReviewDecision(body) => body.validate(),
         }
     }
 }

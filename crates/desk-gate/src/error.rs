@@ -39,4 +39,8 @@ pub enum GateError {
     /// The OCR engine failed or wrote more than its output bound.
     #[error("the OCR engine failed: {0}")]
     Ocr(String),
+    /// The policy's classifier did not give a usable score (no answer in time, refused, an
+    /// answer off the schema or naming another model).
+    #[error("the classifier failed: {0}")]
+    Classifier(String),
 }

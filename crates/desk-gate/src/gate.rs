@@ -1,4 +1,4 @@
-//! The gate: one frame in, a verdict with its reasons and the record to sign out.
+//! The gate: one frame in, a decision (verdict, reasons, what was read and how long it took) out.
 //!
 //! What is read: the text OCR finds on the part of the frame that changed since the last frame
 //! this gate saw (widened to full-width bands, so a line typed a character at a time is read
@@ -6,11 +6,13 @@
 //! read again and keeps the frame withheld), and the names the observer saw. A frame
 //! byte-identical to the last one runs no OCR at all. Scores (thousandths): a pattern found by
 //! OCR scores the lowest confidence of the words it spans; one found in an observer's name
-//! scores 1000. No classifier yet: `review` is the band between the policy's two thresholds
-//! (a low-confidence match), not a classifier's abstention.
+//! scores 1000; the policy's classifier, when it has one, scores the text read (a `classifier`
+//! reason standing over the region read, like a match). `review` is a highest score between
+//! the policy's two thresholds; a reviewer's decision about those exact bytes
+//! ([`Decision::reviewed`]) then allows or withholds them.
 //!
-//! Over 400 lines because the verdict, its reasons, the record and the one decision path that
-//! fills them are read together; the frame and OCR mechanics are in `frame.rs` and `ocr.rs`.
+//! Over 400 lines because the verdict, its reasons and the one decision path that fills them
+//! are read together; the frame, OCR and classifier mechanics are in their own files.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -18,13 +20,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+use crate::classifier::Classifier;
 use crate::error::GateError;
 use crate::frame::{self, Frame, Rect};
 use crate::ocr::{Ocr, Word};
 use crate::policy::GatePolicy;
-
-/// `schema_version` of a gate record.
-pub const RECORD_SCHEMA: &str = "deskbroker.screenshot-gate-decision.v1";
 
 /// Rows added above and below a changed box before it is widened to the frame's width (about
 /// two lines of UI text), so a pattern split over two lines is read whole.
@@ -76,8 +76,26 @@ pub enum ReasonSource {
     Observer,
     /// The frame itself was refused before OCR.
     Frame,
-    /// The OCR engine could not be used.
+    /// The OCR engine or the classifier could not be used.
     Engine,
+    /// The policy's classifier scored the text read.
+    Classifier,
+    /// A reviewer decided about these exact bytes.
+    Review,
+}
+
+impl ReasonSource {
+    /// The wire name, as the answer and the journal spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonSource::Ocr => "ocr",
+            ReasonSource::Observer => "observer",
+            ReasonSource::Frame => "frame",
+            ReasonSource::Engine => "engine",
+            ReasonSource::Classifier => "classifier",
+            ReasonSource::Review => "review",
+        }
+    }
 }
 
 /// Why a frame got its verdict. The matched text itself is never carried (it may be a
@@ -94,16 +112,12 @@ pub struct Reason {
     pub region: Option<Rect>,
     /// The finding's score in thousandths.
     pub score_permille: u32,
-    /// For a frame or engine reason: what went wrong.
-    pub detail: Option<String>,
 }
 
-/// The gate's decision as evidence: bound to the frame's digest and the policy's, signed by the
-/// broker with its evidence key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GateRecord {
-    /// [`RECORD_SCHEMA`].
-    pub schema_version: String,
+/// What the gate decided about one frame, bound to the frame's digest and the policy's: the
+/// broker records it as the journal's `screenshot_gate_decision`.
+#[derive(Debug, Clone)]
+pub struct Decision {
     /// `gate-` and 32 hex digits.
     pub record_id: String,
     /// When it was decided, milliseconds since the Unix epoch.
@@ -125,27 +139,50 @@ pub struct GateRecord {
     /// The frame region OCR read this time; `None` when OCR did not run (an identical frame,
     /// or no pixel changed).
     pub ocr_region: Option<Rect>,
-    /// Milliseconds the OCR engine took (0 when it did not run).
+    /// Milliseconds the OCR engine took (0 when it did not run), rounded.
     pub ocr_ms: u64,
-    /// Milliseconds the whole decision took, OCR included (before signing).
+    /// Milliseconds the whole decision took, OCR and classifier included, rounded.
     pub gate_ms: u64,
-}
-
-/// A decision: the record, and how long the gate took.
-#[derive(Debug, Clone)]
-pub struct Decision {
-    /// The record to sign.
-    pub record: GateRecord,
-    /// Milliseconds the gate took, OCR included.
+    /// Milliseconds the gate took, unrounded.
     pub elapsed_ms: f64,
-    /// Milliseconds of OCR (0 when it did not run).
-    pub ocr_ms: f64,
+    /// Milliseconds of OCR, unrounded (0 when it did not run).
+    pub ocr_elapsed_ms: f64,
+    /// Milliseconds of the classifier (0 when it was not asked).
+    pub classifier_ms: f64,
+    /// What went wrong with the frame, the OCR engine or the classifier, for the broker's log
+    /// only: an engine's error may quote what it read, so it never reaches the journal or an
+    /// answer.
+    pub problem: Option<String>,
 }
 
 impl Decision {
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
-        self.record.verdict
+        self.verdict
+    }
+
+    /// A reviewer's decision about these exact bytes applied to a `review` verdict: `allow`
+    /// becomes [`Verdict::Allow`], a deny [`Verdict::Withhold`], each with a `review` reason
+    /// (scoring 0 and 1000). Any other verdict is left as it is: a review never allows a frame
+    /// the gate withheld or could not measure.
+    pub fn reviewed(&mut self, allow: bool) {
+        if self.verdict != Verdict::Review {
+            return;
+        }
+        let score_permille = if allow { 0 } else { 1000 };
+        self.reasons.push(Reason {
+            source: ReasonSource::Review,
+            pattern_index: None,
+            pattern: None,
+            region: None,
+            score_permille,
+        });
+        self.max_score_permille = self.max_score_permille.max(score_permille);
+        self.verdict = if allow {
+            Verdict::Allow
+        } else {
+            Verdict::Withhold
+        };
     }
 }
 
@@ -161,6 +198,7 @@ struct State {
 pub struct Gate {
     policy: Arc<GatePolicy>,
     ocr: Arc<dyn Ocr>,
+    classifier: Option<Arc<dyn Classifier>>,
     state: Mutex<State>,
 }
 
@@ -170,8 +208,15 @@ impl Gate {
         Gate {
             policy,
             ocr,
+            classifier: None,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// The gate with `classifier` scoring the text read (the policy's `classifier`).
+    pub fn with_classifier(mut self, classifier: Arc<dyn Classifier>) -> Gate {
+        self.classifier = Some(classifier);
+        self
     }
 
     /// The policy.
@@ -193,6 +238,8 @@ impl Gate {
         let mut reasons = Vec::new();
         let mut ocr_region = None;
         let mut ocr_ms = 0.0;
+        let mut classifier_ms = 0.0;
+        let mut problem = None;
         // A poisoned lock only means another gate call panicked: its state is still coherent
         // (written at the end of a call), so it is used.
         let mut state = match self.state.lock() {
@@ -208,7 +255,8 @@ impl Gate {
         } else {
             match frame::decode(frame_png, &self.policy) {
                 Err(error) => {
-                    reasons.push(failure(ReasonSource::Frame, &error));
+                    reasons.push(failure(ReasonSource::Frame));
+                    problem = Some(error.to_string());
                 }
                 Ok(decoded) => {
                     let region = self.region(&state, &decoded, changed);
@@ -218,9 +266,7 @@ impl Gate {
                             state.last = Some((frame_sha256.clone(), decoded));
                         }
                         Some(region) => {
-                            let ocr_started = Instant::now();
-                            let read = self.read(&decoded, region);
-                            ocr_ms = ocr_started.elapsed().as_secs_f64() * 1000.0;
+                            let read = self.read(&decoded, region, &mut ocr_ms, &mut classifier_ms);
                             ocr_region = Some(region);
                             match read {
                                 Ok(found) => {
@@ -242,7 +288,8 @@ impl Gate {
                                     // The next frame is read whole.
                                     state.last = None;
                                     reasons.extend(state.standing.iter().cloned());
-                                    reasons.push(failure(ReasonSource::Engine, &error));
+                                    reasons.push(failure(ReasonSource::Engine));
+                                    problem = Some(error.to_string());
                                 }
                             }
                         }
@@ -271,8 +318,8 @@ impl Gate {
         } else {
             Verdict::Allow
         };
-        let record = GateRecord {
-            schema_version: RECORD_SCHEMA.to_string(),
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Decision {
             record_id: record_id(&frame_sha256),
             decided_at_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -286,15 +333,11 @@ impl Gate {
             ocr_engine: self.ocr.engine(),
             ocr_region,
             ocr_ms: ocr_ms.round() as u64,
-            gate_ms: 0,
-        };
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let mut record = record;
-        record.gate_ms = elapsed_ms.round() as u64;
-        Decision {
-            record,
+            gate_ms: elapsed_ms.round() as u64,
             elapsed_ms,
-            ocr_ms,
+            ocr_elapsed_ms: ocr_ms,
+            classifier_ms,
+            problem,
         }
     }
 
@@ -324,14 +367,22 @@ impl Gate {
         Some(region.padded_within(0, frame.width, frame.height))
     }
 
-    /// OCR over `region`, matched against the patterns; words in frame coordinates.
-    fn read(&self, frame: &Frame, region: Rect) -> Result<Vec<Reason>, GateError> {
+    /// OCR over `region`, matched against the patterns (words in frame coordinates), and the
+    /// text read scored by the classifier when there is one and the region has text.
+    fn read(
+        &self,
+        frame: &Frame,
+        region: Rect,
+        ocr_ms: &mut f64,
+        classifier_ms: &mut f64,
+    ) -> Result<Vec<Reason>, GateError> {
         let pixels = u64::from(region.width) * u64::from(region.height);
         let scale = if pixels <= ENLARGE_MAX_PIXELS { 2 } else { 1 };
         let png = frame::region_png(frame, region, scale)?;
-        let words: Vec<Word> = self
-            .ocr
-            .recognize(&png, self.policy.ocr_timeout())?
+        let ocr_started = Instant::now();
+        let read = self.ocr.recognize(&png, self.policy.ocr_timeout());
+        *ocr_ms = ocr_started.elapsed().as_secs_f64() * 1000.0;
+        let words: Vec<Word> = read?
             .into_iter()
             .map(|word| Word {
                 rect: Rect {
@@ -343,27 +394,34 @@ impl Gate {
                 ..word
             })
             .collect();
-        Ok(self.ocr_matches(&words))
+        let (text, spans) = joined(&words);
+        let mut reasons = self.ocr_matches(&words, &text, &spans);
+        if let (Some(classifier), Some(timeout)) =
+            (&self.classifier, self.policy.classifier_timeout())
+            && !text.is_empty()
+        {
+            let classifier_started = Instant::now();
+            let scored = classifier.score(&text, timeout);
+            *classifier_ms = classifier_started.elapsed().as_secs_f64() * 1000.0;
+            reasons.push(Reason {
+                source: ReasonSource::Classifier,
+                pattern_index: None,
+                pattern: None,
+                region: Some(region),
+                score_permille: scored?,
+            });
+        }
+        Ok(reasons)
     }
 
-    /// Every pattern found in the words' text (joined by single spaces, in reading order).
-    fn ocr_matches(&self, words: &[Word]) -> Vec<Reason> {
-        let mut text = String::new();
-        let mut spans = Vec::with_capacity(words.len());
-        for word in words {
-            if !text.is_empty() {
-                text.push(' ');
-            }
-            let start = text.len();
-            text.push_str(&word.text);
-            spans.push((start, text.len()));
-        }
+    /// Every pattern found in the words' `text` (see [`joined`]).
+    fn ocr_matches(&self, words: &[Word], text: &str, spans: &[(usize, usize)]) -> Vec<Reason> {
         let mut reasons = Vec::new();
         for (pattern_index, pattern, regex) in self.policy.patterns() {
-            for found in regex.find_iter(&text) {
+            for found in regex.find_iter(text) {
                 let mut confidence = f64::INFINITY;
                 let mut rect: Option<Rect> = None;
-                for (word, (start, end)) in words.iter().zip(&spans) {
+                for (word, (start, end)) in words.iter().zip(spans) {
                     if *start < found.end() && found.start() < *end {
                         confidence = confidence.min(word.confidence);
                         rect = Some(rect.map_or(word.rect, |seen| seen.union(word.rect)));
@@ -376,7 +434,6 @@ impl Gate {
                         pattern: Some(pattern.to_string()),
                         region: rect,
                         score_permille: (confidence * 10.0).round() as u32,
-                        detail: None,
                     });
                 }
             }
@@ -394,7 +451,6 @@ impl Gate {
                     pattern: Some(pattern.to_string()),
                     region: None,
                     score_permille: 1000,
-                    detail: None,
                 });
             }
         }
@@ -402,9 +458,24 @@ impl Gate {
     }
 }
 
+/// The words' text joined by single spaces in reading order, and each word's byte span in it.
+fn joined(words: &[Word]) -> (String, Vec<(usize, usize)>) {
+    let mut text = String::new();
+    let mut spans = Vec::with_capacity(words.len());
+    for word in words {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let start = text.len();
+        text.push_str(&word.text);
+        spans.push((start, text.len()));
+    }
+    (text, spans)
+}
+
 /// A reason for a frame or engine failure: a refused frame scores 1000 (withheld), an engine
 /// failure 0 (so the verdict is `insufficient_data` unless something else withholds).
-fn failure(source: ReasonSource, error: &GateError) -> Reason {
+fn failure(source: ReasonSource) -> Reason {
     Reason {
         source,
         pattern_index: None,
@@ -415,7 +486,6 @@ fn failure(source: ReasonSource, error: &GateError) -> Reason {
         } else {
             0
         },
-        detail: Some(error.to_string()),
     }
 }
 

@@ -57,12 +57,50 @@ pub struct GateSettings {
     pub ocr_timeout_ms: u64,
 }
 
+/// The classifier the signed policy names (`screenshot_gate.classifier`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassifierSettings {
+    /// `http://<loopback host>:<port>/<path>` ([`crate::parse_endpoint`]).
+    pub endpoint: String,
+    /// Longest one classifier request may take (connect, send, answer).
+    pub timeout_ms: u64,
+    /// SHA-256 (hex) of the model every answer must name.
+    pub model_sha256: String,
+}
+
+/// Whether `text` is 64 lowercase hex digits.
+pub(crate) fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// Most milliseconds a classifier timeout may be.
+pub const MAX_CLASSIFIER_TIMEOUT_MS: u64 = 60_000;
+
+/// Checks the classifier settings; why not, for a person. The lint calls this too.
+pub fn check_classifier(settings: &ClassifierSettings) -> Result<(), String> {
+    crate::classifier::parse_endpoint(&settings.endpoint)
+        .map_err(|problem| format!("endpoint {problem}"))?;
+    if !is_sha256_hex(&settings.model_sha256) {
+        return Err("model_sha256 is not 64 lowercase hex digits".to_string());
+    }
+    if settings.timeout_ms == 0 || settings.timeout_ms > MAX_CLASSIFIER_TIMEOUT_MS {
+        return Err(format!(
+            "timeout_ms must lie in 1..={MAX_CLASSIFIER_TIMEOUT_MS}"
+        ));
+    }
+    Ok(())
+}
+
 /// A validated gate policy: patterns compiled, thresholds ordered, bounds non-zero.
 #[derive(Debug, Clone)]
 pub struct GatePolicy {
     settings: GateSettings,
     regexes: Vec<Regex>,
     policy_sha256: String,
+    classifier: Option<ClassifierSettings>,
 }
 
 impl GatePolicy {
@@ -70,11 +108,7 @@ impl GatePolicy {
     /// (each gate record names it). Bad settings are a typed error, never a default.
     pub fn new(settings: GateSettings, policy_sha256: &str) -> Result<GatePolicy, GateError> {
         let bad = |message: String| Err(GateError::Policy(message));
-        if policy_sha256.len() != 64
-            || !policy_sha256
-                .bytes()
-                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
-        {
+        if !is_sha256_hex(policy_sha256) {
             return bad("policy_sha256 is not 64 lowercase hex digits".to_string());
         }
         if settings.patterns.is_empty() {
@@ -113,7 +147,24 @@ impl GatePolicy {
             settings,
             regexes,
             policy_sha256: policy_sha256.to_string(),
+            classifier: None,
         })
+    }
+
+    /// The policy with its classifier (`screenshot_gate.classifier`), checked.
+    pub fn with_classifier(
+        mut self,
+        classifier: ClassifierSettings,
+    ) -> Result<GatePolicy, GateError> {
+        check_classifier(&classifier)
+            .map_err(|problem| GateError::Policy(format!("classifier {problem}")))?;
+        self.classifier = Some(classifier);
+        Ok(self)
+    }
+
+    /// The classifier's settings, when the policy names one.
+    pub fn classifier(&self) -> Option<&ClassifierSettings> {
+        self.classifier.as_ref()
     }
 
     /// The settings as given.
@@ -124,6 +175,13 @@ impl GatePolicy {
     /// The signed policy's digest.
     pub fn policy_sha256(&self) -> &str {
         &self.policy_sha256
+    }
+
+    /// The classifier time bound, when there is a classifier.
+    pub fn classifier_timeout(&self) -> Option<Duration> {
+        self.classifier
+            .as_ref()
+            .map(|classifier| Duration::from_millis(classifier.timeout_ms))
     }
 
     /// The OCR time bound.

@@ -48,6 +48,18 @@ struct ScreenshotGate {
     max_frame_bytes: u64,
     max_pixels: u64,
     ocr_timeout_ms: u64,
+    /// Absent: no classifier (and the document's digest as before the key existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    classifier: Option<GateClassifier>,
+}
+
+/// `screenshot_gate.classifier`: the classifier endpoint, its time bound and pinned model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GateClassifier {
+    endpoint: String,
+    timeout_ms: u64,
+    model_sha256: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +260,17 @@ impl Policy {
                 max_pixels: gate.max_pixels,
                 ocr_timeout_ms: gate.ocr_timeout_ms,
             })
+    }
+
+    /// The screenshot gate's classifier, when its section names one
+    /// (`screenshot_gate.classifier`; the lint checked it with [`desk_gate::check_classifier`]).
+    pub fn screenshot_gate_classifier(&self) -> Option<desk_gate::ClassifierSettings> {
+        let classifier = self.screenshot_gate.as_ref()?.classifier.as_ref()?;
+        Some(desk_gate::ClassifierSettings {
+            endpoint: classifier.endpoint.clone(),
+            timeout_ms: classifier.timeout_ms,
+            model_sha256: classifier.model_sha256.clone(),
+        })
     }
 
     /// The approvals, compiled, when the policy has them (`approvals`; absent: no target is

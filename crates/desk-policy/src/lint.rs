@@ -450,9 +450,14 @@ impl Lint {
             return;
         };
         let path = "screenshot_gate";
-        let Some(gate) = self.object(value, path, GATE_KEYS) else {
+        let mut keys = GATE_KEYS.to_vec();
+        keys.push("classifier");
+        let Some(gate) = self.object_with_optional(value, path, &keys, &["classifier"]) else {
             return;
         };
+        if let Some(classifier) = gate.get("classifier") {
+            self.gate_classifier(classifier);
+        }
         if let Some(patterns) = self.strings(gate, path, "prefilter_patterns") {
             let n_listed = gate
                 .get("prefilter_patterns")
@@ -513,6 +518,56 @@ impl Lint {
                     format!("{found} is outside {}..={}", range.start(), range.end()),
                 );
             }
+        }
+    }
+
+    /// `screenshot_gate.classifier`: exactly its three keys, checked as the gate checks them.
+    fn gate_classifier(&mut self, value: &Value) {
+        let path = "screenshot_gate.classifier";
+        let Value::Object(map) = value else {
+            self.push(
+                Rule::GateClassifierInvalid,
+                path,
+                format!("expected a mapping, found {}", kind(value)),
+            );
+            return;
+        };
+        let keys = ["endpoint", "timeout_ms", "model_sha256"];
+        let mut keys_seen: Vec<&str> = map.keys().map(String::as_str).collect();
+        keys_seen.sort_unstable();
+        let mut expected = keys.to_vec();
+        expected.sort_unstable();
+        if keys_seen != expected {
+            self.push(
+                Rule::GateClassifierInvalid,
+                path,
+                format!("keys {keys_seen:?}, expected exactly {keys:?}"),
+            );
+            return;
+        }
+        let settings = match (
+            map.get("endpoint").and_then(Value::as_str),
+            map.get("timeout_ms").and_then(Value::as_u64),
+            map.get("model_sha256").and_then(Value::as_str),
+        ) {
+            (Some(endpoint), Some(timeout_ms), Some(model_sha256)) => {
+                desk_gate::ClassifierSettings {
+                    endpoint: endpoint.to_string(),
+                    timeout_ms,
+                    model_sha256: model_sha256.to_string(),
+                }
+            }
+            _ => {
+                self.push(
+                    Rule::GateClassifierInvalid,
+                    path,
+                    "endpoint and model_sha256 must be strings, timeout_ms an integer".to_string(),
+                );
+                return;
+            }
+        };
+        if let Err(problem) = desk_gate::check_classifier(&settings) {
+            self.push(Rule::GateClassifierInvalid, path, problem);
         }
     }
 

@@ -180,6 +180,11 @@ rules! {
     /// A gate bound is outside its range: `max_frame_bytes` 1..=67108864, `max_pixels`
     /// 1..=100000000, `ocr_timeout_ms` 1..=60000.
     GateBoundRange = ("POL-104", "gate_bound_range"),
+    /// `screenshot_gate.classifier` is not exactly `endpoint`, `timeout_ms`, `model_sha256`,
+    /// or its endpoint is not `http://` on a loopback host with a port, its `model_sha256` not
+    /// 64 lowercase hex digits, or its `timeout_ms` outside 1..=60000 (checked with
+    /// `desk_gate::check_classifier`, as the gate checks it).
+    GateClassifierInvalid = ("POL-105", "gate_classifier_invalid"),
     /// `approvals.approver_id` is not `[a-z0-9][a-z0-9._-]{0,63}`, or
     /// `approvals.approver_public_key` is not an Ed25519 public key in standard base64.
     ApproverInvalid = ("POL-110", "approver_invalid"),

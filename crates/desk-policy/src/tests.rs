@@ -678,3 +678,53 @@ fn parse_utc_is_exact() {
         assert_eq!(parse_utc(bad), None, "{bad}");
     }
 }
+
+/// `screenshot_gate.classifier`: optional (absent, the gate has none); when present, exactly
+/// its keys, a loopback `http://` endpoint with a port, a pinned model digest and a bounded
+/// time, or POL-105.
+#[test]
+fn the_gate_classifier_is_optional_and_linted() {
+    let digest = "ab".repeat(32);
+    let with = |body: &str| {
+        gate(&[(
+            "ocr_timeout_ms: 5000\n",
+            &format!("ocr_timeout_ms: 5000\n  classifier: {body}\n"),
+        )])
+    };
+    assert_eq!(
+        Policy::from_yaml(&gate(&[]))
+            .unwrap()
+            .screenshot_gate_classifier(),
+        None
+    );
+    let good = with(&format!(
+        "{{endpoint: \"http://127.0.0.1:8790/v1/classify\", timeout_ms: 2000, model_sha256: \"{digest}\"}}"
+    ));
+    assert_eq!(ids(&good), Vec::<&str>::new());
+    let classifier = Policy::from_yaml(&good)
+        .unwrap()
+        .screenshot_gate_classifier()
+        .unwrap();
+    assert_eq!(classifier.timeout_ms, 2000);
+    assert_eq!(classifier.model_sha256, digest);
+    for bad in [
+        format!(
+            "{{endpoint: \"https://127.0.0.1:8790/\", timeout_ms: 2000, model_sha256: \"{digest}\"}}"
+        ),
+        format!(
+            "{{endpoint: \"http://10.1.2.3:8790/\", timeout_ms: 2000, model_sha256: \"{digest}\"}}"
+        ),
+        format!(
+            "{{endpoint: \"http://127.0.0.1:8790/\", timeout_ms: 0, model_sha256: \"{digest}\"}}"
+        ),
+        "{endpoint: \"http://127.0.0.1:8790/\", timeout_ms: 2000, model_sha256: \"abc\"}"
+            .to_string(),
+        format!("{{endpoint: \"http://127.0.0.1:8790/\", model_sha256: \"{digest}\"}}"),
+        format!(
+            "{{endpoint: \"http://127.0.0.1:8790/\", timeout_ms: 2000, model_sha256: \"{digest}\", send_frame: true}}"
+        ),
+        "[]".to_string(),
+    ] {
+        assert_eq!(ids(&with(&bad)), ["POL-105"], "{bad}");
+    }
+}

@@ -39,7 +39,8 @@ pub(crate) enum CertsCommand {
         /// The orchestrator signing key written by `certs init`.
         #[arg(long)]
         key: PathBuf,
-        /// What the credential allows: `lease`, `metrics`; repeatable.
+        /// What the credential allows: `lease`, `metrics`, `kill`, `review` (with the
+        /// reviewer's key, for `serve --reviewer-pub`); repeatable.
         #[arg(long = "scope", required = true, value_parser = parse_scope)]
         scopes: Vec<Scope>,
         /// Lifetime, e.g. `90s`, `15m`, `2h` (at most 1d).
@@ -52,7 +53,8 @@ pub(crate) enum CertsCommand {
 }
 
 fn parse_scope(text: &str) -> Result<Scope, String> {
-    Scope::parse(text).ok_or_else(|| format!("unknown scope {text:?}; use lease or metrics"))
+    Scope::parse(text)
+        .ok_or_else(|| format!("unknown scope {text:?}; use lease, metrics, kill or review"))
 }
 
 fn parse_ttl(text: &str) -> Result<u64, String> {

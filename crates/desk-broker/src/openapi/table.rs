@@ -34,6 +34,8 @@ pub(crate) enum Access {
     /// None from an admitted Unix peer or a verified client certificate, else an orchestration
     /// credential with the route's scope.
     Operator,
+    /// A reviewer credential (scope `review`, the reviewer key) from every peer.
+    Reviewer,
     /// Any admitted peer.
     Open,
 }
@@ -143,6 +145,14 @@ pub(crate) fn security_schemes() -> Value {
                 expiring credential from `deskbroker certs token` with the route's scope \
                 (lease, metrics, kill). Not needed from an allowed Unix-socket peer or a client \
                 with a verified certificate.",
+        },
+        "reviewerCredential": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The screenshot gate's review routes: a credential of the same \
+                format with the review scope, signed by the reviewer key the broker was started \
+                with (serve --reviewer-pub); required from every peer, the Unix socket too. A \
+                lease token is no reviewer credential.",
         },
     })
 }
@@ -799,6 +809,70 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             SessionBusy,
             JournalUnavailable,
         ],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/reviews",
+        id: "list_reviews",
+        summary: "The screenshot gate's review queue: every frame put in review, pending or \
+                  decided, with its reasons (never the matched text)",
+        access: Access::Reviewer,
+        request: None,
+        answer: Answer::Json(schema_of::<crate::review::ReviewList>),
+        parameters: &[],
+        codes: &[],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/reviews/{id}",
+        id: "get_review",
+        summary: "One review of the queue",
+        access: Access::Reviewer,
+        request: None,
+        answer: Answer::Json(schema_of::<crate::review::Review>),
+        parameters: &[],
+        codes: &[NotFound],
+        notes: &[],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/reviews/{id}/frame",
+        id: "get_review_frame",
+        summary: "The queued frame's PNG bytes, as the gate saw them (for the reviewer only)",
+        access: Access::Reviewer,
+        request: None,
+        answer: Answer::Text("image/png"),
+        parameters: &[],
+        codes: &[NotFound],
+        notes: &[(NotFound, "no such review, or its session was released")],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/reviews/{id}/decision",
+        id: "decide_review",
+        summary: "Allow or deny a queued frame; the decision is a signed record of the \
+                  session's journal, bound to the frame's digest, written before it holds. An \
+                  allowed frame reaches the agent at its next screenshot of the same bytes",
+        access: Access::Reviewer,
+        request: Some(schema_of::<crate::review::ReviewDecisionRequest>),
+        answer: Answer::Json(schema_of::<crate::review::Review>),
+        parameters: &[],
+        codes: &[NotFound, InvalidState, SessionBusy, JournalUnavailable],
+        notes: &[(InvalidState, "the review was decided already")],
+    },
+    Operation {
+        method: "GET",
+        path: "/review",
+        id: "review_page",
+        summary: "The review page: static HTML and script (no external asset, a strict \
+                  Content-Security-Policy); the reviewer types the credential into it",
+        access: Access::Open,
+        request: None,
+        answer: Answer::Text("text/html"),
+        parameters: &[],
+        codes: &[],
         notes: &[],
     },
 ];

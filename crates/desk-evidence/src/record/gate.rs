@@ -14,7 +14,11 @@ use serde::{Deserialize, Serialize};
 pub const GATE_VERDICTS: [&str; 4] = ["allow", "withhold", "review", "insufficient_data"];
 
 /// `source` values of a reason.
-pub const GATE_REASON_SOURCES: [&str; 4] = ["ocr", "observer", "frame", "engine"];
+pub const GATE_REASON_SOURCES: [&str; 6] =
+    ["ocr", "observer", "frame", "engine", "classifier", "review"];
+
+/// `decision` values of a `screenshot_review_decision`.
+pub const REVIEW_DECISIONS: [&str; 2] = ["allow", "deny"];
 
 /// A rectangle of the frame, in its pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +39,9 @@ pub struct GateRegion {
 #[serde(deny_unknown_fields)]
 pub struct GateReason {
     /// `ocr` (text read on the frame), `observer` (an accessible name), `frame` (the frame was
-    /// refused before OCR) or `engine` (the OCR engine could not be used).
+    /// refused before OCR), `engine` (the OCR engine or the classifier could not be used),
+    /// `classifier` (the policy's classifier scored the text read) or `review` (a reviewer
+    /// decided about these exact bytes: a `screenshot_review_decision` earlier in the journal).
     pub source: String,
     /// The policy pattern's index, for a pattern match (`ocr`, `observer`).
     pub pattern_index: Option<u64>,
@@ -86,14 +92,7 @@ impl ScreenshotGateDecision {
     }
 
     pub(crate) fn validate(&self) -> Result<(), String> {
-        let id_hex = self.record_id.strip_prefix("gate-").unwrap_or_default();
-        if id_hex.len() != 32
-            || !id_hex
-                .bytes()
-                .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
-        {
-            return Err("record_id must be gate- and 32 lowercase hex digits".to_string());
-        }
+        check_record_id("record_id", &self.record_id)?;
         super::check_digest("frame_sha256", &self.frame_sha256)?;
         super::check_digest("policy_sha256", &self.policy_sha256)?;
         super::check_text("ocr_engine", &self.ocr_engine)?;
@@ -140,6 +139,53 @@ impl ScreenshotGateDecision {
         if has("engine") && ["allow", "review"].contains(&self.verdict.as_str()) {
             return Err("an engine failure cannot allow or review a frame".to_string());
         }
+        if has("review") && !["allow", "withhold"].contains(&self.verdict.as_str()) {
+            return Err("a reviewed frame is allowed or withheld".to_string());
+        }
         Ok(())
     }
+}
+
+/// Body of `screenshot_review_decision`: a reviewer's decision about a frame the gate put in
+/// review (`docs/screenshot-gate.md`, "Review queue"), bound to the frame's digest and size.
+/// Only an `allow` lets those exact bytes reach the agent afterwards; a `deny` never.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenshotReviewDecision {
+    /// The review's id: the `record_id` of the gate decision that queued it.
+    pub review_id: String,
+    /// SHA-256 (hex) of the frame's PNG bytes.
+    pub frame_sha256: String,
+    /// The frame's size in bytes.
+    pub frame_bytes: u64,
+    /// One of [`REVIEW_DECISIONS`].
+    pub decision: String,
+    /// Who decided: the reviewer credential's subject.
+    pub reviewer: String,
+    /// When, milliseconds since the Unix epoch.
+    pub decided_at_ms: u64,
+}
+
+impl ScreenshotReviewDecision {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        check_record_id("review_id", &self.review_id)?;
+        super::check_digest("frame_sha256", &self.frame_sha256)?;
+        super::check_text("reviewer", &self.reviewer)?;
+        if !REVIEW_DECISIONS.contains(&self.decision.as_str()) {
+            return Err(format!("decision must be one of {REVIEW_DECISIONS:?}"));
+        }
+        Ok(())
+    }
+}
+
+fn check_record_id(field: &str, id: &str) -> Result<(), String> {
+    let id_hex = id.strip_prefix("gate-").unwrap_or_default();
+    if id_hex.len() != 32
+        || !id_hex
+            .bytes()
+            .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(format!("{field} must be gate- and 32 lowercase hex digits"));
+    }
+    Ok(())
 }

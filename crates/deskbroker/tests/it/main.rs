@@ -43,6 +43,7 @@ mod reset_handoff;
 mod sandbox;
 mod sandbox_view;
 mod screenshot_gate;
+mod screenshot_review;
 mod semantic;
 mod serve_capacity;
 mod settle_idle;

@@ -46,7 +46,7 @@ screenshot_gate:
 
 /// Whether python3-gi with GTK 3 and tesseract are installed; without them the test prints a
 /// skip and passes, unless `DESK_REQUIRE_XVFB=1` (CI installs both), where it fails.
-fn tools_available() -> bool {
+pub(crate) fn tools_available() -> bool {
     let gtk = gtk_installed();
     let tesseract = std::process::Command::new("tesseract")
         .arg("--version")
