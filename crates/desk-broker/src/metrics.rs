@@ -120,9 +120,16 @@ pub(crate) fn operation<'a>(
     path: &'a str,
     long_poll: bool,
 ) -> (&'static str, Option<&'a str>) {
+    if method == Method::GET && path == "/review" {
+        return ("review_page", None);
+    }
     let segments: Vec<&str> = path.strip_prefix("/v1/").unwrap_or("").split('/').collect();
     let method = method.as_str();
     let op = match (method, segments.as_slice()) {
+        ("GET", ["reviews"]) => "list_reviews",
+        ("GET", ["reviews", _]) => "get_review",
+        ("GET", ["reviews", _, "frame"]) => "get_review_frame",
+        ("POST", ["reviews", _, "decision"]) => "decide_review",
         ("POST", ["leases"]) => "lease",
         ("GET", ["metrics"]) => "metrics",
         ("POST", ["drain"]) => "drain",
