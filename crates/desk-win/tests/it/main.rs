@@ -25,6 +25,8 @@ use desk_contract::worker::{
 use desk_contract::{Button, InputAction, Modifier, ScreenPoint, SettlePolicy};
 use desk_test_support::Xvfb;
 
+mod listen;
+
 const WORKER_EXE_ENV: &str = "DESK_WIN_WORKER_EXE";
 
 struct Wine {
