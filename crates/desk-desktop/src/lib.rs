@@ -28,6 +28,6 @@ pub use factory::{BackendFactory, BackendRequest, FakeFactory, LocalFactory};
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};
 pub use layout::{SessionDir, StateDir};
-pub use remote::{RemoteDesktop, RemoteFactory, RemoteWorker};
 pub use profile::{AppProfile, ArtifactFormat, ProfileError, ProfileSet};
+pub use remote::{RemoteDesktop, RemoteFactory, RemoteWorker};
 pub use sandbox::SandboxPolicy;
