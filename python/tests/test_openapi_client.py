@@ -74,13 +74,15 @@ def generate_client(socket: Path, out: Path) -> ModuleType:
         capture_output=True, text=True, timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    # The only responses it leaves out are the two NDJSON logs (not JSON); nothing else warns,
+    # The only responses it leaves out are the two NDJSON logs and the review frame's PNG (not
+    # JSON); nothing else warns,
     # and no schema is dropped (the hand-written document lost every action to a duplicate
     # model name, "ActionType2PathItem").
     output = run.stdout + run.stderr
     assert "Unable to process schema" not in output, output
     warnings = [line for line in output.splitlines() if line.startswith("WARNING")]
     assert warnings == [
+        "WARNING parsing GET /v1/reviews/{id}/frame within default.",
         "WARNING parsing GET /v1/sessions/{id}/events within default.",
         "WARNING parsing GET /v1/sessions/{id}/frame-events within default.",
     ], output
