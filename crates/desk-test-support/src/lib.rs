@@ -6,6 +6,7 @@
 //! a missing Xvfb skips (prints `skipped: Xvfb not found`) unless `DESK_REQUIRE_XVFB=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod certs;
 pub mod probe;
 mod xvfb;
 
@@ -26,5 +27,6 @@ pub fn tools_available(what: &str, programs: &[&str]) -> bool {
     found
 }
 
+pub use certs::write_worker_certs;
 pub use probe::{PROBE_RGB, ProbeEvent, ProbeOptions, read_probe_log, spawn_probe, typed_text};
 pub use xvfb::{Openbox, Xvfb, skip_unless_required};

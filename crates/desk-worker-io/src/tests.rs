@@ -1,5 +1,5 @@
 //! The serve loop against a scripted handler, the command line, and a real mutual-TLS
-//! round trip on loopback with certificates made here (rcgen): a known client is served, a
+//! round trip on loopback with certificates made by desk-test-support: a known client is served, a
 //! client without a certificate or with one of another CA gets nothing.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use desk_contract::DisplaySize;
 use desk_contract::worker::{HelloInfo, WorkerOp, WorkerReply, WorkerValue};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-};
+use desk_test_support::write_worker_certs as make_certs;
 
 use crate::{Duplex, Ended, Handler, Identity, ListenArgs, TcpEndpoint, serve_connection, tls};
 
@@ -142,26 +140,6 @@ fn endpoints_and_listen_flags_are_parsed_strictly() {
         assert!(ListenArgs::parse(&without).is_err(), "{missing}");
     }
     assert!(ListenArgs::parse(&strings(&["--listen", "tcp://h:1", "--insecure"])).is_err());
-}
-
-/// A CA and, signed by it, a server certificate for 127.0.0.1 and a client certificate, as
-/// PEM files in `dir`.
-fn make_certs(dir: &Path) {
-    let mut ca = CertificateParams::default();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-    for (name, san, usage) in [
-        ("server", "127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth),
-        ("client", "broker", ExtendedKeyUsagePurpose::ClientAuth),
-    ] {
-        let mut params = CertificateParams::new(vec![san.to_string()]).unwrap();
-        params.extended_key_usages = vec![usage];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &ca).unwrap();
-        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
-    }
 }
 
 /// Says hello over TLS with `config`; the answer line, or the error that ended the exchange.

@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,32 +16,9 @@ use std::time::Duration;
 use desk_contract::desktop::{Handoff, WindowRules};
 use desk_contract::worker::{WorkerOp, WorkerReply, WorkerRequest, WorkerResponse, WorkerValue};
 use desk_contract::{InputAction, SettlePolicy};
-use desk_test_support::Xvfb;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-};
+use desk_test_support::write_worker_certs;
 
-use super::{WORKER_EXE_ENV, Wine, decode, edit_text};
-
-/// A CA and, signed by it, the worker's certificate for 127.0.0.1 and a broker's client
-/// certificate, as PEM files in `dir`.
-fn make_certs(dir: &Path) {
-    let mut ca = CertificateParams::default();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-    for (name, san, usage) in [
-        ("server", "127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth),
-        ("client", "broker", ExtendedKeyUsagePurpose::ClientAuth),
-    ] {
-        let mut params = CertificateParams::new(vec![san.to_string()]).unwrap();
-        params.extended_key_usages = vec![usage];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &ca).unwrap();
-        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
-    }
-}
+use super::{Wine, decode, edit_text, wine_desktop};
 
 /// A Unix path as the Windows program under Wine opens it (drive Z: is the Unix root).
 fn wine_path(path: &Path) -> String {
@@ -99,25 +76,11 @@ impl TlsClient {
 
 #[test]
 fn the_worker_serves_a_broker_over_mutual_tls_under_wine() {
-    let Some(exe) = std::env::var_os(WORKER_EXE_ENV).map(PathBuf::from) else {
-        println!("skipped: {WORKER_EXE_ENV} not set (scripts/wine-conformance.sh runs this test)");
-        return;
-    };
-    if !desk_test_support::tools_available("wine", &["wine", "wineserver"]) {
-        return;
-    }
-    let Some(xvfb) = Xvfb::start(1280, 800) else {
+    let Some((exe, _xvfb, wine, _prefix_dir)) = wine_desktop() else {
         return;
     };
     let certs = tempfile::tempdir().unwrap();
-    make_certs(certs.path());
-    let prefix_dir = tempfile::tempdir().unwrap();
-    let wine = Wine {
-        display: xvfb.display().to_string(),
-        prefix: std::env::var_os("WINEPREFIX")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| prefix_dir.path().to_path_buf()),
-    };
+    write_worker_certs(certs.path());
     let cert = |name: &str| wine_path(&certs.path().join(name));
     let mut child = wine
         .command("wine")

@@ -148,18 +148,18 @@ fn chord(keys: &[Key]) -> InputAction {
     }
 }
 
-#[test]
-fn the_worker_drives_wine_notepad_through_the_protocol() {
+/// What every test here needs: the worker executable, a 1280x800 Xvfb and Wine on it (the
+/// prefix from `WINEPREFIX`, else a fresh one in the returned directory). `None` (after saying
+/// why) when the test is not asked for or a tool is missing.
+fn wine_desktop() -> Option<(PathBuf, Xvfb, Wine, tempfile::TempDir)> {
     let Some(exe) = std::env::var_os(WORKER_EXE_ENV).map(PathBuf::from) else {
         println!("skipped: {WORKER_EXE_ENV} not set (scripts/wine-conformance.sh runs this test)");
-        return;
+        return None;
     };
     if !desk_test_support::tools_available("wine", &["wine", "wineserver"]) {
-        return;
+        return None;
     }
-    let Some(xvfb) = Xvfb::start(1280, 800) else {
-        return;
-    };
+    let xvfb = Xvfb::start(1280, 800)?;
     let prefix_dir = tempfile::tempdir().unwrap();
     let prefix = std::env::var_os("WINEPREFIX")
         .map(PathBuf::from)
@@ -167,6 +167,14 @@ fn the_worker_drives_wine_notepad_through_the_protocol() {
     let wine = Wine {
         display: xvfb.display().to_string(),
         prefix,
+    };
+    Some((exe, xvfb, wine, prefix_dir))
+}
+
+#[test]
+fn the_worker_drives_wine_notepad_through_the_protocol() {
+    let Some((exe, _xvfb, wine, _prefix_dir)) = wine_desktop() else {
+        return;
     };
     let mut child = wine
         .command("wine")
