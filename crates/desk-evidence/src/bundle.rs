@@ -31,8 +31,12 @@ use crate::sign::{Envelope, SigningKey, VerifyingKey, sha256_hex};
 use crate::strict;
 
 mod gate;
+mod layout;
 mod retention;
 mod terminal;
+
+pub use layout::{ARTIFACT_DIR, FRAMES_DIR, MANIFEST_FILE, ManifestFile};
+use layout::{named, recorded_artifacts};
 
 pub use gate::GateDecisionSeen;
 
@@ -42,12 +46,6 @@ pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
 pub const JOURNAL_FILE: &str = "evidence.ndjson";
 /// The two input logs, named as the benchmark contract names them.
 pub use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
-/// The signed manifest.
-pub const MANIFEST_FILE: &str = "manifest.json";
-/// Directory of artifacts inside a bundle.
-pub const ARTIFACT_DIR: &str = "artifact";
-/// Directory of frames inside a bundle.
-pub const FRAMES_DIR: &str = "frames";
 
 /// Largest single file export or verify reads.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024 * 1024;
@@ -120,18 +118,6 @@ pub struct ManifestJournal {
     pub last_envelope_sha256: String,
     /// Whether the last record is `session_released`.
     pub released: bool,
-}
-
-/// One file listed by the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ManifestFile {
-    /// Path relative to the bundle root, `/`-separated.
-    pub path: String,
-    /// SHA-256 (hex) of its bytes.
-    pub sha256: String,
-    /// Its size in bytes.
-    pub size: u64,
 }
 
 /// The signed payload of `manifest.json`.
@@ -386,31 +372,6 @@ pub fn export(
     Ok(manifest)
 }
 
-/// The last `artifact` or `checkpoint` record naming each artifact.
-fn recorded_artifacts(
-    records: &[VerifiedRecord],
-) -> BTreeMap<String, (&VerifiedRecord, String, u64)> {
-    let mut recorded = BTreeMap::new();
-    for record in records {
-        match &record.record().body {
-            RecordBody::Artifact(artifact) => {
-                recorded.insert(
-                    artifact.name.clone(),
-                    (record, artifact.sha256.clone(), artifact.size),
-                );
-            }
-            RecordBody::Checkpoint(checkpoint) => {
-                recorded.insert(
-                    checkpoint.file_name.clone(),
-                    (record, checkpoint.sha256.clone(), checkpoint.size),
-                );
-            }
-            _ => {}
-        }
-    }
-    recorded
-}
-
 /// A bundle file's bytes: in memory at export, on disk at verify.
 enum BundleFile<'a> {
     Bytes(&'a [u8]),
@@ -423,15 +384,6 @@ impl BundleFile<'_> {
             Self::Bytes(bytes) => bytes,
             Self::Disk(bytes) => bytes,
         }
-    }
-}
-
-fn named(record: &VerifiedRecord, problem: RecordProblem) -> EvidenceError {
-    EvidenceError::Record {
-        line: record.line(),
-        seq: Some(record.record().seq),
-        kind: Some(record.record().kind().as_str().to_string()),
-        problem,
     }
 }
 

@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{ARTIFACT_DIR, EVENTS_FILE, FRAME_EVENTS_FILE, ManifestFile, recorded_artifacts};
+use desk_contract::events::{EVENTS_FILE, FRAME_EVENTS_FILE};
+
+use super::layout::{ARTIFACT_DIR, FRAMES_DIR, MANIFEST_FILE, ManifestFile, recorded_artifacts};
 use crate::error::{EvidenceError, FileProblem};
 use crate::journal::VerifiedRecord;
 use crate::record::{LogDigest, RecordBody};
@@ -47,7 +49,7 @@ pub(super) fn check_stamp(
     let recorded = frame_retention(records);
     if recorded.as_deref() != stamp {
         return Err(EvidenceError::File {
-            name: super::MANIFEST_FILE.to_owned(),
+            name: MANIFEST_FILE.to_owned(),
             problem: FileProblem::NotRecorded(format!(
                 "stamped with frame retention {stamp:?}, the journal records {recorded:?}"
             )),
@@ -55,7 +57,7 @@ pub(super) fn check_stamp(
     }
     if recorded.as_deref() == Some("delete_at_release") && has_frames {
         return Err(EvidenceError::File {
-            name: super::FRAMES_DIR.to_owned(),
+            name: FRAMES_DIR.to_owned(),
             problem: FileProblem::NotRecorded(
                 "frames in a bundle whose journal says they were deleted at release".to_owned(),
             ),

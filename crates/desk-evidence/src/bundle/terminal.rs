@@ -7,8 +7,9 @@
 //! operator's or the broker's kill) under the watchdog's key or the journal's. A receipt the
 //! broker's evidence key signed "as the watchdog" is refused.
 
-use super::{VerifiedRecord, named};
+use super::layout::named;
 use crate::error::{EvidenceError, RecordProblem};
+use crate::journal::VerifiedRecord;
 use crate::record::{RecordBody, SIGNER_IDENTITIES, WATCHDOG_SOURCE};
 use crate::sign::VerifyingKey;
 use crate::spool::{SPOOL_SCHEMA, Spooled};

@@ -93,9 +93,9 @@ impl ScreenshotGateDecision {
 
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_record_id("record_id", &self.record_id)?;
-        super::check_digest("frame_sha256", &self.frame_sha256)?;
-        super::check_digest("policy_sha256", &self.policy_sha256)?;
-        super::check_text("ocr_engine", &self.ocr_engine)?;
+        super::fields::check_digest("frame_sha256", &self.frame_sha256)?;
+        super::fields::check_digest("policy_sha256", &self.policy_sha256)?;
+        super::fields::check_text("ocr_engine", &self.ocr_engine)?;
         if !GATE_VERDICTS.contains(&self.verdict.as_str()) {
             return Err(format!("verdict must be one of {GATE_VERDICTS:?}"));
         }
@@ -117,7 +117,7 @@ impl ScreenshotGateDecision {
                 ));
             }
             if let Some(pattern) = &reason.pattern {
-                super::check_text("pattern", pattern)?;
+                super::fields::check_text("pattern", pattern)?;
             }
         }
         let highest = self
@@ -169,8 +169,8 @@ pub struct ScreenshotReviewDecision {
 impl ScreenshotReviewDecision {
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_record_id("review_id", &self.review_id)?;
-        super::check_digest("frame_sha256", &self.frame_sha256)?;
-        super::check_text("reviewer", &self.reviewer)?;
+        super::fields::check_digest("frame_sha256", &self.frame_sha256)?;
+        super::fields::check_text("reviewer", &self.reviewer)?;
         if !REVIEW_DECISIONS.contains(&self.decision.as_str()) {
             return Err(format!("decision must be one of {REVIEW_DECISIONS:?}"));
         }

@@ -11,7 +11,7 @@ use x11rb::protocol::xproto::{
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
-use super::{KeyboardMap, ProbeEvent};
+use super::log::{KeyboardMap, ProbeEvent};
 
 x11rb::atom_manager! {
     Atoms: AtomsCookie {

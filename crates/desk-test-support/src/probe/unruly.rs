@@ -10,7 +10,8 @@ use x11rb::protocol::xproto::{AtomEnum, ChangeWindowAttributesAux, ConnectionExt
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
-use super::PROBE_RGB;
+/// The probe's background color as (r, g, b).
+pub const PROBE_RGB: (u8, u8, u8) = (0x33, 0x66, 0xcc);
 
 /// The repaint color alternating with [`PROBE_RGB`].
 const FLICKER_PIXEL: u32 = 0x00cc_6633;
