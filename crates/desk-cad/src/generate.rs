@@ -9,10 +9,13 @@
 //! dimensions, centre and hidden linetypes, a hatched section view and a multi-line note.
 
 use crate::corpus::Level;
-use crate::model::{Entity, Geometry, Model, Point, format_value};
+use crate::model::{Geometry, Model, Point, format_value};
 
+mod builder;
 mod dims;
 mod drafting;
+
+use builder::{Builder, Corner, Plate, fmt_point};
 
 /// Whether generated drawings carry the drafting categories (corpus v3 onwards).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,65 +59,6 @@ impl Rng {
     pub(crate) fn coin(&mut self) -> bool {
         self.next_u64() & 1 == 1
     }
-}
-
-/// Collects entities and the matching prompt sentences.
-struct Builder {
-    layers: bool,
-    entities: Vec<Entity>,
-    steps: Vec<String>,
-}
-
-/// A linetype for an entity the builder adds.
-const CONTINUOUS: Option<&str> = None;
-
-fn fmt_point(p: Point) -> String {
-    format!("({}, {})", format_value(p.x), format_value(p.y))
-}
-
-impl Builder {
-    fn add(&mut self, layer: &str, geometry: Geometry) {
-        self.add_styled(layer, CONTINUOUS, geometry);
-    }
-
-    fn add_styled(&mut self, layer: &str, linetype: Option<&str>, geometry: Geometry) {
-        let layer = if self.layers { layer } else { "0" };
-        let entity = Entity::on_layer(layer, geometry);
-        self.entities.push(match linetype {
-            Some(linetype) => entity.with_linetype(linetype),
-            None => entity,
-        });
-    }
-
-    fn step(&mut self, sentence: String) {
-        self.steps.push(sentence);
-    }
-}
-
-/// The plate outline: a rectangle at (x0, y0) of size w x h.
-#[derive(Clone, Copy)]
-struct Plate {
-    x0: f64,
-    y0: f64,
-    w: f64,
-    h: f64,
-}
-
-impl Plate {
-    fn x1(&self) -> f64 {
-        self.x0 + self.w
-    }
-    fn y1(&self) -> f64 {
-        self.y0 + self.h
-    }
-}
-
-/// How the outline's corner is treated.
-#[derive(Clone, Copy, PartialEq)]
-enum Corner {
-    Square,
-    Rounded(f64),
-    Chamfered(f64),
 }
 
 pub(crate) fn generate_all(drafting: Drafting) -> Vec<Generated> {

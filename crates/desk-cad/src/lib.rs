@@ -10,6 +10,7 @@
 //! inputs: no clock, no randomness outside the seeded generators, no hash-map iteration order.
 #![forbid(unsafe_code)]
 
+mod category;
 pub mod corpus;
 pub mod dxf_io;
 mod dxf_raw;
@@ -17,6 +18,7 @@ mod dxf_write;
 mod error;
 mod generate;
 pub mod generate3d;
+mod greedy;
 mod matching;
 pub mod model;
 mod normalize;

@@ -11,10 +11,10 @@ use crate::model::{DimKind, Geometry, Model, Point};
 
 mod loops;
 
-use crate::render::arc_sweep;
-use crate::score::{
+use crate::category::{
     ANGLE_TOL_DEG, Category, POINT_TOL_MM, SCALE_TOL_REL, TEXT_TOL_MM, VALUE_TOL_REL,
 };
+use crate::render::arc_sweep;
 use loops::loops_cost;
 
 /// A normalized, scorable item.

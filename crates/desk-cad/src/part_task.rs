@@ -19,31 +19,15 @@ use crate::render::{HEIGHT, WIDTH, svg_to_png};
 use crate::solid::sandbox;
 
 mod dims;
+mod view;
 
 use dims::dimension_view;
+pub use view::ProjectedView;
 
 const BUILD: &str = include_str!("solid/build_part.py");
 const CELL_MARGIN_PX: f64 = 95.0;
 const NOTES_PX: f64 = 100.0;
 const LABEL_PX: f64 = 26.0;
-
-/// One projected view: polylines in view coordinates (mm, x right, y up).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProjectedView {
-    /// The view's label.
-    pub name: String,
-    /// An orthographic view (dimensioned, hidden edges shown), not the pictorial one.
-    pub orthographic: bool,
-    /// Visible edges.
-    pub visible: Vec<Vec<[f64; 2]>>,
-    /// Hidden edges.
-    pub hidden: Vec<Vec<[f64; 2]>>,
-    /// A section view's cut faces, each a list of closed loops (outer and holes).
-    pub cut: Vec<Vec<Vec<[f64; 2]>>>,
-    /// In the view a section is cut from: the cutting plane's view y (a horizontal line).
-    pub cutting_plane: Option<f64>,
-}
 
 #[derive(Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]

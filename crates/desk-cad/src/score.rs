@@ -42,6 +42,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::category::{
+    ANGLE_TOL_DEG, Category, POINT_TOL_MM, SCALE_TOL_REL, TEXT_TOL_MM, VALUE_TOL_REL,
+};
 use crate::dxf_io::{Forbidden, read_dxf_bytes};
 pub(crate) use crate::matching::{CategoryMatch, match_by_category};
 use crate::model::Model;
@@ -49,16 +52,6 @@ use crate::normalize::items;
 
 /// Version of these scoring rules.
 pub const SCORER_VERSION: &str = "deskbroker-cad-scorer-v2";
-/// Point and radius tolerance in mm.
-pub const POINT_TOL_MM: f64 = 0.05;
-/// Relative tolerance on dimension values.
-pub const VALUE_TOL_REL: f64 = 0.005;
-/// Text insertion point tolerance in mm.
-pub const TEXT_TOL_MM: f64 = 0.5;
-/// Angle tolerance in degrees: angular dimension rays and values, hatch pattern angles.
-pub const ANGLE_TOL_DEG: f64 = 0.5;
-/// Relative tolerance on hatch pattern scales.
-pub const SCALE_TOL_REL: f64 = 0.01;
 /// Category weights before renormalization.
 pub const WEIGHTS: [(Category, f64); 7] = [
     (Category::Geometry, 0.40),
@@ -88,26 +81,6 @@ pub enum ZeroReason {
     Underlay,
     /// Contains an external reference.
     Xref,
-}
-
-/// A scoring category.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// Segments, circles and arcs.
-    Geometry,
-    /// Linear, angular, radius and diameter dimensions.
-    Dimensions,
-    /// Text (single- and multi-line) and leaders.
-    Annotations,
-    /// Layer assignment of matched items.
-    Layers,
-    /// Linetype (centre, hidden, ...) of matched items.
-    Linetypes,
-    /// Hatched regions: pattern, scale, angle and boundary.
-    Hatching,
-    /// How alike the trusted renders of gold and candidate look.
-    Presentation,
 }
 
 /// One category's result.

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{
+use super::task::{
     ArtifactKind, BUDGETS_2D, BUDGETS_3D, CONTRACT_VERSION, CorpusVersion, DrawingType, Level,
     Split, TASKS_FILE, Task, TaskId, TaskList,
 };

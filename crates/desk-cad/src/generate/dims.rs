@@ -1,7 +1,7 @@
 //! The L3 and L4 drawings' dimensions: overall width and height, a hole's diameter, the
 //! corner's radius or chamfer.
 
-use super::{Builder, Corner, Plate, fmt_point};
+use super::builder::{Builder, Corner, Plate, fmt_point};
 use crate::model::{DimKind, Geometry, Point};
 
 /// Adds overall width and height dimensions, a diameter dimension of the first hole, and a

@@ -11,7 +11,7 @@
 //! gives to two decimals) and everything the oracle must click stays inside LibreCAD's first
 //! view.
 
-use super::{Builder, Corner, Plate, fmt_point};
+use super::builder::{Builder, Corner, Plate, fmt_point};
 use crate::corpus::Level;
 use crate::model::{Geometry, HatchPattern, Point, format_value};
 

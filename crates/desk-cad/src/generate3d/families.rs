@@ -2,7 +2,7 @@
 //! [`PartSpec`] with the task sentences that give every dimension and the views its drawing
 //! shows. Sizes keep every feature inside the part and clear of the others.
 
-use super::{
+use super::spec::{
     Axis, Base, Feature, Finish, FinishKind, PartSpec, View, hub_profile, l_profile,
     rectangle_profile,
 };

@@ -1,7 +1,7 @@
 //! Hatch boundary loops: how far two closed loops are, as sets matched 1:1.
 
+use crate::category::POINT_TOL_MM;
 use crate::model::Point;
-use crate::score::POINT_TOL_MM;
 
 /// How far apart two closed loops are: the largest vertex distance under the best cyclic
 /// shift, in either direction; `None` when their vertex counts differ.
@@ -34,7 +34,7 @@ pub(super) fn loops_cost(gold: &[Vec<Point>], candidate: &[Vec<Point>]) -> Optio
     if gold.len() != candidate.len() {
         return None;
     }
-    let pairs = crate::matching::greedy_match(gold.len(), candidate.len(), |g, c| {
+    let pairs = crate::greedy::greedy_match(gold.len(), candidate.len(), |g, c| {
         loop_cost(&gold[g], &candidate[c]).filter(|cost| *cost <= POINT_TOL_MM)
     });
     (pairs.len() == gold.len()).then(|| {

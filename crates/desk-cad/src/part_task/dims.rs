@@ -2,7 +2,7 @@
 //! horizontal and vertical straight edges of an orthographic view (collinear pieces joined)
 //! and its largest visible full circle.
 
-use super::ProjectedView;
+use super::view::ProjectedView;
 use crate::model::{Point, format_value};
 use crate::render::{arrow, label, line};
 

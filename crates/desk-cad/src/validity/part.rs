@@ -16,7 +16,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{CaseResult, Expected, TaskValidity, case, gold_cases, ms_since, reason_name, unmade};
+use super::cases::{
+    CaseResult, Expected, TaskValidity, case, gold_cases, ms_since, reason_name, unmade,
+};
 use crate::CadError;
 use crate::corpus::DrawingType;
 use crate::generate3d::{Axis, Base, Feature, PartSpec, PartTask, SheetSpec, View};

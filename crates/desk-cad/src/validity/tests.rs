@@ -1,6 +1,8 @@
 //! The validity relations, the margin and the report's wire form.
 
+use super::cases::keeps;
 use super::*;
+use crate::corpus::DrawingType;
 
 fn judged(name: &str, expected: Expected, score: f64, zero_reason: Option<&str>) -> CaseResult {
     CaseResult {

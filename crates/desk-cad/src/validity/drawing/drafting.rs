@@ -1,7 +1,7 @@
 //! The drafting kinds' perturbations (corpus v3): a moved or repatterned hatch, a changed
 //! angle, a moved leader, a changed note and a lost linetype, each where the gold has one.
 
-use super::{changed_dimension, changed_text, first_index, moved, with_changed};
+use super::edits::{changed_dimension, changed_text, first_index, moved, with_changed};
 use crate::model::{Geometry, Model};
 
 /// A drafting perturbation: its name, which geometry it applies to, and the change.
