@@ -14,7 +14,7 @@ use futures_util::future::{join_all, try_join_all};
 use zbus::Connection;
 use zbus::proxy::CacheProperties;
 
-use crate::{A11yError, Retained, new_observation_id};
+use crate::A11yError;
 
 /// At most this many objects are read at once.
 const CONCURRENCY: usize = 256;
@@ -271,4 +271,23 @@ pub(crate) async fn walk(
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
     Ok((tree, retained))
+}
+
+/// One retained object of an observation.
+#[derive(Debug, Clone)]
+pub(crate) struct Retained {
+    /// Unique bus name of the provider.
+    pub(crate) bus_name: String,
+    /// Object path.
+    pub(crate) path: String,
+    /// Index of its top-level window (depth 1); `None` for the application itself.
+    pub(crate) toplevel: Option<u32>,
+}
+
+/// A fresh observation id: `ax_` and 16 random hex digits.
+pub(crate) fn new_observation_id() -> Result<String, A11yError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| A11yError::Unavailable(format!("randomness: {error}")))?;
+    Ok(format!("ax_{}", hex::encode(bytes)))
 }

@@ -13,8 +13,9 @@ use desk_contract::a11y::AxWindow;
 use zbus::Connection;
 use zbus::proxy::CacheProperties;
 
-use crate::observe::{accessible, action, component, rect};
-use crate::{A11yError, Accessibility, BoundWindow, Retained, TextMode, classify};
+use crate::access::{Accessibility, BoundWindow, classify};
+use crate::observe::{Retained, accessible, action, component, rect};
+use crate::{A11yError, TextMode};
 
 /// The checks before input must finish within this.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);

@@ -1,7 +1,11 @@
 //! Unit tests of the pure parts: semantic actions refused as stale without an observation,
 //! extents without a size, and the bound window's frame.
 
+use desk_contract::a11y::AxWindow;
+use desk_contract::desktop::WindowRect;
+
 use super::*;
+use crate::access::classify;
 
 #[test]
 fn without_an_observation_every_semantic_action_is_stale_before_any_bus_call() {

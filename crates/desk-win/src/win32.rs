@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use desk_contract::desktop::WindowRect;
-use windows_sys::Win32::Foundation::{GetLastError, HWND, LPARAM, POINT, RECT};
+use windows_sys::Win32::Foundation::{HWND, LPARAM, POINT, RECT};
 use windows_sys::Win32::UI::HiDpi::{
     DPI_AWARENESS_CONTEXT_PER_MONITOR_AWARE_V2, SetProcessDpiAwarenessContext,
 };
@@ -33,7 +33,10 @@ use crate::worker::Worker;
 mod capture;
 mod dxgi;
 mod input;
+mod last_error;
 mod text;
+
+pub(crate) use last_error::last_error;
 
 /// The two capture paths over the current virtual screen.
 struct Sources;
@@ -56,15 +59,6 @@ pub(crate) fn handle_id(hwnd: HWND) -> u32 {
 /// The handle of a protocol window id (sign-extended, as Win32 extends 32-bit handles).
 pub(crate) fn handle_of(id: u32) -> HWND {
     id as i32 as isize as HWND
-}
-
-pub(crate) fn last_error(call: &'static str) -> WinError {
-    // SAFETY: GetLastError only reads the calling thread's last-error value.
-    let code = unsafe { GetLastError() };
-    WinError::Win32 {
-        call,
-        detail: format!("error {code}"),
-    }
 }
 
 /// The Win32 platform.

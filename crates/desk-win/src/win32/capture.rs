@@ -9,7 +9,7 @@ use windows_sys::Win32::Graphics::Gdi::{
     SelectObject,
 };
 
-use super::last_error;
+use super::last_error::last_error;
 use crate::error::WinError;
 use crate::platform::{Bgrx, ScreenGeometry};
 

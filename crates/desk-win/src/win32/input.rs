@@ -13,7 +13,7 @@ use windows_sys::Win32::UI::Input::KeyboardAndMouse::{
     MOUSEEVENTF_WHEEL, MOUSEINPUT, SendInput,
 };
 
-use super::last_error;
+use super::last_error::last_error;
 use crate::error::WinError;
 use crate::plan::normalized;
 use crate::platform::{ScreenGeometry, Step};

@@ -6,7 +6,7 @@ use windows_sys::Win32::UI::WindowsAndMessaging::{
     FindWindowExW, FindWindowW, SMTO_ABORTIFHUNG, SendMessageTimeoutW, WM_GETTEXT, WM_GETTEXTLENGTH,
 };
 
-use super::last_error;
+use super::last_error::last_error;
 use crate::error::WinError;
 
 fn wide(text: &str) -> Vec<u16> {
