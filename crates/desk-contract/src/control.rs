@@ -11,29 +11,9 @@ use crate::action::{Action, ActionType};
 use crate::api::{Receipt, Screenshot};
 use crate::error::ErrorCode;
 
-crate::wire_enum! {
-    /// What the control session's owner may do.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub enum ControlMode {
-        /// Screenshots and status only; every program and action is refused (`control_observe_only`).
-        Observe = "observe",
-        /// Input programs and actions (XTEST seat input on the session's private display).
-        #[default]
-        Act = "act",
-    }
-}
+mod state;
 
-crate::wire_enum! {
-    /// Why a control generation was stopped.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub enum StopReason {
-        /// The agent (or its harness) stopped itself.
-        #[default]
-        AgentStopped = "agent_stopped",
-        /// A human stopped the agent.
-        UserStopped = "user_stopped",
-    }
-}
+pub use state::{ControlMode, ControlStatus, PixelRect, StopReason, ZoomInfo};
 
 /// `POST /v1/sessions/{id}/control`: claim the control session, or change the mode of one
 /// this owner already holds. Restart after Stop is `POST /v1/sessions/{id}/control/restart`.
@@ -56,28 +36,6 @@ pub struct StopRequest {
     /// Why; `agent_stopped` when absent.
     #[serde(default)]
     pub reason: StopReason,
-}
-
-/// The control session of one broker session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ControlStatus {
-    /// Session id.
-    pub session_id: String,
-    /// The owner; `null` while nobody claimed the session (then requests without a control
-    /// token may act, as before control sessions existed).
-    pub owner: Option<String>,
-    /// The owner's mode.
-    pub mode: ControlMode,
-    /// The generation: advanced by every claim, Stop and restart. Work carrying another
-    /// generation is refused before any input.
-    pub generation: u64,
-    /// The target revision: advanced by every reset (a new bind of the app window).
-    pub target_revision: u64,
-    /// True after Stop until an explicit restart.
-    pub stopped: bool,
-    /// Why it was stopped; `null` unless `stopped`.
-    pub stop_reason: Option<StopReason>,
 }
 
 /// The answer to `POST /v1/sessions/{id}/stop`.
@@ -294,30 +252,6 @@ pub struct ZoomRequest {
     /// Width, image pixels (at least 1).
     pub width: u32,
     /// Height, image pixels (at least 1).
-    pub height: u32,
-}
-
-/// What makes a screenshot a zoom: it is marked, never inferred from its region.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct ZoomInfo {
-    /// The screenshot the region was given in.
-    pub source_screenshot_id: String,
-    /// Output pixels per screen pixel (a whole number, 1 to 8).
-    pub scale: u32,
-}
-
-/// A rectangle in pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
-pub struct PixelRect {
-    /// Left column.
-    pub x: u32,
-    /// Top row.
-    pub y: u32,
-    /// Width.
-    pub width: u32,
-    /// Height.
     pub height: u32,
 }
 

@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{MAX_DEPTH, MAX_SAFE_INTEGER, StrictJsonError, StrictJsonProblem, child_path, clip};
+use super::limits::{MAX_DEPTH, MAX_SAFE_INTEGER, child_path, clip, clip_path};
+use crate::error::{StrictJsonError, StrictJsonProblem};
 
 /// Parses `bytes` as one strict JSON document.
 pub(super) fn parse(bytes: &[u8]) -> Result<Value, StrictJsonError> {
@@ -61,7 +62,7 @@ impl Parser<'_> {
                 Segment::Index(index) => format!("{path}[{index}]"),
             };
         }
-        super::clip_path(&path)
+        clip_path(&path)
     }
 
     fn fail(&self, problem: StrictJsonProblem) -> StrictJsonError {

@@ -8,7 +8,7 @@ use crate::control::SemanticStep;
 use crate::error::ActionError;
 use crate::geometry::DisplaySize;
 
-use super::{Checker, InputAction, ValidatedAction};
+use super::checks::{Checker, InputAction, ValidatedAction};
 
 /// Whether `id` has the form the worker issues: `ax_` and 16 lowercase hex digits.
 pub(crate) fn is_observation_id(id: &str) -> bool {
