@@ -135,7 +135,7 @@ pub fn serve(
     Ok(())
 }
 
-/// `deskbroker-worker --listen tcp://HOST:PORT --cert --key --client-ca [--launch ...]`:
+/// `deskbroker-remote-worker --listen tcp://HOST:PORT --cert --key --client-ca [--launch ...]`:
 /// connects to `$DISPLAY`, launches the app when asked (its pid is `hello`'s `app_pid`), and
 /// serves brokers over mutual TLS one at a time until `shutdown` (`desk_worker_io::listen`).
 pub fn run_listen(args: &desk_worker_io::ListenArgs) -> Result<(), X11Error> {

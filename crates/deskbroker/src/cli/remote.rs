@@ -1,5 +1,5 @@
 //! `serve --worker tcp://HOST:PORT` and its TLS files: sessions on a remote worker
-//! (`deskbroker-worker --listen` or `desk-win-worker --listen`) instead of local desktops.
+//! (`deskbroker-remote-worker --listen` or `desk-win-worker --listen`) instead of local desktops.
 
 use std::path::PathBuf;
 

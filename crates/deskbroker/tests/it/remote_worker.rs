@@ -1,5 +1,5 @@
 //! A broker with `serve --worker tcp://…` driving a real Xvfb desktop through
-//! `deskbroker-worker --listen` over mutual TLS (`docs/worker-protocol.md`, "Transport"): lease,
+//! `deskbroker-remote-worker --listen` over mutual TLS (`docs/worker-protocol.md`, "Transport"): lease,
 //! reset, click, type, screenshot, a connection cut mid-session (the broker reconnects to the
 //! same worker instance), a broker restart (it reattaches through the session's record, no
 //! `/proc`), release; and the refusals: a broker whose client certificate the worker does not
@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::probe::{act, leased_probe, of_type, probe_events, typed_text};
 use crate::support::{
-    Broker, deskbroker, png_pixels, probe_binary, worker_program, xvfb_available,
+    Broker, deskbroker, png_pixels, probe_binary, remote_worker_program, xvfb_available,
 };
 
 const DISPLAY: DisplaySize = DisplaySize {
@@ -40,7 +40,7 @@ fn certs(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
-/// `deskbroker-worker --listen tcp://127.0.0.1:0` on `xvfb`, launching the probe; killed on
+/// `deskbroker-remote-worker --listen tcp://127.0.0.1:0` on `xvfb`, launching the probe; killed on
 /// drop.
 struct ListeningWorker {
     child: Child,
@@ -49,7 +49,7 @@ struct ListeningWorker {
 
 impl ListeningWorker {
     fn start(xvfb: &Xvfb, certs: &Path, log: &Path) -> ListeningWorker {
-        let mut child = Command::new(worker_program())
+        let mut child = Command::new(remote_worker_program())
             .args(["--listen", "tcp://127.0.0.1:0", "--cert"])
             .arg(certs.join("server.pem"))
             .arg("--key")

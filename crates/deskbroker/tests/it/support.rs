@@ -24,6 +24,11 @@ pub(crate) fn worker_program() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_deskbroker-worker"))
 }
 
+/// `deskbroker-remote-worker`, the worker for a broker on another host (TCP, mutual TLS).
+pub(crate) fn remote_worker_program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_deskbroker-remote-worker"))
+}
+
 /// A sandboxed 640x400 desktop of `session_dir` with the worker and no window manager: what
 /// the launcher-level tests (limits, reaping, the worker's peer check) start from.
 pub(crate) fn bare_desktop_config(

@@ -3,14 +3,12 @@
 //! It links the worker side alone (desk-x11 with desk-a11y and desk-contract: input, capture,
 //! settle, accessibility, the worker protocol), never the corpus, generators, judges, oracle,
 //! harness, models or evidence signing, so nothing that runs inside a desktop can make or read
-//! a gold (`docs/security.md`, "The session sandbox"). Two jobs:
+//! a gold (`docs/security.md`, "The session sandbox"), and no TLS stack: the worker for a
+//! remote broker is `deskbroker-remote-worker`. Its jobs:
 //!
 //! - no arguments: the per-session desktop worker, serving the Unix socket named by
 //!   `DESKBROKER_WORKER_SOCKET` (or stdin/stdout without it); `--as UID:GID` first: started as
 //!   root, it drops to those ids keeping `CAP_SYS_PTRACE` alone (see `identity.rs`);
-//! - `--listen tcp://HOST:PORT --cert PEM --key PEM --client-ca PEM [--launch PROGRAM ARGS...]`:
-//!   the desktop worker of `$DISPLAY` for a remote broker, over TCP with mutual TLS
-//!   (`docs/worker-protocol.md`, "Transport"), optionally launching the app it serves;
 //! - `hold [--every SECS] [--missing SECS] FILE`: the sandbox's pid 1, enforcing the lease
 //!   deadline in `FILE` and reaping orphans (see `hold.rs`).
 //!
@@ -33,8 +31,6 @@ use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 const USAGE: &str = "usage: deskbroker-worker [--as UID:GID] (the desktop worker)\n       \
-                     deskbroker-worker --listen tcp://HOST:PORT --cert PEM --key PEM \
-                     --client-ca PEM [--launch PROGRAM [ARGS...]]\n       \
                      deskbroker-worker hold [--every SECS] [--missing SECS] FILE\n       \
                      deskbroker-worker seed-home HOME SEED\n       \
                      deskbroker-worker confine --exec PATH... -- PROGRAM ARGS...";
@@ -48,7 +44,7 @@ fn main() -> ExitCode {
     let mut args = args;
     if args.first().map(String::as_str) == Some("--as") {
         let Some(ids) = args.get(1).cloned() else {
-            eprintln!("deskbroker-worker: --as needs UID:GID\n{USAGE}");
+            eprintln!("{USAGE}\ndeskbroker-worker: --as needs UID:GID");
             return ExitCode::from(2);
         };
         if let Err(message) = identity::drop_to(&ids) {
@@ -61,28 +57,11 @@ fn main() -> ExitCode {
             args.first().map(String::as_str),
             Some("hold" | "seed-home" | "confine")
         ) {
-            eprintln!("deskbroker-worker: --as runs the desktop worker alone\n{USAGE}");
+            eprintln!("{USAGE}\ndeskbroker-worker: --as runs the desktop worker alone");
             return ExitCode::from(2);
         }
     }
     match args.first().map(String::as_str) {
-        Some("--listen") => {
-            let listen = match desk_x11::ListenArgs::parse(&args) {
-                Ok(listen) => listen,
-                Err(error) => {
-                    eprintln!("deskbroker-worker: {error}\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            };
-            init_logs();
-            match desk_x11::run_listen(&listen) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
         None => {
             init_logs();
             match desk_x11::run_from_env() {
@@ -96,16 +75,17 @@ fn main() -> ExitCode {
         Some("hold") => match hold::Hold::parse(&args[1..]) {
             Ok(hold) => hold.run(),
             Err(message) => {
-                eprintln!("deskbroker-worker hold: {message}\n{USAGE}");
+                eprintln!("{USAGE}\ndeskbroker-worker hold: {message}");
                 ExitCode::from(2)
             }
         },
         Some("seed-home") => seed::run(&args[1..]),
         Some("confine") => confine::run(&args[1..]),
         Some(other) => {
+            // The usage first, the reason last: the broker quotes a worker log's last lines.
             eprintln!(
-                "deskbroker-worker: refusing {other:?}: this program only runs the desktop \
-                 worker or the sandbox holder\n{USAGE}"
+                "{USAGE}\ndeskbroker-worker: refusing {other:?}: this program only runs the \
+                 desktop worker or the sandbox holder"
             );
             ExitCode::from(2)
         }
