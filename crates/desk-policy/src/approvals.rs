@@ -25,7 +25,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::rules::{Rule, Violation};
+use crate::rules::{Rule, Violation, kind};
 use crate::yaml::join;
 
 /// Most high-risk targets one policy may list.
@@ -250,17 +250,6 @@ fn targets(found: &mut Vec<Violation>, value: Option<&Value>) {
             }
             seen.push(key);
         }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }
 

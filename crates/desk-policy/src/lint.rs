@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::rules::{Rule, SCHEMA_VERSION, Violation, parse_utc};
+use crate::rules::{Rule, SCHEMA_VERSION, Violation, kind, parse_utc};
 use crate::yaml::join;
 
 const ROOT_KEYS: &[&str] = &[
@@ -601,17 +601,6 @@ impl Lint {
                 "not_before must be earlier than not_after".to_string(),
             );
         }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }
 

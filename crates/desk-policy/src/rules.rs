@@ -12,6 +12,7 @@
 use std::fmt;
 
 use serde::Serialize;
+use serde_json::Value;
 
 /// `schema_version` of every policy document.
 pub const SCHEMA_VERSION: &str = "deskbroker.workspace-policy.v1";
@@ -243,5 +244,17 @@ impl fmt::Display for Violation {
             self.path,
             self.message
         )
+    }
+}
+
+/// How a lint message names the type of a value it did not expect.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
     }
 }
