@@ -19,6 +19,7 @@
 
 pub mod a11y;
 pub mod action;
+pub mod approval;
 pub mod api;
 pub mod b64;
 pub mod clipboard;

@@ -15,12 +15,14 @@ use serde_json::Value;
 use crate::error::EvidenceError;
 use crate::strict;
 
+mod approval;
 mod fields;
 mod gate;
 
 pub(crate) use fields::is_file_name;
 use fields::{check_digest, check_exact, check_file_name, check_text};
 
+pub use approval::{APPROVED_STATES, ApprovalIssued, ApprovedAction};
 pub use gate::{
     GATE_REASON_SOURCES, GATE_VERDICTS, GateReason, GateRegion, REVIEW_DECISIONS,
     ScreenshotGateDecision, ScreenshotReviewDecision,
@@ -69,6 +71,10 @@ desk_contract::wire_enum! {
         ScreenshotGateDecision = "screenshot_gate_decision",
         /// A reviewer allowed or denied a frame the gate put in review.
         ScreenshotReviewDecision = "screenshot_review_decision",
+        /// An approver's signed receipt for one exact action was issued (`docs/approvals.md`).
+        ApprovalIssued = "approval_issued",
+        /// An approved action reached a state of its execution.
+        ApprovedAction = "approved_action",
     }
 }
 
@@ -410,6 +416,10 @@ pub enum RecordBody {
     ScreenshotGateDecision(Box<ScreenshotGateDecision>),
     /// `screenshot_review_decision`.
     ScreenshotReviewDecision(ScreenshotReviewDecision),
+    /// `approval_issued`.
+    ApprovalIssued(ApprovalIssued),
+    /// `approved_action`.
+    ApprovedAction(ApprovedAction),
 }
 
 impl RecordBody {
@@ -429,6 +439,8 @@ impl RecordBody {
             Self::WorkspaceLaunched(_) => RecordKind::WorkspaceLaunched,
             Self::ScreenshotGateDecision(_) => RecordKind::ScreenshotGateDecision,
             Self::ScreenshotReviewDecision(_) => RecordKind::ScreenshotReviewDecision,
+            Self::ApprovalIssued(_) => RecordKind::ApprovalIssued,
+            Self::ApprovedAction(_) => RecordKind::ApprovedAction,
         }
     }
 
@@ -447,6 +459,8 @@ impl RecordBody {
             Self::WorkspaceLaunched(body) => serde_json::to_value(body),
             Self::ScreenshotGateDecision(body) => serde_json::to_value(body),
             Self::ScreenshotReviewDecision(body) => serde_json::to_value(body),
+            Self::ApprovalIssued(body) => serde_json::to_value(body),
+            Self::ApprovedAction(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -486,6 +500,12 @@ impl RecordBody {
             }
             RecordKind::ScreenshotReviewDecision => {
                 Self::ScreenshotReviewDecision(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ApprovalIssued => {
+                Self::ApprovalIssued(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ApprovedAction => {
+                Self::ApprovedAction(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -573,6 +593,8 @@ impl RecordBody {
             }
             Self::ScreenshotGateDecision(body) => body.validate(),
             Self::ScreenshotReviewDecision(body) => body.validate(),
+            Self::ApprovalIssued(body) => body.validate(),
+            Self::ApprovedAction(body) => body.validate(),
         }
     }
 }
