@@ -19,8 +19,8 @@
 
 pub mod a11y;
 pub mod action;
-pub mod approval;
 pub mod api;
+pub mod approval;
 pub mod b64;
 pub mod clipboard;
 pub mod control;
@@ -46,7 +46,9 @@ pub use digest::sha256_hex;
 pub use error::{ActionError, ErrorBody, ErrorCode, StrictJsonError, StrictJsonProblem};
 pub use geometry::{DisplaySize, ScreenPoint};
 pub use keys::{Key, NamedKey};
-pub use settle::{SettleOutcome, SettlePolicy, SettleReport, SettleRule, SettleValidation};
+pub use settle::{
+    SettleOutcome, SettlePolicy, SettleReport, SettleRule, SettleValidation, ValidationKind,
+};
 pub use validate::{InputAction, ValidatedAction, validate_action};
 
 #[cfg(test)]

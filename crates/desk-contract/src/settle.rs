@@ -134,6 +134,33 @@ pub struct SettleValidation {
     /// The smallest rectangle holding them, `[x, y, width, height]` (absent when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_box: Option<[u32; 4]>,
+    /// What the change looks like (absent from workers that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ValidationKind>,
+}
+
+crate::wire_enum! {
+    /// What changed between the settled and the later frame, told by the change's geometry
+    /// and the windows that appeared meanwhile (`docs/settle.md`, "Validation mode").
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ValidationKind {
+        /// Nothing changed.
+        Same = "same",
+        /// A change at most 3 pixels wide and 40 high: a blinking text cursor.
+        Caret = "caret",
+        /// A new popup window (override-redirect or utility) holds the change, or a small box
+        /// near the pointer: a tooltip.
+        Tooltip = "tooltip",
+        /// A new dialog or other top-level window holds the change, or a dialog-sized box
+        /// centred on the screen.
+        Dialog = "dialog",
+        /// A thin band at the bottom of the screen: a status bar message.
+        StatusBar = "status_bar",
+        /// A quarter of the screen or more repainted.
+        LargeRedraw = "large_redraw",
+        /// Anything else.
+        Other = "other",
+    }
 }
 
 impl SettleValidation {

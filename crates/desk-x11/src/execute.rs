@@ -221,12 +221,31 @@ impl X11Session {
                 };
                 let validation = match (settled.outcome, policy.validate_ms) {
                     (SettleOutcome::Stable, validate_ms) if validate_ms > 0 => {
+                        // The windows at the settle, to name the ones that open later.
+                        let at_settle = self.top_level_windows().ok();
+                        let screen = (settled.frame.width(), settled.frame.height());
                         crate::settle::validate(
                             &self.conn,
                             &mut self.capturer,
                             &settled.frame,
                             validate_ms,
                         )
+                        .map(|mut validation| {
+                            let opened = match &at_settle {
+                                Some(known) if validation.changed_pixels > 0 => {
+                                    self.app_windows_except(known).unwrap_or_default()
+                                }
+                                _ => Vec::new(),
+                            };
+                            validation.kind = Some(crate::settle::classify(
+                                validation.changed_pixels,
+                                validation.changed_box,
+                                screen,
+                                focus_after.as_ref().map(|focus| focus.pointer),
+                                &opened,
+                            ));
+                            validation
+                        })
                         .map_err(|error| tracing::warn!(%error, "the validation capture failed"))
                         .ok()
                     }

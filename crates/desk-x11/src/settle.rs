@@ -22,6 +22,10 @@ use crate::capture::{Capturer, RawFrame};
 use crate::error::X11Error;
 use crate::idle::{IdleWatch, Judgement, QuietWindow};
 
+mod validate;
+
+pub(crate) use validate::{classify, validate};
+
 /// Interval between samples.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -273,91 +277,4 @@ const ENCODE_BUDGET: Duration = Duration::from_millis(12);
 /// Whole milliseconds of a duration, saturating.
 pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Validation mode: waits `validate_ms` after a stable settle, captures again and compares the
-/// later frame with the settled one (`docs/settle.md`).
-pub(crate) fn validate(
-    conn: &RustConnection,
-    capturer: &mut Capturer,
-    settled: &RawFrame,
-    validate_ms: u32,
-) -> Result<desk_contract::settle::SettleValidation, X11Error> {
-    let started = Instant::now();
-    std::thread::sleep(Duration::from_millis(u64::from(validate_ms)));
-    let later = capturer.capture_raw(conn)?;
-    let validation = desk_contract::settle::SettleValidation {
-        after_ms: millis(started.elapsed()),
-        changed_pixels: later.changed_pixels(settled),
-        changed_box: changed_box(settled, &later),
-    };
-    capturer.recycle(later);
-    Ok(validation)
-}
-
-/// The smallest `[x, y, width, height]` holding every pixel that differs (the whole frame when
-/// the sizes differ); `None` when none does.
-fn changed_box(a: &RawFrame, b: &RawFrame) -> Option<[u32; 4]> {
-    if a.width() != b.width() || a.height() != b.height() {
-        return Some([0, 0, a.width().max(b.width()), a.height().max(b.height())]);
-    }
-    let width = usize::try_from(a.width()).ok()?;
-    let mut bounds: Option<[usize; 4]> = None;
-    let rows = a
-        .bgrx()
-        .chunks_exact(width * 4)
-        .zip(b.bgrx().chunks_exact(width * 4));
-    for (y, (row_a, row_b)) in rows.enumerate() {
-        if row_a == row_b {
-            continue;
-        }
-        let differs = |x: &usize| row_a[x * 4..x * 4 + 3] != row_b[x * 4..x * 4 + 3];
-        let (Some(first), Some(last)) = ((0..width).find(differs), (0..width).rev().find(differs))
-        else {
-            continue;
-        };
-        bounds = Some(match bounds {
-            None => [first, y, last, y],
-            Some([x0, y0, x1, _]) => [x0.min(first), y0, x1.max(last), y],
-        });
-    }
-    let [x0, y0, x1, y1] = bounds?;
-    let span = |from: usize, to: usize| u32::try_from(to - from + 1).ok();
-    Some([
-        u32::try_from(x0).ok()?,
-        u32::try_from(y0).ok()?,
-        span(x0, x1)?,
-        span(y0, y1)?,
-    ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(width: u32, height: u32, marks: &[(u32, u32)]) -> RawFrame {
-        let mut pixels = vec![0u8; usize::try_from(width * height * 4).unwrap_or(0)];
-        for (x, y) in marks {
-            let at = usize::try_from((y * width + x) * 4).unwrap_or(0);
-            pixels[at + 1] = 0xff;
-        }
-        RawFrame::from_bgrx(width, height, pixels).unwrap_or_else(|| panic!("frame size"))
-    }
-
-    #[test]
-    fn the_changed_box_holds_every_changed_pixel_and_nothing_more() {
-        let before = frame(10, 8, &[]);
-        assert_eq!(changed_box(&before, &frame(10, 8, &[])), None);
-        let caret = frame(10, 8, &[(4, 1), (4, 2), (4, 3)]);
-        assert_eq!(changed_box(&before, &caret), Some([4, 1, 1, 3]));
-        let spread = frame(10, 8, &[(9, 0), (2, 7), (5, 4)]);
-        assert_eq!(changed_box(&before, &spread), Some([2, 0, 8, 8]));
-        assert_eq!(changed_box(&before, &frame(4, 4, &[])), Some([0, 0, 10, 8]));
-        let validation = desk_contract::settle::SettleValidation {
-            after_ms: 1_000,
-            changed_pixels: 3,
-            changed_box: changed_box(&before, &caret),
-        };
-        assert!(validation.same_but_caret());
-    }
 }
