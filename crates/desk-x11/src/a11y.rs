@@ -14,30 +14,12 @@ use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
 
 use crate::capture::epoch_ms;
-use crate::error::X11Error;
+use crate::error::{X11Error, failure};
 use crate::session::X11Session;
 
 /// How long the check of a semantic step's target against the profile's prohibited
 /// accessibles may take (the semantic steps' own checks allow 2 s).
 const SEMANTIC_GUARD_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The worker failure for an accessibility error: whether anything was sent decides the kind.
-pub(crate) fn failure(error: &A11yError) -> WorkerFailure {
-    let kind = match error {
-        A11yError::Unavailable(_) | A11yError::AppNotRegistered(_) | A11yError::Bus(_) => {
-            WorkerFailureKind::AxUnavailable
-        }
-        A11yError::StaleObservation(_) | A11yError::NoSuchNode { .. } => WorkerFailureKind::AxStale,
-        A11yError::ForeignWindow(_) => WorkerFailureKind::AxForeignWindow,
-        A11yError::NotActionable(_) => WorkerFailureKind::AxNotActionable,
-        A11yError::ProviderBusy(_) => WorkerFailureKind::AxProviderBusy,
-        A11yError::OutcomeUnknown(_) => WorkerFailureKind::OutcomeUnknown,
-    };
-    WorkerFailure {
-        kind,
-        message: error.to_string(),
-    }
-}
 
 impl X11Session {
     /// Drops the current accessibility observation (a new app is about to start).

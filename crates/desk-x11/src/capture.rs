@@ -16,6 +16,7 @@ use x11rb::rust_connection::RustConnection;
 use crate::error::X11Error;
 use crate::shm::ShmMapping;
 
+mod cache;
 mod deflate;
 mod encode;
 
@@ -141,7 +142,7 @@ pub struct Capturer {
     spare: Vec<Vec<u8>>,
     // The last frame encoded by `capture_png` or `encode_png` and its bands' segments (a copy
     // of the frame: 8 MB at 1080p).
-    encode_cache: encode::EncodeCache,
+    encode_cache: cache::EncodeCache,
 }
 
 /// Most spare frame buffers kept.
@@ -162,7 +163,7 @@ impl Capturer {
             height,
             shm: None,
             spare: Vec::new(),
-            encode_cache: encode::EncodeCache::default(),
+            encode_cache: cache::EncodeCache::default(),
         };
         match attach_shm(conn, width, height) {
             Ok(state) => capturer.shm = Some(state),

@@ -27,8 +27,9 @@
 //! when a rule names accessibles.
 
 mod accessible;
+mod snapshot;
 
-pub(crate) use accessible::GuardSnapshot;
+pub(crate) use snapshot::GuardSnapshot;
 
 use desk_a11y::InputTarget;
 use desk_contract::desktop::{FocusFacts, ProhibitedDestination};

@@ -3,6 +3,7 @@
 //! Invariant: whether input had already been sent when an error happened is decided by the
 //! caller (see `session.rs`), never guessed here; this module only carries context.
 
+use desk_a11y::A11yError;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
 use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
 
@@ -11,7 +12,7 @@ use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
 pub enum X11Error {
     /// The accessibility bus or the app's tree could not be read (nothing was sent).
     #[error(transparent)]
-    Accessibility(#[from] desk_a11y::A11yError),
+    Accessibility(#[from] A11yError),
     /// The display could not be opened.
     #[error("failed to open display {display}: {source}")]
     Connect {
@@ -116,7 +117,7 @@ impl X11Error {
     /// The failure sent to the broker when no input had been sent yet.
     pub fn to_failure(&self) -> WorkerFailure {
         if let X11Error::Accessibility(error) = self {
-            return crate::a11y::failure(error);
+            return failure(error);
         }
         let kind = match self {
             X11Error::InvalidRequest(_) => WorkerFailureKind::InvalidRequest,
@@ -131,5 +132,23 @@ impl X11Error {
             kind,
             message: self.to_string(),
         }
+    }
+}
+
+/// The worker failure for an accessibility error: whether anything was sent decides the kind.
+pub(crate) fn failure(error: &A11yError) -> WorkerFailure {
+    let kind = match error {
+        A11yError::Unavailable(_) | A11yError::AppNotRegistered(_) | A11yError::Bus(_) => {
+            WorkerFailureKind::AxUnavailable
+        }
+        A11yError::StaleObservation(_) | A11yError::NoSuchNode { .. } => WorkerFailureKind::AxStale,
+        A11yError::ForeignWindow(_) => WorkerFailureKind::AxForeignWindow,
+        A11yError::NotActionable(_) => WorkerFailureKind::AxNotActionable,
+        A11yError::ProviderBusy(_) => WorkerFailureKind::AxProviderBusy,
+        A11yError::OutcomeUnknown(_) => WorkerFailureKind::OutcomeUnknown,
+    };
+    WorkerFailure {
+        kind,
+        message: error.to_string(),
     }
 }

@@ -1,7 +1,7 @@
 //! The capture path's PNG encoder: BGRX pixels to a lossless 8-bit RGB PNG with the Up filter on
 //! every row, the filter fused with the BGRX → RGB conversion in one pass over the frame, and the
 //! rows split into bands of `BAND_ROWS` rows deflated in parallel (`deflate.rs`) as segments of
-//! one zlib stream; [`EncodeCache`] reuses the segments of bands whose pixels did not change.
+//! one zlib stream; `cache.rs` reuses the segments of bands whose pixels did not change.
 //!
 //! Invariants: bands are independent (a band's first row is filtered against the previous band's
 //! last row, read-only, and no match crosses a band) and their layout depends only on the frame's
@@ -54,7 +54,7 @@ pub(crate) fn n_bands(height: u32) -> usize {
     usize::try_from(height).map_or(0, |rows| rows.div_ceil(BAND_ROWS))
 }
 
-fn default_threads(width: u32, height: u32) -> usize {
+pub(super) fn default_threads(width: u32, height: u32) -> usize {
     if u64::from(width) * u64::from(height) >= PARALLEL_MIN_PIXELS {
         n_cores().max(2)
     } else {
@@ -68,15 +68,15 @@ fn n_cores() -> usize {
 }
 
 /// A checked view of a frame's pixels.
-struct Frame<'a> {
+pub(super) struct Frame<'a> {
     // Invariant: `pixels.len() == row_bytes * n_rows`, `row_bytes` a multiple of 4.
-    pixels: &'a [u8],
-    row_bytes: usize,
+    pub(super) pixels: &'a [u8],
+    pub(super) row_bytes: usize,
     n_rows: usize,
 }
 
 impl<'a> Frame<'a> {
-    fn new(pixels: &'a [u8], width: u32, height: u32) -> Result<Frame<'a>, X11Error> {
+    pub(super) fn new(pixels: &'a [u8], width: u32, height: u32) -> Result<Frame<'a>, X11Error> {
         let row_pixels = usize::try_from(width).map_err(|_| X11Error::Capture("width".into()))?;
         let n_rows = usize::try_from(height).map_err(|_| X11Error::Capture("height".into()))?;
         let row_bytes = row_pixels
@@ -104,7 +104,7 @@ impl<'a> Frame<'a> {
     }
 
     /// The bands: `BAND_ROWS` rows each, the last one the rest.
-    fn bands(&self) -> Vec<Range<usize>> {
+    pub(super) fn bands(&self) -> Vec<Range<usize>> {
         (0..self.n_rows)
             .step_by(BAND_ROWS)
             .map(|start| start..(start + BAND_ROWS).min(self.n_rows))
@@ -112,7 +112,7 @@ impl<'a> Frame<'a> {
     }
 
     /// The bytes of rows `rows`.
-    fn rows(&self, rows: Range<usize>) -> &'a [u8] {
+    pub(super) fn rows(&self, rows: Range<usize>) -> &'a [u8] {
         self.pixels
             .get(rows.start * self.row_bytes..rows.end * self.row_bytes)
             .unwrap_or(&[])
@@ -126,7 +126,7 @@ impl<'a> Frame<'a> {
     }
 
     /// Deflates rows `rows` (Up-filtered against the row above, zeros above the first row).
-    fn encode_band(&self, rows: Range<usize>, last: bool) -> Segment {
+    pub(super) fn encode_band(&self, rows: Range<usize>, last: bool) -> Segment {
         let n_rows = rows.len();
         // About a tenth of the filtered size: enough for UI frames without regrowing.
         let capacity = n_rows * (self.row_bytes / 4 * 3 + 1) / 10;
@@ -220,7 +220,7 @@ fn word(chunk: &[u8]) -> u64 {
 /// Runs `task` on every index below `n_items`, in contiguous groups on up to `n_threads`
 /// threads (this one runs the first group; a group whose thread cannot start runs here too), and
 /// returns the results in index order.
-fn parallel_map<T: Send>(
+pub(super) fn parallel_map<T: Send>(
     n_items: usize,
     n_threads: usize,
     task: impl Fn(usize) -> T + Sync,
@@ -263,7 +263,7 @@ fn parallel_map<T: Send>(
 }
 
 /// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.
-fn assemble<'s>(
+pub(super) fn assemble<'s>(
     width: u32,
     height: u32,
     segments: impl Iterator<Item = &'s Segment> + Clone,
@@ -311,9 +311,6 @@ fn write_chunk(png: &mut Vec<u8>, kind: &[u8; 4], parts: &[&[u8]]) {
     let crc = crc32fast::hash(png.get(crc_start..).unwrap_or_default());
     png.extend_from_slice(&crc.to_be_bytes());
 }
-
-mod cache;
-pub(crate) use cache::EncodeCache;
 
 #[cfg(test)]
 mod tests;

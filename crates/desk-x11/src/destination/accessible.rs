@@ -28,6 +28,7 @@ use desk_contract::validate::InputAction;
 use desk_contract::worker::{WorkerFailure, WorkerFailureKind};
 use x11rb::protocol::xproto::{ConnectionExt as _, Window};
 
+use super::snapshot::{GuardSnapshot, Scanned};
 use crate::error::X11Error;
 use crate::session::X11Session;
 
@@ -45,33 +46,6 @@ pub(crate) const SNAPSHOT_AGE: Duration = Duration::from_secs(60);
 /// finding the app on the bus (1 s, once per app start) and a margin. A scan later than this
 /// leaves no view (the input is checked live).
 pub(crate) const SNAPSHOT_WAIT: Duration = Duration::from_millis(1500);
-
-/// What the background scan hands back: its connection (kept for the next scan) and its view.
-struct Scanned {
-    a11y: Accessibility,
-    view: Result<GuardView, String>,
-    /// When the scan ended.
-    taken: Instant,
-}
-
-/// The scan started after a settle and what its view depends on.
-#[derive(Debug)]
-pub(crate) struct GuardSnapshot {
-    /// Where the scan answers (once).
-    scanned: mpsc::Receiver<Scanned>,
-    /// The app it scans.
-    app_pid: u32,
-    /// The window holding the X input focus when it started (`None`: none or PointerRoot).
-    focus: Option<Window>,
-}
-
-impl std::fmt::Debug for Scanned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scanned")
-            .field("view", &self.view)
-            .finish_non_exhaustive()
-    }
-}
 
 /// How a verdict was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! (the `png` crate with checksums verified, and miniz_oxide's strict zlib inflate) for random
 //! and UI-like frames of several sizes and band counts, and the Adler-32 combination.
 
+use super::super::cache::EncodeCache;
 use super::super::deflate::{ADLER_MOD, adler_combine};
 use super::*;
 

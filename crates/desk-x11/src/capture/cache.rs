@@ -2,11 +2,11 @@
 //! a band whose input did not change (its rows and the row above them, compared byte for byte,
 //! never by hash) reuses its segment and only changed bands are deflated again.
 //!
-//! Invariant: the PNG is byte-identical to [`super::encode_png`]'s for the same pixels, because
+//! Invariant: the PNG is byte-identical to [`encode_png`]'s for the same pixels, because
 //! the band layout is the same and a band's segment depends only on the bytes compared.
 
-use super::super::deflate::Segment;
-use super::{Frame, assemble, default_threads, parallel_map};
+use super::deflate::Segment;
+use super::encode::{Frame, assemble, default_threads, encode_png, parallel_map};
 use crate::error::X11Error;
 
 /// The previous frame and its encoded bands.
@@ -22,7 +22,7 @@ pub(crate) struct EncodeCache {
 }
 
 impl EncodeCache {
-    /// Encodes like [`super::encode_png`], deflating only the bands whose input changed since
+    /// Encodes like [`encode_png`], deflating only the bands whose input changed since
     /// the last call, and remembers this frame.
     pub(crate) fn encode(
         &mut self,
@@ -73,7 +73,7 @@ impl EncodeCache {
                     // from a partial cache.
                     _ => {
                         self.clear();
-                        return super::encode_png(pixels, width, height);
+                        return encode_png(pixels, width, height);
                     }
                 }
             }
