@@ -33,6 +33,7 @@ mod corpus;
 mod jobs;
 mod memory;
 mod multi;
+mod settle_table;
 mod validity;
 
 use corpus::{corpus, corpus_dirs};
@@ -371,6 +372,7 @@ pub(crate) async fn run_with_factory(
         }
     };
     out!("{}", format_table(&summary));
+    settle_table::print(&out, &summary)?;
     outln!("jobs: {} ({})", jobs.jobs, jobs.reason);
     outln!(
         "results: {} (summary.json, report.html, rollouts/)",
