@@ -2,6 +2,7 @@
 //! what is refused.
 
 use super::*;
+use crate::layout::SessionDir;
 
 fn host(program: &str) -> String {
     resolve_program(program)

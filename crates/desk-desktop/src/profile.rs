@@ -556,6 +556,21 @@ impl ProfileSet {
     }
 }
 
+// Here rather than in `sandbox/cgroup.rs` beside `Limits`: the profiles name the sandbox's
+// types, so the sandbox names no profile.
+impl crate::sandbox::cgroup::Limits {
+    /// The limits of a session of the built-in profile `name` (its `[limits]` table over the
+    /// defaults, `AppProfile::limits`): LibreCAD 1 GiB, FreeCAD and generic the default 2 GiB;
+    /// 512 processes and threads and one core for all. A name that is not built in gets the
+    /// defaults.
+    pub fn for_profile(name: &str) -> crate::sandbox::cgroup::Limits {
+        ProfileSet::builtin()
+            .ok()
+            .and_then(|set| set.get(name).ok().map(|profile| profile.limits()))
+            .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 #[path = "profile_tests.rs"]
 mod tests;

@@ -30,10 +30,12 @@
 //! The holder is pid 1 of the sandbox and enforces the lease deadline (see [`host`]); the
 //! account files and the deadline live in the workspace's read-only `host/` directory.
 //!
-//! This file keeps the one bwrap command line (and the directories bwrap makes for it), the
-//! sandbox's record, how each role's process enters it and the X cookies: one shape, read
-//! together; that is why it is over 400 lines.
+//! This file keeps the one bwrap command line (and the directories bwrap makes for it), how
+//! each role's process enters the sandbox and the X cookies: one shape, read together; that is
+//! why it is over 400 lines. The policy, the sandbox's record and the roles are in `policy.rs`,
+//! the bwrap pieces the capability probe shares in `bwrap.rs`.
 
+mod bwrap;
 pub mod cgroup;
 mod confine;
 mod elf;
@@ -41,12 +43,14 @@ pub mod facts;
 mod host;
 pub mod identity;
 pub mod inside;
+mod policy;
 pub mod probe;
 pub mod view;
 pub mod workspace;
 
 pub use host::{DESKTOP_USER, SANDBOX_USER, set_lease_deadline};
 pub use identity::{Identities, Ids};
+pub use policy::{DEFAULT_SANDBOX_UID, INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
 pub use view::{FsView, ViewKind, ViewSpec};
 pub use workspace::{WritableDirs, ensure_workspace, remove_workspace};
 
@@ -56,18 +60,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+
+use bwrap::{base_root_args, bwrap_namespace_args, setpriv_command, top_level_links};
 
 use crate::error::BackendError;
-
-/// The first host uid (and gid) of the range a root broker gives its sessions (two per
-/// session, see [`identity`]): not the broker's, owns nothing on the host.
-pub const DEFAULT_SANDBOX_UID: u32 = 61_234;
-
-/// Where the worker socket and the X authority file live inside the sandbox (short, so the
-/// socket path never depends on the state directory's length). With split identities only
-/// the desktop uid can enter it (0700).
-pub const INSIDE_RUN_DIR: &str = "/run/desk";
 
 /// Where the session bus and the AT-SPI bus put their sockets when the app has an identity of
 /// its own (the workspace's `bus/`, 0755): both identities reach them, the app cannot reach
@@ -86,120 +83,8 @@ pub const EXTRA_WRITABLE_ENV: &str = "DESKBROKER_SANDBOX_WRITABLE";
 /// How long bwrap may take to report its sandbox.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether and how a session's processes are sandboxed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SandboxPolicy {
-    /// Processes run unsandboxed as the broker's user (`serve --unsafe-no-sandbox`).
-    Off,
-    /// One bubblewrap sandbox per session. A root broker's sessions take their uids from the
-    /// range starting at `uid` (see [`identity`]); otherwise every process runs as `uid`/`gid`
-    /// (the broker's own).
-    On {
-        /// The first uid of the range (root broker), or the uid of every desktop process.
-        uid: u32,
-        /// Its gid.
-        gid: u32,
-    },
-}
-
-impl SandboxPolicy {
-    /// The policy for `mode`: [`SandboxPolicy::default_for_this_process`] when on.
-    pub fn for_mode(mode: desk_contract::desktop::SandboxMode) -> SandboxPolicy {
-        match mode {
-            desk_contract::desktop::SandboxMode::On => SandboxPolicy::default_for_this_process(),
-            desk_contract::desktop::SandboxMode::Off => SandboxPolicy::Off,
-        }
-    }
-
-    /// On: the dedicated uid for a root broker, the broker's own uid otherwise.
-    pub fn default_for_this_process() -> SandboxPolicy {
-        if nix::unistd::geteuid().is_root() {
-            SandboxPolicy::On {
-                uid: DEFAULT_SANDBOX_UID,
-                gid: DEFAULT_SANDBOX_UID,
-            }
-        } else {
-            SandboxPolicy::On {
-                uid: nix::unistd::getuid().as_raw(),
-                gid: nix::unistd::getgid().as_raw(),
-            }
-        }
-    }
-}
-
-/// A running sandbox, as recorded in `desktop.json` so a restarted broker can enter it again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sandbox {
-    /// Host pid of the sandbox's first process (pid 1 inside), whose namespaces others enter.
-    pub holder_pid: u32,
-    /// Host uid of the desktop's processes (every process inside when `app` is `None`).
-    pub uid: u32,
-    /// Their host gid.
-    pub gid: u32,
-    /// The app's own host identity (a root broker: the sandbox has no user namespace and each
-    /// process is dropped to its role's ids); `None`: one identity for all, in a user namespace.
-    #[serde(default)]
-    pub app: Option<Ids>,
-    /// Whether processes drop from root to `uid` before entering (the broker is root).
-    pub drop_root: bool,
-    /// The workspace on the host, bound read-only at the same path inside.
-    pub workspace: PathBuf,
-    /// The host-backed paths inside that are writable: the policy's writable directories, the
-    /// run directory and the operator's extra writable paths (see [`workspace`]).
-    #[serde(default)]
-    pub writable: Vec<PathBuf>,
-    /// The holder (the worker program, `deskbroker-worker`), at the same path inside; it also
-    /// fills the app's home (`seed-home`). `None` in a record from before it was kept.
-    #[serde(default)]
-    pub holder: Option<PathBuf>,
-}
-
 /// fontconfig's system cache (generated fonts metadata, no user data).
 const FONT_CACHE: &str = "/var/cache/fontconfig";
-
-/// The namespaces every sandbox gets anew (bwrap flags); the first, the user namespace, only
-/// with one identity (see [`bwrap_namespace_args`]).
-const UNSHARE: [&str; 6] = [
-    "--unshare-user",
-    "--unshare-ipc",
-    "--unshare-pid",
-    "--unshare-net",
-    "--unshare-uts",
-    "--unshare-cgroup",
-];
-
-/// `setpriv` dropping a root broker to `uid`/`gid` (no supplementary groups) when given,
-/// always with `NoNewPrivs`; the program to run follows as its next argument.
-///
-/// Run under umask 022 (by the host's `/bin/sh`, before anything of the sandbox exists): the
-/// directories bwrap makes for its mount points follow the umask, and a broker's 0077 would
-/// leave them to root alone, out of reach of the desktop's and the app's uids.
-fn setpriv_command(drop_to: Option<(u32, u32)>) -> Command {
-    let mut command = Command::new("/bin/sh");
-    command.args(["-c", "umask 022 && exec \"$@\"", "sh", "setpriv"]);
-    if let Some((uid, gid)) = drop_to.filter(|_| nix::unistd::geteuid().is_root()) {
-        command.args([
-            "--reuid",
-            &uid.to_string(),
-            "--regid",
-            &gid.to_string(),
-            "--clear-groups",
-        ]);
-    }
-    command.arg("--no-new-privs");
-    command
-}
-
-/// bwrap's namespace flags: with split identities (a root broker) no user namespace and every
-/// capability dropped (root builds the sandbox; the holder keeps uid 0 and no capability),
-/// else all of [`UNSHARE`].
-pub(crate) fn bwrap_namespace_args(command: &mut Command, split: bool) {
-    if split {
-        command.args(&UNSHARE[1..]).args(["--cap-drop", "ALL"]);
-    } else {
-        command.args(UNSHARE);
-    }
-}
 
 /// The directories bwrap creates in its own root for the mount points among `args` (bwrap
 /// arguments up to `--`): every proper parent of a mount point that is neither a mount point
@@ -251,30 +136,6 @@ fn created_parents(args: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
         }
     }
     created
-}
-
-/// The read-only base every sandbox root starts from: `/usr` and the merged-usr top-level
-/// links (or directories, where the host has them).
-fn base_root_args(command: &mut Command) {
-    command.args(["--ro-bind", "/usr", "/usr"]);
-    top_level_links(command);
-}
-
-/// The merged-usr top-level links (`/bin` → `usr/bin`...), or the directories where the host
-/// has them.
-fn top_level_links(command: &mut Command) {
-    for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
-        let host = Path::new("/").join(top);
-        match std::fs::read_link(&host) {
-            Ok(target) => {
-                command.arg("--symlink").arg(target).arg(&host);
-            }
-            Err(_) if host.is_dir() => {
-                command.arg("--ro-bind").arg(&host).arg(&host);
-            }
-            Err(_) => {}
-        }
-    }
 }
 
 /// A sandbox being started: spawn the command [`SandboxStart::new`] returns, then
@@ -518,24 +379,6 @@ impl SandboxStart {
 /// The session bus's configuration file name in the workspace's `host/` (split identities).
 pub fn host_session_bus_config() -> &'static str {
     host::SESSION_BUS_CONFIG_FILE
-}
-
-/// The `PATH` every desktop process gets.
-pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
-/// Whose identity a process inside a sandbox takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Xvfb, the window manager, the buses.
-    Desktop,
-    /// The worker: the desktop's ids too; with split identities it starts as root and drops
-    /// to them itself keeping `CAP_SYS_PTRACE` and `CAP_DAC_READ_SEARCH` alone
-    /// (`deskbroker-worker --as UID:GID`), so its idle-aware settle can read the app's `/proc`
-    /// across uids. The grant points one way:
-    /// the app still cannot reach the worker.
-    Worker,
-    /// The app, and what writes its files (the home seeding).
-    App,
 }
 
 impl Sandbox {

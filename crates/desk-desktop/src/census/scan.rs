@@ -13,7 +13,8 @@ use std::path::Path;
 
 use super::members::{Way, forget, full_scan, members, stat};
 use super::{
-    CensusRules, ExeIdentity, Seen, Snapshot, Violation, Wrapper, below, check, resolve_in,
+    CensusRules, ExeIdentity, ScanError, Seen, Snapshot, Violation, Wrapper, below, check,
+    resolve_in,
 };
 use crate::launcher::recorded_processes;
 use crate::layout::SessionDir;
@@ -23,15 +24,6 @@ const CONFIRM_AFTER: Duration = Duration::from_millis(50);
 
 /// The longest command line a violation records (bytes).
 const MAX_CMDLINE: usize = 1024;
-
-/// Why a census could not be taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScanError {
-    /// The session records no sandbox (none yet, or a desktop without one): nothing to count.
-    NoSandbox,
-    /// The sandbox's holder is gone (the sandbox ended).
-    HolderGone,
-}
 
 /// One census of a session's sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -62,19 +62,6 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// The limits of a session of the built-in profile `name` (its `[limits]` table over the
-    /// defaults, `AppProfile::limits`): LibreCAD 1 GiB, FreeCAD and generic the default 2 GiB;
-    /// 512 processes and threads and one core for all. A name that is not built in gets the
-    /// defaults.
-    pub fn for_profile(name: &str) -> Limits {
-        crate::profile::ProfileSet::builtin()
-            .ok()
-            .and_then(|set| set.get(name).ok().map(|profile| profile.limits()))
-            .unwrap_or_default()
-    }
-}
-
 /// One session's groups, recorded in `<session>/cgroup.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionCgroup {

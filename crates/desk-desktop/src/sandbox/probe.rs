@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{SAFE_PATH, SandboxPolicy, base_root_args, bwrap_namespace_args, setpriv_command};
+use super::bwrap::{base_root_args, bwrap_namespace_args, setpriv_command};
+use super::policy::{SAFE_PATH, SandboxPolicy};
 use crate::BackendError;
 
 /// The `bwrap` program: found once on the broker's own `PATH` (so an operator, or a test, can

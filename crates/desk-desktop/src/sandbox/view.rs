@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 
-use super::{SAFE_PATH, elf};
+use super::elf;
+use super::policy::SAFE_PATH;
 use crate::error::BackendError;
 
 /// A profile's `[sandbox]` table.
@@ -535,37 +536,6 @@ mod tests {
                 bind.display()
             );
         }
-    }
-
-    #[test]
-    fn a_profiles_sandbox_table_is_checked_and_names_its_app() {
-        let profile = |table: &str| {
-            crate::AppProfile::from_toml(
-                "t",
-                &format!(
-                    "name = \"t\"\ncommand = [\"librecad\", \"{{attempt}}\"]\n{table}\n\
-                     [attempt]\nfilename = \"a.dxf\"\n[window]\n"
-                ),
-            )
-        };
-        for bad in [
-            "[sandbox]\nview = \"broad\"\npaths = [\"/usr/share/x\"]",
-            "[sandbox]\nview = \"allowlist\"\npaths = [\"usr/share\"]",
-            "[sandbox]\nview = \"allowlist\"\npaths = [\"/usr/../etc\"]",
-            "[sandbox]\nview = \"allowlist\"\nlibraries = [\"/lib/libc.so.6\"]",
-            "[sandbox]\nview = \"allowlist\"\nprograms = [\"bin/sh\"]",
-            "[sandbox]\nview = \"everything\"",
-            "[sandbox]\nview = \"allowlist\"\nshell = true",
-        ] {
-            assert!(profile(bad).is_err(), "{bad}");
-        }
-        let good =
-            profile("[sandbox]\nview = \"allowlist\"\npaths = [\"/usr/share/librecad\"]").unwrap();
-        let FsView::Allowlist(spec) = good.fs_view() else {
-            panic!("an allowlist");
-        };
-        assert_eq!(spec.programs, vec!["librecad".to_string()]);
-        assert_eq!(profile("").unwrap().fs_view(), FsView::Broad);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
+use super::policy::{INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
 use crate::error::BackendError;
 use crate::layout::SessionDir;
 
