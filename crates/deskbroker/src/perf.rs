@@ -7,6 +7,7 @@
 //! overhead (total minus the settle window), and LibreCAD and FreeCAD (`--freecad-resets`) resets
 //! to a verified handoff, once with
 //! sandboxed desktops and once without, so the sandbox's cost is measured in the same run.
+//! Part A also times the screenshot gate per frame on its LibreCAD frames (`perf/gate.rs`).
 //! It stays one file (over 400 lines): the printed rows and the runs that fill them are read
 //! together.
 
@@ -26,9 +27,14 @@ use serde_json::Value;
 use crate::cli::PerfArgs;
 use crate::local::LocalBroker;
 
+mod gate;
+
 /// The worker's overhead row (part A) and the broker's (part B), whose medians' ratio is printed.
 const WORKER_OVERHEAD: &str = "  of which overhead (total − settle)";
 const BROKER_OVERHEAD: &str = "  broker overhead (total − settle window)";
+
+/// At most this many frames per gate case: a dialog's OCR takes a few hundred ms, twice a sample.
+const GATE_SAMPLES: usize = 15;
 
 /// Median and 95th percentile of a sample set, in milliseconds.
 #[derive(Debug, Clone, Copy)]
@@ -94,6 +100,7 @@ pub(crate) async fn run(args: PerfArgs) -> Result<()> {
 
 struct PartA {
     rows: Vec<Row>,
+    gate: Vec<gate::GateCase>,
     peers: Vec<Value>,
     capture_path: String,
     png_bytes: usize,
@@ -196,6 +203,9 @@ fn part_a(
         stats: stats(overheads),
     });
 
+    eprintln!("perf: timing the screenshot gate (tesseract) on LibreCAD's frames");
+    let gate = gate::measure(&mut desktop, display, samples.min(GATE_SAMPLES))?;
+
     let mut peer_results = Vec::new();
     if let Some((peer_dir, python)) = peers {
         peer_results = run_peers(
@@ -212,6 +222,7 @@ fn part_a(
     desktop.shutdown()?;
     Ok(PartA {
         rows,
+        gate,
         peers: peer_results,
         capture_path: capture.capture_path.to_string(),
         png_bytes: capture.png_bytes,
@@ -443,6 +454,54 @@ fn peer_capture(peer: &Value) -> Option<(f64, f64)> {
     Some((capture.0 + encode.0, capture.1 + encode.1))
 }
 
+/// The gate's rows: its time per frame, the OCR part, and the target beside (not asserted).
+fn print_gate(cases: &[gate::GateCase]) -> anyhow::Result<()> {
+    outln!();
+    outln!(
+        "{:<40} {:>10} {:>10} {:>10} {:>8}   (load average {})",
+        "screenshot gate, per frame",
+        "median ms",
+        "p95 ms",
+        "OCR med.",
+        "target",
+        load_average()
+    );
+    for case in cases {
+        let gate = stats(case.gate_ms.clone());
+        let ocr = stats(case.ocr_ms.clone());
+        let target = case
+            .target_ms
+            .map_or_else(|| "-".to_string(), |target| format!("≤ {target:.0}"));
+        outln!(
+            "{:<40} {:>10.2} {:>10.2} {:>10.2} {:>8}",
+            case.what,
+            gate.median,
+            gate.p95,
+            ocr.median,
+            target
+        );
+        if !case.not_allowed.is_empty() {
+            outln!(
+                "  not allowed on a harmless frame: {}",
+                case.not_allowed.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `/proc/loadavg`'s three averages, as the machine is shared.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
 fn print_report(display: DisplaySize, a: &PartA, b: &PartB) -> anyhow::Result<()> {
     outln!(
         "deskbroker perf — {display}, LibreCAD maximized, capture path {}",
@@ -476,6 +535,7 @@ fn print_report(display: DisplaySize, a: &PartA, b: &PartB) -> anyhow::Result<()
             ""
         );
     }
+    print_gate(&a.gate)?;
     if a.peers.is_empty() {
         return Ok(());
     }
