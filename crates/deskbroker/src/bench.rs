@@ -33,6 +33,7 @@ mod corpus;
 mod jobs;
 mod memory;
 mod multi;
+mod policy;
 mod settle_table;
 mod validity;
 
@@ -150,6 +151,8 @@ pub(crate) struct RunArgs {
     /// Attempt id of the leases. [default: <agent>-<unix ms>]
     #[arg(long)]
     pub(crate) attempt_id: Option<String>,
+    #[command(flatten)]
+    pub(crate) policy: policy::PolicyArgs,
     #[command(flatten)]
     pub(crate) corpus: CorpusLocation,
     #[command(flatten)]
@@ -348,7 +351,8 @@ pub(crate) async fn run_with_factory(
                 socket = std::env::temp_dir()
                     .join(format!("deskbroker-bench-{}.sock", std::process::id()));
             }
-            let broker = LocalBroker::start(&broker_args, socket).await?;
+            let policy = crate::local::read_policy(args.policy.signed(), args.policy.public())?;
+            let broker = LocalBroker::start_with_policy(&broker_args, socket, true, policy).await?;
             let sampler = broker_args.state_dir.as_deref().map(memory::Sampler::start);
             plan.memory = sampler.as_ref().map(memory::Sampler::reading);
             // An interrupted run (SIGINT, SIGTERM) still stops its desktops, rather than

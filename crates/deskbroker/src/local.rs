@@ -358,6 +358,17 @@ impl LocalBroker {
         socket: PathBuf,
         sandboxed: bool,
     ) -> Result<LocalBroker> {
+        LocalBroker::start_with_policy(args, socket, sandboxed, None).await
+    }
+
+    /// [`LocalBroker::start_with`] enforcing a signed policy (`bench run --policy`) instead of
+    /// the built-in default.
+    pub(crate) async fn start_with_policy(
+        args: &BrokerArgs,
+        socket: PathBuf,
+        sandboxed: bool,
+        policy: Option<desk_broker::PolicyConfig>,
+    ) -> Result<LocalBroker> {
         let broker_args = args.clone();
         let broker = tokio::task::spawn_blocking(move || {
             build_broker_with(
@@ -365,7 +376,7 @@ impl LocalBroker {
                 AuthConfig::default(),
                 Desktops::Backend(Backend::Local),
                 sandboxed,
-                None,
+                policy,
                 desk_broker::SessionLimits::default(),
                 None,
             )
