@@ -175,27 +175,32 @@ impl Broker {
                     })
                     .collect()
             };
-            let mut review_id = None;
+            let reviews = inner.shot_gates.reviews();
+            let mut to_queue = false;
             if decision.verdict == Verdict::Review {
-                let reviews = inner.shot_gates.reviews();
                 match reviews.decided(&id, &decision.frame_sha256) {
                     Some(allow) => decision.reviewed(allow),
-                    None => {
-                        review_id = reviews.enqueue(
-                            &session,
-                            &Queued {
-                                record_id: &decision.record_id,
-                                frame_sha256: &decision.frame_sha256,
-                                png: &png,
-                                width: shot.width,
-                                height: shot.height,
-                                reasons: &reasons(&decision),
-                            },
-                        );
-                    }
+                    None => to_queue = true,
                 }
             }
             crate::evidence::gate_decision(inner.evidence(), &session, &decision)?;
+            // Queued only once its `review` verdict is in the journal: a reviewer's decision
+            // always follows the verdict that queued it (`evidence verify` checks that).
+            let review_id = if to_queue {
+                reviews.enqueue(
+                    &session,
+                    &Queued {
+                        record_id: &decision.record_id,
+                        frame_sha256: &decision.frame_sha256,
+                        png: &png,
+                        width: shot.width,
+                        height: shot.height,
+                        reasons: &reasons(&decision),
+                    },
+                )
+            } else {
+                None
+            };
             if let Some(problem) = &decision.problem {
                 // May quote what an engine read: the log only, never the answer or journal.
                 tracing::warn!(session_id = id.as_str(), problem, "screenshot gate problem");

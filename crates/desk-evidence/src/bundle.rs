@@ -8,7 +8,8 @@
 //! the manifest and is backed by the journal: the logs by the prefix digests of receipts and of
 //! `session_released`, each artifact by its last `artifact`/`checkpoint` record, each frame by
 //! its `screenshot` record; the screenshot gate's decisions are journal records like the
-//! others, reported with the frame each is about (`bundle/gate.rs`). A released session's logs
+//! others, reported with the frame each is about (`bundle/gate.rs`; a reviewer's
+//! decision must follow the `review` verdict that queued it). A released session's logs
 //! and artifacts that release deleted are listed in the manifest's `not_retained` with the
 //! journal's digests (`bundle/retention.rs`).
 //!
@@ -755,6 +756,7 @@ pub fn verify_pinned(
     }
     let n_terminal_receipts = terminal::check(&records, key, named_watchdog.as_ref())?;
     retention::check_stamp(&records, manifest.frame_retention.as_deref(), n_frames > 0)?;
+    gate::check_reviews(&records)?;
     let frames_prefix = format!("{FRAMES_DIR}/");
     let gate_decisions = gate::decisions(
         &records,

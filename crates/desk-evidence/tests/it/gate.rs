@@ -1,10 +1,13 @@
 //! Screenshot gate decisions in the journal: verified like every record, reported with the
 //! bundle's frame each is about (a withheld frame found by its digest), an altered verdict
 //! named by verify, a re-signed decision carrying matched text refused by the strict schema,
-//! and a decision that contradicts itself refused at write.
+//! a decision that contradicts itself refused at write, and a reviewer's decision verified only
+//! after the `review` verdict that queued it, for the same frame.
 
 use super::*;
-use desk_evidence::record::{GateReason, GateRegion, ScreenshotGateDecision};
+use desk_evidence::record::{
+    GateReason, GateRegion, ScreenshotGateDecision, ScreenshotReviewDecision,
+};
 
 const PATTERN: &str = "ignore (all )?(previous|prior) instructions";
 
@@ -200,4 +203,100 @@ fn a_decision_that_contradicts_itself_is_not_written() {
             .unwrap_err();
         assert!(error.to_string().contains(expected), "{error}");
     }
+}
+
+/// A journal with one screenshot gated `first_verdict` (record `gate-aaa…`, score 400), then a
+/// reviewer's `allow` of review `review_id` about `reviewed` bytes; exported and verified.
+fn reviewed_bundle(
+    root: &Path,
+    first_verdict: &str,
+    review_id: char,
+    reviewed: &[u8],
+) -> Result<desk_evidence::VerifyReport, EvidenceError> {
+    let key = SigningKey::from_bytes(&[29; 32]);
+    let session_dir = root.join("session");
+    fs::create_dir_all(session_dir.join("frames")).unwrap();
+    let mut writer = started_journal(
+        &session_dir.join("evidence.ndjson"),
+        &key,
+        Some("cd".repeat(32)),
+    );
+    let png = FRAMES[1];
+    fs::write(session_dir.join("frames/0.png"), png).unwrap();
+    writer
+        .append(
+            1001,
+            RecordBody::Screenshot(Screenshot {
+                sequence: 0,
+                sha256: sha256_hex(png),
+                size: png.len() as u64,
+            }),
+        )
+        .unwrap();
+    writer
+        .append(
+            1002,
+            RecordBody::ScreenshotGateDecision(Box::new(decision('a', png, first_verdict, 400))),
+        )
+        .unwrap();
+    writer
+        .append(
+            1003,
+            RecordBody::ScreenshotReviewDecision(ScreenshotReviewDecision {
+                review_id: format!("gate-{}", review_id.to_string().repeat(32)),
+                frame_sha256: sha256_hex(reviewed),
+                frame_bytes: reviewed.len() as u64,
+                decision: "allow".to_string(),
+                reviewer: "alice".to_string(),
+                decided_at_ms: 1003,
+            }),
+        )
+        .unwrap();
+    let bundle = root.join("bundle");
+    let inputs = ExportInputs::from_session_dir(&session_dir).unwrap();
+    let exported = desk_evidence::export(&inputs, &key, &bundle, 5000);
+    exported.and_then(|_| desk_evidence::verify(&bundle, &key.verifying_key()))
+}
+
+#[test]
+fn a_review_decision_verifies_after_the_review_verdict_for_its_frame() {
+    let root = tempfile::tempdir().unwrap();
+    let verified = reviewed_bundle(root.path(), "review", 'a', FRAMES[1]);
+    let report = verified.unwrap();
+    assert_eq!(report.n_records, 4);
+    assert_eq!(report.gate_decisions[0].decision.verdict, "review");
+}
+
+#[test]
+fn a_review_decision_without_its_review_verdict_is_refused() {
+    // The gate withheld the frame (no review): a reviewer's allow of it is out of place.
+    let root = tempfile::tempdir().unwrap();
+    let verified = reviewed_bundle(root.path(), "withhold", 'a', FRAMES[1]);
+    let error = verified.unwrap_err();
+    assert_record(
+        &error,
+        3,
+        "screenshot_review_decision",
+        |problem| matches!(problem, RecordProblem::OutOfPlace(why) if why.contains("no earlier")),
+    );
+    // A review id no gate decision has.
+    let root = tempfile::tempdir().unwrap();
+    let verified = reviewed_bundle(root.path(), "review", 'b', FRAMES[1]);
+    let error = verified.unwrap_err();
+    assert_record(
+        &error,
+        3,
+        "screenshot_review_decision",
+        |problem| matches!(problem, RecordProblem::OutOfPlace(why) if why.contains("no earlier")),
+    );
+    // The right review, other bytes.
+    let root = tempfile::tempdir().unwrap();
+    let verified = reviewed_bundle(root.path(), "review", 'a', FRAMES[0]);
+    let error = verified.unwrap_err();
+    assert_record(
+        &error,
+        3,
+        "screenshot_review_decision",
+        |problem| matches!(problem, RecordProblem::OutOfPlace(why) if why.contains("another frame")),
+    );
 }
