@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use desk_cad::{CorpusVersion, Split, Task, load_task_gold, load_tasks, score_task};
+use desk_cad::{Split, Task, load_task_gold, load_tasks, score_task};
 use desk_harness::suite::rollout_dir;
 use desk_harness::{
     Agent, AgentError, AgentFactory, ReplayAgent, SuiteConfig, format_table, oracle_factory,
@@ -37,7 +37,7 @@ mod policy;
 mod settle_table;
 mod validity;
 
-use corpus::{corpus, corpus_dirs};
+use corpus::{CorpusArgs, CorpusLocation, SplitArg, corpus, corpus_dirs};
 
 use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
@@ -81,17 +81,6 @@ pub(crate) enum BenchCommand {
     Validity(validity::ValidityArgs),
 }
 
-/// Which tasks to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum SplitArg {
-    /// The development split (about one task in seven).
-    Dev,
-    /// The evaluation split.
-    Eval,
-    /// Every task.
-    All,
-}
-
 /// The agent that plays. Model adapters (crate `desk-models`) add variants here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum AgentKind {
@@ -111,24 +100,6 @@ impl AgentKind {
             AgentKind::Model => "model",
         }
     }
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct CorpusLocation {
-    /// Public corpus directory (tasks.json, references/). [default: the cache, generated if absent]
-    #[arg(long)]
-    pub(crate) corpus: Option<PathBuf>,
-    /// Scorer-private gold directory. [default: the cache's private/]
-    #[arg(long)]
-    pub(crate) gold: Option<PathBuf>,
-    /// The corpus version the cache holds: v1 (28 2D tasks), v2 (50 tasks, 21 2D + 29 3D) or
-    /// v3 (v2 with hatches, leaders, angular dimensions, linetypes and notes in its 2D tasks).
-    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
-    pub(crate) corpus_version: CorpusVersion,
-}
-
-fn parse_corpus_version(name: &str) -> Result<CorpusVersion, String> {
-    CorpusVersion::parse(name).map_err(|error| error.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -173,19 +144,6 @@ pub(crate) struct ScoreArgs {
     pub(crate) candidate: PathBuf,
     #[command(flatten)]
     pub(crate) corpus: CorpusLocation,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct CorpusArgs {
-    /// Where to write the public corpus.
-    #[arg(long)]
-    pub(crate) out: PathBuf,
-    /// Where to write the gold files, DXF and FCStd (keep this private).
-    #[arg(long)]
-    pub(crate) gold_out: Option<PathBuf>,
-    /// The corpus version to write: v1, v2 or v3.
-    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
-    pub(crate) corpus_version: CorpusVersion,
 }
 
 pub(crate) async fn run(command: BenchCommand) -> Result<()> {

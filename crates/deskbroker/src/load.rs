@@ -14,18 +14,19 @@
 //! Over 400 lines: one session's script, its probe check and the run's leftover check are one
 //! flow read top to bottom; the numbers, the host readings and the script are split out.
 
+mod args;
 mod frozen;
 mod host;
 mod report;
 mod script;
 
-use std::collections::BTreeMap;
+pub(crate) use args::LoadArgs;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
 use desk_client::{Client, ClientError};
 use desk_contract::DisplaySize;
 use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, SessionState};
@@ -34,70 +35,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::cli::BrokerArgs;
 use crate::local::LocalBroker;
 use host::Footprint;
-use report::Samples;
+use report::SessionResult;
 use script::Expected;
-
-/// `deskbroker load`.
-#[derive(Debug, Args)]
-pub(crate) struct LoadArgs {
-    /// Concurrent sessions (the broker admits at most 8 unreleased sessions).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=8))]
-    pub(crate) sessions: u16,
-    /// Actions per session.
-    #[arg(long, default_value_t = 300)]
-    pub(crate) actions: usize,
-    /// The `desk-probe` binary [default: next to this executable, or in the parent directory].
-    #[arg(long)]
-    pub(crate) probe: Option<PathBuf>,
-    /// Instead of the action mix: measure the watchdog alone. A `deskbroker serve` child runs
-    /// `--sessions` probe sessions with a 9 s task limit and is SIGSTOPped once all are handed
-    /// off; reports how long after its limit each session was stopped (target: within 1 s).
-    #[arg(long)]
-    pub(crate) frozen_kill: bool,
-    /// Where to write the JSON report.
-    #[arg(long, default_value = "load-report.json")]
-    pub(crate) json: PathBuf,
-    #[command(flatten)]
-    pub(crate) broker: BrokerArgs,
-}
-
-/// One session's results.
-#[derive(Debug, Default)]
-pub(crate) struct SessionResult {
-    pub(crate) samples: Samples,
-    pub(crate) n_acknowledged: usize,
-    pub(crate) typed_failures: BTreeMap<String, usize>,
-    pub(crate) untyped_failures: Vec<String>,
-    pub(crate) probe_mismatches: Vec<String>,
-    pub(crate) long_polls_woken: usize,
-    pub(crate) long_polls_timed_out: usize,
-    pub(crate) long_poll_errors: Vec<String>,
-    /// When each woken long-poll answered, relative to its action's response (negative:
-    /// before the client had the response).
-    pub(crate) wake_after_ack_ms: Vec<f64>,
-    /// Execute requests sent (to compare with the broker's metrics).
-    pub(crate) n_execute_requests: u64,
-    pub(crate) rss_kib: u64,
-    pub(crate) footprint: Footprint,
-}
-
-impl SessionResult {
-    /// Records a failed call: typed when the broker answered with an error body.
-    fn failed(&mut self, what: &str, error: &ClientError) {
-        match error.api_body() {
-            Some(body) => {
-                *self
-                    .typed_failures
-                    .entry(body.code.as_str().to_string())
-                    .or_insert(0) += 1;
-            }
-            None => self.untyped_failures.push(format!("{what}: {error}")),
-        }
-    }
-}
 
 fn ms(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64() * 1_000.0
@@ -444,26 +385,6 @@ async fn scrape_metrics(socket: &Path) -> Result<String> {
         );
     }
     Ok(body.to_string())
-}
-
-/// Sums `deskbroker_requests_total` per operation from the metrics text.
-fn requests_per_op(metrics: &str) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    for line in metrics.lines() {
-        let Some(rest) = line.strip_prefix("deskbroker_requests_total{op=\"") else {
-            continue;
-        };
-        let Some((op, tail)) = rest.split_once('"') else {
-            continue;
-        };
-        let value = tail
-            .rsplit(' ')
-            .next()
-            .and_then(|value| value.parse::<u64>().ok())
-            .unwrap_or(0);
-        *counts.entry(op.to_string()).or_insert(0) += value;
-    }
-    counts
 }
 
 pub(crate) async fn run(args: LoadArgs) -> Result<()> {

@@ -20,6 +20,10 @@ use tokio::task::JoinHandle;
 use crate::cli::{Backend, BrokerArgs, ServeArgs};
 use crate::paths::{default_socket, default_state_dir};
 
+mod policy;
+
+pub(crate) use policy::read_policy;
+
 /// The worker program's file name, next to the running `deskbroker`.
 pub(crate) const WORKER_PROGRAM: &str = "deskbroker-worker";
 
@@ -179,21 +183,6 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
 /// `serve`; a policy that does not verify refuses every lease with `policy_invalid`).
 fn serve_policy(args: &ServeArgs) -> Result<Option<desk_broker::PolicyConfig>> {
     read_policy(args.policy.as_deref(), args.policy_pub.as_deref())
-}
-
-/// The signed policy file and its public key as read (both or neither), unverified.
-pub(crate) fn read_policy(
-    signed: Option<&std::path::Path>,
-    public: Option<&std::path::Path>,
-) -> Result<Option<desk_broker::PolicyConfig>> {
-    let (Some(signed), Some(public)) = (signed, public) else {
-        return Ok(None);
-    };
-    let signed = desk_policy::read_file(signed, desk_policy::MAX_SIGNED_BYTES)
-        .with_context(|| format!("failed to read the policy {}", signed.display()))?;
-    let public_key = desk_evidence::VerifyingKey::read(public)
-        .with_context(|| format!("failed to read the policy key {}", public.display()))?;
-    Ok(Some(desk_broker::PolicyConfig { signed, public_key }))
 }
 
 /// `deskbroker serve`: runs until SIGINT or SIGTERM.

@@ -1,13 +1,55 @@
 //! The corpus cache of `bench` and `bench corpus`: generated deterministically once into
 //! `$XDG_CACHE_HOME/deskbroker/corpus/<version>/{public,private}` (else `~/.cache/…`), one
-//! directory per corpus version.
+//! directory per corpus version. With the flags that name a corpus and a split, shared by
+//! `bench run`, `bench score`, `bench corpus` and `bench validity`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
 use desk_cad::{CorpusVersion, load_task_list, write_corpus_version};
 
-use super::{CorpusArgs, CorpusLocation};
+/// Which tasks to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SplitArg {
+    /// The development split (about one task in seven).
+    Dev,
+    /// The evaluation split.
+    Eval,
+    /// Every task.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CorpusLocation {
+    /// Public corpus directory (tasks.json, references/). [default: the cache, generated if absent]
+    #[arg(long)]
+    pub(crate) corpus: Option<PathBuf>,
+    /// Scorer-private gold directory. [default: the cache's private/]
+    #[arg(long)]
+    pub(crate) gold: Option<PathBuf>,
+    /// The corpus version the cache holds: v1 (28 2D tasks), v2 (50 tasks, 21 2D + 29 3D) or
+    /// v3 (v2 with hatches, leaders, angular dimensions, linetypes and notes in its 2D tasks).
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
+    pub(crate) corpus_version: CorpusVersion,
+}
+
+pub(super) fn parse_corpus_version(name: &str) -> Result<CorpusVersion, String> {
+    CorpusVersion::parse(name).map_err(|error| error.to_string())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CorpusArgs {
+    /// Where to write the public corpus.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Where to write the gold files, DXF and FCStd (keep this private).
+    #[arg(long)]
+    pub(crate) gold_out: Option<PathBuf>,
+    /// The corpus version to write: v1, v2 or v3.
+    #[arg(long, value_parser = parse_corpus_version, default_value = "v3")]
+    pub(crate) corpus_version: CorpusVersion,
+}
 
 fn cache_root(version: CorpusVersion) -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")

@@ -15,7 +15,7 @@ use desk_cad::{CorpusVersion, DrawingType, Split, generate_corpus_version};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::{SplitArg, parse_corpus_version};
+use super::corpus::{SplitArg, parse_corpus_version};
 
 /// The report file in `--out`.
 const REPORT_FILE: &str = "validity.json";

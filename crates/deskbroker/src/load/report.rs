@@ -1,16 +1,54 @@
 //! The load benchmark's numbers: latency samples per operation, their p50/p95/max, the printed
 //! table and the JSON report (with the run's verdict inputs: failures, probe mismatches,
-//! long-poll errors, the metrics cross-check and leftovers).
+//! long-poll errors, the metrics cross-check and leftovers), from each session's results
+//! ([`SessionResult`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
+use desk_client::ClientError;
 use desk_contract::DisplaySize;
 use serde_json::{Value, json};
 
-use super::{LoadArgs, SessionResult, requests_per_op};
+use super::args::LoadArgs;
+use super::host::Footprint;
+
+/// One session's results.
+#[derive(Debug, Default)]
+pub(crate) struct SessionResult {
+    pub(crate) samples: Samples,
+    pub(crate) n_acknowledged: usize,
+    pub(crate) typed_failures: BTreeMap<String, usize>,
+    pub(crate) untyped_failures: Vec<String>,
+    pub(crate) probe_mismatches: Vec<String>,
+    pub(crate) long_polls_woken: usize,
+    pub(crate) long_polls_timed_out: usize,
+    pub(crate) long_poll_errors: Vec<String>,
+    /// When each woken long-poll answered, relative to its action's response (negative:
+    /// before the client had the response).
+    pub(crate) wake_after_ack_ms: Vec<f64>,
+    /// Execute requests sent (to compare with the broker's metrics).
+    pub(crate) n_execute_requests: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) footprint: Footprint,
+}
+
+impl SessionResult {
+    /// Records a failed call: typed when the broker answered with an error body.
+    pub(super) fn failed(&mut self, what: &str, error: &ClientError) {
+        match error.api_body() {
+            Some(body) => {
+                *self
+                    .typed_failures
+                    .entry(body.code.as_str().to_string())
+                    .or_insert(0) += 1;
+            }
+            None => self.untyped_failures.push(format!("{what}: {error}")),
+        }
+    }
+}
 
 /// Latency samples in milliseconds, per operation name.
 #[derive(Debug, Default, Clone)]
@@ -227,4 +265,24 @@ pub(crate) fn print_summary(report: &Value) -> anyhow::Result<()> {
         report["checkpoint"].as_str().unwrap_or_default()
     );
     Ok(())
+}
+
+/// Sums `deskbroker_requests_total` per operation from the metrics text.
+fn requests_per_op(metrics: &str) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("deskbroker_requests_total{op=\"") else {
+            continue;
+        };
+        let Some((op, tail)) = rest.split_once('"') else {
+            continue;
+        };
+        let value = tail
+            .rsplit(' ')
+            .next()
+            .and_then(|value| value.parse::<u64>().ok())
+            .unwrap_or(0);
+        *counts.entry(op.to_string()).or_insert(0) += value;
+    }
+    counts
 }
