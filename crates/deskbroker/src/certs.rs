@@ -5,8 +5,10 @@
 //! `server.pem`/`server.key` (SANs `localhost`, `127.0.0.1` and every `--san`), `client.pem`/
 //! `client.key` (client authentication), and `orchestrator.key`/`orchestrator.pub` (the Ed25519
 //! pair that signs and verifies orchestration credentials). Private keys are mode 0600, and no
-//! existing file is ever overwritten. `token` prints a credential signed with the orchestrator
-//! key.
+//! existing file is ever overwritten. `reviewer` writes a screenshot reviewer's pair,
+//! `reviewer.key`/`reviewer.pub` (for `serve --reviewer-pub`; earlier a whole `init` directory's
+//! `orchestrator.*` served, and such files are still read: a key file is a key file). `token`
+//! prints a credential signed with the key given (the orchestrator's, or the reviewer's).
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -34,9 +36,17 @@ pub(crate) enum CertsCommand {
         #[arg(long = "san")]
         sans: Vec<String>,
     },
+    /// Create a screenshot reviewer's signing key pair in a directory: reviewer.key (0600) and
+    /// reviewer.pub (for `serve --reviewer-pub`).
+    Reviewer {
+        /// Directory to write the two files into (created with mode 0700).
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Print an orchestration credential: signed, expiring, scoped.
     Token {
-        /// The orchestrator signing key written by `certs init`.
+        /// The signing key: orchestrator.key from `certs init`, or reviewer.key from `certs
+        /// reviewer` for the `review` scope.
         #[arg(long)]
         key: PathBuf,
         /// What the credential allows: `lease`, `metrics`, `kill`, `review` (with the
@@ -194,9 +204,40 @@ fn init(dir: &Path, extra_sans: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `certs reviewer`: `dir/reviewer.key` (0600) and `dir/reviewer.pub`; neither may exist.
+fn reviewer(dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("failed to create {}", dir.display()))?;
+    let (key_path, pub_path) = (dir.join("reviewer.key"), dir.join("reviewer.pub"));
+    for path in [&key_path, &pub_path] {
+        anyhow::ensure!(
+            !path.exists(),
+            "{} already exists; certs reviewer never overwrites",
+            path.display()
+        );
+    }
+    let key =
+        desk_evidence::SigningKey::generate().context("failed to generate the reviewer key")?;
+    key.write(&key_path)
+        .context("failed to write reviewer.key")?;
+    key.verifying_key()
+        .write(&pub_path)
+        .context("failed to write reviewer.pub")?;
+    outln!("wrote reviewer.key, reviewer.pub in {}", dir.display());
+    outln!(
+        "serve:  deskbroker serve ... --reviewer-pub {d}/reviewer.pub\n\
+         token:  deskbroker certs token --key {d}/reviewer.key --scope review --sub NAME",
+        d = dir.display()
+    );
+    Ok(())
+}
+
 fn token(key: &Path, scopes: &[Scope], ttl_ms: u64, sub: &str) -> Result<()> {
     let key = desk_evidence::SigningKey::read(key)
-        .with_context(|| format!("failed to read the orchestrator key {}", key.display()))?;
+        .with_context(|| format!("failed to read the signing key {}", key.display()))?;
     let now_ms = u64::try_from(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -212,6 +253,7 @@ fn token(key: &Path, scopes: &[Scope], ttl_ms: u64, sub: &str) -> Result<()> {
 pub(crate) async fn run(command: CertsCommand) -> Result<()> {
     match command {
         CertsCommand::Init { dir, sans } => init(&dir, &sans),
+        CertsCommand::Reviewer { dir } => reviewer(&dir),
         CertsCommand::Token {
             key,
             scopes,

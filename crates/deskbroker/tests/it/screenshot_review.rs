@@ -2,7 +2,8 @@
 //! desktop: a signed policy whose `screenshot_gate` names the reference classifier (desk-gate's
 //! `ReferenceClassifier`, served in this process on loopback; "wire the funds" scores 400,
 //! between the thresholds 150 and 650), the GTK accessibility fixture as the app, real
-//! tesseract, and a reviewer key given to `serve --reviewer-pub`. Typing the phrase puts the
+//! tesseract, and a reviewer key from `deskbroker certs reviewer` given to `serve --reviewer-pub`
+//! (its credential from `certs token --key reviewer.key`). Typing the phrase puts the
 //! frame in `review`: the agent gets no image and a `review_id`. A lease token cannot list
 //! reviews, a reviewer credential cannot act on the session. The reviewer sees the frame
 //! (bytes matching the digest) and allows it: the next screenshot of the same bytes carries
@@ -14,7 +15,6 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use desk_broker::credential::{self, Scope};
 use desk_client::Client;
 use desk_contract::api::Screenshot;
 use desk_evidence::RecordBody;
@@ -124,6 +124,21 @@ async fn screenshot_of(client: &Client, session: &str, sha256: &str) -> Screensh
 
 /// Whether `chromium` is installed; `DESK_REQUIRE_XVFB=1` (CI, whose setup installs it)
 /// makes its absence a failure.
+/// Runs `deskbroker certs …` and returns its stdout.
+fn certs(args: &[&str]) -> String {
+    let output = std::process::Command::new(crate::support::deskbroker())
+        .arg("certs")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "certs {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
 fn chromium_available() -> bool {
     let found = Path::new(CHROMIUM).exists();
     assert!(
@@ -202,21 +217,21 @@ async fn a_review_frame_reaches_the_agent_only_once_a_reviewer_allows_it() {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || reference.serve(listener));
 
-    let reviewer_key = desk_evidence::SigningKey::from_bytes(&[41; 32]);
-    let reviewer_pub = root.path().join("reviewer.pub");
-    reviewer_key.verifying_key().write(&reviewer_pub).unwrap();
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    let reviewer = credential::issue(
-        &reviewer_key,
+    let keys = root.path().join("reviewer");
+    certs(&["reviewer", "--dir", keys.to_str().unwrap()]);
+    let reviewer_pub = keys.join("reviewer.pub");
+    let reviewer = certs(&[
+        "token",
+        "--key",
+        keys.join("reviewer.key").to_str().unwrap(),
+        "--scope",
+        "review",
+        "--sub",
         "it-reviewer",
-        &[Scope::Review],
-        now_ms,
-        3_600_000,
-    )
-    .unwrap();
+        "--ttl",
+        "1h",
+    ]);
+    let reviewer = reviewer.trim().to_string();
 
     let mut args = signed_policy_args(root.path(), &policy(port, &model), 30);
     args.push("--reviewer-pub".into());
