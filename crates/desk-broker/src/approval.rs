@@ -13,8 +13,15 @@
 //! The hit-test takes a fresh snapshot (a new current observation) before each such step: a
 //! semantic step naming an earlier observation is then stale. Without the section nothing here
 //! runs and nothing changes. See `docs/approvals.md`.
+//!
+//! The approver's receipts (`issue.rs`, `receipt.rs`) and the exact executor that consumes them
+//! (`exec.rs`) are submodules; the one node the executor invokes passes the check above through
+//! a one-shot [`Allowance`] set within the executor's turn of the session.
 
+mod exec;
 mod hit;
+pub(crate) mod issue;
+mod receipt;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -38,6 +45,15 @@ pub(crate) struct ApprovalGate {
     /// Per session, the last accessibility tree the broker read (a snapshot handed out, or its
     /// own before an input): what semantic steps are judged against.
     observed: Mutex<HashMap<SessionId, AxTree>>,
+    /// Per session, the one node of one observation the executor may invoke, once.
+    allowed: Mutex<HashMap<SessionId, Allowance>>,
+}
+
+/// The node of an observation an approved action invokes: admitted once by [`ApprovalGate::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Allowance {
+    observation_id: String,
+    node: u32,
 }
 
 fn refusal(code: ErrorCode, message: String) -> BrokerError {
@@ -79,6 +95,7 @@ impl ApprovalGate {
         ApprovalGate {
             approvals,
             observed: Mutex::default(),
+            allowed: Mutex::default(),
         }
     }
 
@@ -103,6 +120,53 @@ impl ApprovalGate {
     /// Forgets a session's observation (released or killed).
     pub(crate) fn forget(&self, session_id: &SessionId) {
         self.lock().remove(session_id);
+        self.allowances().remove(session_id);
+    }
+
+    /// The session's current observation, as the broker read it last.
+    pub(crate) fn last(&self, session_id: &SessionId) -> Option<AxTree> {
+        self.lock().get(session_id).cloned()
+    }
+
+    fn allowances(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Allowance>> {
+        self.allowed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Admits one `ax_press` of `node` in `observation_id` (the executor, in its turn).
+    pub(crate) fn allow_once(&self, session_id: &SessionId, observation_id: &str, node: u32) {
+        self.allowances().insert(
+            session_id.clone(),
+            Allowance {
+                observation_id: observation_id.to_string(),
+                node,
+            },
+        );
+    }
+
+    /// Withdraws an allowance the executor did not use.
+    pub(crate) fn allow_once_clear(&self, session_id: &SessionId) {
+        self.allowances().remove(session_id);
+    }
+
+    /// Takes the session's allowance when `input` is exactly its press.
+    fn take_allowance(&self, session_id: &SessionId, input: &InputAction) -> bool {
+        let InputAction::AxPress {
+            observation_id,
+            node,
+        } = input
+        else {
+            return false;
+        };
+        let mut allowed = self.allowances();
+        let matches = allowed.get(session_id).is_some_and(|allowance| {
+            allowance.observation_id == *observation_id && allowance.node == *node
+        });
+        if matches {
+            allowed.remove(session_id);
+        }
+        matches
     }
 }
 
@@ -121,6 +185,10 @@ impl ApprovalGate {
         let Some(approvals) = self.approvals.as_ref() else {
             return Ok(());
         };
+        if self.take_allowance(session_id, input) {
+            tracing::info!(%session_id, "approved exact action admitted");
+            return Ok(());
+        }
         if let InputAction::AxPress {
             observation_id,
             node,
@@ -201,7 +269,9 @@ impl ApprovalGate {
             refusal: (!supported).then_some(ErrorCode::Unsupported),
             note: if supported {
                 "input that would press or type on a control the workspace policy marks \
-                 high-risk is refused approval_required (unverifiable: insufficient_data)"
+                 high-risk is refused approval_required (unverifiable: insufficient_data); an \
+                 approver's signed receipt (POST .../approvals) lets the exact executor invoke \
+                 it once through accessibility and read its effect back"
             } else {
                 "the workspace policy has no approvals section"
             }
@@ -212,3 +282,6 @@ impl ApprovalGate {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod exec_tests;

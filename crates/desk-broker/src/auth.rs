@@ -23,6 +23,9 @@
 //!    credential format with the `review` scope) verified with [`AuthConfig::reviewer_key`],
 //!    from every peer, Unix or TLS, certificate or not; a lease token is no such credential.
 //!    The handler gets the credential's subject as [`Reviewer`].
+//! 5. `POST /v1/sessions/{id}/approvals`: an approver credential (scope `approve`, subject and
+//!    key from the signed policy's `approvals`, `approval/issue.rs`) from every peer; a lease
+//!    token is no such credential, nor is an approver credential a lease token.
 //!
 //! Credentials are never logged or echoed: refusal messages name the reason only.
 //!
@@ -99,6 +102,8 @@ pub(crate) enum Target {
     Scoped(Scope),
     /// The review routes: a reviewer credential from every peer.
     Review,
+    /// The approvals route: an approver credential from every peer.
+    Approve,
     /// The OpenAPI document and unknown paths.
     Open,
     /// A session path whose id is not a plain segment: refused like a wrong token.
@@ -117,12 +122,22 @@ fn plain_segment(text: &str) -> bool {
 /// by a lease token.
 pub(crate) const KILL_ROUTE: &str = "/v1/sessions/{id}/kill";
 
+/// The approvals route's template: authorized by an approver credential, never a lease token.
+pub(crate) const APPROVALS_ROUTE: &str = "/v1/sessions/{id}/approvals";
+
 pub(crate) fn classify(method: &Method, path: &str) -> Target {
     if let Some(rest) = path.strip_prefix("/v1/sessions/")
         && let Some(id) = rest.strip_suffix("/kill")
         && (plain_segment(id) || id == "{id}")
     {
         return Target::Scoped(Scope::Kill);
+    }
+    if method == Method::POST
+        && let Some(rest) = path.strip_prefix("/v1/sessions/")
+        && let Some(id) = rest.strip_suffix("/approvals")
+        && (plain_segment(id) || id == "{id}")
+    {
+        return Target::Approve;
     }
     if let Some(rest) = path.strip_prefix("/v1/sessions/") {
         let (id, has_suffix) = match rest.split_once('/') {
@@ -166,9 +181,15 @@ pub(crate) fn target_of(method: &Method, raw_path: &str, matched: Option<&str>) 
             Target::Scoped(Scope::Kill) => by_path,
             _ => Target::BadSession,
         },
+        Some(APPROVALS_ROUTE) => match by_path {
+            Target::Approve => by_path,
+            _ => Target::BadSession,
+        },
         Some(template) if template.starts_with("/v1/sessions/") => match by_path {
             Target::Session { .. } | Target::BadSession => by_path,
-            Target::Scoped(_) | Target::Open | Target::Review => Target::BadSession,
+            Target::Scoped(_) | Target::Open | Target::Review | Target::Approve => {
+                Target::BadSession
+            }
         },
         Some(template) => match classify(method, template) {
             Target::Scoped(scope) => Target::Scoped(scope),
@@ -395,7 +416,14 @@ impl Asked {
     }
 }
 
-async fn decide(broker: &Broker, asked: Asked) -> Result<Option<Reviewer>, BrokerError> {
+/// Who a credential route's credential names, for its handler.
+enum Named {
+    Nobody,
+    Reviewer(Reviewer),
+    Approver(crate::approval::issue::Approver),
+}
+
+async fn decide(broker: &Broker, asked: Asked) -> Result<Named, BrokerError> {
     let config = &broker.inner.config.auth;
     admit_peer(config, asked.peer.as_ref())?;
     let Some(peer) = asked.peer else {
@@ -404,15 +432,24 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<Option<Reviewer>, Broke
         ));
     };
     match asked.target {
-        Target::Open => Ok(None),
+        Target::Open => Ok(Named::Nobody),
         Target::BadSession => Err(wrong_token()),
         Target::Scoped(scope) => {
             let token = asked.bearer?;
-            check_scope(config, &peer, scope, token.as_deref(), now_ms()).map(|()| None)
+            check_scope(config, &peer, scope, token.as_deref(), now_ms()).map(|()| Named::Nobody)
         }
         Target::Review => {
             let token = asked.bearer?;
-            check_reviewer(config, token.as_deref(), now_ms()).map(Some)
+            check_reviewer(config, token.as_deref(), now_ms()).map(Named::Reviewer)
+        }
+        Target::Approve => {
+            let token = asked.bearer?;
+            crate::approval::issue::check_approver(
+                &broker.inner.approvals,
+                token.as_deref(),
+                now_ms(),
+            )
+            .map(Named::Approver)
         }
         Target::Session {
             id,
@@ -428,7 +465,7 @@ async fn decide(broker: &Broker, asked: Asked) -> Result<Option<Reviewer>, Broke
             })
             .await
             .map_err(|error| BrokerError::Internal(format!("authorization panicked: {error}")))?
-            .map(|()| None)
+            .map(|()| Named::Nobody)
         }
     }
 }
@@ -440,9 +477,15 @@ pub(crate) async fn authorize(
     next: Next,
 ) -> Response {
     match decide(&broker, Asked::of(&request)).await {
-        Ok(reviewer) => {
-            if let Some(reviewer) = reviewer {
-                request.extensions_mut().insert(reviewer);
+        Ok(named) => {
+            match named {
+                Named::Nobody => {}
+                Named::Reviewer(reviewer) => {
+                    request.extensions_mut().insert(reviewer);
+                }
+                Named::Approver(approver) => {
+                    request.extensions_mut().insert(approver);
+                }
             }
             next.run(request).await
         }

@@ -36,6 +36,9 @@ pub enum Scope {
     /// The screenshot gate's review routes (`/v1/reviews…`), verified with the reviewer key
     /// (`serve --reviewer-pub`), never the orchestrator's.
     Review,
+    /// `POST /v1/sessions/{id}/approvals`, verified with the policy's approver key, never the
+    /// orchestrator's (`docs/approvals.md`).
+    Approve,
 }
 
 impl Scope {
@@ -46,6 +49,7 @@ impl Scope {
             Scope::Metrics => "metrics",
             Scope::Kill => "kill",
             Scope::Review => "review",
+            Scope::Approve => "approve",
         }
     }
 
@@ -56,6 +60,7 @@ impl Scope {
             "metrics" => Some(Scope::Metrics),
             "kill" => Some(Scope::Kill),
             "review" => Some(Scope::Review),
+            "approve" => Some(Scope::Approve),
             _ => None,
         }
     }

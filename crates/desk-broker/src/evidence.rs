@@ -428,5 +428,29 @@ pub(crate) fn action_in_doubt(
     }
 }
 
+/// An approver's receipt was issued (`docs/approvals.md`): `approval_issued`, written before the
+/// receipt is stored (an issue whose record could not be written is not issued).
+pub(crate) fn approval_issued(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    body: desk_evidence::record::ApprovalIssued,
+) -> Result<(), BrokerError> {
+    with_journal(evidence, session, "record an approval", |journal| {
+        journal.append(RecordBody::ApprovalIssued(body))
+    })
+}
+
+/// An approved action reached a state (`approved_action`); the `PENDING_INVOCATION` record is
+/// written before the invocation, or there is none.
+pub(crate) fn approved_action(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    body: desk_evidence::record::ApprovedAction,
+) -> Result<(), BrokerError> {
+    with_journal(evidence, session, "record an approved action", |journal| {
+        journal.append(RecordBody::ApprovedAction(body))
+    })
+}
+
 #[cfg(test)]
 mod tests;

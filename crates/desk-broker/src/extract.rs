@@ -107,6 +107,8 @@ impl<T: DeserializeOwned + serde::Serialize, S: Send + Sync> FromRequest<S> for 
 #[derive(Debug)]
 pub(crate) enum ActionBody {
     Parsed(ActionRequest),
+    /// A body with `approval_id`: an approved exact action (`approval/exec.rs`).
+    Approved(desk_contract::approval::ApprovedActionRequest),
     Refused {
         request_id: String,
         error: BrokerError,
@@ -124,6 +126,14 @@ impl<S: Send + Sync> FromRequest<S> for ActionBody {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = read_body(request, state).await?;
+        if desk_contract::strict::parse_value(&bytes)
+            .ok()
+            .is_some_and(|value| value.get("approval_id").is_some())
+        {
+            return request::parse_request(&bytes)
+                .map(ActionBody::Approved)
+                .map_err(refused);
+        }
         match request::parse_action_request(&bytes) {
             Ok(parsed) => Ok(ActionBody::Parsed(parsed)),
             Err(error) if error.part == RequestPart::Action => {

@@ -147,6 +147,7 @@ pub(crate) fn operation<'a>(
                 ("GET", ["frame-events"]) => "frame_events",
                 ("GET", ["accessibility"]) => "accessibility",
                 ("GET", ["windows"]) => "windows",
+                ("POST", ["approvals"]) => "approve",
                 ("GET", []) if long_poll => "status_wait",
                 ("GET", []) => "status",
                 ("DELETE", []) => "release",

@@ -296,6 +296,9 @@ fn operation_object(operation: &Operation, generators: &mut Generators) -> Value
         Access::Reviewer => {
             object.insert("security".into(), json!([{"reviewerCredential": []}]));
         }
+        Access::Approver => {
+            object.insert("security".into(), json!([{"approverCredential": []}]));
+        }
         Access::Open => {}
     }
     let mut parameters = Vec::new();

@@ -234,7 +234,7 @@ impl Inner {
         })
     }
 
-    fn execute_program(
+    pub(crate) fn execute_program(
         &self,
         session_id: &SessionId,
         request: ProgramRequest,

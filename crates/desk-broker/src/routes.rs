@@ -62,6 +62,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/v1/sessions/{id}/clipboard"),
     ("GET", "/v1/sessions/{id}/accessibility"),
     ("GET", "/v1/sessions/{id}/windows"),
+    ("POST", "/v1/sessions/{id}/approvals"),
     ("POST", "/v1/drain"),
     ("GET", "/v1/reviews"),
     ("GET", "/v1/reviews/{id}"),
@@ -111,15 +112,19 @@ async fn execute(
     State(broker): State<Broker>,
     id: SessionId,
     body: ActionBody,
-) -> ShotResult<desk_contract::api::ActionResponse> {
+) -> Result<Response, BrokerError> {
     match body {
         ActionBody::Parsed(request) => {
             let answer = broker.execute(&id, request).await?;
             broker
                 .gate_answer(&id, answer, Stream::Screen)
                 .await
-                .map(ShotJson)
+                .map(|answer| ShotJson(answer).into_response())
         }
+        ActionBody::Approved(request) => broker
+            .execute_approved(&id, request)
+            .await
+            .map(|answer| Json(answer).into_response()),
         ActionBody::Refused { request_id, error } => {
             Err(broker.refused_action(&id, request_id, error).await)
         }
@@ -385,6 +390,10 @@ pub fn router(broker: Broker) -> Router {
         .route(crate::auth::KILL_ROUTE, post(kill))
         .route("/v1/sessions/{id}/accessibility", get(accessibility))
         .route("/v1/sessions/{id}/windows", get(windows))
+        .route(
+            crate::auth::APPROVALS_ROUTE,
+            post(crate::approval::issue::approve_route),
+        )
         .route("/v1/metrics", get(metrics))
         .route("/v1/drain", post(crate::health::drain_route))
         .route("/v1/openapi.json", get(openapi))

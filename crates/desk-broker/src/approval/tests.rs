@@ -11,7 +11,7 @@ use desk_policy::{Approvals, Policy};
 
 use super::hit::{Place, find, find_node, path_of, places};
 
-fn approvals() -> Approvals {
+pub(super) fn approvals() -> Approvals {
     let key = desk_evidence::SigningKey::from_bytes(&[3; 32])
         .verifying_key()
         .to_base64();
@@ -69,7 +69,7 @@ fn node(
 }
 
 /// app > frame > [OK button, Delete button, Danger zone panel > Reset button, entry]
-fn tree() -> AxTree {
+pub(super) fn tree() -> AxTree {
     let mut nodes = vec![
         node(0, None, "application", "app", (0, 0, 0, 0)),
         node(1, Some(0), "frame", "main", (0, 0, 800, 600)),

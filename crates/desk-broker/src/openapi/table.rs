@@ -36,6 +36,9 @@ pub(crate) enum Access {
     Operator,
     /// A reviewer credential (scope `review`, the reviewer key) from every peer.
     Reviewer,
+    /// An approver credential (scope `approve`, the policy's approver id and key) from every
+    /// peer.
+    Approver,
     /// Any admitted peer.
     Open,
 }
@@ -154,6 +157,14 @@ pub(crate) fn security_schemes() -> Value {
                 with (serve --reviewer-pub); required from every peer, the Unix socket too. A \
                 lease token is no reviewer credential.",
         },
+        "approverCredential": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "POST /v1/sessions/{id}/approvals: a credential of the same format \
+                with the approve scope whose subject is the signed policy's approvals.approver_id, \
+                signed by its approver_public_key; required from every peer. A lease token is no \
+                approver credential, and an approver credential authorizes nothing else.",
+        },
     })
 }
 
@@ -258,7 +269,9 @@ pub(crate) const OPERATIONS: &[Operation] = &[
         path: "/v1/sessions/{id}/actions",
         id: "execute_action",
         summary: "Validate and execute exactly one action; identical retry replays with \
-                  idempotent_replay=true",
+                  idempotent_replay=true. A body with approval_id is an approved exact action \
+                  (ApprovedActionRequest): it consumes that receipt once, invokes the element \
+                  through accessibility and answers ApprovedActionResponse (docs/approvals.md)",
         access: Access::Session,
         request: Some(schema_of::<api::ActionRequest>),
         answer: Answer::Json(schema_of::<api::ActionResponse>),
@@ -786,6 +799,41 @@ pub(crate) const OPERATIONS: &[Operation] = &[
             (
                 AccessibilityUnavailable,
                 "no accessibility bus, or the app is not on it",
+            ),
+        ],
+    },
+    Operation {
+        method: "POST",
+        path: "/v1/sessions/{id}/approvals",
+        id: "approve",
+        summary: "An approver's signed receipt for one exact ax_press on a high-risk element of \
+                  the session's current observation, bound to sha256 of the action and of the \
+                  element (role, name, path, bounds); consumed once by POST .../actions with \
+                  approval_id. docs/approvals.md",
+        access: Access::Approver,
+        request: Some(schema_of::<desk_contract::approval::ApprovalRequest>),
+        answer: Answer::Json(schema_of::<desk_contract::approval::ApprovalReceipt>),
+        parameters: &[],
+        codes: &[
+            InvalidRequest,
+            InvalidParams,
+            AxObservationStale,
+            InsufficientData,
+            Unsupported,
+            NotFound,
+            LeaseExpired,
+            InvalidState,
+            SessionBusy,
+            JournalUnavailable,
+        ],
+        notes: &[
+            (
+                InvalidParams,
+                "the element is no high-risk target of the policy",
+            ),
+            (
+                InsufficientData,
+                "the element is not in the observation with exactly that binding",
             ),
         ],
     },
