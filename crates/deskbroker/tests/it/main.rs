@@ -6,6 +6,7 @@ mod accessibility;
 mod after_input;
 mod app_view;
 mod approvals;
+mod approvals_exec;
 mod artifact_reader;
 mod auth;
 mod ax_fixture;

@@ -1,0 +1,436 @@
+//! Approval-bound exact actions (issue 29 item 3, G004), the approver and the executor, through
+//! the real broker on a real desktop: the GTK accessible fixture's "Press me" button is
+//! high-risk (`approvals.high_risk_targets: button /^press me$/`, receipts live 2 s); the
+//! fixture counts presses in its log and shows them in a "Presses: N" label.
+//!
+//! - The lease token cannot approve, nor can a credential signed by another key or naming
+//!   another approver (401); the approver's credential cannot act or read a frame (401).
+//! - An approval of the exact `ax_press` is a receipt signed by the broker's evidence key, bound
+//!   to sha256 of the canonical action and element binding; an element that is not high-risk is
+//!   refused.
+//! - A mismatched action (another node) is refused `approval_required`, nothing pressed.
+//! - The approved action runs once: `CONFIRMED` with the readback's digests, the fixture logs
+//!   exactly one press. A new request with the same approval is refused (replay), the same
+//!   request id replays the journaled answer without a second press, an unknown approval is
+//!   404, an expired one (after 2 s) is refused, and a raw click on the button is still
+//!   `approval_required` (T-E17).
+//! - The session's journal holds `approval_issued` and `approved_action`
+//!   PENDING_INVOCATION → EFFECT_UNCERTAIN → CONFIRMED, and the exported bundle verifies.
+
+use std::io::{Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use desk_broker::credential::{self, Scope};
+use desk_contract::a11y::{AxNode, AxTree, AxWindow};
+use desk_evidence::RecordBody;
+use serde_json::{Value, json};
+
+use crate::accessibility::ready;
+use crate::ax_fixture::{gtk_installed, write_profile};
+use crate::probe::act;
+use crate::support::{Broker, signed_policy_args, xvfb_available};
+
+const APPROVER_SEED: [u8; 32] = [41; 32];
+
+fn policy() -> String {
+    let approver = desk_evidence::SigningKey::from_bytes(&APPROVER_SEED)
+        .verifying_key()
+        .to_base64();
+    format!(
+        r#"schema_version: deskbroker.workspace-policy.v1
+policy_version: approvals-exec-it
+workspace: {{disposable: true, logged_out: true}}
+apps: {{allowed_profiles: [axfixture]}}
+writable_directories: [attempt]
+network: {{mode: none, allowed_domains: []}}
+clipboard: none
+limits: {{max_task_minutes: 30, max_refused_actions: 50, idle_seconds: 600}}
+validity: {{not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}}
+approvals:
+  approver_id: release-approver
+  approver_public_key: "{approver}"
+  receipt_ttl_seconds: 2
+  high_risk_targets:
+    - {{role: button, name_pattern: "^press me$"}}
+"#
+    )
+}
+
+fn credential_of(seed: [u8; 32], sub: &str, scope: Scope) -> String {
+    let key = desk_evidence::SigningKey::from_bytes(&seed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    credential::issue(&key, sub, &[scope], now, 600_000).unwrap()
+}
+
+/// One HTTP/1.1 request over the broker's socket with `bearer`; status and JSON body.
+fn call(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    bearer: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = body
+        .map(|body| serde_json::to_vec(body).unwrap())
+        .unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer {bearer}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&body).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let status = String::from_utf8_lossy(&answer[9..12]).parse().unwrap();
+    let body = serde_json::from_slice(&answer[end + 4..]).unwrap_or(Value::Null);
+    (status, body)
+}
+
+fn node<'a>(tree: &'a AxTree, role: &str, name: &str) -> &'a AxNode {
+    tree.nodes
+        .iter()
+        .find(|n| n.window == AxWindow::Bound && n.role == role && n.name == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?} in the fixture's window"))
+}
+
+/// The sibling path of `index` from the application, as the broker computes it.
+fn path_of(tree: &AxTree, index: u32) -> String {
+    let mut parts = Vec::new();
+    let mut current = &tree.nodes[index as usize];
+    while let Some(parent) = current.parent {
+        let position = tree
+            .nodes
+            .iter()
+            .filter(|n| n.parent == Some(parent))
+            .position(|n| n.index == current.index)
+            .unwrap();
+        parts.push(position.to_string());
+        current = &tree.nodes[parent as usize];
+    }
+    parts.reverse();
+    parts.join("/")
+}
+
+/// The approval request for `node` of `tree`.
+fn approval(tree: &AxTree, node: &AxNode) -> Value {
+    json!({
+        "action": {"type": "ax_press", "observation_id": tree.observation_id, "node": node.index},
+        "element": {
+            "observation_id": tree.observation_id,
+            "role": node.role,
+            "name": node.name,
+            "path": path_of(tree, node.index),
+            "bounds": node.bounds.unwrap(),
+        }
+    })
+}
+
+fn presses(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["event"] == "pressed")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
+    if !xvfb_available() {
+        return;
+    }
+    if !gtk_installed() {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "python3-gi with GTK 3 is required (DESK_REQUIRE_XVFB=1)"
+        );
+        println!("skipped: python3-gi/GTK 3 not found");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("fixture.ndjson");
+    write_profile(root.path(), &log);
+    let args = signed_policy_args(root.path(), &policy(), 44);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let broker = Broker::start_with(root.path(), None, &log, &args);
+    let client = broker.client();
+    let socket = broker.socket.clone();
+
+    let session = ready(&client, "axfixture").await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"ready\"")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lease_token = client.lease_token(&session).unwrap();
+    let lease_token = lease_token.expose();
+    let approver = credential_of(APPROVER_SEED, "release-approver", Scope::Approve);
+    let approvals = format!("/v1/sessions/{session}/approvals");
+    let actions = format!("/v1/sessions/{session}/actions");
+
+    let tree = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let button = node(&tree, "button", "Press me");
+    let request = approval(&tree, button);
+
+    // Who cannot approve: the lease token, a forged credential, another subject, another scope.
+    for (bearer, who) in [
+        (lease_token.to_string(), "the lease token"),
+        (
+            credential_of([42; 32], "release-approver", Scope::Approve),
+            "a credential signed by another key",
+        ),
+        (
+            credential_of(APPROVER_SEED, "someone-else", Scope::Approve),
+            "another subject",
+        ),
+        (
+            credential_of(APPROVER_SEED, "release-approver", Scope::Review),
+            "the review scope",
+        ),
+    ] {
+        let (status, body) = call(&socket, "POST", &approvals, &bearer, Some(&request));
+        assert_eq!(status, 401, "{who}: {body}");
+        assert_eq!(body["code"], "unauthorized", "{who}");
+    }
+    // An element that is not high-risk needs no approval.
+    let entry = node(&tree, "text", "Name");
+    let (status, body) = call(
+        &socket,
+        "POST",
+        &approvals,
+        &approver,
+        Some(&approval(&tree, entry)),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_params")),
+        "{body}"
+    );
+
+    let (status, receipt) = call(&socket, "POST", &approvals, &approver, Some(&request));
+    assert_eq!(status, 200, "{receipt}");
+    let payload = &receipt["payload"];
+    let approval_id = payload["approval_id"].as_str().unwrap().to_string();
+    assert_eq!(payload["session_id"], session.as_str());
+    assert_eq!(payload["approver_id"], "release-approver");
+    assert_eq!(
+        payload["expires_at_ms"].as_u64().unwrap() - payload["issued_at_ms"].as_u64().unwrap(),
+        2000
+    );
+    let action = request["action"].clone();
+    assert_eq!(
+        payload["action_sha256"],
+        desk_evidence::canonical_sha256(&action).unwrap().as_str()
+    );
+    assert_eq!(
+        payload["element_sha256"],
+        desk_evidence::canonical_sha256(&request["element"])
+            .unwrap()
+            .as_str()
+    );
+    // The receipt verifies with the broker's evidence key.
+    let evidence_key =
+        desk_evidence::VerifyingKey::read(&broker.state_dir.join("evidence/evidence.pub")).unwrap();
+    let signature: [u8; 64] = base64_decode(receipt["signature_b64"].as_str().unwrap())
+        .try_into()
+        .unwrap();
+    assert!(evidence_key.verify_bytes(
+        &desk_evidence::canonical_bytes(payload).unwrap(),
+        &signature
+    ));
+
+    // The approver cannot act or look.
+    let approved = |request_id: &str, index: u64, action: &Value, approval_id: &str| {
+        json!({"request_id": request_id, "expected_action_index": index,
+               "approval_id": approval_id, "action": action})
+    };
+    let exact = approved("exec-1", 0, &action, &approval_id);
+    let (status, _) = call(&socket, "POST", &actions, &approver, Some(&exact));
+    assert_eq!(status, 401, "the approver's credential is no lease token");
+    let (status, _) = call(
+        &socket,
+        "GET",
+        &format!("/v1/sessions/{session}/screenshot"),
+        &approver,
+        None,
+    );
+    assert_eq!(status, 401);
+
+    // A mismatched action: another node of the same observation.
+    let other =
+        json!({"type": "ax_press", "observation_id": tree.observation_id, "node": entry.index});
+    let (status, body) = call(
+        &socket,
+        "POST",
+        &actions,
+        lease_token,
+        Some(&approved("exec-0", 0, &other, &approval_id)),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("approval_required")),
+        "{body}"
+    );
+    assert_eq!(presses(&log), 0);
+
+    // The approved path: invoked once, its effect read back.
+    let started = Instant::now();
+    let (status, answer) = call(&socket, "POST", &actions, lease_token, Some(&exact));
+    let executed_ms = started.elapsed().as_millis();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "CONFIRMED", "{answer}");
+    assert_ne!(
+        answer["effect"]["before_sha256"],
+        answer["effect"]["after_sha256"]
+    );
+    assert_eq!(answer["program"]["action_index"], 0);
+    println!("approved action executed in {executed_ms} ms (two observations included)");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while presses(&log) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(presses(&log), 1);
+
+    // Replays: a new request with the consumed approval is refused, the same request replays.
+    let (status, body) = call(
+        &socket,
+        "POST",
+        &actions,
+        lease_token,
+        Some(&approved("exec-2", 1, &action, &approval_id)),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("approval_required")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("consumed"),
+        "{body}"
+    );
+    let (status, replayed) = call(&socket, "POST", &actions, lease_token, Some(&exact));
+    assert_eq!(status, 200, "{replayed}");
+    assert_eq!(replayed["program"]["idempotent_replay"], true);
+    assert_eq!(replayed["state"], "CONFIRMED");
+    let (status, body) = call(
+        &socket,
+        "POST",
+        &actions,
+        lease_token,
+        Some(&approved(
+            "exec-3",
+            1,
+            &action,
+            "apr-00000000000000000000000000000000",
+        )),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+
+    // Expired: a fresh approval, used after its 2 s.
+    let tree = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let request = approval(&tree, node(&tree, "button", "Press me"));
+    let (status, receipt) = call(&socket, "POST", &approvals, &approver, Some(&request));
+    assert_eq!(status, 200, "{receipt}");
+    let late_id = receipt["payload"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (status, body) = call(
+        &socket,
+        "POST",
+        &actions,
+        lease_token,
+        Some(&approved("exec-4", 1, &request["action"], &late_id)),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("approval_required")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("expired"),
+        "{body}"
+    );
+
+    // A raw click on the button is still refused (T-E17).
+    let tree = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let rect = node(&tree, "button", "Press me").bounds.unwrap();
+    let click = json!({"type": "click", "x": rect.x + rect.width as i32 / 2,
+                       "y": rect.y + rect.height as i32 / 2, "intent": "press it raw"});
+    match act(&client, &session, "click-1", 1, click).await {
+        Err(desk_client::ClientError::Api(body)) => {
+            assert_eq!(body.code, desk_contract::ErrorCode::ApprovalRequired)
+        }
+        other => panic!("expected approval_required, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(presses(&log), 1, "exactly one press in all");
+
+    // The journal: the issues and the approved action's states, and the bundle verifies.
+    let state = broker.state_dir.clone();
+    let bundle = root.path().join("bundle");
+    let id = desk_broker::SessionId::parse(&session).unwrap();
+    desk_broker::export_evidence(&state, &id, None, &bundle).unwrap();
+    let key = state.join("evidence/evidence.pub");
+    desk_broker::verify_evidence(&bundle, &key, None).unwrap();
+    let journal = desk_evidence::read_journal(
+        &bundle.join("evidence.ndjson"),
+        &desk_evidence::VerifyingKey::read(&key).unwrap(),
+    )
+    .unwrap();
+    let mut issued = Vec::new();
+    let mut states = Vec::new();
+    for record in &journal {
+        match &record.record().body {
+            RecordBody::ApprovalIssued(body) => issued.push(body.approval_id.clone()),
+            RecordBody::ApprovedAction(body) => {
+                assert_eq!(body.approval_id, approval_id);
+                states.push(body.state.clone());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(issued, [approval_id.clone(), late_id]);
+    assert_eq!(
+        states,
+        ["PENDING_INVOCATION", "EFFECT_UNCERTAIN", "CONFIRMED"]
+    );
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap()
+}
