@@ -11,6 +11,7 @@ mod artifact_reader;
 mod auth;
 mod ax_fixture;
 mod bench;
+mod bench_gate;
 mod bench_progress;
 mod bench_spread;
 mod census;

@@ -1,5 +1,6 @@
 //! `deskbroker perf`, small: one pass of every measurement (no peers) on real LibreCAD desktops
-//! and one FreeCAD reset, sandboxed and not. Checks that the command runs and reports each row with a number; the
+//! and one FreeCAD reset, sandboxed and not, and the screenshot gate's rows (every frame allowed).
+//! Checks that the command runs and reports each row with a number; the
 //! numbers themselves belong to the closing notes, not to a test.
 
 use std::process::Command;
@@ -53,4 +54,25 @@ fn perf_measures_every_row_with_and_without_the_sandbox() {
             .unwrap_or_else(|| panic!("no median in {line:?}"));
         assert!(median > 0.0, "{line}");
     }
+    // The screenshot gate's rows (`perf/gate.rs`): label, then median, p95, OCR median.
+    for row in [
+        "gate: identical frame",
+        "gate: 48×12 box changed, no text",
+        "gate: Open dialog appears (Ctrl+O)",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|line| line.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row:?} in:\n{stdout}"));
+        let numbers: Vec<f64> = line[row.len()..]
+            .split_whitespace()
+            .take(3)
+            .map(|field| field.parse().unwrap_or_else(|_| panic!("{line:?}")))
+            .collect();
+        assert!(numbers[0] > 0.0, "{line}");
+    }
+    assert!(
+        !stdout.contains("not allowed on a harmless frame"),
+        "{stdout}"
+    );
 }
