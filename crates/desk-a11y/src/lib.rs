@@ -14,12 +14,14 @@ mod access;
 mod error;
 mod guard;
 mod observe;
+mod outside;
 mod semantic;
 
 pub use access::{Accessibility, BoundWindow};
 pub use desk_contract::a11y::TextMode;
 pub use error::A11yError;
 pub use guard::{GuardView, InputTarget, ProhibitedHit};
+pub use outside::snapshot_outside;
 
 #[cfg(test)]
 mod tests;

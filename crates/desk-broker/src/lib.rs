@@ -42,6 +42,7 @@ mod lease;
 mod ledger;
 mod logs;
 mod metrics;
+pub mod observer;
 mod openapi;
 mod policy;
 mod private;

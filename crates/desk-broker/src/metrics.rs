@@ -148,6 +148,8 @@ pub(crate) fn operation<'a>(
                 ("GET", ["accessibility"]) => "accessibility",
                 ("GET", ["windows"]) => "windows",
                 ("POST", ["approvals"]) => "approve",
+                ("POST", ["observations"]) => "observe",
+                ("GET", ["observations", _]) => "get_observation",
                 ("GET", []) if long_poll => "status_wait",
                 ("GET", []) => "status",
                 ("DELETE", []) => "release",

@@ -63,6 +63,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{id}/accessibility"),
     ("GET", "/v1/sessions/{id}/windows"),
     ("POST", "/v1/sessions/{id}/approvals"),
+    ("POST", "/v1/sessions/{id}/observations"),
+    ("GET", "/v1/sessions/{id}/observations/{observation_id}"),
     ("POST", "/v1/drain"),
     ("GET", "/v1/reviews"),
     ("GET", "/v1/reviews/{id}"),
@@ -393,6 +395,14 @@ pub fn router(broker: Broker) -> Router {
         .route(
             crate::auth::APPROVALS_ROUTE,
             post(crate::approval::issue::approve_route),
+        )
+        .route(
+            "/v1/sessions/{id}/observations",
+            post(crate::observer::routes::observe_route),
+        )
+        .route(
+            "/v1/sessions/{id}/observations/{observation_id}",
+            get(crate::observer::routes::observation_route),
         )
         .route("/v1/metrics", get(metrics))
         .route("/v1/drain", post(crate::health::drain_route))

@@ -43,6 +43,7 @@ use tokio::net::TcpStream;
 
 mod clipboard;
 mod error;
+mod observer;
 mod remote;
 mod trust;
 

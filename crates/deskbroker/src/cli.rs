@@ -70,6 +70,9 @@ pub(crate) enum Command {
     /// nonce on `<state_dir>/watchdog.sock` and prints the answer only when it is signed with
     /// the evidence key and echoes the nonce. Works while the broker is stopped or hung.
     Readback(crate::watchdog::ReadbackArgs),
+    /// The observer: signs what it saw of a session (its app's accessibility elements, the
+    /// last frame's sha256) for the broker, under a uid of its own (`serve` starts it).
+    Observer(crate::observer::ObserverArgs),
 }
 
 #[derive(Debug, Args)]

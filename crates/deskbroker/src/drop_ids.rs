@@ -1,6 +1,6 @@
 //! Dropping a root process to a uid/gid of its own, keeping a few capabilities: shared by the
 //! desktop worker's `--as` (`bin/deskbroker-worker/identity.rs`, which includes this file) and
-//! the watchdog (`watchdog.rs`), so both drop the same way.
+//! the watchdog (`watchdog.rs`) and the observer (`observer.rs`), so all drop the same way.
 //!
 //! rustix's calls act on the calling thread alone: call [`drop_ids`] while the process has one
 //! thread (the worker before anything else, the watchdog before its loop starts any).

@@ -272,6 +272,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     .await??;
     let policy_files = args.policy.as_deref().zip(args.policy_pub.as_deref());
     crate::watchdog::spawn_watchdog(broker.config(), &args.limits.limits(), policy_files)?;
+    crate::observer::spawn_observer(broker.config())?;
     let reaper = broker.spawn_reaper();
     tracing::info!(socket = %socket.display(), backend = ?backend, "deskbroker serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);

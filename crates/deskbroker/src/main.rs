@@ -11,13 +11,16 @@ mod out;
 
 mod bench;
 mod certs;
+mod chown;
 mod cli;
 mod demo;
+mod drop_ids;
 mod dxf_check;
 mod evidence;
 mod load;
 mod local;
 mod models;
+mod observer;
 mod paths;
 mod perf;
 mod policy_cmd;
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         cli::Command::Watchdog(args) => watchdog::watchdog(args),
         cli::Command::Kill(args) => watchdog::kill(args),
         cli::Command::Readback(args) => watchdog::readback(args),
+        cli::Command::Observer(args) => observer::observer(args),
         command => run_async(command),
     };
     match result {
@@ -119,7 +123,10 @@ fn run_async(command: cli::Command) -> anyhow::Result<()> {
             cli::Command::Evidence(command) => evidence::run(command).await,
             cli::Command::Load(args) => load::run(args).await,
             cli::Command::Policy(command) => policy_cmd::run(command).await,
-            cli::Command::Watchdog(_) | cli::Command::Kill(_) | cli::Command::Readback(_) => Ok(()),
+            cli::Command::Watchdog(_)
+            | cli::Command::Kill(_)
+            | cli::Command::Readback(_)
+            | cli::Command::Observer(_) => Ok(()),
         }
     })
 }

@@ -149,9 +149,6 @@ pub(crate) fn watchdog(args: WatchdogArgs) -> Result<()> {
     run_watchdog(&config).context("watchdog failed")
 }
 
-#[path = "drop_ids.rs"]
-mod drop_ids;
-
 /// What the watchdog keeps of root's capabilities once on its own uid (measured with
 /// `tests/it/watchdog_uid.rs` and the kill tests): `CAP_KILL` to SIGKILL the sessions'
 /// processes (other uids); `CAP_SYS_PTRACE` for the census's ptrace-mode reads of their
@@ -190,7 +187,7 @@ fn own_identity(state_dir: &std::path::Path) -> Result<WatchdogIdentity> {
     }
     let ids = desk_desktop::sandbox::identity::watchdog::claim_watchdog(&dir)
         .context("no uid for the watchdog")?;
-    chown_tree(&dir, ids.uid, ids.gid)
+    crate::chown::chown_tree(&dir, ids.uid, ids.gid)
         .with_context(|| format!("failed to give {} to uid {}", dir.display(), ids.uid))?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
         .with_context(|| format!("failed to make {} 0700", dir.display()))?;
@@ -199,7 +196,7 @@ fn own_identity(state_dir: &std::path::Path) -> Result<WatchdogIdentity> {
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("failed to make {} 0600", key.display()))?;
     }
-    drop_ids::drop_ids(ids.uid, ids.gid, WATCHDOG_KEPT, true)
+    crate::drop_ids::drop_ids(ids.uid, ids.gid, WATCHDOG_KEPT, true)
         .map_err(|error| anyhow::anyhow!("the watchdog cannot drop to uid {}: {error}", ids.uid))?;
     tracing::info!(
         uid = ids.uid,
@@ -207,17 +204,6 @@ fn own_identity(state_dir: &std::path::Path) -> Result<WatchdogIdentity> {
         "watchdog runs under its own uid"
     );
     Ok(WatchdogIdentity::Own)
-}
-
-/// Gives `path` and everything below it to `uid:gid`, never following a symbolic link.
-fn chown_tree(path: &std::path::Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
-    if std::fs::symlink_metadata(path)?.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            chown_tree(&entry?.path(), uid, gid)?;
-        }
-    }
-    Ok(())
 }
 
 /// `deskbroker kill`: prints the outcome as JSON.

@@ -195,14 +195,19 @@ impl Broker {
         let mut document = capabilities(self.inner.factory.accessibility());
         document.features.push(self.screenshot_gate_feature());
         document.features.push(self.inner.approvals.feature());
+        document.features.push(self.observer_feature());
         document
     }
 
     /// `GET /v1/capabilities/{feature}`.
     pub(crate) fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
-        if name == SCREENSHOT_GATE || name == crate::approval::APPROVAL {
+        if name == SCREENSHOT_GATE
+            || name == crate::approval::APPROVAL
+            || name == crate::observer::OBSERVER
+        {
             let found = match name {
                 SCREENSHOT_GATE => self.screenshot_gate_feature(),
+                crate::observer::OBSERVER => self.observer_feature(),
                 _ => self.inner.approvals.feature(),
             };
             return match found.supported {

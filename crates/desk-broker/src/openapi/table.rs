@@ -804,6 +804,43 @@ pub(crate) const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "POST",
+        path: "/v1/sessions/{id}/observations",
+        id: "observe",
+        summary: "A fresh observation of the session by the observer, a process of its own \
+                  (containment G001): the app's accessibility elements it read itself and the \
+                  sha256 of the last frame captured, signed with the observer's key and stored \
+                  in the session. Answers the signed envelope. docs/observer.md",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<crate::observer::SignedObservation>),
+        parameters: &[],
+        codes: &[InsufficientData, InvalidState, NotFound, LeaseExpired],
+        notes: &[(
+            InsufficientData,
+            "no observer runs, its answer did not verify or was stale, or it could not see the \
+             app (that signed answer is stored all the same)",
+        )],
+    },
+    Operation {
+        method: "GET",
+        path: "/v1/sessions/{id}/observations/{observation_id}",
+        id: "get_observation",
+        summary: "A stored signed observation of the session, byte for byte as the observer \
+                  signed it",
+        access: Access::Session,
+        request: None,
+        answer: Answer::Json(schema_of::<crate::observer::SignedObservation>),
+        parameters: &[Parameter {
+            name: "observation_id",
+            required: true,
+            schema: || json!({"type": "string", "pattern": "^obs_[0-9a-f]{32}$"}),
+            description: "the observation's id",
+        }],
+        codes: &[NotFound],
+        notes: &[(NotFound, "no such observation in this session")],
+    },
+    Operation {
+        method: "POST",
         path: "/v1/sessions/{id}/approvals",
         id: "approve",
         summary: "An approver's signed receipt for one exact ax_press on a high-risk element of \

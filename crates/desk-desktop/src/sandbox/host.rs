@@ -1,9 +1,10 @@
 //! What the broker writes for a sandbox and the sandbox may only read: `<workspace>/host/`,
 //! bound read-only inside. It holds the account files (`passwd`, `group`: the app's and the
 //! desktop's uids have an entry, because toolkits such as Qt and FreeCAD crash or misbehave
-//! without one), the lease deadline the sandbox's first process enforces and, when the app has
-//! an identity of its own, the configurations of the session bus and the AT-SPI bus that admit
-//! both uids (a bus admits only its own uid by default).
+//! without one; with split identities the broker's observer's uid has one too, so the buses
+//! admit it: `identity/observer.rs`), the lease deadline the sandbox's first process enforces
+//! and, when the app has an identity of its own, the configurations of the session bus and the
+//! AT-SPI bus that admit both uids (a bus admits only its own uid by default).
 //!
 //! The first process (pid 1 of the sandbox's pid namespace, so nothing inside can stop or kill
 //! it) is our own holder, `deskbroker-worker hold` (no shell): it reads `deadline` (Unix
@@ -38,6 +39,9 @@ pub const SANDBOX_USER: &str = "desk";
 
 /// The user name the desktop's uid has inside, when it is not the app's.
 pub const DESKTOP_USER: &str = "desk-desktop";
+
+/// The user name the broker's observer has inside (it runs outside; the buses need its name).
+pub(super) const OBSERVER_USER: &str = "desk-observer";
 
 /// The session bus's configuration in [`HOST_DIR`] (split identities).
 pub(crate) const SESSION_BUS_CONFIG_FILE: &str = "session-bus.conf";
@@ -117,6 +121,18 @@ pub(crate) fn prepare(
             desktop.uid, desktop.gid
         ));
         group.push_str(&format!("{DESKTOP_USER}:x:{}:\n", desktop.gid));
+        // The broker's observer (containment G001) reads the app's tree on the buses from
+        // outside; a bus admits only a uid it can name.
+        if let Some(observer) = identities
+            .slot
+            .and_then(super::identity::observer::observer_for_slot)
+        {
+            passwd.push_str(&format!(
+                "{OBSERVER_USER}:x:{}:{}:{OBSERVER_USER}:/nonexistent:/usr/sbin/nologin\n",
+                observer.uid, observer.gid
+            ));
+            group.push_str(&format!("{OBSERVER_USER}:x:{}:\n", observer.gid));
+        }
         files.push((SESSION_BUS_CONFIG_FILE, session_bus_config()));
         files.push((AT_SPI_CONFIG_FILE, at_spi_config()));
     }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
 use crate::layout::SessionDir;
-
+pub mod observer;
 pub mod watchdog;
 
 /// How many sessions may run at once on a host (two ids each).

@@ -35,6 +35,7 @@ mod kill_frozen_broker;
 mod librecad;
 mod limits;
 mod load;
+mod observer;
 mod perf;
 mod policy_cli;
 mod probe;

@@ -22,13 +22,13 @@ use crate::error::BackendError;
 /// The ids a watchdog may run as (uid = gid), below the sessions' default range.
 pub const WATCHDOG_IDS: std::ops::Range<u32> = 61_100..61_164;
 
-fn claim_path(claims: &Path, id: u32) -> PathBuf {
-    claims.join(format!("watchdog-{id}"))
+fn claim_path(claims: &Path, service: &str, id: u32) -> PathBuf {
+    claims.join(format!("{service}-{id}"))
 }
 
 /// The directory a claim names, when the claim is held (see the module documentation).
-fn held(claims: &Path, id: u32) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(claim_path(claims, id)).ok()?;
+pub(super) fn held(claims: &Path, service: &str, id: u32) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(claim_path(claims, service, id)).ok()?;
     let dir = PathBuf::from(text.lines().next()?);
     let owner = std::fs::symlink_metadata(&dir).ok()?.uid();
     (owner == id || owner == nix::unistd::geteuid().as_raw()).then_some(dir)
@@ -37,7 +37,8 @@ fn held(claims: &Path, id: u32) -> Option<PathBuf> {
 /// The watchdog's ids for its directory `dir` (which exists): see the module documentation.
 /// Refused with [`BackendError::SandboxUnavailable`] when no id of [`WATCHDOG_IDS`] is usable.
 pub fn claim_watchdog(dir: &Path) -> Result<Ids, BackendError> {
-    claim_watchdog_in(
+    claim_service_in(
+        "watchdog",
         Path::new(CLAIMS_DIR),
         dir,
         WATCHDOG_IDS,
@@ -46,22 +47,25 @@ pub fn claim_watchdog(dir: &Path) -> Result<Ids, BackendError> {
     )
 }
 
-fn claim_watchdog_in(
+/// Claims an id of `range` for the host service `service` (`watchdog`, `observer`) owning
+/// `dir`, with the rule of the module documentation; claims are `<service>-<id>` files.
+pub(super) fn claim_service_in(
+    service: &str,
     claims: &Path,
     dir: &Path,
     range: std::ops::Range<u32>,
     account: &dyn Fn(u32) -> bool,
     running: &dyn Fn(u32) -> bool,
 ) -> Result<Ids, BackendError> {
-    let dir = std::fs::canonicalize(dir).map_err(io_error("the watchdog directory", dir))?;
+    let dir = std::fs::canonicalize(dir).map_err(io_error("the service directory", dir))?;
     let owner = std::fs::symlink_metadata(&dir)
-        .map_err(io_error("the watchdog directory", &dir))?
+        .map_err(io_error("the service directory", &dir))?
         .uid();
-    if range.contains(&owner) && held(claims, owner).as_deref() == Some(dir.as_path()) {
+    if range.contains(&owner) && held(claims, service, owner).as_deref() == Some(dir.as_path()) {
         // Its own already; a host account made since is refused all the same.
         if account(owner) {
             return Err(BackendError::SandboxUnavailable(format!(
-                "a host account or group holds the watchdog's id {owner}"
+                "a host account or group holds the {service}'s id {owner}"
             )));
         }
         return Ok(Ids {
@@ -74,16 +78,16 @@ fn claim_watchdog_in(
         .map_err(io_error("the uid claims", claims))?;
     let mut last_refusal = String::new();
     for id in range.clone() {
-        let path = claim_path(claims, id);
+        let path = claim_path(claims, service, id);
         if path.exists() {
-            if held(claims, id).is_some() {
+            if held(claims, service, id).is_some() {
                 continue;
             }
             // Its directory is gone or belongs to another id now: stale.
             let _ = std::fs::remove_file(&path);
         }
         if let Some(refusal) = slot_refusal(&[id], account, running) {
-            tracing::warn!(id, %refusal, "watchdog uid skipped");
+            tracing::warn!(id, service, %refusal, "service uid skipped");
             last_refusal = refusal;
             continue;
         }
@@ -93,7 +97,7 @@ fn claim_watchdog_in(
         return Ok(Ids { uid: id, gid: id });
     }
     Err(BackendError::SandboxUnavailable(format!(
-        "no watchdog uid is free in {}..{}{}",
+        "no {service} uid is free in {}..{}{}",
         range.start,
         range.end,
         if last_refusal.is_empty() {
@@ -122,13 +126,13 @@ mod tests {
         let nobody = |_: u32| false;
         // A host account holds 500: skipped.
         let account = |id: u32| id == 500;
-        let one = claim_watchdog_in(&claims, &first, 500..504, &account, &nobody)
+        let one = claim_service_in("watchdog", &claims, &first, 500..504, &account, &nobody)
             .unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(one, Ids { uid: 501, gid: 501 });
         // Held (its directory is still root's, being prepared): the next watchdog skips it,
         // and a process running as 502 skips that one.
         let running = |id: u32| id == 502;
-        let two = claim_watchdog_in(&claims, &second, 500..504, &account, &running)
+        let two = claim_service_in("watchdog", &claims, &second, 500..504, &account, &running)
             .unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(two.uid, 503);
         if nix::unistd::geteuid().is_root() {
@@ -136,11 +140,11 @@ mod tests {
             // it (its older self), and is refused once a host account holds it.
             lchown(&first, Some(501), Some(501)).unwrap_or_else(|error| panic!("{error}"));
             let busy = |id: u32| id == 501;
-            let again = claim_watchdog_in(&claims, &first, 500..504, &account, &busy)
+            let again = claim_service_in("watchdog", &claims, &first, 500..504, &account, &busy)
                 .unwrap_or_else(|error| panic!("{error}"));
             assert_eq!(again, one);
             let later = |id: u32| id == 501;
-            let refused = claim_watchdog_in(&claims, &first, 500..504, &later, &nobody);
+            let refused = claim_service_in("watchdog", &claims, &first, 500..504, &later, &nobody);
             assert!(
                 matches!(&refused, Err(BackendError::SandboxUnavailable(m)) if m.contains("501")),
                 "{refused:?}"
@@ -149,14 +153,14 @@ mod tests {
         // Every id taken or refused: refused, nothing claimed.
         let third = root.path().join("c.watchdog");
         std::fs::create_dir(&third).unwrap_or_else(|error| panic!("{error}"));
-        let refused = claim_watchdog_in(&claims, &third, 500..504, &account, &running);
+        let refused = claim_service_in("watchdog", &claims, &third, 500..504, &account, &running);
         assert!(
             matches!(&refused, Err(BackendError::SandboxUnavailable(_))),
             "{refused:?}"
         );
         // A directory gone: its claim is stale and taken again.
         std::fs::remove_dir(&second).unwrap_or_else(|error| panic!("{error}"));
-        let taken = claim_watchdog_in(&claims, &third, 500..504, &account, &running)
+        let taken = claim_service_in("watchdog", &claims, &third, 500..504, &account, &running)
             .unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(taken.uid, 503);
     }

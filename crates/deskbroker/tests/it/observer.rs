@@ -1,0 +1,220 @@
+//! The observer (issue 29 item 1, containment G001) on a real desktop with the GTK accessible
+//! fixture: `serve` starts it; an observation is signed with the observer's own key (not the
+//! broker's evidence key) and verifies with `<state>.observer/observer.pub`; it names the
+//! fixture's "Press me" button with the bounds the worker's own tree gives; its frame digest is
+//! the sha256 of the frame the agent got; the stored copy is served byte for byte and, once
+//! tampered with, no longer verifies; a killed observer leaves the broker with
+//! `insufficient_data` and the capability unsupported. Under a root broker the observer runs
+//! under a uid of its own.
+//!
+//! Prints the observer's CPU time per observation and the observation's tree time.
+
+use std::time::{Duration, Instant};
+
+use desk_broker::observer::{Observation, ObservationOutcome};
+use desk_client::{Client, ClientError};
+use desk_contract::ErrorCode;
+use desk_evidence::{Envelope, VerifyingKey};
+use serde_json::json;
+use sha2::Digest as _;
+
+use crate::accessibility::ready;
+use crate::ax_fixture::{gtk_installed, write_profile};
+use crate::probe::act;
+use crate::support::{Broker, xvfb_available};
+
+async fn observer_supported(client: &Client) -> bool {
+    client
+        .capabilities()
+        .await
+        .unwrap()
+        .features
+        .iter()
+        .any(|feature| feature.feature == "observer" && feature.supported)
+}
+
+fn decode(bytes: &[u8], key: &VerifyingKey) -> Observation {
+    let envelope = Envelope::parse(bytes).expect("a signed envelope");
+    envelope
+        .verify(key)
+        .expect("signed with the observer's key");
+    envelope.decode_payload().expect("an observation")
+}
+
+/// Utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // After the command: state is field 3, utime 14 and stime 15 (1-based).
+    let at = |n: usize| {
+        fields
+            .get(n - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    at(14) + at(15)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
+    if !xvfb_available() {
+        return;
+    }
+    if !gtk_installed() {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "python3-gi with GTK 3 is required (DESK_REQUIRE_XVFB=1)"
+        );
+        println!("skipped: python3-gi/GTK 3 not found");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("fixture.ndjson");
+    write_profile(root.path(), &log);
+    let broker = Broker::start(root.path(), None, &log);
+    let client = broker.client();
+    let state = root.path().join("state");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !observer_supported(&client).await {
+        assert!(Instant::now() < deadline, "the observer never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(&state)).unwrap();
+    let evidence = VerifyingKey::read(&desk_broker::public_key_path(&state)).unwrap();
+    assert_ne!(key, evidence, "the observer signs with a key of its own");
+
+    let session = ready(&client, "axfixture").await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"ready\"")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The agent's frame: a move's answer.
+    let moved = act(
+        &client,
+        &session,
+        "move-1",
+        0,
+        json!({"type": "move", "x": 3, "y": 3, "intent": "look"}),
+    )
+    .await
+    .unwrap();
+    let shot = moved.screenshot.expect("the move's frame");
+    let png = desk_contract::b64::decode(&shot.png_base64).unwrap();
+    let agent_sha256 = hex::encode(sha2::Sha256::digest(&png));
+
+    let bytes = client.observe(&session).await.unwrap();
+    let observation = decode(&bytes, &key);
+    assert_eq!(observation.outcome, ObservationOutcome::Observed);
+    assert_eq!(observation.session_id, session);
+    assert_eq!(observation.observer_key_id, key.fingerprint());
+    assert_eq!(
+        observation
+            .frame
+            .as_ref()
+            .map(|frame| frame.sha256.as_str()),
+        Some(agent_sha256.as_str()),
+        "the frame digest is the agent's frame's"
+    );
+    if nix::unistd::geteuid().is_root() {
+        assert_eq!(observation.observer_identity, "own");
+        assert!(
+            desk_desktop::sandbox::identity::observer::OBSERVER_IDS
+                .contains(&observation.observer_uid),
+            "{}",
+            observation.observer_uid
+        );
+    }
+    // The button, with the bounds the worker's own tree gives.
+    let worker = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let theirs = worker
+        .nodes
+        .iter()
+        .find(|node| node.role == "button" && node.name == "Press me")
+        .expect("the worker sees the button");
+    let ours = observation
+        .elements
+        .iter()
+        .find(|element| element.role == "button" && element.name == "Press me")
+        .expect("the observer sees the button");
+    assert!(ours.bounds.is_some());
+    assert_eq!(ours.bounds, theirs.bounds);
+    assert!(ours.id.starts_with("0."), "{}", ours.id);
+
+    // Stored, served byte for byte.
+    let stored = client
+        .observation(&session, &observation.observation_id)
+        .await
+        .unwrap();
+    assert_eq!(stored, bytes);
+    let missing = client
+        .observation(&session, &format!("obs_{}", "0".repeat(32)))
+        .await;
+    assert!(
+        matches!(&missing, Err(ClientError::Api(body)) if body.code == ErrorCode::NotFound),
+        "{missing:?}"
+    );
+    // Tampered with on disk: served as stored, and it no longer verifies.
+    let path = broker
+        .session_dir(&session)
+        .join("observations")
+        .join(format!("{}.json", observation.observation_id));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"Press me\""));
+    std::fs::write(&path, text.replace("\"Press me\"", "\"Press ME\"")).unwrap();
+    let tampered = client
+        .observation(&session, &observation.observation_id)
+        .await
+        .unwrap();
+    let envelope = Envelope::parse(&tampered).unwrap();
+    assert!(
+        envelope.verify(&key).is_err(),
+        "a tampered observation verifies"
+    );
+    assert!(desk_broker::observer::client::verify(&tampered, &key).is_err());
+
+    // The observer's CPU per observation (reported, not asserted).
+    let pid = observation.observer_pid;
+    let before = cpu_ticks(pid);
+    let started = Instant::now();
+    let rounds = 10;
+    let mut tree_ms = Vec::new();
+    for _ in 0..rounds {
+        let bytes = client.observe(&session).await.unwrap();
+        tree_ms.push(decode(&bytes, &key).tree_ms);
+    }
+    let wall = started.elapsed();
+    let ticks = cpu_ticks(pid) - before;
+    let tick_ms = 1000.0 / 100.0;
+    println!(
+        "observer: {rounds} observations in {} ms, CPU {:.0} ms ({:.1} ms each), tree_ms {:?}",
+        wall.as_millis(),
+        ticks as f64 * tick_ms,
+        ticks as f64 * tick_ms / f64::from(rounds),
+        tree_ms
+    );
+
+    // A killed observer: refused insufficient_data, the capability unsupported.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let gone = client.observe(&session).await;
+    assert!(
+        matches!(&gone, Err(ClientError::Api(body)) if body.code == ErrorCode::InsufficientData),
+        "{gone:?}"
+    );
+    assert!(!observer_supported(&client).await);
+}
