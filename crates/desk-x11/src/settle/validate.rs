@@ -17,8 +17,9 @@ use crate::error::X11Error;
 const POINTER_REACH: u32 = 96;
 /// The largest tooltip-like box, width and height.
 const TOOLTIP_MAX: (u32, u32) = (640, 160);
-/// A status bar message: a band at most this high ending this close to the screen's bottom.
-const STATUS_BAND: (u32, u32) = (40, 48);
+/// A status bar message: a band at most an eighth of the screen high (LibreCAD's two-row status
+/// bar and its message line are 122 pixels at 1080) ending this close to the screen's bottom.
+const STATUS_BAND_GAP: u32 = 48;
 
 /// Waits `validate_ms` after a stable settle, captures again and compares the later frame with
 /// the settled one; [`SettleValidation::kind`] is left to [`classify`], which needs the
@@ -79,7 +80,9 @@ pub(crate) fn classify(
     }
     let (screen_width, screen_height) = screen;
     let bottom = u64::from(y) + u64::from(height);
-    if height <= STATUS_BAND.0 && bottom + u64::from(STATUS_BAND.1) >= u64::from(screen_height) {
+    if height * 8 <= screen_height
+        && bottom + u64::from(STATUS_BAND_GAP) >= u64::from(screen_height)
+    {
         return ValidationKind::StatusBar;
     }
     if width <= TOOLTIP_MAX.0
@@ -241,6 +244,11 @@ mod tests {
         // A status bar message at the bottom, wherever the pointer is.
         assert_eq!(
             kind(Some([2, 1000, 700, 20]), Some((10, 1010)), &[]),
+            ValidationKind::StatusBar
+        );
+        // LibreCAD's status bar at 1920x1080 after its load message timed out.
+        assert_eq!(
+            classify(9_708, Some([6, 956, 1637, 122]), (1920, 1080), None, &[]),
             ValidationKind::StatusBar
         );
         // The same band high on the screen is not a status bar.
