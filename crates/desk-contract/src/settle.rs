@@ -148,15 +148,15 @@ crate::wire_enum! {
         Same = "same",
         /// A change at most 3 pixels wide and 40 high: a blinking text cursor.
         Caret = "caret",
-        /// A new popup window (override-redirect or utility) holds the change, or a small box
-        /// near the pointer: a tooltip.
+        /// A new popup window (override-redirect or utility) holds the change: a tooltip (with
+        /// the windows unknown: a small box near the pointer).
         Tooltip = "tooltip",
-        /// A new dialog or other top-level window holds the change, or a dialog-sized box
-        /// centred on the screen.
+        /// A new dialog or other top-level window holds the change (with the windows unknown:
+        /// a dialog-sized box centred on the screen).
         Dialog = "dialog",
         /// A thin band at the bottom of the screen: a status bar message.
         StatusBar = "status_bar",
-        /// A quarter of the screen or more repainted.
+        /// An eighth of the screen or more repainted in place.
         LargeRedraw = "large_redraw",
         /// Anything else.
         Other = "other",

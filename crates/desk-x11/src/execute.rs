@@ -231,18 +231,18 @@ impl X11Session {
                             validate_ms,
                         )
                         .map(|mut validation| {
+                            // None: the windows are unknown (the kind then rests on geometry).
                             let opened = match &at_settle {
-                                Some(known) if validation.changed_pixels > 0 => {
-                                    self.app_windows_except(known).unwrap_or_default()
-                                }
-                                _ => Vec::new(),
+                                Some(_) if validation.changed_pixels == 0 => Some(Vec::new()),
+                                Some(known) => self.app_windows_except(known).ok(),
+                                None => None,
                             };
                             validation.kind = Some(crate::settle::classify(
                                 validation.changed_pixels,
                                 validation.changed_box,
                                 screen,
                                 focus_after.as_ref().map(|focus| focus.pointer),
-                                &opened,
+                                opened.as_deref(),
                             ));
                             validation
                         })

@@ -44,16 +44,19 @@ pub(crate) fn validate(
 }
 
 /// The kind of a change of `changed_pixels` within `changed_box` on a `screen` (width,
-/// height), with the pointer at `pointer` and `opened` the app's windows that appeared. In
-/// order: nothing, a caret, a new window holding the change (a popup: tooltip; a dialog or
-/// other top-level: dialog), a status bar band, a small box near the pointer (tooltip), a
-/// centred dialog-sized box, a quarter of the screen or more, anything else.
+/// height), with the pointer at `pointer` and `opened` the app's windows that appeared (`None`
+/// when they could not be read). In order: nothing, a caret, a new window holding the change (a
+/// popup: tooltip; a dialog or other top-level: dialog), a status bar band, an eighth of the
+/// screen or more (large redraw), anything else. Only when the windows are unknown are a small box near the
+/// pointer taken for a tooltip and a centred dialog-sized box for a dialog (both are windows of
+/// their own: with the windows known, a box like that without a new window is the app
+/// repainting, e.g. FreeCAD highlighting a selected solid in the middle of its 3D view).
 pub(crate) fn classify(
     changed_pixels: u64,
     changed_box: Option<[u32; 4]>,
     screen: (u32, u32),
     pointer: Option<ScreenPoint>,
-    opened: &[AppWindowInfo],
+    opened: Option<&[AppWindowInfo]>,
 ) -> ValidationKind {
     let Some([x, y, width, height]) = changed_box else {
         return if changed_pixels == 0 {
@@ -66,7 +69,7 @@ pub(crate) fn classify(
         return ValidationKind::Caret;
     }
     let holding = |roles: &[WindowRole]| {
-        opened.iter().any(|window| {
+        opened.unwrap_or_default().iter().any(|window| {
             window.on_screen
                 && roles.contains(&window.role)
                 && overlaps(window, [x, y, width, height])
@@ -85,7 +88,9 @@ pub(crate) fn classify(
     {
         return ValidationKind::StatusBar;
     }
-    if width <= TOOLTIP_MAX.0
+    let area = u64::from(width) * u64::from(height);
+    if opened.is_none()
+        && width <= TOOLTIP_MAX.0
         && height <= TOOLTIP_MAX.1
         && pointer.is_some_and(|at| distance([x, y, width, height], at) <= POINTER_REACH)
     {
@@ -99,12 +104,10 @@ pub(crate) fn classify(
         && height * 8 >= screen_height
         && width * 10 <= screen_width * 7
         && height * 10 <= screen_height * 7;
-    if centred && dialog_sized {
+    if opened.is_none() && centred && dialog_sized {
         return ValidationKind::Dialog;
     }
-    if u64::from(width) * u64::from(height) * 4
-        >= u64::from(screen_width) * u64::from(screen_height)
-    {
+    if area * 8 >= u64::from(screen_width) * u64::from(screen_height) {
         return ValidationKind::LargeRedraw;
     }
     ValidationKind::Other
@@ -227,7 +230,7 @@ mod tests {
     fn kind(
         changed: Option<[u32; 4]>,
         pointer: Option<(u32, u32)>,
-        opened: &[AppWindowInfo],
+        opened: Option<&[AppWindowInfo]>,
     ) -> ValidationKind {
         let pixels = changed.map_or(0, |[_, _, width, height]| u64::from(width * height));
         let pointer = pointer.map(|(x, y)| ScreenPoint { x, y });
@@ -236,55 +239,62 @@ mod tests {
 
     #[test]
     fn changes_are_told_apart_by_geometry() {
-        assert_eq!(kind(None, None, &[]), ValidationKind::Same);
+        let none: Option<&[AppWindowInfo]> = Some(&[]);
+        assert_eq!(kind(None, None, none), ValidationKind::Same);
         assert_eq!(
-            kind(Some([400, 300, 2, 18]), None, &[]),
+            kind(Some([400, 300, 2, 18]), None, none),
             ValidationKind::Caret
         );
         // A status bar message at the bottom, wherever the pointer is.
+        let band = Some([2, 1000, 700, 20]);
         assert_eq!(
-            kind(Some([2, 1000, 700, 20]), Some((10, 1010)), &[]),
+            kind(band, Some((10, 1010)), none),
             ValidationKind::StatusBar
         );
         // LibreCAD's status bar at 1920x1080 after its load message timed out.
         assert_eq!(
-            classify(9_708, Some([6, 956, 1637, 122]), (1920, 1080), None, &[]),
+            classify(9_708, Some([6, 956, 1637, 122]), (1920, 1080), None, None),
             ValidationKind::StatusBar
         );
         // The same band high on the screen is not a status bar.
         assert_eq!(
-            kind(Some([2, 500, 700, 20]), None, &[]),
+            kind(Some([2, 500, 700, 20]), None, none),
             ValidationKind::Other
         );
-        // A small box beside the pointer: a tooltip; far from it: other.
+        // With the windows unknown, a small box beside the pointer is taken for a tooltip, a
+        // centred dialog-sized one (FreeCAD's late 605x603 box) for a dialog.
+        let box_near = Some([520, 320, 180, 24]);
         assert_eq!(
-            kind(Some([520, 320, 180, 24]), Some((500, 300)), &[]),
+            kind(box_near, Some((500, 300)), None),
             ValidationKind::Tooltip
         );
         assert_eq!(
-            kind(Some([520, 320, 180, 24]), Some((100, 900)), &[]),
+            kind(box_near, Some((100, 900)), None),
+            ValidationKind::Other
+        );
+        assert_eq!(kind(box_near, None, None), ValidationKind::Other);
+        let centred = Some([337, 210, 605, 603]);
+        assert_eq!(kind(centred, Some((40, 40)), None), ValidationKind::Dialog);
+        // With the windows known and none new, they are the app repainting.
+        assert_eq!(
+            kind(box_near, Some((500, 300)), none),
             ValidationKind::Other
         );
         assert_eq!(
-            kind(Some([520, 320, 180, 24]), None, &[]),
+            kind(centred, Some((40, 40)), none),
+            ValidationKind::LargeRedraw
+        );
+        // The same size in a corner is not a dialog, and is a large redraw; smaller, other.
+        assert_eq!(
+            kind(Some([0, 0, 605, 603]), None, None),
+            ValidationKind::LargeRedraw
+        );
+        assert_eq!(
+            kind(Some([0, 0, 300, 200]), None, None),
             ValidationKind::Other
-        );
-        // FreeCAD's late 605x603 box in the middle of the screen: a dialog.
-        assert_eq!(
-            kind(Some([337, 210, 605, 603]), Some((40, 40)), &[]),
-            ValidationKind::Dialog
-        );
-        // The same size in a corner is not a dialog, and is a large redraw.
-        assert_eq!(
-            kind(Some([0, 0, 605, 603]), None, &[]),
-            ValidationKind::LargeRedraw
-        );
-        assert_eq!(
-            kind(Some([0, 60, 1280, 900]), None, &[]),
-            ValidationKind::LargeRedraw
         );
         // A change of other pixels without a box (frames of other sizes have one): other.
-        assert_eq!(classify(5, None, SCREEN, None, &[]), ValidationKind::Other);
+        assert_eq!(classify(5, None, SCREEN, None, None), ValidationKind::Other);
     }
 
     #[test]
@@ -292,32 +302,21 @@ mod tests {
         let tooltip = window(WindowRole::Popup, [900, 100, 200, 30], true);
         let dialog = window(WindowRole::Dialog, [0, 0, 300, 200], true);
         // A popup far from the pointer, over the change: a tooltip.
+        let popup_box = Some([905, 105, 150, 20]);
+        let opened = std::slice::from_ref(&tooltip);
         assert_eq!(
-            kind(
-                Some([905, 105, 150, 20]),
-                Some((10, 10)),
-                std::slice::from_ref(&tooltip)
-            ),
+            kind(popup_box, Some((10, 10)), Some(opened)),
             ValidationKind::Tooltip
         );
         // A dialog in a corner, not centred: still a dialog.
-        assert_eq!(
-            kind(
-                Some([10, 10, 280, 180]),
-                None,
-                std::slice::from_ref(&dialog)
-            ),
-            ValidationKind::Dialog
-        );
+        let opened = std::slice::from_ref(&dialog);
+        let corner = Some([10, 10, 280, 180]);
+        assert_eq!(kind(corner, None, Some(opened)), ValidationKind::Dialog);
         // A window elsewhere, or not on screen, does not name the change.
-        assert_eq!(
-            kind(Some([10, 500, 280, 180]), None, &[dialog]),
-            ValidationKind::Other
-        );
+        let elsewhere = Some([10, 500, 280, 180]);
+        assert_eq!(kind(elsewhere, None, Some(opened)), ValidationKind::Other);
         let hidden = window(WindowRole::Popup, [900, 100, 200, 30], false);
-        assert_eq!(
-            kind(Some([905, 105, 150, 20]), None, &[hidden]),
-            ValidationKind::Other
-        );
+        let opened = std::slice::from_ref(&hidden);
+        assert_eq!(kind(popup_box, None, Some(opened)), ValidationKind::Other);
     }
 }
