@@ -31,12 +31,12 @@ mod rules;
 mod scan;
 
 pub use check::check;
-pub(crate) use resolve::below;
-pub use resolve::{resolve_in, resolve_program};
+pub use resolve::resolve_program;
+pub(crate) use resolve::{below, resolve_in};
 pub use rules::{
-    AllowedExecutable, CensusRules, DESKTOP_CHILDREN, DESKTOP_PROGRAMS, ExeIdentity, HOLDER_ADOPTS,
-    LAUNCH_STAGES, ScanError, Seen, Snapshot, Violation, Wrapper,
+    AllowedExecutable, CensusRules, ExeIdentity, ScanError, Seen, Snapshot, Violation, Wrapper,
 };
+pub(crate) use rules::{DESKTOP_CHILDREN, DESKTOP_PROGRAMS, HOLDER_ADOPTS, LAUNCH_STAGES};
 pub use scan::{Census, confirmed_violation, scan, scan_full};
 
 // Here rather than in `census/rules.rs`: a profile names the census's types, so they name no

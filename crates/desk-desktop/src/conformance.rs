@@ -29,7 +29,8 @@ use desk_contract::{
 
 mod cases;
 
-pub use cases::{Case, action_cases, rejected_cases};
+pub(crate) use cases::rejected_cases;
+pub use cases::{Case, action_cases};
 
 use crate::backend::DesktopBackend;
 use crate::error::BackendError;

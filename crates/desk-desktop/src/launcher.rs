@@ -127,7 +127,7 @@ pub use desk_contract::worker::{WORKER_SOCKET_ENV, WORKER_WAIT_WM_ENV};
 const WM_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The worker's socket inside the run directory.
-pub const WORKER_SOCKET_FILE: &str = "worker.sock";
+pub(crate) const WORKER_SOCKET_FILE: &str = "worker.sock";
 
 /// The X authority file inside the run directory.
 const XAUTHORITY_FILE: &str = "xauthority";

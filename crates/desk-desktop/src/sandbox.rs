@@ -52,7 +52,8 @@ pub use host::{DESKTOP_USER, SANDBOX_USER, set_lease_deadline};
 pub use identity::{Identities, Ids};
 pub use policy::{DEFAULT_SANDBOX_UID, INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
 pub use view::{FsView, ViewKind, ViewSpec};
-pub use workspace::{WritableDirs, ensure_workspace, remove_workspace};
+pub use workspace::WritableDirs;
+pub(crate) use workspace::{ensure_workspace, remove_workspace};
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -140,7 +141,7 @@ fn created_parents(args: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
 
 /// A sandbox being started: spawn the command [`SandboxStart::new`] returns, then
 /// [`SandboxStart::finish`] with its stdout.
-pub struct SandboxStart {
+pub(crate) struct SandboxStart {
     holder: PathBuf,
     identities: Identities,
     drop_root: bool,
@@ -155,7 +156,7 @@ impl SandboxStart {
     /// the host filesystem `view` (see [`view`]), for the session's `identities` (split only
     /// under a root broker). Spawn the command with its stdout piped.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         policy: SandboxPolicy,
         identities: Identities,
         workspace: &Path,
@@ -296,7 +297,10 @@ impl SandboxStart {
     }
 
     /// Reads bwrap's `--info-fd` report from the spawned holder's stdout.
-    pub fn finish(self, stdout: impl Read + Send + 'static) -> Result<Sandbox, BackendError> {
+    pub(crate) fn finish(
+        self,
+        stdout: impl Read + Send + 'static,
+    ) -> Result<Sandbox, BackendError> {
         let (sender, receiver) = channel();
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -377,7 +381,7 @@ impl SandboxStart {
 }
 
 /// The session bus's configuration file name in the workspace's `host/` (split identities).
-pub fn host_session_bus_config() -> &'static str {
+pub(crate) fn host_session_bus_config() -> &'static str {
     host::SESSION_BUS_CONFIG_FILE
 }
 

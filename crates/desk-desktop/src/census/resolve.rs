@@ -29,7 +29,7 @@ const MAX_LINKS: usize = 40;
 /// or a name found in the sandbox's `PATH`, its links followed inside that root (an absolute
 /// link starts again at the sandbox's root), as a path inside (`/usr/bin/…`). `None` for
 /// `root`: the host's own view ([`resolve_program`]).
-pub fn resolve_in(root: Option<&Path>, program: &str) -> Option<String> {
+pub(crate) fn resolve_in(root: Option<&Path>, program: &str) -> Option<String> {
     let Some(root) = root else {
         return resolve_program(program).map(|path| path.display().to_string());
     };

@@ -56,7 +56,7 @@ impl CensusRules {
 
 /// The helpers the desktop's own processes run: (parent program, child program, at most
 /// this many at once), as written (resolved inside the sandbox before use).
-pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
+pub(crate) const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
     // Xvfb compiles its keymap with `sh -c "xkbcomp …"` at start.
     ("Xvfb", "sh", 1),
     ("Xvfb", "xkbcomp", 1),
@@ -82,13 +82,13 @@ pub const DESKTOP_CHILDREN: &[(&str, &str, u32)] = &[
 /// The desktop's helpers the holder adopts as orphans: the AT-SPI registry, which the
 /// accessibility bus activates as a daemon (its parent exits; measured with LibreCAD). Their
 /// `max` is [`DESKTOP_CHILDREN`]'s.
-pub const HOLDER_ADOPTS: &[&str] = &["/usr/libexec/at-spi2-registryd"];
+pub(crate) const HOLDER_ADOPTS: &[&str] = &["/usr/libexec/at-spi2-registryd"];
 
 /// The desktop's own programs (besides the worker, the holder's program): one that a launch
 /// wrapper (`nsenter`) on the host starts is the desktop's even while its wrapper is not (or no
 /// longer) in `processes.json`, as around a desktop's restart or stop. The app is never among
 /// them: it comes only through its recorded wrapper.
-pub const DESKTOP_PROGRAMS: &[&str] = &[
+pub(crate) const DESKTOP_PROGRAMS: &[&str] = &[
     "Xvfb",
     "openbox",
     "dbus-daemon",
@@ -96,7 +96,7 @@ pub const DESKTOP_PROGRAMS: &[&str] = &[
 ];
 
 /// Programs a recorded wrapper's child runs for an instant before the program it names.
-pub const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
+pub(crate) const LAUNCH_STAGES: &[&str] = &["nsenter", "env"];
 
 /// How a process's program compares with the host's file at the same path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -211,7 +211,7 @@ pub fn action_cases(display: DisplaySize) -> Vec<Case> {
 
 /// Actions a backend must refuse before any input: points outside the display, a one-point
 /// drag. The broker's validation never lets these through; the backend checks again.
-pub fn rejected_cases(display: DisplaySize) -> Vec<(&'static str, InputAction)> {
+pub(crate) fn rejected_cases(display: DisplaySize) -> Vec<(&'static str, InputAction)> {
     let (w, h) = (display.width, display.height);
     vec![
         (

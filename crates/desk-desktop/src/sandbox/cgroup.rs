@@ -31,7 +31,7 @@ use crate::layout::SessionDir;
 
 /// Where the v1 hierarchies are mounted (a launcher's `cgroup_root` may name another place:
 /// a test points it where no group can be made).
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+pub(crate) const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 fn default_root() -> PathBuf {
     PathBuf::from(CGROUP_ROOT)
@@ -362,7 +362,7 @@ fn counter(path: &Path, key: &str) -> u64 {
 
 /// Removes the groups recorded for the session in `session_dir` (after its processes were
 /// killed); nothing when none were.
-pub fn remove_recorded(session_dir: &SessionDir) -> bool {
+pub(crate) fn remove_recorded(session_dir: &SessionDir) -> bool {
     SessionCgroup::load(session_dir).is_none_or(|cgroup| cgroup.remove())
 }
 

@@ -18,7 +18,7 @@ use crate::BackendError;
 
 /// The `bwrap` program: found once on the broker's own `PATH` (so an operator, or a test, can
 /// choose which bubblewrap runs), else in [`SAFE_PATH`].
-pub fn bwrap_program() -> Result<PathBuf, BackendError> {
+pub(crate) fn bwrap_program() -> Result<PathBuf, BackendError> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
         .get_or_init(|| {

@@ -175,7 +175,7 @@ const DESKTOP_PROGRAMS: [&str; 7] = [
 ];
 
 /// Where the X server looks for a shell: linked to the worker program (see its `xkbcomp.rs`).
-pub const SH_STAND_IN: &str = "/usr/bin/sh";
+pub(crate) const SH_STAND_IN: &str = "/usr/bin/sh";
 
 /// What those programs and any toolkit read: keymaps, locales, bus configurations, the window
 /// manager's theme, fonts, cursors, the loader's cache. Missing ones are skipped.

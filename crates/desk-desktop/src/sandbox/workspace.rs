@@ -35,7 +35,7 @@ use crate::error::BackendError;
 use crate::layout::SessionDir;
 
 /// The seed of the app's home in a workspace.
-pub const HOME_DIR: &str = "home";
+pub(crate) const HOME_DIR: &str = "home";
 
 /// The attempt directory in a workspace: the task's output.
 pub const ATTEMPT_DIR: &str = "attempt";
@@ -47,7 +47,7 @@ pub const RUN_DIR: &str = "run";
 pub const BUS_DIR: &str = "bus";
 
 /// The app's X cookie directory in a workspace with split identities.
-pub const APP_AUTH_DIR: &str = "appauth";
+pub(crate) const APP_AUTH_DIR: &str = "appauth";
 
 /// Where the home seed is shown, read-only, inside the sandbox.
 pub const INSIDE_HOME_SEED: &str = "/run/desk-home-seed";
@@ -120,7 +120,7 @@ impl WritableDirs {
 /// [`ROOT_WORKSPACES`] for a root broker), created when missing, with its `run/` (and, for a
 /// root broker, the session's identities claimed, see [`super::identity`], with `bus/` and
 /// `appauth/`). `home/` and `attempt/` are filled by the profile at each reset.
-pub fn ensure_workspace(
+pub(crate) fn ensure_workspace(
     session_dir: &SessionDir,
     policy: SandboxPolicy,
 ) -> Result<PathBuf, BackendError> {
@@ -192,7 +192,7 @@ pub fn ensure_workspace(
 }
 
 /// Removes a root broker's out-of-tree workspace of `session_dir` (the link's target).
-pub fn remove_workspace(session_dir: &SessionDir) {
+pub(crate) fn remove_workspace(session_dir: &SessionDir) {
     let link = session_dir.workspace();
     if let Ok(target) = std::fs::read_link(&link)
         && target.starts_with(ROOT_WORKSPACES)
@@ -215,7 +215,7 @@ fn hex16(path: &Path) -> String {
 
 /// Makes `dir` an empty real directory, keeping (emptied) the directories in `keep` and the
 /// way to them. A link or file where a directory belongs is removed, never followed.
-pub fn empty_dir(dir: &Path, keep: &[PathBuf]) -> std::io::Result<()> {
+pub(crate) fn empty_dir(dir: &Path, keep: &[PathBuf]) -> std::io::Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => {
             for entry in std::fs::read_dir(dir)? {
