@@ -35,10 +35,10 @@ pub(super) const CHECK_INTERVAL_SECS: u32 = 2;
 pub(super) const MISSING_DEADLINE_SECS: u32 = 120;
 
 /// The user name the app's uid has inside.
-pub const SANDBOX_USER: &str = "desk";
+const SANDBOX_USER: &str = "desk";
 
 /// The user name the desktop's uid has inside, when it is not the app's.
-pub const DESKTOP_USER: &str = "desk-desktop";
+const DESKTOP_USER: &str = "desk-desktop";
 
 /// The user name the broker's observer has inside (it runs outside; the buses need its name).
 pub(super) const OBSERVER_USER: &str = "desk-observer";

@@ -27,7 +27,7 @@ pub mod observer;
 pub mod watchdog;
 
 /// How many sessions may run at once on a host (two ids each).
-pub const SLOTS: u32 = 2048;
+const SLOTS: u32 = 2048;
 
 /// Where the claims of the slots live (root's, 0700).
 const CLAIMS_DIR: &str = "/run/deskbroker-uids";
