@@ -235,6 +235,18 @@ impl ApprovalGate {
         // The snapshot is the session's current observation now, in the worker and here.
         observed(&tree)?;
         self.observed(session_id, &tree);
+        // With an observer (`serve` runs one: `observer.rs`), the verdict comes from its signed
+        // view of the app, not the worker's; no fresh, verified view refuses the input.
+        let tree = match crate::observer::client::view(session_id) {
+            None => tree,
+            Some(Ok(view)) => view,
+            Some(Err(error)) => {
+                return Err(unverified(
+                    "the input",
+                    &format!("no signed observer view: {error}"),
+                ));
+            }
+        };
         tracing::debug!(
             %session_id,
             nodes = tree.nodes.len(),

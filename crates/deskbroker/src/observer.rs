@@ -116,6 +116,8 @@ pub(crate) fn spawn_observer(config: &desk_broker::BrokerConfig) -> Result<()> {
         .spawn()
         .context("failed to start the observer")?;
     tracing::info!(pid = child.id(), "observer started");
+    // From now on the high-risk hit-test needs the observer's signed view.
+    desk_broker::observer::client::enable(state_dir);
     std::thread::spawn(move || child.wait());
     Ok(())
 }

@@ -9,11 +9,16 @@
 //! `<session>/observations/<observation_id>.json` (0600); [`read_stored`] returns those bytes.
 //!
 //! Every failure is `insufficient_data`: whatever needs the observer's view is blocked.
+//!
+//! [`enable`] marks that this process's broker runs an observer (`serve` calls it once it started
+//! one): from then on the high-risk hit-test (`approval.rs`) judges input from the observer's
+//! signed view ([`view`]) and refuses it when there is none.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use desk_contract::ErrorCode;
@@ -176,7 +181,10 @@ pub fn observe(
     session_dir: &SessionDir,
     session: &str,
 ) -> Result<Verified, BrokerError> {
-    let nonce = crate::watchdog::readback::fresh_nonce()?;
+    let mut random = [0u8; 32];
+    getrandom::fill(&mut random)
+        .map_err(|error| BrokerError::Internal(format!("random: {error}")))?;
+    let nonce = hex::encode(random);
     let verified = query(state_dir, session, &nonce)?;
     let path = stored_path(session_dir, &verified.observation.observation_id);
     if let Some(dir) = path.parent() {
@@ -204,6 +212,30 @@ pub fn observe(
         )));
     }
     Ok(verified)
+}
+
+/// The state directory whose observer `serve` started, once [`enable`]d.
+static ENABLED: OnceLock<PathBuf> = OnceLock::new();
+
+/// Marks that an observer runs for the broker on `state_dir` (called by `serve` after starting
+/// it); the first call wins.
+pub fn enable(state_dir: &Path) {
+    let _ = ENABLED.set(state_dir.to_path_buf());
+}
+
+/// The observer's fresh, verified and stored view of `session` as a tree for the hit-test, when
+/// an observer was [`enable`]d (`None`: none, the caller judges as before). An observer that is
+/// gone, an answer that does not verify or is stale, and an `insufficient_data` observation are
+/// `Some(Err(_))`.
+pub(crate) fn view(
+    session: &crate::ids::SessionId,
+) -> Option<Result<desk_contract::a11y::AxTree, BrokerError>> {
+    let state_dir = ENABLED.get()?;
+    let session_dir = desk_desktop::StateDir::new(state_dir).session(session.as_str());
+    Some(
+        observe(state_dir, &session_dir, session.as_str())
+            .map(|verified| verified.observation.tree()),
+    )
 }
 
 /// The signed bytes of a stored observation of the session, as stored.

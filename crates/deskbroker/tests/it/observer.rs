@@ -218,3 +218,146 @@ async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
     );
     assert!(!observer_supported(&client).await);
 }
+
+fn approvals_policy() -> String {
+    let approver = desk_evidence::SigningKey::from_bytes(&[47; 32])
+        .verifying_key()
+        .to_base64();
+    format!(
+        r#"schema_version: deskbroker.workspace-policy.v1
+policy_version: observer-it
+workspace: {{disposable: true, logged_out: true}}
+apps: {{allowed_profiles: [axfixture]}}
+writable_directories: [attempt]
+network: {{mode: none, allowed_domains: []}}
+clipboard: none
+limits: {{max_task_minutes: 30, max_refused_actions: 50, idle_seconds: 600}}
+validity: {{not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}}
+approvals:
+  approver_id: release-approver
+  approver_public_key: "{approver}"
+  receipt_ttl_seconds: 60
+  high_risk_targets:
+    - {{role: button, name_pattern: "^press me$"}}
+"#
+    )
+}
+
+fn stored_observations(broker: &Broker, session: &str) -> usize {
+    std::fs::read_dir(broker.session_dir(session).join("observations"))
+        .map(|entries| entries.count())
+        .unwrap_or(0)
+}
+
+fn center(tree: &desk_contract::a11y::AxTree, role: &str, name: &str) -> (i64, i64) {
+    let node = tree
+        .nodes
+        .iter()
+        .find(|node| node.role == role && node.name == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?}"));
+    let rect = node.bounds.unwrap();
+    (
+        i64::from(rect.x) + i64::from(rect.width) / 2,
+        i64::from(rect.y) + i64::from(rect.height) / 2,
+    )
+}
+
+/// Item 3: with an observer running, the high-risk hit-test judges from the observer's signed
+/// view (each pressing input stores one observation); without it the input is refused
+/// `insufficient_data` and nothing is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
+    if !xvfb_available() || !gtk_installed() {
+        assert!(
+            std::env::var("DESK_REQUIRE_XVFB").as_deref() != Ok("1"),
+            "Xvfb and python3-gi with GTK 3 are required (DESK_REQUIRE_XVFB=1)"
+        );
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("fixture.ndjson");
+    write_profile(root.path(), &log);
+    let args = crate::support::signed_policy_args(root.path(), &approvals_policy(), 48);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let broker = Broker::start_with(root.path(), None, &log, &args);
+    let client = broker.client();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !observer_supported(&client).await {
+        assert!(Instant::now() < deadline, "the observer never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let session = ready(&client, "axfixture").await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"ready\"")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tree = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let (bx, by) = center(&tree, "button", "Press me");
+    let (ex, ey) = center(&tree, "text", "Name");
+    let before = stored_observations(&broker, &session);
+    let click = |id: &'static str, x: i64, y: i64| {
+        act(
+            &client,
+            &session,
+            id,
+            0,
+            json!({"type": "click", "x": x, "y": y, "intent": "click"}),
+        )
+    };
+    let refused = click("click-button", bx, by).await;
+    assert!(
+        matches!(&refused, Err(ClientError::Api(body)) if body.code == ErrorCode::ApprovalRequired),
+        "{refused:?}"
+    );
+    assert_eq!(
+        stored_observations(&broker, &session),
+        before + 1,
+        "the verdict took an observation"
+    );
+    click("click-entry", ex, ey).await.unwrap();
+    assert_eq!(stored_observations(&broker, &session), before + 2);
+
+    // The observer gone: the same harmless click is refused unverified, nothing sent.
+    let bytes = client.observe(&session).await.unwrap();
+    let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(
+        &root.path().join("state"),
+    ))
+    .unwrap();
+    let pid = decode(&bytes, &key).observer_pid;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let presses_before = std::fs::read_to_string(&log).unwrap_or_default().len();
+    let blocked = act(
+        &client,
+        &session,
+        "click-entry-2",
+        1,
+        json!({"type": "click", "x": ex, "y": ey, "intent": "click"}),
+    )
+    .await;
+    match &blocked {
+        Err(ClientError::Api(body)) => {
+            assert_eq!(body.code, ErrorCode::InsufficientData, "{}", body.message);
+            assert!(body.message.contains("observer"), "{}", body.message);
+        }
+        other => panic!("expected insufficient_data, got {other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default().len(),
+        presses_before,
+        "the fixture saw input that could not be checked"
+    );
+}
