@@ -113,7 +113,7 @@ impl RawFrame {
 /// Encodes BGRX pixels (`width * height * 4` bytes) as a lossless RGB PNG: the Up filter fused
 /// with the conversion, runs of unchanged pixels skipped, and from a megapixel up the rows
 /// deflated in parallel bands (see `capture/encode.rs`).
-pub fn encode_bgrx_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
+pub(crate) fn encode_bgrx_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
     encode::encode_png(pixels, width, height)
 }
 
@@ -435,7 +435,7 @@ pub struct CaptureStats {
 }
 
 /// Measures capture+encode over `n_frames` frames (at least one).
-pub fn measure_capture(
+pub(crate) fn measure_capture(
     conn: &RustConnection,
     capturer: &mut Capturer,
     n_frames: usize,

@@ -14,7 +14,7 @@ pub use desk_contract::worker::WORKER_FAULT_ENV;
 
 /// Which observation of the next `execute` fails, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WorkerFault {
+pub(crate) enum WorkerFault {
     /// Nothing is injected.
     #[default]
     None,
@@ -28,7 +28,7 @@ pub enum WorkerFault {
 
 impl WorkerFault {
     /// Reads [`WORKER_FAULT_ENV`].
-    pub fn from_env() -> WorkerFault {
+    pub(crate) fn from_env() -> WorkerFault {
         match std::env::var(WORKER_FAULT_ENV).as_deref() {
             Err(_) | Ok("") => WorkerFault::None,
             Ok("capture_after_input") => WorkerFault::CaptureAfterInput,

@@ -22,7 +22,7 @@ pub(crate) struct Held {
 }
 
 /// The name of an X button, as reported in `held`/`released`.
-pub fn button_name(code: u8) -> String {
+pub(crate) fn button_name(code: u8) -> String {
     match code {
         1 => "mouse_left".to_string(),
         2 => "mouse_middle".to_string(),

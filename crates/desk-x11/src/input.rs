@@ -27,7 +27,7 @@ pub(crate) const DOUBLE_CLICK_GAP: Duration = Duration::from_millis(60);
 const MOVE_STEP: Duration = Duration::from_millis(16);
 
 /// The X button number of a contract button.
-pub fn button_code(button: Button) -> u8 {
+pub(crate) fn button_code(button: Button) -> u8 {
     match button {
         Button::Left => 1,
         Button::Middle => 2,

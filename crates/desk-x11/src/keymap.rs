@@ -22,12 +22,12 @@ const REMAP_GRACE: Duration = Duration::from_millis(30);
 /// `Shift_L`.
 pub const XK_SHIFT_L: Keysym = 0xffe1;
 /// `Control_L`.
-pub const XK_CONTROL_L: Keysym = 0xffe3;
+pub(crate) const XK_CONTROL_L: Keysym = 0xffe3;
 /// `Alt_L`.
-pub const XK_ALT_L: Keysym = 0xffe9;
+pub(crate) const XK_ALT_L: Keysym = 0xffe9;
 
 /// The keysym of a modifier.
-pub fn modifier_keysym(modifier: Modifier) -> Keysym {
+pub(crate) fn modifier_keysym(modifier: Modifier) -> Keysym {
     match modifier {
         Modifier::Shift => XK_SHIFT_L,
         Modifier::Ctrl => XK_CONTROL_L,
@@ -36,7 +36,7 @@ pub fn modifier_keysym(modifier: Modifier) -> Keysym {
 }
 
 /// The keysym of a named key.
-pub fn named_keysym(named: NamedKey) -> Keysym {
+pub(crate) fn named_keysym(named: NamedKey) -> Keysym {
     match named {
         NamedKey::Return => 0xff0d,
         NamedKey::Tab => 0xff09,
@@ -73,7 +73,7 @@ pub fn named_keysym(named: NamedKey) -> Keysym {
 
 /// The keysym a character types: Latin-1 characters are their own keysym, others use the
 /// Unicode keysym range.
-pub fn char_keysym(character: char) -> Keysym {
+pub(crate) fn char_keysym(character: char) -> Keysym {
     let code = u32::from(character);
     if (0x20..=0x7e).contains(&code) || (0xa0..=0xff).contains(&code) {
         code
@@ -83,7 +83,7 @@ pub fn char_keysym(character: char) -> Keysym {
 }
 
 /// The keysym of a contract key.
-pub fn key_keysym(key: Key) -> Keysym {
+pub(crate) fn key_keysym(key: Key) -> Keysym {
     match key {
         Key::Modifier(modifier) => modifier_keysym(modifier),
         Key::Named(named) => named_keysym(named),

@@ -1,8 +1,8 @@
 //! The X11 desktop worker: the only code in deskbroker that connects to an X server.
 //!
 //! It speaks the JSONL worker protocol of `desk_contract::worker` over a private Unix socket
-//! ([`run_socket`], surviving broker restarts) or stdin/stdout
-//! ([`run_stdio`], [`serve`]) and implements every operation on an [`X11Session`]: capture through
+//! (`run_socket`, surviving broker restarts) or stdin/stdout
+//! (`run_stdio`, [`serve`]) and implements every operation on an [`X11Session`]: capture through
 //! MIT-SHM (core `GetImage` as fallback) with fast PNG encoding, input through XTEST with a
 //! record of every low-level event, EWMH window facts, app handoff and the settle wait.
 //!
@@ -30,24 +30,15 @@ mod shm;
 mod window;
 mod worker;
 
-pub use capture::{
-    CaptureStats, Capturer, RawFrame, encode_bgrx_png, epoch_ms, measure_capture, sha256_hex,
-};
+pub use capture::{CaptureStats, Capturer, RawFrame, epoch_ms, sha256_hex};
 pub use desk_worker_io::ListenArgs;
 pub use error::X11Error;
-pub use fault::{WORKER_FAULT_ENV, WorkerFault};
+pub use fault::WORKER_FAULT_ENV;
 pub use handoff::HANDOFF_SETTLE_ATTEMPTS;
-pub use held::button_name;
-pub use input::button_code;
-pub use keymap::{
-    Keymap, Resolved, XK_ALT_L, XK_CONTROL_L, XK_SHIFT_L, char_keysym, key_keysym, keysym_name,
-    modifier_keysym, named_keysym,
-};
+pub use keymap::{Keymap, Resolved, XK_SHIFT_L, keysym_name};
 pub use session::X11Session;
 pub use settle::SAMPLE_INTERVAL;
-pub use worker::{
-    WORKER_SOCKET_ENV, handle, run_from_env, run_listen, run_socket, run_stdio, serve,
-};
+pub use worker::{WORKER_SOCKET_ENV, handle, run_from_env, run_listen, serve};
 
 /// Connects to `display` (or `$DISPLAY`) and measures capture+encode over `n_frames` frames.
 pub fn bench_capture(display: Option<&str>, n_frames: usize) -> Result<CaptureStats, X11Error> {
@@ -72,6 +63,6 @@ fn bench_session(mut session: X11Session, n_frames: usize) -> Result<CaptureStat
 impl X11Session {
     /// Measures capture+encode on this session's display.
     pub fn bench(&mut self, n_frames: usize) -> Result<CaptureStats, X11Error> {
-        measure_capture(&self.conn, &mut self.capturer, n_frames)
+        capture::measure_capture(&self.conn, &mut self.capturer, n_frames)
     }
 }

@@ -36,7 +36,7 @@ pub fn run_from_env() -> Result<(), X11Error> {
 }
 
 /// Connects to `$DISPLAY` and serves stdin/stdout until EOF or `shutdown`.
-pub fn run_stdio() -> Result<(), X11Error> {
+pub(crate) fn run_stdio() -> Result<(), X11Error> {
     let mut session = X11Session::connect(None)?;
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -48,7 +48,7 @@ pub fn run_stdio() -> Result<(), X11Error> {
 /// only ends its connection: held input is released and the next client is accepted.
 ///
 /// With [`WORKER_WAIT_WM_ENV`] set, it first waits for the window manager to take the display.
-pub fn run_socket(path: &Path) -> Result<(), X11Error> {
+pub(crate) fn run_socket(path: &Path) -> Result<(), X11Error> {
     let mut session = X11Session::connect(None)?;
     if let Some(wait_ms) = std::env::var(WORKER_WAIT_WM_ENV)
         .ok()
