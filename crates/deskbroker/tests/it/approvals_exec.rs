@@ -16,6 +16,11 @@
 //!   `approval_required` (T-E17).
 //! - The session's journal holds `approval_issued` and `approved_action`
 //!   PENDING_INVOCATION → EFFECT_UNCERTAIN → CONFIRMED, and the exported bundle verifies.
+//! - T-S19: the broker is SIGKILLed right after the approved press's input (fault
+//!   `kill_after_input`): after the restart the session is `error`, a retry of the same request
+//!   is `input_outcome_unknown`, a new request with the approval is refused (consumed), other
+//!   input is refused, the journal's last approved state is PENDING_INVOCATION, and the fixture
+//!   saw exactly one press.
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
@@ -67,7 +72,73 @@ fn credential_of(seed: [u8; 32], sub: &str, scope: Scope) -> String {
     credential::issue(&key, sub, &[scope], now, 600_000).unwrap()
 }
 
-/// One HTTP/1.1 request over the broker's socket with `bearer`; status and JSON body.
+/// One HTTP/1.1 request over the broker's socket with `bearer`; status and JSON body, or
+/// `None` when the connection ends without a whole answer. The body is sent only after
+/// `100 Continue` (`Expect: 100-continue`): a request refused before its handler (401) is
+/// answered without the body being read, and a body the server never read would make the
+/// close a reset that can swallow the answer.
+fn try_call(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    bearer: &str,
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
+    let mut stream = UnixStream::connect(socket).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = body
+        .map(|body| serde_json::to_vec(body).unwrap())
+        .unwrap_or_default();
+    let expect = if body.is_empty() {
+        ""
+    } else {
+        "Expect: 100-continue\r\n"
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer {bearer}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n{expect}\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    if !body.is_empty() {
+        // The interim or final status head.
+        while !answer.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => answer.push(byte[0]),
+                Ok(_) => break,
+                Err(error) => {
+                    println!("{method} {path}: no answer: {error}");
+                    return None;
+                }
+            }
+        }
+        if answer.starts_with(b"HTTP/1.1 100") {
+            answer.clear();
+            stream.write_all(&body).ok()?;
+        }
+    }
+    if let Err(error) = stream.read_to_end(&mut answer) {
+        println!("{method} {path}: no answer: {error}");
+        return None;
+    }
+    let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+        println!(
+            "{method} {path}: no whole answer: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        return None;
+    };
+    let status = String::from_utf8_lossy(answer.get(9..12)?).parse().ok()?;
+    let body = serde_json::from_slice(&answer[end + 4..]).unwrap_or(Value::Null);
+    Some((status, body))
+}
+
+/// [`try_call`] that must be answered.
 fn call(
     socket: &Path,
     method: &str,
@@ -75,26 +146,7 @@ fn call(
     bearer: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let mut stream = UnixStream::connect(socket).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let body = body
-        .map(|body| serde_json::to_vec(body).unwrap())
-        .unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer {bearer}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(&body).unwrap();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).unwrap();
-    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&answer[9..12]).parse().unwrap();
-    let body = serde_json::from_slice(&answer[end + 4..]).unwrap_or(Value::Null);
-    (status, body)
+    try_call(socket, method, path, bearer, body).expect("an answer")
 }
 
 fn node<'a>(tree: &'a AxTree, role: &str, name: &str) -> &'a AxNode {
@@ -136,19 +188,64 @@ fn approval(tree: &AxTree, node: &AxNode) -> Value {
     })
 }
 
-fn presses(log: &Path) -> usize {
+fn events(log: &Path, name: &str) -> usize {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["event"] == "pressed")
+        .filter(|event| event["event"] == name)
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
+fn presses(log: &Path) -> usize {
+    events(log, "pressed")
+}
+
+/// A broker with the policy and the fixture, a ready session and its lease token.
+async fn setup(
+    root: &Path,
+    log: &Path,
+    seed: u8,
+    fault: Option<&str>,
+) -> (Broker, desk_client::Client, String, String) {
+    write_profile(root, log);
+    let args = signed_policy_args(root, &policy(), seed);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let broker = Broker::start_with(root, fault, log, &args);
+    let client = broker.client();
+    let session = ready(&client, "axfixture").await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while events(log, "ready") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lease_token = client.lease_token(&session).unwrap().expose().to_string();
+    (broker, client, session, lease_token)
+}
+
+fn journal_states(broker: &Broker, root: &Path, session: &str) -> Vec<String> {
+    let state = broker.state_dir.clone();
+    let bundle = root.join("bundle");
+    let id = desk_broker::SessionId::parse(session).unwrap();
+    desk_broker::export_evidence(&state, &id, None, &bundle).unwrap();
+    let key = state.join("evidence/evidence.pub");
+    desk_broker::verify_evidence(&bundle, &key, None).unwrap();
+    let journal = desk_evidence::read_journal(
+        &bundle.join("evidence.ndjson"),
+        &desk_evidence::VerifyingKey::read(&key).unwrap(),
+    )
+    .unwrap();
+    journal
+        .iter()
+        .filter_map(|record| match &record.record().body {
+            RecordBody::ApprovedAction(body) => Some(body.state.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn skip() -> bool {
     if !xvfb_available() {
-        return;
+        return true;
     }
     if !gtk_installed() {
         assert!(
@@ -156,28 +253,109 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
             "python3-gi with GTK 3 is required (DESK_REQUIRE_XVFB=1)"
         );
         println!("skipped: python3-gi/GTK 3 not found");
+        return true;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_after_the_invocation_leaves_the_session_frozen_and_nothing_is_retried() {
+    if skip() {
         return;
     }
     let root = tempfile::tempdir().unwrap();
     let log = root.path().join("fixture.ndjson");
-    write_profile(root.path(), &log);
-    let args = signed_policy_args(root.path(), &policy(), 44);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let broker = Broker::start_with(root.path(), None, &log, &args);
-    let client = broker.client();
+    let (mut broker, client, session, lease_token) =
+        setup(root.path(), &log, 45, Some("kill_after_input")).await;
     let socket = broker.socket.clone();
-
-    let session = ready(&client, "axfixture").await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"ready\"")
-        && Instant::now() < deadline
-    {
+    let approver = credential_of(APPROVER_SEED, "release-approver", Scope::Approve);
+    let tree = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    let request = approval(&tree, node(&tree, "button", "Press me"));
+    let (status, receipt) = call(
+        &socket,
+        "POST",
+        &format!("/v1/sessions/{session}/approvals"),
+        &approver,
+        Some(&request),
+    );
+    assert_eq!(status, 200, "{receipt}");
+    let approval_id = receipt["payload"]["approval_id"].clone();
+    let exact = json!({"request_id": "crash-1", "expected_action_index": 0,
+                       "approval_id": approval_id, "action": request["action"]});
+    let actions = format!("/v1/sessions/{session}/actions");
+    let (lost, token, path, at) = (
+        exact.clone(),
+        lease_token.clone(),
+        actions.clone(),
+        socket.clone(),
+    );
+    let answered =
+        tokio::task::spawn_blocking(move || try_call(&at, "POST", &path, &token, Some(&lost)))
+            .await
+            .unwrap();
+    assert!(answered.is_none(), "the answer must be lost: {answered:?}");
+    let status = broker.wait_exit(Duration::from_secs(10));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "the broker must die by SIGKILL"
+    );
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while presses(&log) == 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let lease_token = client.lease_token(&session).unwrap();
-    let lease_token = lease_token.expose();
+    assert_eq!(
+        presses(&log),
+        1,
+        "the press reached the app before the crash"
+    );
+
+    broker.restart(None);
+    let client = broker.client();
+    client.set_lease_token(
+        &session,
+        desk_contract::api::LeaseToken::new(lease_token.clone()),
+    );
+    let (status, retry) = call(&socket, "POST", &actions, &lease_token, Some(&exact));
+    assert_ne!(status, 200, "{retry}");
+    assert_eq!(retry["code"], "input_outcome_unknown", "{retry}");
+    let other = json!({"request_id": "crash-2", "expected_action_index": 1,
+                       "approval_id": approval_id, "action": request["action"]});
+    let (status, body) = call(&socket, "POST", &actions, &lease_token, Some(&other));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("approval_required")),
+        "{body}"
+    );
+    let now = client.status(&session).await.unwrap();
+    assert_eq!(
+        now.state,
+        desk_contract::api::SessionState::Error,
+        "{now:?}"
+    );
+    let wait = json!({"type": "wait", "milliseconds": 10, "intent": "anything"});
+    assert!(act(&client, &session, "after-1", 1, wait).await.is_err());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(presses(&log), 1, "never invoked twice");
+
+    let states = journal_states(&broker, root.path(), &session);
+    assert_eq!(states, ["PENDING_INVOCATION"], "{states:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
+    if skip() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let log = root.path().join("fixture.ndjson");
+    let (broker, client, session, lease_token) = setup(root.path(), &log, 44, None).await;
+    let lease_token = lease_token.as_str();
+    let socket = broker.socket.clone();
     let approver = credential_of(APPROVER_SEED, "release-approver", Scope::Approve);
     let approvals = format!("/v1/sessions/{session}/approvals");
     let actions = format!("/v1/sessions/{session}/actions");
@@ -308,6 +486,13 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(presses(&log), 1);
+    // The effect the readback saw includes the fixture's label.
+    let after = client
+        .accessibility(&session, None, None)
+        .await
+        .unwrap()
+        .tree;
+    node(&after, "label", "Presses: 1");
 
     // Replays: a new request with the consumed approval is refused, the same request replays.
     let (status, body) = call(
@@ -398,34 +583,18 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     assert_eq!(presses(&log), 1, "exactly one press in all");
 
     // The journal: the issues and the approved action's states, and the bundle verifies.
-    let state = broker.state_dir.clone();
-    let bundle = root.path().join("bundle");
-    let id = desk_broker::SessionId::parse(&session).unwrap();
-    desk_broker::export_evidence(&state, &id, None, &bundle).unwrap();
-    let key = state.join("evidence/evidence.pub");
-    desk_broker::verify_evidence(&bundle, &key, None).unwrap();
-    let journal = desk_evidence::read_journal(
-        &bundle.join("evidence.ndjson"),
-        &desk_evidence::VerifyingKey::read(&key).unwrap(),
-    )
-    .unwrap();
-    let mut issued = Vec::new();
-    let mut states = Vec::new();
-    for record in &journal {
-        match &record.record().body {
-            RecordBody::ApprovalIssued(body) => issued.push(body.approval_id.clone()),
-            RecordBody::ApprovedAction(body) => {
-                assert_eq!(body.approval_id, approval_id);
-                states.push(body.state.clone());
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(issued, [approval_id.clone(), late_id]);
+    let states = journal_states(&broker, root.path(), &session);
     assert_eq!(
         states,
         ["PENDING_INVOCATION", "EFFECT_UNCERTAIN", "CONFIRMED"]
     );
+    let journal = std::fs::read_to_string(root.path().join("bundle/evidence.ndjson")).unwrap();
+    let issued: Vec<&str> = journal
+        .lines()
+        .filter(|line| line.contains("\"approval_issued\""))
+        .collect();
+    assert_eq!(issued.len(), 2);
+    assert!(issued[0].contains(&approval_id) && issued[1].contains(&late_id));
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {
