@@ -39,7 +39,6 @@ use desk_harness::Agent;
 use crate::protocol::ProtocolAgent;
 
 pub use config::{ModelConfig, ModelError, Provider, ToolMode};
-pub use prompt::{TOOL_NAME, computer_action_schema, system_prompt};
 pub use scale::{ImagePoint, ImageScale, ScreenXy};
 
 /// Builds the adapter for `config`, reading the API key from `config.api_key_env`.

@@ -13,7 +13,7 @@ use crate::config::ToolMode;
 use crate::scale::ImageScale;
 
 /// The function tool's name, fixed by the benchmark contract.
-pub const TOOL_NAME: &str = "computer_action";
+pub(crate) const TOOL_NAME: &str = "computer_action";
 
 /// The function tool's description.
 pub(crate) const TOOL_DESCRIPTION: &str = "Run a non-empty ordered batch of desktop actions. The batch \
@@ -23,7 +23,7 @@ depends on seeing a focus change, dialog, menu, command state or render. `done` 
 as the last item. Every action needs an `intent`.";
 
 /// The system prompt for a run.
-pub fn system_prompt(brief: &TaskBrief, scale: &ImageScale, mode: ToolMode) -> String {
+pub(crate) fn system_prompt(brief: &TaskBrief, scale: &ImageScale, mode: ToolMode) -> String {
     let image = scale.image();
     let tool_rules = match mode {
         ToolMode::Function => format!(
@@ -117,7 +117,7 @@ pub(crate) fn tool_result_text(observation: &Observation, pending: &PendingResul
 }
 
 /// The JSON schema of the `computer_action` tool's arguments.
-pub fn computer_action_schema() -> Value {
+pub(crate) fn computer_action_schema() -> Value {
     let intent = json!({"type": "string", "description": "why you do this (logged, never typed)"});
     let button = json!({"type": "string", "enum": ["left", "right", "middle"]});
     let modifiers =
