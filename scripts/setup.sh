@@ -22,6 +22,7 @@ install_missing() {
 packages=(xvfb openbox bubblewrap util-linux librecad x11-utils xdotool scrot dbus at-spi2-core python3-venv python3-gi gir1.2-gtk-3.0 chromium)
 packages+=(freecad)  # 3D tasks: FreeCAD (the 3D judge's own sandbox is bubblewrap, above)
 packages+=(tesseract-ocr)  # the screenshot gate's OCR (crates/desk-gate)
+packages+=(libtesseract-dev libleptonica-dev libclang-dev)  # desk-ocr, the long-lived OCR engine (tesseract crate, bindgen)
 packages+=(gcc-mingw-w64-x86-64)  # the Windows worker's linker: CI cross-compiles desk-win
 install_missing --no-install-recommends "${packages[@]}"
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 1; }
