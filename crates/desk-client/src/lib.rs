@@ -105,7 +105,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// The default per-request timeout: long enough for a slow app start at reset.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn session_path(
     operation: &'static str,

@@ -17,7 +17,7 @@ pub mod tls;
 
 pub use error::WorkerIoError;
 pub use listen::{ListenArgs, TcpEndpoint};
-pub use serve::{Duplex, Ended, Handler, Identity, serve_connection, write_response};
+pub use serve::{Duplex, Ended, Handler, Identity, serve_connection};
 
 #[cfg(test)]
 mod tests;

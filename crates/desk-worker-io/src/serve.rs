@@ -130,7 +130,7 @@ pub fn serve_connection<S: Read + Write>(
 }
 
 /// Writes the response line, then its frame's PNG as the binary attachment the line announces.
-pub fn write_response(
+pub(crate) fn write_response(
     writer: &mut impl Write,
     mut response: WorkerResponse,
 ) -> std::io::Result<()> {

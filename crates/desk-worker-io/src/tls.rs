@@ -1,7 +1,7 @@
 //! The TLS configurations of the worker transport and the PEM reading both ends (and the
 //! broker's HTTP listener, `desk-broker`'s `tls.rs`) use.
 //!
-//! The worker ([`worker_config`]) presents its own certificate and requires a client
+//! The worker (`worker_config`) presents its own certificate and requires a client
 //! certificate chaining to the pinned client CA; the broker ([`broker_config`]) trusts only the
 //! pinned worker CA (no system roots), checks the worker's certificate for the host it dialled,
 //! and presents its client certificate. Both use rustls' ring provider explicitly, so nothing
@@ -64,7 +64,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// The worker's side: its identity (`cert`, `key`) and the CA every client must chain to.
-pub fn worker_config(
+pub(crate) fn worker_config(
     cert: &Path,
     key: &Path,
     client_ca: &Path,
