@@ -6,6 +6,7 @@
 //!
 //! - [`GatePolicy`]: the validated settings (patterns compiled, thresholds ordered, bounds).
 //! - [`Ocr`], [`Tesseract`]: the OCR engine, a `tesseract` child under time and output bounds.
+//! - [`OcrServer`], [`default_ocr`]: the long-lived `desk-ocr` engine processes (CLI fallback).
 //! - [`Classifier`], [`HttpClassifier`]: the optional classifier over a loopback HTTP endpoint.
 //! - [`ReferenceClassifier`]: the deterministic local classifier for tests
 //!   (`desk-classifier-ref`).
@@ -21,6 +22,7 @@ mod error;
 mod frame;
 mod gate;
 mod ocr;
+mod ocr_server;
 mod policy;
 mod reference;
 
@@ -32,6 +34,7 @@ pub use error::GateError;
 pub use frame::Rect;
 pub use gate::{Decision, Gate, Reason, ReasonSource, Verdict};
 pub use ocr::{MAX_OCR_OUTPUT, Ocr, Tesseract, Word};
+pub use ocr_server::{MAX_OCR_REQUEST, OcrServer, default_ocr};
 pub use policy::{
     ClassifierSettings, GatePolicy, GateSettings, MAX_CLASSIFIER_TIMEOUT_MS, MAX_PATTERN_BYTES,
     MAX_PATTERNS, check_classifier, compile_pattern,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use desk_contract::{DisplaySize, InputAction, Key, Modifier, NamedKey, SettlePolicy};
 use desk_desktop::{DesktopBackend, LocalDesktop};
-use desk_gate::{Gate, GatePolicy, GateSettings, Tesseract, Verdict};
+use desk_gate::{Gate, GatePolicy, GateSettings, Ocr, OcrServer, Tesseract, Verdict};
 
 /// One measured case: the gate's milliseconds per frame, the OCR part of them, the target.
 pub(crate) struct GateCase {
@@ -123,8 +123,6 @@ pub(crate) fn measure(
     samples: usize,
 ) -> Result<Vec<GateCase>> {
     let samples = samples.max(1);
-    let ocr = Arc::new(Tesseract::new());
-    let gate = Gate::new(policy()?, ocr);
     let main = desktop.capture()?.png;
     let band = with_box(
         &main,
@@ -151,22 +149,41 @@ pub(crate) fn measure(
         tracing::warn!("LibreCAD's screen after closing the dialog differs from before it");
     }
 
-    let mut first = case("gate: first frame (whole frame read)", None);
-    time_frame(&gate, &main, &mut first);
-    let mut identical = case("gate: identical frame", Some(20.0));
-    let mut small = case("gate: 48×12 box changed, no text", Some(20.0));
-    let mut appears = case("gate: Open dialog appears (Ctrl+O)", Some(300.0));
-    let mut closes = case("gate: Open dialog closes", None);
-    for _ in 0..samples {
-        time_frame(&gate, &main, &mut identical);
+    // The same frames through each engine: the `tesseract` CLI per band, then the long-lived
+    // `desk-ocr` (beside this executable or on PATH; `cargo build -p desk-ocr`) when found.
+    let mut engines: Vec<(&str, Arc<dyn Ocr>)> =
+        vec![("tesseract CLI", Arc::new(Tesseract::new()))];
+    match OcrServer::find_program() {
+        Some(program) => engines.push((
+            "desk-ocr",
+            Arc::new(OcrServer::new(program, 1, Tesseract::new())),
+        )),
+        None => eprintln!(
+            "perf: desk-ocr not found beside deskbroker or on PATH: its gate rows are left out"
+        ),
     }
-    for _ in 0..samples {
-        time_frame(&gate, &band, &mut small);
-        time_frame(&gate, &main, &mut small);
+    let mut cases = Vec::new();
+    for (engine, ocr) in engines {
+        let gate = Gate::new(policy()?, ocr);
+        let label = |what: &str| format!("gate ({engine}): {what}");
+        let mut first = case(&label("first frame (whole frame read)"), None);
+        time_frame(&gate, &main, &mut first);
+        let mut identical = case(&label("identical frame"), Some(20.0));
+        let mut small = case(&label("48×12 box changed, no text"), Some(20.0));
+        let mut appears = case(&label("Open dialog appears (Ctrl+O)"), Some(300.0));
+        let mut closes = case(&label("Open dialog closes"), None);
+        for _ in 0..samples {
+            time_frame(&gate, &main, &mut identical);
+        }
+        for _ in 0..samples {
+            time_frame(&gate, &band, &mut small);
+            time_frame(&gate, &main, &mut small);
+        }
+        for _ in 0..samples {
+            time_frame(&gate, &dialog, &mut appears);
+            time_frame(&gate, &main, &mut closes);
+        }
+        cases.extend([first, identical, small, appears, closes]);
     }
-    for _ in 0..samples {
-        time_frame(&gate, &dialog, &mut appears);
-        time_frame(&gate, &main, &mut closes);
-    }
-    Ok(vec![first, identical, small, appears, closes])
+    Ok(cases)
 }
