@@ -174,13 +174,15 @@ impl ApprovalGate {
     /// Refuses `input` before it is sent when it would reach a high-risk control of the app, or
     /// when that cannot be told (see the module doc). Takes a snapshot for input that presses
     /// or types, handing it to `observed` (the broker's record of the current observation)
-    /// first; a no-op without approvals.
+    /// first; an observer's view is journaled by `record` before it is judged from. A no-op
+    /// without approvals.
     pub(crate) fn check(
         &self,
         backend: &mut dyn DesktopBackend,
         session_id: &SessionId,
         input: &InputAction,
         observed: &dyn Fn(&AxTree) -> Result<(), BrokerError>,
+        record: crate::observer::client::Recorder<'_>,
     ) -> Result<(), BrokerError> {
         let Some(approvals) = self.approvals.as_ref() else {
             return Ok(());
@@ -237,7 +239,7 @@ impl ApprovalGate {
         self.observed(session_id, &tree);
         // With an observer (`serve` runs one: `observer.rs`), the verdict comes from its signed
         // view of the app, not the worker's; no fresh, verified view refuses the input.
-        let tree = match crate::observer::client::view(session_id) {
+        let tree = match crate::observer::client::view(session_id, record) {
             None => tree,
             Some(Ok(view)) => view,
             Some(Err(error)) => {

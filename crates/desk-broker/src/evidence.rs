@@ -64,7 +64,7 @@ mod launch;
 
 pub(crate) use clipboard::clipboard_access;
 pub(crate) use containment::{action_refused, session_killed};
-pub use export::{export_evidence, verify_evidence};
+pub use export::{export_evidence, verify_evidence, verify_evidence_observed};
 pub(crate) use gate::{gate_decision, review_decision};
 pub(crate) use journal::Journals;
 use journal::with_journal;
@@ -450,6 +450,22 @@ pub(crate) fn approved_action(
     with_journal(evidence, session, "record an approved action", |journal| {
         journal.append(RecordBody::ApprovedAction(body))
     })
+}
+
+/// The broker accepted an observation the observer signed (`observer_observation`,
+/// `docs/observer.md`): written before the observation is used or answered; one whose record
+/// could not be written is neither.
+pub(crate) fn observer_observation(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    body: desk_evidence::record::ObserverObservation,
+) -> Result<(), BrokerError> {
+    with_journal(
+        evidence,
+        session,
+        "record an observer observation",
+        |journal| journal.append(RecordBody::ObserverObservation(body)),
+    )
 }
 
 #[cfg(test)]

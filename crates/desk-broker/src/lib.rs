@@ -75,7 +75,7 @@ pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
     PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, load_signing_key, public_key_path,
-    verify_evidence,
+    verify_evidence, verify_evidence_observed,
 };
 pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};

@@ -155,9 +155,14 @@ impl Inner {
             let (input, intent) = step.clone().into_parts();
             // A high-risk control of the policy's `approvals` (`approval.rs`): nothing is sent.
             let observed = |tree: &_| self.controls.observed(&session_id, &dir, tree);
-            if let Err(refusal) = self
-                .approvals
-                .check(backend, &session_id, &input, &observed)
+            // The observer's view, when there is one, is journaled before it is judged from.
+            let record = |body| {
+                let row = self.load(&session_id)?;
+                crate::evidence::observer_observation(self.evidence(), &row, body)
+            };
+            if let Err(refusal) =
+                self.approvals
+                    .check(backend, &session_id, &input, &observed, &record)
             {
                 self.count_refused(&session_id, plan.request_id.as_str(), &refusal);
                 if submitted.is_empty() {

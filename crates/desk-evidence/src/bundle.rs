@@ -9,7 +9,9 @@
 //! `session_released`, each artifact by its last `artifact`/`checkpoint` record, each frame by
 //! its `screenshot` record; the screenshot gate's decisions are journal records like the
 //! others, reported with the frame each is about (`bundle/gate.rs`; a reviewer's
-//! decision must follow the `review` verdict that queued it). A released session's logs
+//! decision must follow the `review` verdict that queued it); the observer's signed
+//! observations, `observations/<id>.json`, by their `observer_observation` records
+//! (`bundle/observations.rs`). A released session's logs
 //! and artifacts that release deleted are listed in the manifest's `not_retained` with the
 //! journal's digests (`bundle/retention.rs`).
 //!
@@ -33,6 +35,7 @@ use crate::strict;
 
 mod gate;
 mod layout;
+mod observations;
 mod retention;
 mod terminal;
 
@@ -40,6 +43,7 @@ pub use layout::{ARTIFACT_DIR, FRAMES_DIR, MANIFEST_FILE, ManifestFile};
 use layout::{named, recorded_artifacts};
 
 pub use gate::GateDecisionSeen;
+pub use observations::OBSERVATIONS_DIR;
 
 /// `schema_version` of a bundle manifest.
 pub const BUNDLE_SCHEMA: &str = "deskbroker.evidence.bundle.v1";
@@ -67,6 +71,9 @@ pub struct ExportInputs {
     /// The watchdog's public key, under which its terminal receipts must verify
     /// (`bundle/terminal.rs`); named in the manifest.
     pub watchdog_key: Option<VerifyingKey>,
+    /// Directory of the observer's signed `<observation_id>.json` observations; those an
+    /// `observer_observation` record names are copied (`bundle/observations.rs`).
+    pub observations_dir: Option<PathBuf>,
 }
 
 impl ExportInputs {
@@ -86,6 +93,7 @@ impl ExportInputs {
         }
         artifacts.sort();
         let frames_dir = session_dir.join(FRAMES_DIR);
+        let observations_dir = session_dir.join(OBSERVATIONS_DIR);
         Ok(Self {
             journal: session_dir.join(JOURNAL_FILE),
             events: session_dir.join(EVENTS_FILE),
@@ -93,6 +101,7 @@ impl ExportInputs {
             artifacts,
             frames_dir: frames_dir.is_dir().then_some(frames_dir),
             watchdog_key: None,
+            observations_dir: observations_dir.is_dir().then_some(observations_dir),
         })
     }
 }
@@ -188,6 +197,13 @@ pub struct VerifyReport {
     /// The screenshot gate's decisions, in journal order, each with the bundle's frame it is
     /// about (`bundle/gate.rs`).
     pub gate_decisions: Vec<GateDecisionSeen>,
+    /// The observer's signed observations the bundle carries, each checked against its
+    /// `observer_observation` record (`bundle/observations.rs`).
+    pub n_observations: usize,
+    /// Fingerprint of the observer key given to [`verify_observed`], if any.
+    pub observer_fingerprint: Option<String>,
+    /// Of those, how many were checked under the observer's key (all of them when it was given).
+    pub n_observation_signatures: usize,
 }
 
 impl VerifyReport {
@@ -318,6 +334,15 @@ pub fn export(
             }
         }
     }
+    if let Some(observations_dir) = &inputs.observations_dir {
+        for path in observations::recorded(&records).into_keys() {
+            let file_name = path.trim_start_matches(&format!("{OBSERVATIONS_DIR}/"));
+            let source = observations_dir.join(file_name);
+            if source.is_file() {
+                planned.insert(path, files::read_limited(&source, MAX_FILE_BYTES)?);
+            }
+        }
+    }
     let bundle_files: BTreeMap<String, BundleFile> = planned
         .iter()
         .map(|(path, bytes)| (path.clone(), BundleFile::Bytes(bytes)))
@@ -334,7 +359,7 @@ pub fn export(
         .map_err(|error| export_error(out_dir, error.to_string()))?;
 
     fs::create_dir(out_dir).map_err(|error| EvidenceError::io("create", out_dir, error))?;
-    for directory in [ARTIFACT_DIR, FRAMES_DIR] {
+    for directory in [ARTIFACT_DIR, FRAMES_DIR, OBSERVATIONS_DIR] {
         let path = out_dir.join(directory);
         fs::create_dir(&path).map_err(|error| EvidenceError::io("create", &path, error))?;
     }
@@ -450,6 +475,7 @@ fn check_against_journal(
             _ => None,
         })
         .collect();
+    let observations = observations::recorded(records);
     let mut n_frames = 0;
     for (path, file) in bundle_files {
         if let Some(name) = path.strip_prefix(&format!("{ARTIFACT_DIR}/")) {
@@ -483,6 +509,8 @@ fn check_against_journal(
                 ));
             }
             n_frames += 1;
+        } else if path.starts_with(&format!("{OBSERVATIONS_DIR}/")) {
+            observations::check_file(&observations, path, file.bytes())?;
         } else if ![JOURNAL_FILE, EVENTS_FILE, FRAME_EVENTS_FILE].contains(&path.as_str()) {
             return Err(EvidenceError::File {
                 name: path.clone(),
@@ -615,6 +643,18 @@ pub fn verify_pinned(
     bundle_dir: &Path,
     key: &VerifyingKey,
     watchdog_key: Option<&VerifyingKey>,
+) -> Result<VerifyReport, EvidenceError> {
+    verify_observed(bundle_dir, key, watchdog_key, None)
+}
+
+/// [`verify_pinned`], and when `observer_key` is given every signed observation the bundle
+/// carries must verify under it and be the observation its record names
+/// (`bundle/observations.rs`); without it each is checked against its record's digest only.
+pub fn verify_observed(
+    bundle_dir: &Path,
+    key: &VerifyingKey,
+    watchdog_key: Option<&VerifyingKey>,
+    observer_key: Option<&VerifyingKey>,
 ) -> Result<VerifyReport, EvidenceError> {
     let manifest_path = bundle_dir.join(MANIFEST_FILE);
     if !manifest_path.is_file() {
@@ -765,6 +805,22 @@ pub fn verify_pinned(
             .filter(|(path, _)| path.starts_with(&frames_prefix))
             .map(|(path, file)| (path, file.bytes())),
     );
+    let observations_prefix = format!("{OBSERVATIONS_DIR}/");
+    let observation_files = || {
+        bundle_files
+            .iter()
+            .filter(|(path, _)| path.starts_with(&observations_prefix))
+            .map(|(path, file)| (path, file.bytes()))
+    };
+    let n_observations = observation_files().count();
+    let n_observation_signatures = match observer_key {
+        Some(observer) => observations::check_signatures(
+            &observations::recorded(&records),
+            observation_files(),
+            observer,
+        )?,
+        None => 0,
+    };
     let count = |kind: fn(&RecordBody) -> bool| {
         records
             .iter()
@@ -790,6 +846,9 @@ pub fn verify_pinned(
         watchdog_fingerprint: named_watchdog.map(|key| key.fingerprint()),
         frame_retention: manifest.frame_retention,
         gate_decisions,
+        n_observations,
+        observer_fingerprint: observer_key.map(VerifyingKey::fingerprint),
+        n_observation_signatures,
     })
 }
 

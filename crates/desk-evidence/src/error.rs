@@ -55,6 +55,14 @@ pub enum RecordProblem {
     /// A terminal receipt (`session_killed`) whose killer's signature is missing, does not
     /// verify under the key its source needs, or signs another receipt.
     TerminalReceipt(String),
+    /// A bundled signed observation (`observations/<id>.json`) that does not verify under the
+    /// observer's key or is not the observation its `observer_observation` record names.
+    Observation {
+        /// The bundle path.
+        file: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for RecordProblem {
@@ -86,6 +94,7 @@ impl fmt::Display for RecordProblem {
             ),
             Self::Truncated => write!(formatter, "last line is not newline-terminated"),
             Self::TerminalReceipt(message) => write!(formatter, "terminal receipt: {message}"),
+            Self::Observation { file, why } => write!(formatter, "observation {file}: {why}"),
         }
     }
 }

@@ -23,7 +23,8 @@ pub mod spool;
 pub mod strict;
 
 pub use bundle::{
-    ExportInputs, GateDecisionSeen, Manifest, VerifyReport, export, verify, verify_pinned,
+    ExportInputs, GateDecisionSeen, Manifest, VerifyReport, export, verify, verify_observed,
+    verify_pinned,
 };
 pub use error::{EvidenceError, FileProblem, ManifestProblem, RecordProblem, StrictJsonProblem};
 pub use journal::{EvidenceWriter, VerifiedRecord, read_journal, verify_journal};

@@ -18,6 +18,7 @@ use crate::strict;
 mod approval;
 mod fields;
 mod gate;
+mod observer;
 
 pub(crate) use fields::is_file_name;
 use fields::{check_digest, check_exact, check_file_name, check_text};
@@ -27,6 +28,7 @@ pub use gate::{
     GATE_REASON_SOURCES, GATE_VERDICTS, GateReason, GateRegion, REVIEW_DECISIONS,
     ScreenshotGateDecision, ScreenshotReviewDecision,
 };
+pub use observer::{OBSERVATION_OUTCOMES, ObserverObservation};
 
 /// `schema_version` of every record payload.
 pub const RECORD_SCHEMA: &str = "deskbroker.evidence.record.v1";
@@ -75,6 +77,8 @@ desk_contract::wire_enum! {
         ApprovalIssued = "approval_issued",
         /// An approved action reached a state of its execution.
         ApprovedAction = "approved_action",
+        /// The broker accepted an observation signed by the observer (`docs/observer.md`).
+        ObserverObservation = "observer_observation",
     }
 }
 
@@ -420,6 +424,8 @@ pub enum RecordBody {
     ApprovalIssued(ApprovalIssued),
     /// `approved_action`.
     ApprovedAction(ApprovedAction),
+    /// `observer_observation`.
+    ObserverObservation(ObserverObservation),
 }
 
 impl RecordBody {
@@ -441,6 +447,7 @@ impl RecordBody {
             Self::ScreenshotReviewDecision(_) => RecordKind::ScreenshotReviewDecision,
             Self::ApprovalIssued(_) => RecordKind::ApprovalIssued,
             Self::ApprovedAction(_) => RecordKind::ApprovedAction,
+            Self::ObserverObservation(_) => RecordKind::ObserverObservation,
         }
     }
 
@@ -461,6 +468,7 @@ impl RecordBody {
             Self::ScreenshotReviewDecision(body) => serde_json::to_value(body),
             Self::ApprovalIssued(body) => serde_json::to_value(body),
             Self::ApprovedAction(body) => serde_json::to_value(body),
+            Self::ObserverObservation(body) => serde_json::to_value(body),
         };
         result.map_err(|error| EvidenceError::Canonical(error.to_string()))
     }
@@ -506,6 +514,9 @@ impl RecordBody {
             }
             RecordKind::ApprovedAction => {
                 Self::ApprovedAction(strict::from_value_exact(value, path)?)
+            }
+            RecordKind::ObserverObservation => {
+                Self::ObserverObservation(strict::from_value_exact(value, path)?)
             }
         })
     }
@@ -595,6 +606,7 @@ impl RecordBody {
             Self::ScreenshotReviewDecision(body) => body.validate(),
             Self::ApprovalIssued(body) => body.validate(),
             Self::ApprovedAction(body) => body.validate(),
+            Self::ObserverObservation(body) => body.validate(),
         }
     }
 }

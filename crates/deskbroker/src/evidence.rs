@@ -37,6 +37,12 @@ pub(crate) enum EvidenceCommand {
         /// must name exactly this key, and every `watchdog` terminal receipt verifies under it.
         #[arg(long)]
         watchdog_key: Option<PathBuf>,
+        /// The observer's public key file (`<state_dir>.observer/observer.pub`): every signed
+        /// observation the bundle carries must verify under it and be the one its
+        /// `observer_observation` record names (without it: checked against the record's
+        /// digest only).
+        #[arg(long)]
+        observer_key: Option<PathBuf>,
     },
 }
 
@@ -77,10 +83,18 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             bundle,
             key,
             watchdog_key,
+            observer_key,
         } => {
             let report = tokio::task::spawn_blocking({
                 let bundle = bundle.clone();
-                move || desk_broker::verify_evidence(&bundle, &key, watchdog_key.as_deref())
+                move || {
+                    desk_broker::verify_evidence_observed(
+                        &bundle,
+                        &key,
+                        watchdog_key.as_deref(),
+                        observer_key.as_deref(),
+                    )
+                }
             })
             .await?
             .with_context(|| format!("evidence verify FAILED for {}", bundle.display()))?;
@@ -92,7 +106,7 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
             outln!(
                 "OK {}: session {}, {} records, {} actions, {} receipts, {} frames, {} files, \
                  released: {}, artifacts: [{}], not retained: [{}], terminal receipts: {}, \
-                 signer {}, watchdog {}",
+                 observations: {} ({} signatures checked, observer {}), signer {}, watchdog {}",
                 bundle.display(),
                 report.session_id,
                 report.n_records,
@@ -104,6 +118,9 @@ pub(crate) async fn run(command: EvidenceCommand) -> anyhow::Result<()> {
                 artifacts.join(", "),
                 report.not_retained.join(", "),
                 report.n_terminal_receipts,
+                report.n_observations,
+                report.n_observation_signatures,
+                report.observer_fingerprint.as_deref().unwrap_or("none"),
                 report.signer_fingerprint,
                 report.watchdog_fingerprint.as_deref().unwrap_or("none")
             );

@@ -216,7 +216,13 @@ fn the_allowance_admits_one_exact_press_once() {
         node: 3,
     };
     let refused = gate
-        .check(&mut backend, &session, &press_delete, &observed)
+        .check(
+            &mut backend,
+            &session,
+            &press_delete,
+            &observed,
+            &|_| Ok(()),
+        )
         .unwrap_err();
     assert_eq!(refused.status_and_code().1, ErrorCode::ApprovalRequired);
     // Another node of the observation is not admitted by an allowance for node 3.
@@ -226,21 +232,39 @@ fn the_allowance_admits_one_exact_press_once() {
         node: 5,
     };
     assert!(
-        gate.check(&mut backend, &session, &press_panel, &observed)
+        gate.check(&mut backend, &session, &press_panel, &observed, &|_| Ok(()))
             .is_err()
     );
-    gate.check(&mut backend, &session, &press_delete, &observed)
-        .unwrap();
+    gate.check(
+        &mut backend,
+        &session,
+        &press_delete,
+        &observed,
+        &|_| Ok(()),
+    )
+    .unwrap();
     let again = gate
-        .check(&mut backend, &session, &press_delete, &observed)
+        .check(
+            &mut backend,
+            &session,
+            &press_delete,
+            &observed,
+            &|_| Ok(()),
+        )
         .unwrap_err();
     assert_eq!(again.status_and_code().1, ErrorCode::ApprovalRequired);
     // Cleared unused: nothing is admitted.
     gate.allow_once(&session, &tree.observation_id, 3);
     gate.allow_once_clear(&session);
     assert!(
-        gate.check(&mut backend, &session, &press_delete, &observed)
-            .is_err()
+        gate.check(
+            &mut backend,
+            &session,
+            &press_delete,
+            &observed,
+            &|_| Ok(())
+        )
+        .is_err()
     );
 }
 

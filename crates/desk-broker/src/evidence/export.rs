@@ -38,6 +38,12 @@ pub(crate) fn export_inputs(
         frame_events: log(FRAME_EVENTS_FILE, session_dir.frame_events_file()),
         artifacts,
         frames_dir: frames_dir.is_dir().then_some(frames_dir),
+        observations_dir: Some(
+            session_dir
+                .path()
+                .join(desk_evidence::bundle::OBSERVATIONS_DIR),
+        )
+        .filter(|dir| dir.is_dir()),
         watchdog_key: crate::watchdog::key::read_public_key(state_dir).map_err(|error| {
             EvidenceError::Export {
                 path: crate::watchdog::key::public_key_path(state_dir),
@@ -73,7 +79,20 @@ pub fn verify_evidence(
     public_key: &Path,
     watchdog_key: Option<&Path>,
 ) -> Result<VerifyReport, EvidenceError> {
+    verify_evidence_observed(bundle_dir, public_key, watchdog_key, None)
+}
+
+/// [`verify_evidence`]; with `observer_key` (the observer's `observer.pub`) every signed
+/// observation the bundle carries must verify under it and be the one its
+/// `observer_observation` record names (`docs/observer.md`).
+pub fn verify_evidence_observed(
+    bundle_dir: &Path,
+    public_key: &Path,
+    watchdog_key: Option<&Path>,
+    observer_key: Option<&Path>,
+) -> Result<VerifyReport, EvidenceError> {
     let key = VerifyingKey::read(public_key)?;
     let watchdog = watchdog_key.map(VerifyingKey::read).transpose()?;
-    desk_evidence::verify_pinned(bundle_dir, &key, watchdog.as_ref())
+    let observer = observer_key.map(VerifyingKey::read).transpose()?;
+    desk_evidence::verify_observed(bundle_dir, &key, watchdog.as_ref(), observer.as_ref())
 }

@@ -6,7 +6,10 @@
 //! the nonce and the session, and which is fresh: made at most [`MAX_AGE_MS`] before it was
 //! received (a constant, not a policy field) and not in the future beyond [`MAX_SKEW_MS`].
 //! [`observe`] then stores the signed answer as received in
-//! `<session>/observations/<observation_id>.json` (0600); [`read_stored`] returns those bytes.
+//! `<session>/observations/<observation_id>.json` (0600) and has it journaled as an
+//! `observer_observation` record ([`record_body`]: the stored bytes' SHA-256, the key id, the
+//! outcome, the frame, the element count, the times) before anything uses or answers it; one
+//! that cannot be recorded is removed and refused. [`read_stored`] returns those bytes.
 //!
 //! Every failure is `insufficient_data`: whatever needs the observer's view is blocked.
 //!
@@ -23,6 +26,7 @@ use std::time::Duration;
 
 use desk_contract::ErrorCode;
 use desk_desktop::SessionDir;
+use desk_evidence::record::ObserverObservation;
 use desk_evidence::{Envelope, VerifyingKey};
 
 use super::{
@@ -166,6 +170,31 @@ pub fn verify(signed: &[u8], key: &VerifyingKey) -> Result<Observation, BrokerEr
     Ok(observation)
 }
 
+/// Appends an observation's journal record (`crate::evidence::observer_observation`).
+pub(crate) type Recorder<'a> = &'a dyn Fn(ObserverObservation) -> Result<(), BrokerError>;
+
+/// The `observer_observation` record of a verified observation.
+pub fn record_body(verified: &Verified) -> ObserverObservation {
+    let observation = &verified.observation;
+    ObserverObservation {
+        observation_id: observation.observation_id.clone(),
+        signed_sha256: desk_evidence::sha256_hex(&verified.signed),
+        signed_bytes: verified.signed.len() as u64,
+        observer_key_id: observation.observer_key_id.clone(),
+        outcome: match observation.outcome {
+            ObservationOutcome::Observed => "observed",
+            ObservationOutcome::InsufficientData => "insufficient_data",
+        }
+        .to_string(),
+        frame_sha256: observation.frame.as_ref().map(|frame| frame.sha256.clone()),
+        element_count: observation.elements.len() as u64,
+        truncated: observation.truncated,
+        observed_at_ms: observation.at_ms,
+        monotonic_ms: observation.monotonic_ms,
+        tree_ms: observation.tree_ms,
+    }
+}
+
 fn stored_path(session_dir: &SessionDir, observation_id: &str) -> PathBuf {
     session_dir
         .path()
@@ -174,12 +203,14 @@ fn stored_path(session_dir: &SessionDir, observation_id: &str) -> PathBuf {
 }
 
 /// Asks the observer for a fresh observation of `session` ([`query`]), stores it in the
-/// session's directory (0600, in a 0700 directory) and returns it. An observation with outcome
-/// `insufficient_data` is stored too (it is evidence) and then refused.
-pub fn observe(
+/// session's directory (0600, in a 0700 directory), has `record` journal it and returns it. An
+/// observation with outcome `insufficient_data` is stored and recorded too (it is evidence) and
+/// then refused; one that cannot be recorded is removed and refused.
+pub(crate) fn observe(
     state_dir: &Path,
     session_dir: &SessionDir,
     session: &str,
+    record: Recorder<'_>,
 ) -> Result<Verified, BrokerError> {
     let mut random = [0u8; 32];
     getrandom::fill(&mut random)
@@ -195,6 +226,15 @@ pub fn observe(
         .and_then(|()| file.sync_all())
         .map_err(BrokerError::io("write", &path))?;
     let observation = &verified.observation;
+    if let Err(error) = record(record_body(&verified)) {
+        if let Err(removal) = std::fs::remove_file(&path) {
+            tracing::warn!(path = %path.display(), %removal, "cannot remove an unrecorded observation");
+        }
+        return Err(insufficient(format!(
+            "the observation {} could not be recorded in the session's journal: {error}",
+            observation.observation_id
+        )));
+    }
     tracing::info!(
         session_id = session,
         observation_id = observation.observation_id,
@@ -224,16 +264,17 @@ pub fn enable(state_dir: &Path) {
 }
 
 /// The observer's fresh, verified and stored view of `session` as a tree for the hit-test, when
-/// an observer was [`enable`]d (`None`: none, the caller judges as before). An observer that is
+/// an observer was [`enable`]d, journaled by `record` first (`None`: none, the caller judges as before). An observer that is
 /// gone, an answer that does not verify or is stale, and an `insufficient_data` observation are
 /// `Some(Err(_))`.
 pub(crate) fn view(
     session: &crate::ids::SessionId,
+    record: Recorder<'_>,
 ) -> Option<Result<desk_contract::a11y::AxTree, BrokerError>> {
     let state_dir = ENABLED.get()?;
     let session_dir = desk_desktop::StateDir::new(state_dir).session(session.as_str());
     Some(
-        observe(state_dir, &session_dir, session.as_str())
+        observe(state_dir, &session_dir, session.as_str(), record)
             .map(|verified| verified.observation.tree()),
     )
 }

@@ -31,7 +31,14 @@ impl Broker {
         self.run(None, move |inner| {
             let session = inner.load(&id)?;
             inner.check_live(&session, "observe")?;
-            super::client::observe(&inner.config.state_dir, &session.dir(), id.as_str())
+            let record =
+                |body| crate::evidence::observer_observation(inner.evidence(), &session, body);
+            super::client::observe(
+                &inner.config.state_dir,
+                &session.dir(),
+                id.as_str(),
+                &record,
+            )
         })
         .await
     }

@@ -531,5 +531,6 @@ fn journal_alone_names_a_broken_chain_link() {
 }
 
 mod gate;
+mod observations;
 mod retention;
 mod terminal;

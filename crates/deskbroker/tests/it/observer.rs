@@ -7,6 +7,9 @@
 //! `insufficient_data` and the capability unsupported. Under a root broker the observer runs
 //! under a uid of its own.
 //!
+//! Each observation the broker accepts is journaled (`observer_observation`): the hit-test's
+//! test exports the session's bundle and verifies it with and without the observer's key.
+//!
 //! Prints the observer's CPU time per observation and the observation's tree time.
 
 use std::time::{Duration, Instant};
@@ -359,5 +362,74 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
         std::fs::read_to_string(&log).unwrap_or_default().len(),
         presses_before,
         "the fixture saw input that could not be checked"
+    );
+    bundle_binds_the_observations(&broker, root.path(), &session, &key);
+}
+
+/// The session's journal has an `observer_observation` record for each stored observation (the
+/// two clicks' and the POST's); the exported bundle carries them and verifies without the
+/// observer's key (digests) and with it (signatures), not with another key; a stored
+/// observation changed afterwards is refused by export, named.
+fn bundle_binds_the_observations(
+    broker: &Broker,
+    root: &std::path::Path,
+    session: &str,
+    observer: &VerifyingKey,
+) {
+    let state = broker.state_dir.clone();
+    let id = desk_broker::SessionId::parse(session).unwrap();
+    let bundle = root.join("bundle");
+    desk_broker::export_evidence(&state, &id, None, &bundle).unwrap();
+    let key = state.join("evidence/evidence.pub");
+    let observer_pub = desk_broker::observer::key::public_key_path(&state);
+    let report = desk_broker::verify_evidence(&bundle, &key, None).unwrap();
+    let stored = stored_observations(broker, session);
+    assert_eq!(report.n_observations, stored);
+    assert_eq!(report.n_observation_signatures, 0);
+    let journal = desk_evidence::read_journal(
+        &bundle.join("evidence.ndjson"),
+        &VerifyingKey::read(&key).unwrap(),
+    )
+    .unwrap();
+    let recorded: Vec<_> = journal
+        .iter()
+        .filter_map(|record| match &record.record().body {
+            desk_evidence::RecordBody::ObserverObservation(body) => Some(body.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded.len(), stored, "one record per stored observation");
+    for body in &recorded {
+        let path = bundle
+            .join("observations")
+            .join(format!("{}.json", body.observation_id));
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(body.is_about(&bytes));
+        assert_eq!(body.observer_key_id, observer.fingerprint());
+        assert_eq!(body.outcome, "observed");
+        assert!(body.element_count > 0 && body.frame_sha256.is_some());
+    }
+    let report =
+        desk_broker::verify_evidence_observed(&bundle, &key, None, Some(&observer_pub)).unwrap();
+    assert_eq!(report.n_observation_signatures, stored);
+    let error = desk_broker::verify_evidence_observed(&bundle, &key, None, Some(&key))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("observer_observation"), "{error}");
+
+    let first = &recorded[0].observation_id;
+    let path = broker
+        .session_dir(session)
+        .join("observations")
+        .join(format!("{first}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"button\"", "\"label\"", 1)).unwrap();
+    let error = desk_broker::export_evidence(&state, &id, None, &root.join("bundle-2"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("observations/{first}.json"))
+            && error.contains("observer_observation"),
+        "{error}"
     );
 }
