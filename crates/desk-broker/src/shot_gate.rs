@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use desk_contract::api::{GateReason, ScreenshotGate};
 use desk_contract::control::PixelRect;
-use desk_gate::{Classifier, Gate, GatePolicy, HttpClassifier, Ocr, Tesseract, Verdict};
+use desk_gate::{Classifier, Gate, GatePolicy, HttpClassifier, Ocr, Verdict, default_ocr};
 
 use crate::broker::Broker;
 use crate::error::BrokerError;
@@ -65,8 +65,9 @@ impl ShotGates {
         }
     }
 
-    /// The gate of `policy` (validated again by desk-gate), with `tesseract` as its engine and
-    /// the policy's classifier, if it names one.
+    /// The gate of `policy` (validated again by desk-gate), with the long-lived `desk-ocr` as its
+    /// engine (one per broker; the `tesseract` CLI when it is not installed) and the policy's
+    /// classifier, if it names one.
     pub(crate) fn new(policy: GatePolicy) -> Result<ShotGates, BrokerError> {
         let classifier = match policy.classifier() {
             Some(settings) => {
@@ -77,7 +78,7 @@ impl ShotGates {
             None => None,
         };
         Ok(ShotGates {
-            gate: Some((Arc::new(policy), Arc::new(Tesseract::new()), classifier)),
+            gate: Some((Arc::new(policy), default_ocr(), classifier)),
             sessions: Mutex::new(HashMap::new()),
             reviews: ReviewQueue::default(),
         })
