@@ -206,8 +206,10 @@ pub(crate) async fn walk(
                     Ok(read) => read,
                     Err(error) if queued.parent.is_none() => return Err(A11yError::bus(error)),
                     Err(error) => {
-                        // An object that went away during the walk: left out.
+                        // An object that went away during the walk, or did not answer (a busy
+                        // app): left out, and the walk says it is incomplete.
                         tracing::debug!(%error, "an accessible object could not be read");
+                        truncated = true;
                         continue;
                     }
                 };

@@ -143,7 +143,8 @@ pub struct AxTree {
     pub observation_id: String,
     /// The nodes, breadth first; `nodes[i].index == i`.
     pub nodes: Vec<AxNode>,
-    /// Whether a limit (nodes, depth or deadline) left objects out.
+    /// Whether objects were left out: by a limit (nodes, depth or deadline), or because one
+    /// could not be read during the walk.
     pub truncated: bool,
     /// How long the walk took, in milliseconds.
     pub elapsed_ms: u64,

@@ -264,6 +264,15 @@ impl Inner {
                 ),
             ));
         };
+        if before.truncated {
+            return Err(refusal(
+                ErrorCode::InsufficientData,
+                "the fresh observation before the approved action is incomplete (truncated, or \
+                 an element could not be read), so its effect could not be read back; nothing \
+                 was sent"
+                    .to_string(),
+            ));
+        }
         let before_sha256 = effect_digest(&before)?;
         let consumed = Consumed {
             request_id: request.request_id.clone(),
@@ -326,6 +335,14 @@ impl Inner {
                 return Err(self.freeze(session_id, &format!("the readback failed: {error}")));
             }
         };
+        if after.truncated {
+            // An incomplete walk (a busy or hung app, an element that could not be read) differs
+            // from the one before without any effect: undecided, so the session freezes.
+            return Err(self.freeze(
+                session_id,
+                "the readback's observation is incomplete; the effect is uncertain",
+            ));
+        }
         let after_sha256 = effect_digest(&after)?;
         let state = if after_sha256 == before_sha256 {
             ApprovedState::NoEffect
