@@ -1,6 +1,7 @@
 //! The bounded breadth-first walk of one application's tree. Each level's objects are read
 //! concurrently (D-Bus calls pipelined on one connection), so the walk costs about one round
-//! trip per level rather than several per node.
+//! trip per level rather than several per node. An aimed walk ([`walk_aimed`], the observer's
+//! for a pointer step) reads below a node only where its extents hold the point ([`descends`]).
 
 use std::time::{Duration, Instant};
 
@@ -180,6 +181,32 @@ pub(crate) async fn walk(
     app_pid: u32,
     limits: AxLimits,
 ) -> Result<(AxTree, Vec<Retained>), A11yError> {
+    walk_aimed(connection, app_pid, limits, None).await
+}
+
+/// Whether an aimed walk reads the children of a node at `depth` with `bounds`: always for the
+/// application and its top-level windows (popups and dialogs are windows of their own), for a
+/// node without extents (unknown: conservative) and for one whose extents contain `aim`; never
+/// for one that lies wholly outside it. Without an aim, always.
+pub(crate) fn descends(depth: u32, bounds: Option<WindowRect>, aim: Option<(u32, u32)>) -> bool {
+    let Some((x, y)) = aim else { return true };
+    let Some(rect) = bounds else { return true };
+    if depth <= 1 {
+        return true;
+    }
+    let (x, y) = (i64::from(x), i64::from(y));
+    let (left, top) = (i64::from(rect.x), i64::from(rect.y));
+    x >= left && y >= top && x < left + i64::from(rect.width) && y < top + i64::from(rect.height)
+}
+
+/// [`walk`], reading below a node only where [`descends`] says so for `aim`: what it leaves out
+/// lies outside the point, so the tree answers what is at the point, not the whole app.
+pub(crate) async fn walk_aimed(
+    connection: &Connection,
+    app_pid: u32,
+    limits: AxLimits,
+    aim: Option<(u32, u32)>,
+) -> Result<(AxTree, Vec<Retained>), A11yError> {
     let started = Instant::now();
     let deadline = started + Duration::from_millis(u64::from(limits.deadline_ms));
     let app = find_app(connection, app_pid).await?;
@@ -245,7 +272,7 @@ pub(crate) async fn walk(
                     // Classified by `Accessibility::snapshot` once the whole level is known.
                     window: Default::default(),
                 });
-                if read.children.is_empty() {
+                if read.children.is_empty() || !descends(queued.depth, read.bounds, aim) {
                     continue;
                 }
                 if queued.depth >= limits.max_depth {

@@ -18,13 +18,16 @@ use desk_contract::a11y::{AxLimits, AxTree};
 use crate::A11yError;
 
 /// Reads the app's tree from outside its session (see the module documentation) within
-/// `limits`, all of it bounded by `deadline`.
+/// `limits`, all of it bounded by `deadline`. With `aim`, the walk is aimed at that screen
+/// point: it reads below a node only when the node's extents contain the point or it has none
+/// (the application and its top-level windows always), so every node left out lies outside it.
 pub fn snapshot_outside(
     session_bus: &Path,
     map_path: &dyn Fn(&str) -> Option<PathBuf>,
     app_pids: &[u32],
     limits: AxLimits,
     deadline: Duration,
+    aim: Option<(u32, u32)>,
 ) -> Result<AxTree, A11yError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -74,7 +77,7 @@ pub fn snapshot_outside(
                     ))
                 })?;
         let pid = registered_pid(&bus, app_pids).await?;
-        crate::observe::walk(&bus, pid, limits)
+        crate::observe::walk_aimed(&bus, pid, limits, aim)
             .await
             .map(|(tree, _)| tree)
     };
@@ -124,6 +127,34 @@ async fn registered_pid(bus: &zbus::Connection, app_pids: &[u32]) -> Result<u32,
 #[cfg(test)]
 mod tests {
     use super::unix_path;
+    use crate::observe::descends;
+    use desk_contract::desktop::WindowRect;
+
+    #[test]
+    fn an_aimed_walk_descends_only_where_the_point_may_be() {
+        let rect = |x, y, width, height| {
+            Some(WindowRect {
+                x,
+                y,
+                width,
+                height,
+            })
+        };
+        let aim = Some((100, 50));
+        // A child without extents: unknown, descended into.
+        assert!(descends(2, None, aim));
+        // A child containing the point (edges: left/top in, right/bottom out).
+        assert!(descends(2, rect(90, 40, 20, 20), aim));
+        assert!(descends(3, rect(100, 50, 1, 1), aim));
+        // One outside is not.
+        assert!(!descends(2, rect(0, 0, 100, 50), aim));
+        assert!(!descends(2, rect(101, 0, 50, 100), aim));
+        assert!(!descends(4, rect(0, 51, 200, 10), aim));
+        // The application and its top-level windows always are; so is everything unaimed.
+        assert!(descends(0, rect(0, 0, 1, 1), aim));
+        assert!(descends(1, rect(500, 500, 10, 10), aim));
+        assert!(descends(2, rect(0, 0, 1, 1), None));
+    }
 
     #[test]
     fn the_socket_path_is_read_from_a_unix_address() {

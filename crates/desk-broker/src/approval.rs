@@ -238,9 +238,11 @@ impl ApprovalGate {
         observed(&tree)?;
         self.observed(session_id, &tree);
         // With an observer (`serve` runs one: `observer.rs`), the verdict comes from its signed
-        // view of the app, not the worker's; no fresh, verified view refuses the input.
-        let tree = match crate::observer::client::view(session_id, record) {
-            None => tree,
+        // view of the app, not the worker's; no fresh, verified view refuses the input. For a
+        // pointer step the observer's walk is aimed at its one point (it reads only what may be
+        // there: issue 29's observer cost); keys and text take the whole tree.
+        let (tree, scope) = match crate::observer::client::view(session_id, aim(&places), record) {
+            None => (tree, None),
             Some(Ok(view)) => view,
             Some(Err(error)) => {
                 return Err(unverified(
@@ -260,6 +262,12 @@ impl ApprovalGate {
                 Place::Point { x, y } => format!("the point ({x}, {y}) lies on"),
                 Place::Focus => "the keyboard focus is in".to_string(),
             };
+            if !scope.is_none_or(|scope| decides(scope, place)) {
+                return Err(unverified(
+                    "the input",
+                    &format!("the observation was aimed at {scope:?}, not at it"),
+                ));
+            }
             match hit::find(&tree, approvals, place) {
                 Ok(None) => {}
                 Ok(Some(hit)) => {
@@ -271,6 +279,25 @@ impl ApprovalGate {
         }
         Ok(())
     }
+}
+
+/// The point to aim the observer's walk at: a pointer step's one point; `None` (the whole
+/// tree) for keys and text, or for anything reaching more than one place.
+fn aim(places: &[Place]) -> Option<[u32; 2]> {
+    match places {
+        [Place::Point { x, y }] => Some([u32::try_from(*x).ok()?, u32::try_from(*y).ok()?]),
+        _ => None,
+    }
+}
+
+/// Whether an observation aimed at `scope` decides `place`: only that exact point.
+fn decides(scope: crate::observer::ObservationScope, place: Place) -> bool {
+    let [x, y] = scope.point;
+    place
+        == Place::Point {
+            x: i64::from(x),
+            y: i64::from(y),
+        }
 }
 
 impl ApprovalGate {

@@ -56,6 +56,21 @@ pub struct ObserveRequest {
     pub session: String,
     /// The broker's nonce, echoed inside the signed answer.
     pub nonce: String,
+    /// A screen point to aim the walk at (a pointer step's): only what may be at it is read,
+    /// and the observation's `scope` says so. Absent: the whole tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<[u32; 2]>,
+}
+
+/// What part of the app an observation read, when not all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationScope {
+    /// The walk was aimed at this screen point: below the application and its top-level
+    /// windows it read a node's children only where the node's extents contain the point (or
+    /// it has none), so everything left out lies outside the point. Such an observation
+    /// decides what is at this point only.
+    pub point: [u32; 2],
 }
 
 /// Whether the observer could see the session's app.
@@ -120,6 +135,9 @@ pub struct Observation {
     pub elements: Vec<ObservedElement>,
     /// Whether the walk stopped at a limit (node count, depth, time).
     pub truncated: bool,
+    /// Absent: the whole tree was walked; else what the walk was aimed at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ObservationScope>,
     /// The last frame captured for the session, when there is one.
     pub frame: Option<ObservedFrame>,
     /// `CLOCK_MONOTONIC` of the observer's host when the observation was made, milliseconds.

@@ -4,7 +4,8 @@
 //! public key (`<state_dir>.observer/observer.pub`, read at each query: the observer creates it
 //! at its first start, possibly after the broker's), whose key id is that key's, which echoes
 //! the nonce and the session, and which is fresh: made at most [`MAX_AGE_MS`] before it was
-//! received (a constant, not a policy field) and not in the future beyond [`MAX_SKEW_MS`].
+//! received (a constant, not a policy field) and not in the future beyond [`MAX_SKEW_MS`], and
+//! whose `scope` is the one asked for (aimed at the requested point, or whole).
 //! [`observe`] then stores the signed answer as received in
 //! `<session>/observations/<observation_id>.json` (0600) and has it journaled as an
 //! `observer_observation` record ([`record_body`]: the stored bytes' SHA-256, the key id, the
@@ -30,8 +31,8 @@ use desk_evidence::record::ObserverObservation;
 use desk_evidence::{Envelope, VerifyingKey};
 
 use super::{
-    MAX_ANSWER_BYTES, OBSERVATION_SCHEMA, Observation, ObservationOutcome, ObserveRequest, key,
-    socket_path, valid_observation_id,
+    MAX_ANSWER_BYTES, OBSERVATION_SCHEMA, Observation, ObservationOutcome, ObservationScope,
+    ObserveRequest, key, socket_path, valid_observation_id,
 };
 use crate::error::BrokerError;
 use crate::util::now_ms;
@@ -75,7 +76,12 @@ pub fn running(state_dir: &Path) -> bool {
 
 /// Asks the observer of `state_dir` to observe `session` with `nonce` and verifies the answer
 /// (see the module documentation).
-pub fn query(state_dir: &Path, session: &str, nonce: &str) -> Result<Verified, BrokerError> {
+pub fn query(
+    state_dir: &Path,
+    session: &str,
+    nonce: &str,
+    point: Option<[u32; 2]>,
+) -> Result<Verified, BrokerError> {
     let path = socket_path(state_dir);
     let refused = |why: String| insufficient(format!("observer {}: {why}", path.display()));
     let key: VerifyingKey = key::read_public_key(state_dir)
@@ -98,6 +104,7 @@ pub fn query(state_dir: &Path, session: &str, nonce: &str) -> Result<Verified, B
         op: "observe".to_string(),
         session: session.to_string(),
         nonce: nonce.to_string(),
+        point,
     })
     .map_err(BrokerError::json("encode an observe request"))?;
     request.push(b'\n');
@@ -123,6 +130,12 @@ pub fn query(state_dir: &Path, session: &str, nonce: &str) -> Result<Verified, B
         return Err(refused(format!(
             "the answer is about session {:?}",
             observation.session_id
+        )));
+    }
+    if observation.scope != point.map(|point| ObservationScope { point }) {
+        return Err(refused(format!(
+            "the answer's scope {:?} is not the one asked for ({point:?})",
+            observation.scope
         )));
     }
     if observation.at_ms > received.saturating_add(MAX_SKEW_MS) {
@@ -210,13 +223,14 @@ pub(crate) fn observe(
     state_dir: &Path,
     session_dir: &SessionDir,
     session: &str,
+    point: Option<[u32; 2]>,
     record: Recorder<'_>,
 ) -> Result<Verified, BrokerError> {
     let mut random = [0u8; 32];
     getrandom::fill(&mut random)
         .map_err(|error| BrokerError::Internal(format!("random: {error}")))?;
     let nonce = hex::encode(random);
-    let verified = query(state_dir, session, &nonce)?;
+    let verified = query(state_dir, session, &nonce, point)?;
     let path = stored_path(session_dir, &verified.observation.observation_id);
     if let Some(dir) = path.parent() {
         crate::private::ensure_private_dir(dir, crate::private::DirUse::State)?;
@@ -264,18 +278,21 @@ pub fn enable(state_dir: &Path) {
 }
 
 /// The observer's fresh, verified and stored view of `session` as a tree for the hit-test, when
-/// an observer was [`enable`]d, journaled by `record` first (`None`: none, the caller judges as before). An observer that is
-/// gone, an answer that does not verify or is stale, and an `insufficient_data` observation are
+/// an observer was [`enable`]d, journaled by `record` first (`None`: none, the caller judges as
+/// before), with its scope: aimed at `point` when one is given (a pointer step's; the tree
+/// then decides that point only), else whole. An observer that is gone, an answer that does
+/// not verify, is stale or has another scope, and an `insufficient_data` observation are
 /// `Some(Err(_))`.
 pub(crate) fn view(
     session: &crate::ids::SessionId,
+    point: Option<[u32; 2]>,
     record: Recorder<'_>,
-) -> Option<Result<desk_contract::a11y::AxTree, BrokerError>> {
+) -> Option<Result<(desk_contract::a11y::AxTree, Option<ObservationScope>), BrokerError>> {
     let state_dir = ENABLED.get()?;
     let session_dir = desk_desktop::StateDir::new(state_dir).session(session.as_str());
     Some(
-        observe(state_dir, &session_dir, session.as_str(), record)
-            .map(|verified| verified.observation.tree()),
+        observe(state_dir, &session_dir, session.as_str(), point, record)
+            .map(|verified| (verified.observation.tree(), verified.observation.scope)),
     )
 }
 

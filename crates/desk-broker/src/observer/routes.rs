@@ -37,6 +37,7 @@ impl Broker {
                 &inner.config.state_dir,
                 &session.dir(),
                 id.as_str(),
+                None,
                 &record,
             )
         })

@@ -4,7 +4,8 @@
 //! exits when its broker is gone.
 //!
 //! An observation is made from what the observer reads itself (`sight.rs`): the app's tree,
-//! from outside the session's sandbox, and the sha256 of the last frame captured.
+//! from outside the session's sandbox, and the sha256 of the last frame captured. A request
+//! with a `point` gets a walk aimed at it and an observation whose `scope` names the point.
 //!
 //! A tree that cannot be read gives a signed observation with outcome `insufficient_data` and
 //! the reason; so does an unknown session.
@@ -22,8 +23,8 @@ use desk_desktop::StateDir;
 use desk_evidence::{Envelope, SigningKey};
 
 use super::{
-    MAX_REQUEST_BYTES, OBSERVATION_SCHEMA, Observation, ObservationOutcome, ObserveRequest,
-    ObservedElement, key, socket_path, valid_nonce,
+    MAX_REQUEST_BYTES, OBSERVATION_SCHEMA, Observation, ObservationOutcome, ObservationScope,
+    ObserveRequest, ObservedElement, key, socket_path, valid_nonce,
 };
 use crate::error::BrokerError;
 use crate::ids::SessionId;
@@ -175,19 +176,24 @@ impl Observer {
         let session = SessionId::parse(&request.session)
             .map_err(|_| "the session is not a session id".to_string())?;
         let observation = self
-            .observe(&session, &request.nonce)
+            .observe(&session, &request.nonce, request.point)
             .map_err(|error| format!("cannot observe: {error}"))?;
         Envelope::sign(&observation, &self.key)
             .and_then(|envelope| envelope.canonical_bytes())
             .map_err(|error| format!("cannot sign the answer: {error}"))
     }
 
-    fn observe(&self, session: &SessionId, nonce: &str) -> Result<Observation, BrokerError> {
+    fn observe(
+        &self,
+        session: &SessionId,
+        nonce: &str,
+        point: Option<[u32; 2]>,
+    ) -> Result<Observation, BrokerError> {
         let session_dir = StateDir::new(&self.config.state_dir).session(session.as_str());
         let started = Instant::now();
         let (tree, frame) = if session_dir.path().is_dir() {
             (
-                super::sight::read_tree(&session_dir),
+                super::sight::read_tree(&session_dir, point),
                 super::sight::last_frame(&session_dir),
             )
         } else {
@@ -220,6 +226,7 @@ impl Observer {
             reason,
             elements,
             truncated,
+            scope: point.map(|point| ObservationScope { point }),
             frame,
             monotonic_ms,
             at_ms: now_ms(),

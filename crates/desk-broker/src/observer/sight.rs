@@ -7,7 +7,9 @@
 //!   application whose connection belongs to the session's app (its recorded process and its
 //!   descendants, by their pids in the sandbox's pid namespace, `NSpid` of `/proc/<pid>/status`),
 //!   walked with `desk_a11y::snapshot_outside` within [`MAX_NODES`], [`MAX_DEPTH`] and
-//!   [`TREE_DEADLINE_MS`].
+//!   [`TREE_DEADLINE_MS`]: the whole tree, or for a request with a point (a pointer step's)
+//!   a walk aimed at it (below the top-level windows, only nodes whose extents hold the point
+//!   or who have none are descended into).
 //! - The frame: the newest `<session>/frames/<sequence>.png`, read (at most [`MAX_FRAME_BYTES`])
 //!   and hashed.
 
@@ -137,7 +139,10 @@ fn status_field(pid: u32, field: &str) -> Option<String> {
 }
 
 /// Reads the session app's tree from outside (see the module documentation).
-pub(super) fn read_tree(session_dir: &SessionDir) -> Result<AxTree, String> {
+pub(super) fn read_tree(
+    session_dir: &SessionDir,
+    point: Option<[u32; 2]>,
+) -> Result<AxTree, String> {
     let workspace = std::fs::canonicalize(session_dir.workspace())
         .map_err(|error| format!("the session has no workspace: {error}"))?;
     let bus = [
@@ -167,6 +172,7 @@ pub(super) fn read_tree(session_dir: &SessionDir) -> Result<AxTree, String> {
         &pids,
         limits,
         Duration::from_millis(u64::from(TREE_DEADLINE_MS)),
+        point.map(|[x, y]| (x, y)),
     )
     .map_err(|error| error.to_string())
 }

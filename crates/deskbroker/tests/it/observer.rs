@@ -7,6 +7,10 @@
 //! `insufficient_data` and the capability unsupported. Under a root broker the observer runs
 //! under a uid of its own.
 //!
+//! The hit-test's clicks (the high-risk button refused, the entry allowed) are judged from
+//! observations aimed at their points (`scope`), in which nothing was read below a node that
+//! leaves the point out.
+//!
 //! Each observation the broker accepts is journaled (`observer_observation`): the hit-test's
 //! test exports the session's bundle and verifies it with and without the observer's key.
 //!
@@ -14,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use desk_broker::observer::{Observation, ObservationOutcome};
+use desk_broker::observer::{Observation, ObservationOutcome, ObservationScope};
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
 use desk_evidence::{Envelope, VerifyingKey};
@@ -115,6 +119,7 @@ async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
     let bytes = client.observe(&session).await.unwrap();
     let observation = decode(&bytes, &key);
     assert_eq!(observation.outcome, ObservationOutcome::Observed);
+    assert_eq!(observation.scope, None, "an observation asked for is whole");
     assert_eq!(observation.session_id, session);
     assert_eq!(observation.observer_key_id, key.fingerprint());
     assert_eq!(
@@ -252,6 +257,64 @@ fn stored_observations(broker: &Broker, session: &str) -> usize {
         .unwrap_or(0)
 }
 
+fn observation_files(broker: &Broker, session: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(broker.session_dir(session).join("observations"))
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The one observation stored since `seen` (the hit-test's), checked to be aimed at `(x, y)`:
+/// its scope is that point and no element was read below a node (under the top-level windows)
+/// whose extents leave the point out.
+fn aimed_since(
+    broker: &Broker,
+    session: &str,
+    seen: &std::collections::BTreeSet<String>,
+    key: &VerifyingKey,
+    (x, y): (i64, i64),
+) -> Observation {
+    let new: Vec<String> = observation_files(broker, session)
+        .difference(seen)
+        .cloned()
+        .collect();
+    assert_eq!(new.len(), 1, "one observation per verdict: {new:?}");
+    let path = broker
+        .session_dir(session)
+        .join("observations")
+        .join(&new[0]);
+    let observation = decode(&std::fs::read(path).unwrap(), key);
+    let point = [u32::try_from(x).unwrap(), u32::try_from(y).unwrap()];
+    assert_eq!(observation.scope, Some(ObservationScope { point }));
+    for element in &observation.elements {
+        let Some(parent) = element
+            .parent
+            .and_then(|p| observation.elements.get(p as usize))
+        else {
+            continue;
+        };
+        if parent.id.matches('.').count() < 2 {
+            continue;
+        }
+        if let Some(rect) = parent.bounds {
+            let (left, top) = (i64::from(rect.x), i64::from(rect.y));
+            assert!(
+                x >= left
+                    && y >= top
+                    && x < left + i64::from(rect.width)
+                    && y < top + i64::from(rect.height),
+                "{} was read below {}, which lies outside ({x}, {y})",
+                element.id,
+                parent.id
+            );
+        }
+    }
+    observation
+}
+
 fn center(tree: &desk_contract::a11y::AxTree, role: &str, name: &str) -> (i64, i64) {
     let node = tree
         .nodes
@@ -306,6 +369,11 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
     let (bx, by) = center(&tree, "button", "Press me");
     let (ex, ey) = center(&tree, "text", "Name");
     let before = stored_observations(&broker, &session);
+    let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(
+        &root.path().join("state"),
+    ))
+    .unwrap();
+    let seen = observation_files(&broker, &session);
     let click = |id: &'static str, x: i64, y: i64| {
         act(
             &client,
@@ -325,16 +393,31 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
         before + 1,
         "the verdict took an observation"
     );
+    // Both verdicts came from a walk aimed at the click's point (the same verdicts as the
+    // whole tree's: the button is refused, the entry is not); the button was read in it.
+    let aimed = aimed_since(&broker, &session, &seen, &key, (bx, by));
+    assert!(
+        aimed
+            .elements
+            .iter()
+            .any(|element| element.role == "button" && element.name == "Press me")
+    );
+    let seen = observation_files(&broker, &session);
     click("click-entry", ex, ey).await.unwrap();
     assert_eq!(stored_observations(&broker, &session), before + 2);
+    let aimed = aimed_since(&broker, &session, &seen, &key, (ex, ey));
+    assert!(aimed.elements.iter().any(|element| element.role == "text"));
 
     // The observer gone: the same harmless click is refused unverified, nothing sent.
     let bytes = client.observe(&session).await.unwrap();
-    let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(
-        &root.path().join("state"),
-    ))
-    .unwrap();
-    let pid = decode(&bytes, &key).observer_pid;
+    let whole = decode(&bytes, &key);
+    assert_eq!(whole.scope, None);
+    println!(
+        "observer: aimed at the entry {} elements, whole {}",
+        aimed.elements.len(),
+        whole.elements.len()
+    );
+    let pid = whole.observer_pid;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
