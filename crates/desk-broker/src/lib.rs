@@ -53,6 +53,7 @@ mod review;
 mod review_routes;
 mod routes;
 mod serve;
+mod service_key;
 mod session;
 mod shot_gate;
 mod shot_json;

@@ -12,45 +12,40 @@ use std::path::{Path, PathBuf};
 use desk_evidence::{SigningKey, VerifyingKey};
 
 use crate::error::BrokerError;
+use crate::service_key::ServiceKey;
 
 /// The observer's private key file inside its directory.
 pub const OBSERVER_KEY_FILE: &str = "observer.key";
 /// The observer's public key file inside its directory.
 pub const OBSERVER_PUBLIC_KEY_FILE: &str = "observer.pub";
 
+/// The observer's directory and key, in the shape it shares with the watchdog's.
+const SERVICE: ServiceKey = ServiceKey {
+    name: "observer",
+    key_file: OBSERVER_KEY_FILE,
+    public_key_file: OBSERVER_PUBLIC_KEY_FILE,
+    read_public_op: "read the observer's public key",
+    read_key_op: "read the observer key",
+    create_key_op: "create the observer key",
+    write_key_op: "write the observer key",
+    write_public_op: "write the observer's public key",
+    foreign_key: "is another signer's key; the observer signs with a key of its own",
+    refusal: BrokerError::Internal,
+};
+
 /// `<state_dir>.observer`: the observer's directory for the broker state at `state_dir`.
 pub fn observer_dir(state_dir: &Path) -> PathBuf {
-    match state_dir.file_name() {
-        Some(name) => {
-            let mut name = name.to_os_string();
-            name.push(".observer");
-            state_dir.with_file_name(name)
-        }
-        None => state_dir.join("observer"),
-    }
+    SERVICE.dir(state_dir)
 }
 
 /// `<state_dir>.observer/observer.pub`.
 pub fn public_key_path(state_dir: &Path) -> PathBuf {
-    observer_dir(state_dir).join(OBSERVER_PUBLIC_KEY_FILE)
-}
-
-fn key_error(operation: &'static str) -> impl FnOnce(desk_evidence::EvidenceError) -> BrokerError {
-    move |source| BrokerError::Evidence {
-        operation,
-        source: Box::new(source),
-    }
+    SERVICE.public_key_path(state_dir)
 }
 
 /// The observer's public key, when its observer ever started (`None`: no `observer.pub`).
 pub fn read_public_key(state_dir: &Path) -> Result<Option<VerifyingKey>, BrokerError> {
-    let path = public_key_path(state_dir);
-    if !path.exists() {
-        return Ok(None);
-    }
-    VerifyingKey::read(&path)
-        .map(Some)
-        .map_err(key_error("read the observer's public key"))
+    SERVICE.read_public_key(state_dir)
 }
 
 /// Loads the observer's key, creating its directory (0700) and the key (0600) with
@@ -60,40 +55,8 @@ pub fn load_or_create(
     state_dir: &Path,
     others: &[VerifyingKey],
 ) -> Result<SigningKey, BrokerError> {
-    let directory = observer_dir(state_dir);
-    crate::private::ensure_private_dir(&directory, crate::private::DirUse::State)?;
-    let path = directory.join(OBSERVER_KEY_FILE);
-    let key = if path.exists() {
-        SigningKey::read(&path).map_err(key_error("read the observer key"))?
-    } else {
-        let key = SigningKey::generate().map_err(key_error("create the observer key"))?;
-        key.write(&path)
-            .map_err(key_error("write the observer key"))?;
-        tracing::info!(path = %path.display(), "created the observer's signing key");
-        key
-    };
-    let public = key.verifying_key();
-    if others.contains(&public) {
-        return Err(BrokerError::Internal(format!(
-            "{} is another signer's key; the observer signs with a key of its own",
-            path.display()
-        )));
-    }
-    let public_path = directory.join(OBSERVER_PUBLIC_KEY_FILE);
-    match read_public_key(state_dir)? {
-        Some(written) if written != public => {
-            return Err(BrokerError::Internal(format!(
-                "{} belongs to another key than {}; move it away",
-                public_path.display(),
-                path.display()
-            )));
-        }
-        Some(_) => {}
-        None => public
-            .write(&public_path)
-            .map_err(key_error("write the observer's public key"))?,
-    }
-    Ok(key)
+    let others: Vec<&VerifyingKey> = others.iter().collect();
+    SERVICE.load_or_create(state_dir, &others)
 }
 
 #[cfg(test)]

@@ -20,27 +20,35 @@ use std::path::{Path, PathBuf};
 use desk_evidence::{SigningKey, VerifyingKey};
 
 use crate::error::BrokerError;
+use crate::service_key::ServiceKey;
 
 /// The watchdog's private key file inside its directory.
 pub const WATCHDOG_KEY_FILE: &str = "watchdog.key";
 /// The watchdog's public key file inside its directory.
 pub const WATCHDOG_PUBLIC_KEY_FILE: &str = "watchdog.pub";
 
+/// The watchdog's directory and key, in the shape it shares with the observer's.
+const SERVICE: ServiceKey = ServiceKey {
+    name: "watchdog",
+    key_file: WATCHDOG_KEY_FILE,
+    public_key_file: WATCHDOG_PUBLIC_KEY_FILE,
+    read_public_op: "read the watchdog's public key",
+    read_key_op: "read the watchdog key",
+    create_key_op: "create the watchdog key",
+    write_key_op: "write the watchdog key",
+    write_public_op: "write the watchdog's public key",
+    foreign_key: "is the broker's evidence key; the watchdog signs with a key of its own",
+    refusal: BrokerError::Watchdog,
+};
+
 /// `<state_dir>.watchdog`: the watchdog's directory for the broker state at `state_dir`.
 pub fn watchdog_dir(state_dir: &Path) -> PathBuf {
-    match state_dir.file_name() {
-        Some(name) => {
-            let mut name = name.to_os_string();
-            name.push(".watchdog");
-            state_dir.with_file_name(name)
-        }
-        None => state_dir.join("watchdog"),
-    }
+    SERVICE.dir(state_dir)
 }
 
 /// `<state_dir>.watchdog/watchdog.pub`.
 pub fn public_key_path(state_dir: &Path) -> PathBuf {
-    watchdog_dir(state_dir).join(WATCHDOG_PUBLIC_KEY_FILE)
+    SERVICE.public_key_path(state_dir)
 }
 
 /// `<state_dir>.watchdog/spool/terminal.ndjson`: the watchdog's terminal receipts.
@@ -56,22 +64,9 @@ pub(crate) fn kills_dir(state_dir: &Path) -> PathBuf {
     watchdog_dir(state_dir).join("kills")
 }
 
-fn key_error(operation: &'static str) -> impl FnOnce(desk_evidence::EvidenceError) -> BrokerError {
-    move |source| BrokerError::Evidence {
-        operation,
-        source: Box::new(source),
-    }
-}
-
 /// The watchdog's public key, when its watchdog ever started (`None`: no `watchdog.pub`).
 pub fn read_public_key(state_dir: &Path) -> Result<Option<VerifyingKey>, BrokerError> {
-    let path = public_key_path(state_dir);
-    if !path.exists() {
-        return Ok(None);
-    }
-    VerifyingKey::read(&path)
-        .map(Some)
-        .map_err(key_error("read the watchdog's public key"))
+    SERVICE.read_public_key(state_dir)
 }
 
 /// Loads the watchdog's key, creating its directory (0700, checked like the state directory)
@@ -81,40 +76,8 @@ pub(crate) fn load_or_create(
     state_dir: &Path,
     evidence: Option<&VerifyingKey>,
 ) -> Result<SigningKey, BrokerError> {
-    let directory = watchdog_dir(state_dir);
-    crate::private::ensure_private_dir(&directory, crate::private::DirUse::State)?;
-    let path = directory.join(WATCHDOG_KEY_FILE);
-    let key = if path.exists() {
-        SigningKey::read(&path).map_err(key_error("read the watchdog key"))?
-    } else {
-        let key = SigningKey::generate().map_err(key_error("create the watchdog key"))?;
-        key.write(&path)
-            .map_err(key_error("write the watchdog key"))?;
-        tracing::info!(path = %path.display(), "created the watchdog's signing key");
-        key
-    };
-    let public = key.verifying_key();
-    if evidence == Some(&public) {
-        return Err(BrokerError::Watchdog(format!(
-            "{} is the broker's evidence key; the watchdog signs with a key of its own",
-            path.display()
-        )));
-    }
-    let public_path = directory.join(WATCHDOG_PUBLIC_KEY_FILE);
-    match read_public_key(state_dir)? {
-        Some(written) if written != public => {
-            return Err(BrokerError::Watchdog(format!(
-                "{} belongs to another key than {}; move it away",
-                public_path.display(),
-                path.display()
-            )));
-        }
-        Some(_) => {}
-        None => public
-            .write(&public_path)
-            .map_err(key_error("write the watchdog's public key"))?,
-    }
-    Ok(key)
+    let others: Vec<&VerifyingKey> = evidence.into_iter().collect();
+    SERVICE.load_or_create(state_dir, &others)
 }
 
 #[cfg(test)]
