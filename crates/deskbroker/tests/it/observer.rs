@@ -516,3 +516,65 @@ fn bundle_binds_the_observations(
         "{error}"
     );
 }
+
+/// The observer's CPU per observation on LibreCAD, whole against aimed at a point (issue 29's
+/// "≤ 5% of one core per session"; `docs/observer.md`). Opt-in, it only measures:
+/// `cargo test -p deskbroker --test it observer_cost_on_librecad -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement (about a minute), not a check"]
+async fn observer_cost_on_librecad() {
+    if !xvfb_available() || !crate::librecad::librecad_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
+    let client = broker.client();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !observer_supported(&client).await {
+        assert!(Instant::now() < deadline, "the observer never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let session = ready(&client, "librecad").await;
+    let moved = act(
+        &client,
+        &session,
+        "move-1",
+        0,
+        json!({"type": "move", "x": 3, "y": 3, "intent": "look"}),
+    )
+    .await
+    .unwrap();
+    let shot = moved.screenshot.expect("the move's frame");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let state = broker.state_dir.clone();
+    let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(&state)).unwrap();
+    let whole = decode(&client.observe(&session).await.unwrap(), &key);
+    let pid = whole.observer_pid;
+    let rounds = 10u32;
+    let run = |label: &str, point: Option<[u32; 2]>| {
+        let before = cpu_ticks(pid);
+        let started = Instant::now();
+        let mut tree_ms = Vec::new();
+        let mut elements = 0;
+        for round in 0..rounds {
+            let nonce = format!("cost-{label}-{round:02}-0123456789");
+            let verified =
+                desk_broker::observer::client::query(&state, &session, &nonce, point).unwrap();
+            assert!(!verified.observation.truncated);
+            tree_ms.push(verified.observation.tree_ms);
+            elements = verified.observation.elements.len();
+        }
+        let ticks = cpu_ticks(pid) - before;
+        println!(
+            "observer cost {label} {point:?}: {elements} elements, {rounds} observations in {} \
+             ms, CPU {} ms ({:.1} ms each), tree_ms {tree_ms:?}",
+            started.elapsed().as_millis(),
+            ticks * 10,
+            ticks as f64 * 10.0 / f64::from(rounds)
+        );
+    };
+    run("whole", None);
+    run("canvas", Some([shot.width / 2, shot.height / 2]));
+    run("top-left", Some([20, 60]));
+    run("whole", None);
+}
