@@ -21,6 +21,7 @@ mod load;
 mod local;
 mod models;
 mod observer;
+mod own_uid;
 mod paths;
 mod perf;
 mod policy_cmd;

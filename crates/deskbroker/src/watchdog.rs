@@ -167,42 +167,16 @@ const WATCHDOG_KEPT: rustix::thread::CapabilitySet = rustix::thread::CapabilityS
 /// (the key 0600), then drops to it with no supplementary group, [`WATCHDOG_KEPT`] alone and
 /// `NoNewPrivs` (`drop_ids.rs`, the worker's drop). Not root: the broker's uid, `shared`.
 fn own_identity(state_dir: &std::path::Path) -> Result<WatchdogIdentity> {
-    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     if !nix::unistd::geteuid().is_root() {
         return Ok(WatchdogIdentity::Shared);
     }
-    let dir = desk_broker::watchdog::key::watchdog_dir(state_dir);
-    match std::fs::symlink_metadata(&dir) {
-        Ok(metadata) if !metadata.is_dir() => {
-            anyhow::bail!("{} is not a directory", dir.display())
-        }
-        Ok(_) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .with_context(|| format!("failed to create {}", dir.display()))?;
-        }
-        Err(error) => return Err(error).context(format!("failed to read {}", dir.display())),
-    }
-    let ids = desk_desktop::sandbox::identity::watchdog::claim_watchdog(&dir)
-        .context("no uid for the watchdog")?;
-    crate::chown::chown_tree(&dir, ids.uid, ids.gid)
-        .with_context(|| format!("failed to give {} to uid {}", dir.display(), ids.uid))?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-        .with_context(|| format!("failed to make {} 0700", dir.display()))?;
-    let key = dir.join(desk_broker::watchdog::key::WATCHDOG_KEY_FILE);
-    if key.exists() {
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("failed to make {} 0600", key.display()))?;
-    }
-    crate::drop_ids::drop_ids(ids.uid, ids.gid, WATCHDOG_KEPT, true)
-        .map_err(|error| anyhow::anyhow!("the watchdog cannot drop to uid {}: {error}", ids.uid))?;
-    tracing::info!(
-        uid = ids.uid,
-        gid = ids.gid,
-        "watchdog runs under its own uid"
-    );
+    crate::own_uid::move_to_own_uid(
+        "watchdog",
+        &desk_broker::watchdog::key::watchdog_dir(state_dir),
+        desk_broker::watchdog::key::WATCHDOG_KEY_FILE,
+        desk_desktop::sandbox::identity::watchdog::claim_watchdog,
+        WATCHDOG_KEPT,
+    )?;
     Ok(WatchdogIdentity::Own)
 }
 
