@@ -3,8 +3,8 @@
 //! [`GateError::EngineMissing`], which the gate turns into `insufficient_data`, never `allow`.
 
 use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::GateError;
@@ -89,6 +89,23 @@ fn version_of(program: &PathBuf) -> Option<String> {
     out.lines().next().map(|line| line.trim().to_string())
 }
 
+/// Starts an OCR engine (the tesseract CLI, desk-ocr) from `command` with piped stdin and
+/// stdout, no stderr, and one thread: the host's cores belong to the desktops; OpenMP only
+/// adds overhead on a region this small. A missing `program` is `EngineMissing`.
+pub(crate) fn spawn_engine(command: &mut Command, program: &Path) -> Result<Child, GateError> {
+    let name = program.display().to_string();
+    command
+        .env("OMP_THREAD_LIMIT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => GateError::EngineMissing(name.clone()),
+            _ => GateError::Ocr(format!("failed to start {name}: {error}")),
+        })
+}
+
 impl Default for Tesseract {
     fn default() -> Self {
         Tesseract::new()
@@ -98,19 +115,10 @@ impl Default for Tesseract {
 impl Ocr for Tesseract {
     fn recognize(&self, png: &[u8], timeout: Duration) -> Result<Vec<Word>, GateError> {
         let program = self.program.display().to_string();
-        let mut child = Command::new(&self.program)
-            .args(["-", "-", "--psm", &self.psm.to_string(), "tsv"])
-            // One thread: the host's cores belong to the desktops; OpenMP only adds overhead
-            // on a region this small.
-            .env("OMP_THREAD_LIMIT", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|error| match error.kind() {
-                std::io::ErrorKind::NotFound => GateError::EngineMissing(program.clone()),
-                _ => GateError::Ocr(format!("failed to start {program}: {error}")),
-            })?;
+        let mut child = spawn_engine(
+            Command::new(&self.program).args(["-", "-", "--psm", &self.psm.to_string(), "tsv"]),
+            &self.program,
+        )?;
         let mut stdin = child
             .stdin
             .take()

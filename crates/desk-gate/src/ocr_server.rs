@@ -16,7 +16,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
@@ -139,17 +139,8 @@ impl Ocr for OcrServer {
 impl Server {
     fn start(program: &Path) -> Result<Server, GateError> {
         let name = program.display().to_string();
-        let mut child = Command::new(program)
-            // One thread, as the CLI path: the host's cores belong to the desktops.
-            .env("OMP_THREAD_LIMIT", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|error| match error.kind() {
-                std::io::ErrorKind::NotFound => GateError::EngineMissing(name.clone()),
-                _ => GateError::Ocr(format!("failed to start {name}: {error}")),
-            })?;
+        // One thread, as the CLI path: the host's cores belong to the desktops.
+        let mut child = crate::ocr::spawn_engine(&mut Command::new(program), program)?;
         let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
             (Some(stdin), Some(stdout)) => (stdin, stdout),
             _ => {
