@@ -25,6 +25,8 @@ mod ocr;
 mod ocr_server;
 mod policy;
 mod reference;
+#[cfg(any(test, feature = "test-text"))]
+pub mod test_text;
 
 pub use classifier::{
     Classifier, ClassifierRequest, ClassifierResponse, HttpClassifier, MAX_RESPONSE_BYTES,
