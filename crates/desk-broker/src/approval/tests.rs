@@ -1,7 +1,9 @@
 //! The hit-test over hand-made trees: a point on a high-risk button or inside a high-risk
 //! panel is a hit, beside it is not; a hidden node does not count; keys are judged by the
 //! focused node and its ancestors; a semantic step by its node and its ancestors; a truncated
-//! tree or an unknown node cannot decide; the sibling path names a node; places per input.
+//! tree or an unknown node cannot decide; the sibling path names a node; places per input; a
+//! pointer step aims the observer's walk at its one point, and an aimed observation decides
+//! that exact point only.
 
 use desk_contract::ScreenPoint;
 use desk_contract::a11y::{AxNode, AxTree, AxWindow};
@@ -191,4 +193,21 @@ fn places_per_input() {
         .is_empty()
     );
     assert!(places(&InputAction::Done).is_empty());
+}
+
+#[test]
+fn an_aimed_observation_decides_its_point_only() {
+    use super::{aim, decides};
+    use crate::observer::ObservationScope;
+    let point = |x, y| Place::Point { x, y };
+    assert_eq!(aim(&[point(10, 20)]), Some([10, 20]));
+    assert_eq!(aim(&[Place::Focus]), None, "keys and text: the whole tree");
+    assert_eq!(aim(&[]), None);
+    assert_eq!(aim(&[point(1, 2), point(3, 4)]), None);
+    assert_eq!(aim(&[point(-1, 2)]), None);
+    let scope = ObservationScope { point: [10, 20] };
+    assert!(decides(scope, point(10, 20)));
+    assert!(!decides(scope, point(10, 21)));
+    assert!(!decides(scope, point(11, 20)));
+    assert!(!decides(scope, Place::Focus));
 }
