@@ -18,6 +18,7 @@
 //! (`exec.rs`) are submodules; the one node the executor invokes passes the check above through
 //! a one-shot [`Allowance`] set within the executor's turn of the session.
 
+mod effect;
 mod exec;
 mod hit;
 pub(crate) mod issue;

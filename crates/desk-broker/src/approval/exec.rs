@@ -12,7 +12,7 @@
 //!    (`run_plan`: journal row, `action_accepted`, the worker's AT-SPI action), for which the
 //!    high-risk check admits exactly this node of this observation once ([`super::Allowance`]).
 //! 5. `EFFECT_UNCERTAIN` is journaled, a fresh observation read, and the effect decided:
-//!    `CONFIRMED` when the app's accessible state digest ([`effect_digest`]) changed, else
+//!    `CONFIRMED` when the app's accessible state digest (`effect.rs`) changed, else
 //!    `NO_EFFECT`. Any failure after the invocation, and `NO_EFFECT`, freezes the session (state
 //!    `error`: no more input), and nothing is ever retried.
 //!
@@ -26,8 +26,8 @@ use desk_contract::approval::{
 };
 use desk_contract::control::{ProgramRequest, ProgramStep, SemanticStep};
 use desk_evidence::record::ApprovedAction;
-use serde::Serialize;
 
+use super::effect::effect_digest;
 use super::issue::find_binding;
 use super::receipt::{self, Consumed, ReceiptStore};
 use super::refusal;
@@ -36,48 +36,6 @@ use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::store::SessionRow;
 use crate::util::now_ms;
-
-/// States that change on their own or with the pointer and the focus, left out of the effect.
-const TRANSIENT_STATES: [&str; 3] = ["focused", "armed", "pressed"];
-
-#[derive(Serialize)]
-struct EffectNode<'a> {
-    parent: Option<u32>,
-    window: &'a str,
-    role: &'a str,
-    name: &'a str,
-    states: Vec<&'a str>,
-    bounds: Option<desk_contract::desktop::WindowRect>,
-}
-
-/// SHA-256 of the app's accessible state as an effect sees it: every node of the tree in walk
-/// order with its parent, window (bound, popup, other: the window set), role, name, extents and
-/// states, less [`TRANSIENT_STATES`]. The observation id is not in it.
-pub(crate) fn effect_digest(tree: &AxTree) -> Result<String, BrokerError> {
-    let nodes: Vec<EffectNode<'_>> = tree
-        .nodes
-        .iter()
-        .map(|node| {
-            let mut states: Vec<&str> = node
-                .states
-                .iter()
-                .map(String::as_str)
-                .filter(|state| !TRANSIENT_STATES.contains(state))
-                .collect();
-            states.sort_unstable();
-            EffectNode {
-                parent: node.parent,
-                window: node.window.as_str(),
-                role: &node.role,
-                name: &node.name,
-                states,
-                bounds: node.bounds,
-            }
-        })
-        .collect();
-    desk_evidence::canonical_sha256(&(tree.truncated, nodes))
-        .map_err(|error| BrokerError::Internal(format!("digest an observation: {error}")))
-}
 
 fn required(message: String) -> BrokerError {
     refusal(

@@ -16,7 +16,7 @@ use desk_contract::{ErrorCode, InputAction};
 use desk_evidence::SigningKey;
 
 use super::ApprovalGate;
-use super::exec::effect_digest;
+use super::effect::effect_digest;
 use super::issue::{check_approver, find_binding, resolve_at};
 use super::receipt::{self, Consumed, ReceiptStore, Stored};
 use super::tests::{approvals, tree};
