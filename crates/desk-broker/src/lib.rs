@@ -40,6 +40,7 @@ mod journal;
 pub mod kill;
 mod lease;
 mod ledger;
+mod line_socket;
 mod logs;
 mod metrics;
 pub mod observer;

@@ -18,7 +18,7 @@
 //! one): from then on the high-risk hit-test (`approval.rs`) judges input from the observer's
 //! signed view ([`view`]) and refuses it when there is none.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,7 @@ use super::{
     ObserveRequest, key, socket_path, valid_observation_id,
 };
 use crate::error::BrokerError;
+use crate::line_socket;
 use crate::util::now_ms;
 
 /// The oldest an observation may be when it arrives.
@@ -96,30 +97,18 @@ pub fn query(
             "the socket's peer runs as uid {peer}, not the observer's"
         )));
     }
-    stream
-        .set_read_timeout(Some(EXCHANGE_TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(EXCHANGE_TIMEOUT)))
-        .map_err(|error| refused(format!("{error}")))?;
-    let mut request = serde_json::to_vec(&ObserveRequest {
+    line_socket::set_timeouts(&stream, EXCHANGE_TIMEOUT).map_err(refused)?;
+    let request = serde_json::to_vec(&ObserveRequest {
         op: "observe".to_string(),
         session: session.to_string(),
         nonce: nonce.to_string(),
         point,
     })
     .map_err(BrokerError::json("encode an observe request"))?;
-    request.push(b'\n');
-    (&stream)
-        .write_all(&request)
-        .map_err(|error| refused(format!("cannot send: {error}")))?;
-    let mut line = String::new();
-    BufReader::new((&stream).take(MAX_ANSWER_BYTES))
-        .read_line(&mut line)
-        .map_err(|error| refused(format!("cannot read the answer: {error}")))?;
+    let line = line_socket::exchange(&stream, request, MAX_ANSWER_BYTES).map_err(refused)?;
     let received = now_ms();
     let signed = line.trim_end().as_bytes().to_vec();
-    if let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(&signed)
-        && let Some(error) = map.get("error")
-    {
+    if let Some(error) = line_socket::refusal(&signed) {
         return Err(refused(format!("the observer refused: {error}")));
     }
     let observation = verify(&signed, &key)?;

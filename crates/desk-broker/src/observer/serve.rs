@@ -10,7 +10,6 @@
 //! A tree that cannot be read gives a signed observation with outcome `insufficient_data` and
 //! the reason; so does an unknown session.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -28,6 +27,7 @@ use super::{
 };
 use crate::error::BrokerError;
 use crate::ids::SessionId;
+use crate::line_socket;
 use crate::util::now_ms;
 
 /// How long reading a request and writing an answer may take.
@@ -134,32 +134,15 @@ pub fn run_observer(config: ObserverConfig) -> Result<(), BrokerError> {
 
 impl Observer {
     fn answer(&self, stream: UnixStream) {
-        let peer =
-            nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-                .ok()
-                .map(|credentials| credentials.uid());
+        let peer = line_socket::peer_uid(&stream);
         if peer != Some(self.config.broker_uid) {
             tracing::warn!(peer_uid = ?peer, "observer refused a peer");
             return;
         }
-        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-        let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-        let mut line = String::new();
-        let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
-        let answer = match read {
-            Err(error) => Err(format!("cannot read the request: {error}")),
-            Ok(_) if !line.ends_with('\n') => Err(format!(
-                "the request is not one line of at most {MAX_REQUEST_BYTES} bytes"
-            )),
-            Ok(_) => self.signed_answer(&line),
-        };
-        let mut bytes = match answer {
-            Ok(bytes) => bytes,
-            Err(error) => serde_json::to_vec(&serde_json::json!({ "error": error }))
-                .unwrap_or_else(|_| b"{}".to_vec()),
-        };
-        bytes.push(b'\n');
-        if let Err(error) = (&stream).write_all(&bytes) {
+        let served = line_socket::serve_one(&stream, IO_TIMEOUT, MAX_REQUEST_BYTES, |line| {
+            self.signed_answer(line)
+        });
+        if let Err(error) = served {
             tracing::debug!(%error, "observer answer not delivered");
         }
     }

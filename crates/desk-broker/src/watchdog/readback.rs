@@ -15,7 +15,6 @@
 //! [`query`] is the client: it sends a fresh nonce and accepts only a verified answer echoing
 //! it.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -26,6 +25,7 @@ use desk_evidence::{Envelope, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
+use crate::line_socket;
 use crate::util::now_ms;
 
 /// `schema_version` of a [`Readback`].
@@ -232,33 +232,16 @@ impl Responder {
 
     /// Answers one connection: one request line, one answer line.
     fn answer(&self, stream: UnixStream) {
-        let peer =
-            nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-                .ok()
-                .map(|credentials| credentials.uid());
+        let peer = line_socket::peer_uid(&stream);
         let own = nix::unistd::geteuid().as_raw();
         if !peer.is_some_and(|uid| uid == own || uid == 0) {
             tracing::warn!(peer_uid = ?peer, "watchdog readback refused a peer");
             return;
         }
-        let _ = stream.set_read_timeout(Some(EXCHANGE_TIMEOUT));
-        let _ = stream.set_write_timeout(Some(EXCHANGE_TIMEOUT));
-        let mut line = String::new();
-        let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
-        let answer = match read {
-            Err(error) => Err(format!("cannot read the request: {error}")),
-            Ok(_) if !line.ends_with('\n') => Err(format!(
-                "the request is not one line of at most {MAX_REQUEST_BYTES} bytes"
-            )),
-            Ok(_) => self.signed_answer(&line),
-        };
-        let mut bytes = match answer {
-            Ok(bytes) => bytes,
-            Err(error) => serde_json::to_vec(&serde_json::json!({ "error": error }))
-                .unwrap_or_else(|_| b"{}".to_vec()),
-        };
-        bytes.push(b'\n');
-        if let Err(error) = (&stream).write_all(&bytes) {
+        let served = line_socket::serve_one(&stream, EXCHANGE_TIMEOUT, MAX_REQUEST_BYTES, |line| {
+            self.signed_answer(line)
+        });
+        if let Err(error) = served {
             tracing::debug!(%error, "watchdog readback answer not delivered");
         }
     }
@@ -317,25 +300,13 @@ pub fn query(state_dir: &Path, nonce: &str, key: &VerifyingKey) -> Result<Readba
     let refused =
         |why: String| BrokerError::Watchdog(format!("readback {}: {why}", path.display()));
     let stream = UnixStream::connect(&path).map_err(|error| refused(format!("{error}")))?;
-    stream
-        .set_read_timeout(Some(EXCHANGE_TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(EXCHANGE_TIMEOUT)))
-        .map_err(|error| refused(format!("{error}")))?;
-    let mut request = serde_json::to_vec(&ReadbackRequest {
+    line_socket::set_timeouts(&stream, EXCHANGE_TIMEOUT).map_err(refused)?;
+    let request = serde_json::to_vec(&ReadbackRequest {
         nonce: nonce.to_string(),
     })
     .map_err(BrokerError::json("encode a readback request"))?;
-    request.push(b'\n');
-    (&stream)
-        .write_all(&request)
-        .map_err(|error| refused(format!("cannot send: {error}")))?;
-    let mut line = String::new();
-    BufReader::new((&stream).take(MAX_ANSWER_BYTES))
-        .read_line(&mut line)
-        .map_err(|error| refused(format!("cannot read the answer: {error}")))?;
-    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(line.trim_end())
-        && let Some(error) = map.get("error")
-    {
+    let line = line_socket::exchange(&stream, request, MAX_ANSWER_BYTES).map_err(refused)?;
+    if let Some(error) = line_socket::refusal(line.trim_end().as_bytes()) {
         return Err(refused(format!("the watchdog refused: {error}")));
     }
     let envelope = Envelope::parse(line.trim_end().as_bytes())
