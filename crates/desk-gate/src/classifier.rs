@@ -156,9 +156,13 @@ impl Classifier for HttpClassifier {
             self.port,
             body.len()
         );
+        // One write: a server that answers after its first read then finds the whole request
+        // read, instead of closing on an unread body (which resets the connection, and the reset
+        // can destroy its answer before this side reads it).
+        let mut request = head.into_bytes();
+        request.extend_from_slice(&body);
         stream
-            .write_all(head.as_bytes())
-            .and_then(|()| stream.write_all(&body))
+            .write_all(&request)
             .map_err(|error| failed("send", error))?;
         let mut answer = Vec::new();
         let mut chunk = [0u8; 8192];

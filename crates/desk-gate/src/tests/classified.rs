@@ -118,12 +118,35 @@ fn one_shot(answer: String, delay: Duration) -> String {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        let mut request = [0u8; 4096];
-        let _ = stream.read(&mut request);
+        read_request(&mut stream);
         std::thread::sleep(delay);
         let _ = stream.write_all(answer.as_bytes());
     });
     format!("http://127.0.0.1:{port}/score")
+}
+
+/// Reads one whole request, its head and its `Content-Length` body, so the server never closes
+/// on unread bytes (a close with unread data resets the connection, and the reset can reach the
+/// client before it read the answer).
+fn read_request(stream: &mut std::net::TcpStream) {
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map_or(0, |value| value.trim().parse().unwrap());
+            if request.len() >= end + 4 + length {
+                return;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
 
 fn answer(model: &str, score: u32) -> String {
