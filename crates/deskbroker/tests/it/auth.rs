@@ -16,7 +16,7 @@ use desk_contract::api::{LeaseRequest, LeaseToken, ResetRequest};
 use serde_json::json;
 
 use crate::probe::{act, of_type, probe_events, wait_for_events};
-use crate::support::{deskbroker, probe_binary, xvfb_available};
+use crate::support::{certs, deskbroker, probe_binary, xvfb_available};
 
 /// A broker subprocess with the probe profile and extra `serve` flags; SIGKILLed on drop.
 struct Served {
@@ -116,21 +116,6 @@ impl Drop for Served {
             }
         }
     }
-}
-
-/// Runs `deskbroker certs …` and returns its stdout.
-fn certs(args: &[&str]) -> String {
-    let output = Command::new(deskbroker())
-        .arg("certs")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "certs {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
 }
 
 fn certs_init(dir: &Path) {

@@ -24,7 +24,7 @@ use crate::accessibility::ready;
 use crate::ax_fixture::write_profile;
 use crate::probe::act;
 use crate::screenshot_gate::tools_available;
-use crate::support::{Broker, signed_policy_args, xvfb_available};
+use crate::support::{Broker, certs, signed_policy_args, xvfb_available};
 
 fn policy(port: u16, model_sha256: &str) -> String {
     format!(
@@ -124,21 +124,6 @@ async fn screenshot_of(client: &Client, session: &str, sha256: &str) -> Screensh
 
 /// Whether `chromium` is installed; `DESK_REQUIRE_XVFB=1` (CI, whose setup installs it)
 /// makes its absence a failure.
-/// Runs `deskbroker certs …` and returns its stdout.
-fn certs(args: &[&str]) -> String {
-    let output = std::process::Command::new(crate::support::deskbroker())
-        .arg("certs")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "certs {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
 fn chromium_available() -> bool {
     let found = Path::new(CHROMIUM).exists();
     assert!(

@@ -19,6 +19,21 @@ pub(crate) fn deskbroker() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_deskbroker"))
 }
 
+/// Runs `deskbroker certs …` and returns its stdout.
+pub(crate) fn certs(args: &[&str]) -> String {
+    let output = Command::new(deskbroker())
+        .arg("certs")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "certs {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// The `deskbroker-worker` binary under test: the desktop worker and the sandbox's pid 1.
 pub(crate) fn worker_program() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_deskbroker-worker"))
