@@ -35,32 +35,12 @@ use serde_json::{Value, json};
 use crate::accessibility::ready;
 use crate::ax_fixture::{gtk_installed, write_profile};
 use crate::probe::act;
-use crate::support::{Broker, signed_policy_args, xvfb_available};
+use crate::support::{Broker, approvals_policy, signed_policy_args, xvfb_available};
 
 const APPROVER_SEED: [u8; 32] = [41; 32];
 
 fn policy() -> String {
-    let approver = desk_evidence::SigningKey::from_bytes(&APPROVER_SEED)
-        .verifying_key()
-        .to_base64();
-    format!(
-        r#"schema_version: deskbroker.workspace-policy.v1
-policy_version: approvals-exec-it
-workspace: {{disposable: true, logged_out: true}}
-apps: {{allowed_profiles: [axfixture]}}
-writable_directories: [attempt]
-network: {{mode: none, allowed_domains: []}}
-clipboard: none
-limits: {{max_task_minutes: 30, max_refused_actions: 50, idle_seconds: 600}}
-validity: {{not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}}
-approvals:
-  approver_id: release-approver
-  approver_public_key: "{approver}"
-  receipt_ttl_seconds: 2
-  high_risk_targets:
-    - {{role: button, name_pattern: "^press me$"}}
-"#
-    )
+    approvals_policy("approvals-exec-it", "axfixture", APPROVER_SEED, 2)
 }
 
 fn credential_of(seed: [u8; 32], sub: &str, scope: Scope) -> String {

@@ -28,7 +28,7 @@ use sha2::Digest as _;
 use crate::accessibility::ready;
 use crate::ax_fixture::{gtk_installed, write_profile};
 use crate::probe::act;
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, approvals_policy, xvfb_available};
 
 async fn observer_supported(client: &Client) -> bool {
     client
@@ -227,28 +227,8 @@ async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
     assert!(!observer_supported(&client).await);
 }
 
-fn approvals_policy() -> String {
-    let approver = desk_evidence::SigningKey::from_bytes(&[47; 32])
-        .verifying_key()
-        .to_base64();
-    format!(
-        r#"schema_version: deskbroker.workspace-policy.v1
-policy_version: observer-it
-workspace: {{disposable: true, logged_out: true}}
-apps: {{allowed_profiles: [axfixture]}}
-writable_directories: [attempt]
-network: {{mode: none, allowed_domains: []}}
-clipboard: none
-limits: {{max_task_minutes: 30, max_refused_actions: 50, idle_seconds: 600}}
-validity: {{not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}}
-approvals:
-  approver_id: release-approver
-  approver_public_key: "{approver}"
-  receipt_ttl_seconds: 60
-  high_risk_targets:
-    - {{role: button, name_pattern: "^press me$"}}
-"#
-    )
+fn observer_policy() -> String {
+    approvals_policy("observer-it", "axfixture", [47; 32], 60)
 }
 
 fn stored_observations(broker: &Broker, session: &str) -> usize {
@@ -343,7 +323,7 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
     let root = tempfile::tempdir().unwrap();
     let log = root.path().join("fixture.ndjson");
     write_profile(root.path(), &log);
-    let args = crate::support::signed_policy_args(root.path(), &approvals_policy(), 48);
+    let args = crate::support::signed_policy_args(root.path(), &observer_policy(), 48);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let broker = Broker::start_with(root.path(), None, &log, &args);
     let client = broker.client();

@@ -476,3 +476,35 @@ pub(crate) fn signed_policy_args(root: &Path, yaml: &str, seed: u8) -> Vec<Strin
         pub_path.display().to_string(),
     ]
 }
+
+/// A workspace policy for the approval tests: version `version`, the app profiles `profiles`
+/// (a YAML flow list's items), 50 refused actions, and approvals by `release-approver` with
+/// the key of `approver_seed`, receipts valid `receipt_ttl_seconds`, for the button "press me".
+pub(crate) fn approvals_policy(
+    version: &str,
+    profiles: &str,
+    approver_seed: [u8; 32],
+    receipt_ttl_seconds: u32,
+) -> String {
+    let approver = desk_evidence::SigningKey::from_bytes(&approver_seed)
+        .verifying_key()
+        .to_base64();
+    format!(
+        r#"schema_version: deskbroker.workspace-policy.v1
+policy_version: {version}
+workspace: {{disposable: true, logged_out: true}}
+apps: {{allowed_profiles: [{profiles}]}}
+writable_directories: [attempt]
+network: {{mode: none, allowed_domains: []}}
+clipboard: none
+limits: {{max_task_minutes: 30, max_refused_actions: 50, idle_seconds: 600}}
+validity: {{not_before: "2020-01-01T00:00:00Z", not_after: "2099-01-01T00:00:00Z"}}
+approvals:
+  approver_id: release-approver
+  approver_public_key: "{approver}"
+  receipt_ttl_seconds: {receipt_ttl_seconds}
+  high_risk_targets:
+    - {{role: button, name_pattern: "^press me$"}}
+"#
+    )
+}
