@@ -15,13 +15,12 @@
 //!   answer, so a restarted broker keeps the generation and never resurrects a stopped one.
 //! - Screenshot geometry (never pixels) of the last [`shots::HISTORY`] images is kept in memory,
 //!   tagged with the generation and revision it was issued under (`shots.rs`); so is the
-//!   current accessibility observation's id and node windows (`ax.rs`).
+//!   current accessibility observation's id and node windows (`ax.rs`); the methods that
+//!   record and read both are in `observed.rs`. `Persisted` lives with its file (`persist.rs`),
+//!   and [`Scope`] with the control refusal in `scope.rs`, so no part names this module back.
 //!
 //! The state lives beside the session row, not in it: Stop must never wait for the session's
 //! lock or queue (a program holds both while it runs and rechecks this state before each step).
-//!
-//! Just over 400 lines: the control state and its rules stay together; persistence, shots, zoom,
-//! operations and the accessibility observation are already apart.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -29,50 +28,22 @@ use std::sync::{Mutex, MutexGuard};
 use desk_contract::ErrorCode;
 use desk_contract::control::{ControlClaim, ControlMode, ControlStatus, ControlToken, StopReason};
 use desk_desktop::SessionDir;
-use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::util::check_identifier;
 
 pub(crate) mod ax;
+mod observed;
 mod ops;
 mod persist;
+mod scope;
 pub(crate) mod shots;
 mod zoom;
 
-/// What `control.json` holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Persisted {
-    owner: Option<String>,
-    mode: ControlMode,
-    generation: u64,
-    target_revision: u64,
-    stopped: bool,
-    stop_reason: Option<StopReason>,
-}
-
-impl Default for Persisted {
-    fn default() -> Persisted {
-        Persisted {
-            owner: None,
-            mode: ControlMode::Act,
-            generation: 1,
-            target_revision: 0,
-            stopped: false,
-            stop_reason: None,
-        }
-    }
-}
-
-/// The generation and target revision a piece of work was admitted under; it may run only
-/// while both are still current and the session is not stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Scope {
-    pub(crate) generation: u64,
-    pub(crate) target_revision: u64,
-}
+use persist::Persisted;
+pub(crate) use scope::Scope;
+use scope::refusal;
 
 struct State {
     persisted: Persisted,
@@ -85,13 +56,6 @@ struct State {
 #[derive(Default)]
 pub(crate) struct Controls {
     states: Mutex<HashMap<SessionId, State>>,
-}
-
-fn refusal(code: ErrorCode, message: impl Into<String>) -> BrokerError {
-    BrokerError::Control {
-        code,
-        message: message.into(),
-    }
 }
 
 impl State {

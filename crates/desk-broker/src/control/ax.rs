@@ -8,12 +8,10 @@
 //! a broker restart every earlier id is stale, which fails closed.
 
 use desk_contract::ErrorCode;
-use desk_contract::a11y::{AxTree, AxWindow};
-use desk_desktop::SessionDir;
+use desk_contract::a11y::AxWindow;
 
-use super::{Controls, Scope, refusal};
+use super::scope::{Scope, refusal};
 use crate::error::BrokerError;
-use crate::ids::SessionId;
 
 /// What the broker keeps of the current observation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,34 +74,6 @@ impl Observation {
                 ),
             )),
         }
-    }
-}
-
-impl Controls {
-    /// Records `tree` as the session's current observation, under the current scope.
-    pub(crate) fn observed(
-        &self,
-        session_id: &SessionId,
-        dir: &SessionDir,
-        tree: &AxTree,
-    ) -> Result<(), BrokerError> {
-        self.with(session_id, dir, |state| {
-            state.ax = Some(Observation {
-                id: tree.observation_id.clone(),
-                scope: state.scope(),
-                windows: tree.nodes.iter().map(|node| node.window).collect(),
-            });
-            Ok(())
-        })
-    }
-
-    /// The session's current observation, if any.
-    pub(crate) fn observation(
-        &self,
-        session_id: &SessionId,
-        dir: &SessionDir,
-    ) -> Result<Option<Observation>, BrokerError> {
-        self.with(session_id, dir, |state| Ok(state.ax.clone()))
     }
 }
 

@@ -3,10 +3,36 @@
 
 use std::io::Write as _;
 
+use desk_contract::control::{ControlMode, StopReason};
 use desk_desktop::SessionDir;
+use serde::{Deserialize, Serialize};
 
-use super::Persisted;
 use crate::error::BrokerError;
+
+/// What `control.json` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Persisted {
+    pub(super) owner: Option<String>,
+    pub(super) mode: ControlMode,
+    pub(super) generation: u64,
+    pub(super) target_revision: u64,
+    pub(super) stopped: bool,
+    pub(super) stop_reason: Option<StopReason>,
+}
+
+impl Default for Persisted {
+    fn default() -> Persisted {
+        Persisted {
+            owner: None,
+            mode: ControlMode::Act,
+            generation: 1,
+            target_revision: 0,
+            stopped: false,
+            stop_reason: None,
+        }
+    }
+}
 
 pub(super) fn load(dir: &SessionDir) -> Result<Persisted, BrokerError> {
     let path = dir.control_file();

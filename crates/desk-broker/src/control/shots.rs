@@ -11,14 +11,11 @@
 
 use std::collections::VecDeque;
 
-use desk_contract::api::Screenshot;
+use desk_contract::ErrorCode;
 use desk_contract::control::PixelRect;
-use desk_contract::{DisplaySize, ErrorCode};
 
-use super::{Controls, Scope, refusal};
+use super::scope::{Scope, refusal};
 use crate::error::BrokerError;
-use crate::ids::SessionId;
-use desk_desktop::SessionDir;
 
 /// Geometry entries kept per session.
 pub(crate) const HISTORY: usize = 16;
@@ -40,7 +37,7 @@ pub(crate) struct History {
     entries: VecDeque<Geometry>,
 }
 
-fn new_screenshot_id() -> Result<String, BrokerError> {
+pub(super) fn new_screenshot_id() -> Result<String, BrokerError> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes).map_err(|error| {
         BrokerError::Internal(format!("failed to draw a screenshot id: {error}"))
@@ -49,7 +46,7 @@ fn new_screenshot_id() -> Result<String, BrokerError> {
 }
 
 impl History {
-    fn push(&mut self, geometry: Geometry) {
+    pub(super) fn push(&mut self, geometry: Geometry) {
         if self.entries.len() == HISTORY {
             self.entries.pop_front();
         }
@@ -59,7 +56,7 @@ impl History {
     /// The geometry of `id`, which must have been issued under `scope`. A found image becomes
     /// the most recently used: a batch of actions all read from one image keeps it in the
     /// history however many frames its items return.
-    fn find(&mut self, id: &str, scope: Scope) -> Result<Geometry, BrokerError> {
+    pub(super) fn find(&mut self, id: &str, scope: Scope) -> Result<Geometry, BrokerError> {
         let Some(position) = self.entries.iter().position(|entry| entry.id == id) else {
             return Err(refusal(
                 ErrorCode::ScreenshotUnknown,
@@ -137,74 +134,5 @@ impl Geometry {
             map(x, content.x, content.width, bounds.x, bounds.width),
             map(y, content.y, content.height, bounds.y, bounds.height),
         ))
-    }
-}
-
-impl Controls {
-    /// Gives `screenshot` its id and geometry (the whole image shows the whole display) and
-    /// records that geometry under the session's current scope.
-    pub(crate) fn identify(
-        &self,
-        session_id: &SessionId,
-        dir: &SessionDir,
-        screenshot: &mut Screenshot,
-        display: DisplaySize,
-    ) -> Result<(), BrokerError> {
-        let bounds = PixelRect {
-            x: 0,
-            y: 0,
-            width: display.width,
-            height: display.height,
-        };
-        self.identify_region(session_id, dir, screenshot, bounds)
-    }
-
-    /// Gives `screenshot` its id and geometry (the whole image shows the screen region
-    /// `bounds`, a zoom's) and records that geometry under the session's current scope.
-    pub(crate) fn identify_region(
-        &self,
-        session_id: &SessionId,
-        dir: &SessionDir,
-        screenshot: &mut Screenshot,
-        bounds: PixelRect,
-    ) -> Result<(), BrokerError> {
-        if screenshot.width == 0 || screenshot.height == 0 {
-            return Err(BrokerError::Internal(
-                "a screenshot without pixels has no geometry".to_string(),
-            ));
-        }
-        let id = new_screenshot_id()?;
-        let content = PixelRect {
-            x: 0,
-            y: 0,
-            width: screenshot.width,
-            height: screenshot.height,
-        };
-        self.with(session_id, dir, |state| {
-            let scope = state.scope();
-            state.shots.push(Geometry {
-                id: id.clone(),
-                scope,
-                image: (screenshot.width, screenshot.height),
-                content,
-                bounds,
-            });
-            Ok(())
-        })?;
-        screenshot.screenshot_id = Some(id);
-        screenshot.image_content_rect = Some(content);
-        screenshot.image_global_bounds = Some(bounds);
-        Ok(())
-    }
-
-    /// The geometry of screenshot `id`, which must have been issued under `scope`.
-    pub(crate) fn geometry(
-        &self,
-        session_id: &SessionId,
-        dir: &SessionDir,
-        id: &str,
-        scope: Scope,
-    ) -> Result<Geometry, BrokerError> {
-        self.with(session_id, dir, |state| state.shots.find(id, scope))
     }
 }
