@@ -30,177 +30,67 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use desk_contract::{ErrorBody, ErrorCode};
-use desk_desktop::BackendError;
-use desk_desktop::ProfileError;
+use desk_contract::ErrorCode;
 
 use crate::error::BrokerError;
 
 impl BrokerError {
-    /// The status and code of this error. The single place that decides them.
+    /// The status and code of this error: the code is [`BrokerError::code`]'s, the status
+    /// follows from it ([`code_status`]) except for the few variants that say more.
     pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
-        match self {
-            BrokerError::InvalidAction(_) | BrokerError::MalformedAction(_) => {
-                (StatusCode::BAD_REQUEST, ErrorCode::InvalidAction)
-            }
-            BrokerError::InvalidRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest),
-            BrokerError::BodyTooLarge { .. } => {
-                (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::InvalidRequest)
-            }
-            BrokerError::NotFound(_) | BrokerError::Profile(ProfileError::Unknown(_)) => {
-                (StatusCode::NOT_FOUND, ErrorCode::NotFound)
-            }
-            BrokerError::SequenceConflict(_) => {
-                (StatusCode::CONFLICT, ErrorCode::ActionSequenceConflict)
-            }
-            BrokerError::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
-            BrokerError::LeaseConflict(_) | BrokerError::AtCapacity(_) => {
-                (StatusCode::CONFLICT, ErrorCode::LeaseConflict)
-            }
-            BrokerError::CheckpointRequired(_) => {
-                (StatusCode::CONFLICT, ErrorCode::CheckpointRequired)
-            }
-            BrokerError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
-            BrokerError::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Unauthorized),
-            BrokerError::PolicyInvalid(_) => (StatusCode::FORBIDDEN, ErrorCode::PolicyInvalid),
-            BrokerError::ProfileNotAllowed(_) => {
-                (StatusCode::FORBIDDEN, ErrorCode::ProfileNotAllowed)
-            }
-            BrokerError::LeaseExpired(_) => (StatusCode::GONE, ErrorCode::LeaseExpired),
-            BrokerError::SessionKilled { .. } => (StatusCode::GONE, ErrorCode::SessionKilled),
-            BrokerError::SessionBusy(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::SessionBusy),
-            BrokerError::CheckpointFailed(_) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::CheckpointFailed,
-            ),
-            BrokerError::ArtifactInvalid(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ArtifactInvalid)
-            }
-            BrokerError::ResetUnstable(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::ResetUnstable)
-            }
-            BrokerError::AppNotMaximized(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AppNotMaximized)
-            }
-            BrokerError::OutcomeUnknown { .. } => (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                ErrorCode::InputOutcomeUnknown,
-            ),
-            BrokerError::Desktop {
-                source: BackendError::SandboxUnavailable(_) | BackendError::LimitsUnavailable(_),
-                ..
-            } => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                ErrorCode::SandboxUnavailable,
-            ),
-            BrokerError::Desktop {
-                source: BackendError::WorkspaceUnverified(_),
-                ..
-            } => (StatusCode::BAD_GATEWAY, ErrorCode::WorkspaceUnverified),
-            BrokerError::Desktop {
-                source: BackendError::AccessibilityUnavailable(_),
-                ..
-            } => (StatusCode::CONFLICT, ErrorCode::AccessibilityUnavailable),
-            BrokerError::Desktop {
-                source: BackendError::AxStale(_),
-                ..
-            } => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::AxObservationStale,
-            ),
-            BrokerError::Desktop {
-                source: BackendError::AxForeignWindow(_),
-                ..
-            } => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AxForeignWindow),
-            BrokerError::Desktop {
-                source: BackendError::AxNotActionable(_),
-                ..
-            } => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::AxNotActionable),
-            BrokerError::Desktop {
-                source: BackendError::AxProviderBusy(_),
-                ..
-            } => (StatusCode::CONFLICT, ErrorCode::AxProviderBusy),
-            BrokerError::Desktop {
-                source: BackendError::DestinationNotApp(_),
-                ..
-            } => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::DestinationNotApp,
-            ),
-            BrokerError::Desktop {
-                source: BackendError::DestinationProhibited(_),
-                ..
-            } => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::DestinationProhibited,
-            ),
-            BrokerError::Desktop {
-                source: BackendError::ResourceLimit(_),
-                ..
-            } => (StatusCode::BAD_GATEWAY, ErrorCode::ResourceLimit),
-            BrokerError::Desktop { .. } => (StatusCode::BAD_GATEWAY, ErrorCode::DesktopFailed),
-            BrokerError::JournalUnavailable(_) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                ErrorCode::JournalUnavailable,
-            ),
-            // The signed evidence journal cannot be written: refused like the action journal.
-            BrokerError::Evidence { .. } => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                ErrorCode::JournalUnavailable,
-            ),
-            BrokerError::Control { code, .. } => (control_status(*code), *code),
-            BrokerError::Store { .. }
-            | BrokerError::Io { .. }
-            | BrokerError::Profile(_)
-            | BrokerError::Json { .. }
-            | BrokerError::Watchdog(_)
-            | BrokerError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
-        }
-    }
-
-    /// The body sent to clients: the reason for 4xx, a fixed message for 5xx.
-    pub fn to_body(&self) -> ErrorBody {
-        let (status, code) = self.status_and_code();
-        let message = if let BrokerError::Desktop {
-            source: source @ BackendError::AccessibilityUnavailable(_),
-            operation,
-        } = self
-        {
-            format!("{source} (during {operation})")
-        } else if !status.is_server_error() {
-            self.to_string()
-        } else {
-            match self {
-                BrokerError::Desktop {
-                    source: BackendError::SandboxUnavailable(_),
-                    operation,
-                } => format!(
-                    "this host cannot build the desktop's sandbox (during {operation}); the \
-                     broker log says why. Containment is required unless serve runs with \
-                     --unsafe-no-sandbox"
-                ),
-                // The controller and the kernel's error class (no paths), and the flag.
-                BrokerError::Desktop {
-                    source: source @ BackendError::LimitsUnavailable(_),
-                    operation,
-                } => format!("{source} (during {operation})"),
-                // Rule ids only (fixed names, no paths): what the operator must mend.
-                BrokerError::Desktop {
-                    source: source @ BackendError::WorkspaceUnverified(_),
-                    operation,
-                } => format!("{} during {operation}", source),
-                // These messages are built from the operation and index only, never a cause.
-                BrokerError::OutcomeUnknown { .. }
-                // Built by the broker from the operation and the worker's class of failure.
-                | BrokerError::Control { .. }
-                | BrokerError::Desktop { .. }
-                | BrokerError::Evidence { .. }
-                // Built from SQLite's error class only.
-                | BrokerError::JournalUnavailable(_) => self.to_string(),
-                _ => "internal error; see the broker log".to_string(),
-            }
+        let code = self.code();
+        let status = match self {
+            // Both `unauthorized`: a peer not admitted at all is 403, a bad credential 401.
+            BrokerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            BrokerError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BrokerError::Control { code, .. } => control_status(*code),
+            _ => code_status(code),
         };
-        ErrorBody::new(code, message)
+        (status, code)
+    }
+}
+
+/// The status of an answer with `code` from any variant but `Control`, `Forbidden` and
+/// `BodyTooLarge`.
+fn code_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidAction | ErrorCode::InvalidRequest | ErrorCode::InvalidParams => {
+            StatusCode::BAD_REQUEST
+        }
+        ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+        ErrorCode::PolicyInvalid | ErrorCode::ProfileNotAllowed | ErrorCode::ClipboardDisabled => {
+            StatusCode::FORBIDDEN
+        }
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::LeaseExpired | ErrorCode::SessionKilled => StatusCode::GONE,
+        ErrorCode::SessionBusy => StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::CheckpointFailed
+        | ErrorCode::ArtifactInvalid
+        | ErrorCode::ResetUnstable
+        | ErrorCode::AppNotMaximized
+        | ErrorCode::ScreenshotUnknown
+        | ErrorCode::ScreenshotStale
+        | ErrorCode::PointOutsideImage
+        | ErrorCode::AxObservationStale
+        | ErrorCode::AxForeignWindow
+        | ErrorCode::AxNotActionable
+        | ErrorCode::DestinationNotApp
+        | ErrorCode::DestinationProhibited
+        | ErrorCode::ApprovalRequired
+        | ErrorCode::ClipboardUnavailable => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::InputOutcomeUnknown | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::SandboxUnavailable | ErrorCode::JournalUnavailable => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        ErrorCode::WorkspaceUnverified
+        | ErrorCode::ResourceLimit
+        | ErrorCode::DesktopFailed
+        | ErrorCode::ClipboardOutcomeUnknown => StatusCode::BAD_GATEWAY,
+        ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
+        // action_sequence_conflict, invalid_state, checkpoint_required, lease_conflict,
+        // control_*, accessibility_unavailable, ax_provider_busy, insufficient_data: a conflict
+        // with the session's state.
+        _ => StatusCode::CONFLICT,
     }
 }
 

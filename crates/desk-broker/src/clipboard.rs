@@ -130,7 +130,7 @@ impl Inner {
         error: Option<&BrokerError>,
     ) -> Result<(), BrokerError> {
         if let Some(error) = error {
-            record.error_code = Some(error.status_and_code().1.as_str().to_string());
+            record.error_code = Some(error.code().as_str().to_string());
         }
         tracing::info!(
             session_id = %session.id,
@@ -266,7 +266,7 @@ impl Inner {
             }
             Err(error) => {
                 self.fail_if_desktop_died(session_id, &error);
-                let outcome = match error.status_and_code().1 {
+                let outcome = match error.code() {
                     ErrorCode::ClipboardOutcomeUnknown => "unknown",
                     _ => "failed",
                 };

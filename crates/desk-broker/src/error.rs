@@ -1,12 +1,13 @@
-//! `BrokerError`: every way a broker operation fails. The mapping to HTTP status and
-//! [`desk_contract::ErrorCode`] lives in one `match` in `api_error.rs`.
+//! `BrokerError`: every way a broker operation fails, and its [`desk_contract::ErrorCode`]
+//! ([`BrokerError::code`], one `match`). The HTTP status lives with the server (desk-server's
+//! `api_error.rs`), which follows the code and a few variants.
 //!
 //! Variants that map to 4xx carry a reason meant for the client; variants that map to 5xx carry
 //! their cause as a `#[source]` that is logged, never sent.
 
 use std::path::PathBuf;
 
-use desk_contract::ActionError;
+use desk_contract::{ActionError, ErrorBody, ErrorCode};
 use desk_desktop::{BackendError, ProfileError};
 
 /// A broker failure.
@@ -178,6 +179,141 @@ pub enum BrokerError {
 }
 
 impl BrokerError {
+    /// The stable code of this error: the single place that decides it. (Its HTTP status is
+    /// desk-server's business, `api_error.rs`.)
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            BrokerError::InvalidAction(_) | BrokerError::MalformedAction(_) => {
+                ErrorCode::InvalidAction
+            }
+            BrokerError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            BrokerError::BodyTooLarge { .. } => ErrorCode::InvalidRequest,
+            BrokerError::NotFound(_) | BrokerError::Profile(ProfileError::Unknown(_)) => {
+                ErrorCode::NotFound
+            }
+            BrokerError::SequenceConflict(_) => ErrorCode::ActionSequenceConflict,
+            BrokerError::InvalidState { .. } => ErrorCode::InvalidState,
+            BrokerError::LeaseConflict(_) | BrokerError::AtCapacity(_) => ErrorCode::LeaseConflict,
+            BrokerError::CheckpointRequired(_) => ErrorCode::CheckpointRequired,
+            BrokerError::Unauthorized(_) => ErrorCode::Unauthorized,
+            BrokerError::Forbidden(_) => ErrorCode::Unauthorized,
+            BrokerError::PolicyInvalid(_) => ErrorCode::PolicyInvalid,
+            BrokerError::ProfileNotAllowed(_) => ErrorCode::ProfileNotAllowed,
+            BrokerError::LeaseExpired(_) => ErrorCode::LeaseExpired,
+            BrokerError::SessionKilled { .. } => ErrorCode::SessionKilled,
+            BrokerError::SessionBusy(_) => ErrorCode::SessionBusy,
+            BrokerError::CheckpointFailed(_) => ErrorCode::CheckpointFailed,
+            BrokerError::ArtifactInvalid(_) => ErrorCode::ArtifactInvalid,
+            BrokerError::ResetUnstable(_) => ErrorCode::ResetUnstable,
+            BrokerError::AppNotMaximized(_) => ErrorCode::AppNotMaximized,
+            BrokerError::OutcomeUnknown { .. } => ErrorCode::InputOutcomeUnknown,
+            BrokerError::Desktop {
+                source: BackendError::SandboxUnavailable(_) | BackendError::LimitsUnavailable(_),
+                ..
+            } => ErrorCode::SandboxUnavailable,
+            BrokerError::Desktop {
+                source: BackendError::WorkspaceUnverified(_),
+                ..
+            } => ErrorCode::WorkspaceUnverified,
+            BrokerError::Desktop {
+                source: BackendError::AccessibilityUnavailable(_),
+                ..
+            } => ErrorCode::AccessibilityUnavailable,
+            BrokerError::Desktop {
+                source: BackendError::AxStale(_),
+                ..
+            } => ErrorCode::AxObservationStale,
+            BrokerError::Desktop {
+                source: BackendError::AxForeignWindow(_),
+                ..
+            } => ErrorCode::AxForeignWindow,
+            BrokerError::Desktop {
+                source: BackendError::AxNotActionable(_),
+                ..
+            } => ErrorCode::AxNotActionable,
+            BrokerError::Desktop {
+                source: BackendError::AxProviderBusy(_),
+                ..
+            } => ErrorCode::AxProviderBusy,
+            BrokerError::Desktop {
+                source: BackendError::DestinationNotApp(_),
+                ..
+            } => ErrorCode::DestinationNotApp,
+            BrokerError::Desktop {
+                source: BackendError::DestinationProhibited(_),
+                ..
+            } => ErrorCode::DestinationProhibited,
+            BrokerError::Desktop {
+                source: BackendError::ResourceLimit(_),
+                ..
+            } => ErrorCode::ResourceLimit,
+            BrokerError::Desktop { .. } => ErrorCode::DesktopFailed,
+            BrokerError::JournalUnavailable(_) => ErrorCode::JournalUnavailable,
+            // The signed evidence journal cannot be written: refused like the action journal.
+            BrokerError::Evidence { .. } => ErrorCode::JournalUnavailable,
+            BrokerError::Control { code, .. } => *code,
+            BrokerError::Store { .. }
+            | BrokerError::Io { .. }
+            | BrokerError::Profile(_)
+            | BrokerError::Json { .. }
+            | BrokerError::Watchdog(_)
+            | BrokerError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// The body sent to clients: the reason for a refusal, a fixed message for a failure whose
+    /// cause stays in the log ([`BrokerError::hides_cause`]).
+    pub fn to_body(&self) -> ErrorBody {
+        let code = self.code();
+        let message = if let BrokerError::Desktop {
+            source: source @ BackendError::AccessibilityUnavailable(_),
+            operation,
+        } = self
+        {
+            format!("{source} (during {operation})")
+        } else if !self.hides_cause() {
+            self.to_string()
+        } else {
+            match self {
+                BrokerError::Desktop {
+                    source: BackendError::SandboxUnavailable(_),
+                    operation,
+                } => format!(
+                    "this host cannot build the desktop's sandbox (during {operation}); the \
+                     broker log says why. Containment is required unless serve runs with \
+                     --unsafe-no-sandbox"
+                ),
+                // The controller and the kernel's error class (no paths), and the flag.
+                BrokerError::Desktop {
+                    source: source @ BackendError::LimitsUnavailable(_),
+                    operation,
+                } => format!("{source} (during {operation})"),
+                // Rule ids only (fixed names, no paths): what the operator must mend.
+                BrokerError::Desktop {
+                    source: source @ BackendError::WorkspaceUnverified(_),
+                    operation,
+                } => format!("{} during {operation}", source),
+                // These messages are built from the operation and index only, never a cause.
+                BrokerError::OutcomeUnknown { .. }
+                // Built by the broker from the operation and the worker's class of failure.
+                | BrokerError::Control { .. }
+                | BrokerError::Desktop { .. }
+                | BrokerError::Evidence { .. }
+                // Built from SQLite's error class only.
+                | BrokerError::JournalUnavailable(_) => self.to_string(),
+                _ => "internal error; see the broker log".to_string(),
+            }
+        };
+        ErrorBody::new(code, message)
+    }
+
+    /// Whether the answer hides this error's cause: a failure on the broker's or the desktop's
+    /// side (HTTP 5xx, desk-server's `api_error.rs`), whose chain is logged, never sent. A
+    /// `Control` refusal's message is built by the broker and always sent.
+    pub fn hides_cause(&self) -> bool {
+        !matches!(self, BrokerError::Control { .. }) && code_hides_cause(self.code())
+    }
+
     pub(crate) fn store(operation: &'static str) -> impl FnOnce(rusqlite::Error) -> BrokerError {
         move |source| BrokerError::Store { operation, source }
     }
@@ -201,4 +337,20 @@ impl BrokerError {
     pub(crate) fn desktop(operation: &'static str) -> impl FnOnce(BackendError) -> BrokerError {
         move |source| BrokerError::Desktop { operation, source }
     }
+}
+
+/// Whether an answer with `code` (from any variant but `Control`) is a failure on the broker's
+/// or the desktop's side: exactly the codes desk-server answers with a 5xx status.
+fn code_hides_cause(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::InputOutcomeUnknown
+            | ErrorCode::Internal
+            | ErrorCode::SandboxUnavailable
+            | ErrorCode::JournalUnavailable
+            | ErrorCode::WorkspaceUnverified
+            | ErrorCode::ResourceLimit
+            | ErrorCode::DesktopFailed
+            | ErrorCode::ClipboardOutcomeUnknown
+    )
 }

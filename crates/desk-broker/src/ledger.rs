@@ -166,7 +166,7 @@ impl<'a> Ledger<'a> {
             &self.session,
             self.action_index,
             ActionEnd::NotInjected {
-                error_code: error.status_and_code().1.as_str(),
+                error_code: error.code().as_str(),
             },
         );
         let discarded = self.session.lifecycle.withdraw().and_then(|ready| {
@@ -185,7 +185,7 @@ impl<'a> Ledger<'a> {
     /// landed in between): nothing was sent; handled like [`Ledger::not_injected`], answering
     /// `refusal`.
     pub(crate) fn withdrawn(mut self, refusal: BrokerError) -> BrokerError {
-        let code = refusal.status_and_code().1;
+        let code = refusal.code();
         let _ = evidence::action_receipt(
             self.inner.evidence(),
             &self.session,

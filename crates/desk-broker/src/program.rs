@@ -84,7 +84,7 @@ pub(crate) struct Ran<'a> {
 fn step_failure(step_index: u64, error: &BrokerError) -> StepFailure {
     StepFailure {
         step_index,
-        code: error.status_and_code().1,
+        code: error.code(),
         message: error.to_body().message,
     }
 }
@@ -94,7 +94,7 @@ impl Inner {
     /// counts as a refused action, toward the policy's limit, like any other escape attempt.
     fn count_off_app(&self, session_id: &SessionId, request_id: &str, error: &BrokerError) {
         if matches!(
-            error.status_and_code().1,
+            error.code(),
             ErrorCode::DestinationNotApp | ErrorCode::DestinationProhibited
         ) {
             self.count_refused(session_id, request_id, error);

@@ -177,7 +177,7 @@ impl crate::broker::Inner {
                 None
             }
         };
-        let code = refusal.status_and_code().1;
+        let code = refusal.code();
         if let Err(error) =
             crate::evidence::action_refused(self.evidence(), &session, request_id, code, count)
         {

@@ -262,7 +262,7 @@ impl Inner {
         self.approvals.allow_once_clear(session_id);
         let answer = match ran {
             Ok(answer) => answer,
-            Err(error) if error.status_and_code().1 == ErrorCode::InputOutcomeUnknown => {
+            Err(error) if error.code() == ErrorCode::InputOutcomeUnknown => {
                 let _ = journal.record(
                     ApprovedState::EffectUncertain,
                     &consumed,

@@ -224,7 +224,7 @@ fn the_allowance_admits_one_exact_press_once() {
             &|_| Ok(()),
         )
         .unwrap_err();
-    assert_eq!(refused.status_and_code().1, ErrorCode::ApprovalRequired);
+    assert_eq!(refused.code(), ErrorCode::ApprovalRequired);
     // Another node of the observation is not admitted by an allowance for node 3.
     gate.allow_once(&session, &tree.observation_id, 3);
     let press_panel = InputAction::AxPress {
@@ -252,7 +252,7 @@ fn the_allowance_admits_one_exact_press_once() {
             &|_| Ok(()),
         )
         .unwrap_err();
-    assert_eq!(again.status_and_code().1, ErrorCode::ApprovalRequired);
+    assert_eq!(again.code(), ErrorCode::ApprovalRequired);
     // Cleared unused: nothing is admitted.
     gate.allow_once(&session, &tree.observation_id, 3);
     gate.allow_once_clear(&session);

@@ -13,7 +13,7 @@ use crate::error::BrokerError;
 use crate::ids::sid;
 
 fn code(error: BrokerError) -> ErrorCode {
-    error.status_and_code().1
+    error.code()
 }
 
 fn claim(owner: &str, mode: ControlMode) -> ControlClaim {

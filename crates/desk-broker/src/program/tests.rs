@@ -38,18 +38,14 @@ fn the_first_bad_step_is_named_by_index_and_field() {
     ];
     for (program, expected) in cases {
         let error = validate_steps(&steps(program.clone()), None, DISPLAY, None).unwrap_err();
-        assert_eq!(
-            error.status_and_code().1,
-            ErrorCode::InvalidParams,
-            "{program}"
-        );
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{program}");
         assert!(
             error.to_string().starts_with(expected),
             "{program}: {error}"
         );
     }
     let empty = validate_steps(&[], None, DISPLAY, None).unwrap_err();
-    assert_eq!(empty.status_and_code().1, ErrorCode::InvalidParams);
+    assert_eq!(empty.code(), ErrorCode::InvalidParams);
     let many =
         vec![steps(json!([{"type": "wait", "milliseconds": 1, "intent": "w"}])).remove(0); 65];
     assert!(validate_steps(&many, None, DISPLAY, None).is_err());
@@ -89,7 +85,7 @@ fn semantic_steps_are_checked_against_the_current_observation_before_any_input()
     assert_eq!(validated[1].action_type().as_str(), "ax_press");
     let refused = |program: serde_json::Value, ax: Option<AxContext<'_>>| {
         let error = validate_steps(&steps(program), None, DISPLAY, ax).unwrap_err();
-        (error.status_and_code().1, error.to_string())
+        (error.code(), error.to_string())
     };
     // A later step's refusal refuses the whole program: the click before it never runs.
     let (code, message) = refused(json!([click, press(2)]), current);
