@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use desk_contract::api::{Screenshot, SessionState};
 use desk_contract::desktop::Frame;
 use desk_contract::{DisplaySize, ErrorCode, b64};
+use desk_desktop::SessionControl;
 use desk_desktop::{BackendError, BackendFactory, BackendRequest, DesktopBackend, SessionDir};
 
 use crate::config::BrokerConfig;
@@ -33,6 +34,7 @@ use crate::util::now_ms;
 
 mod reap;
 mod run;
+mod signal;
 
 /// The in-memory part of a session: its desktop, when one was created.
 pub(crate) struct Runtime {
@@ -44,6 +46,10 @@ pub(crate) struct Runtime {
 
 pub(crate) struct Slot {
     runtime: Mutex<Runtime>,
+    /// The desktop's out-of-band control, kept outside `runtime` so that Stop and the lease
+    /// deadline never wait for a step in progress (`broker/signal.rs`); `None` before the
+    /// session's first desktop.
+    control: Mutex<Option<Arc<dyn SessionControl>>>,
 }
 
 impl Slot {
@@ -51,8 +57,10 @@ impl Slot {
         let display = backend
             .as_ref()
             .map_or(configured, |backend| backend.display_size());
+        let control = backend.as_ref().map(|backend| backend.control());
         Arc::new(Slot {
             runtime: Mutex::new(Runtime { backend, display }),
+            control: Mutex::new(control),
         })
     }
 
@@ -359,8 +367,7 @@ impl Inner {
             .expires_at_ms
             .saturating_add(grace_ms)
             .div_ceil(1000);
-        if let Err(error) = desk_desktop::sandbox::set_lease_deadline(session.dir(), deadline_secs)
-        {
+        if let Err(error) = self.set_lease_deadline(&session.id, deadline_secs) {
             tracing::warn!(session_id = %session.id, %error, "failed to record the desktop's lease deadline");
         }
     }

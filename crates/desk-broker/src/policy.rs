@@ -71,12 +71,13 @@ impl PolicyInForce {
             })
     }
 
-    /// The verified policy's writable directories as the sandbox enforces them; `None` when it
-    /// was refused (every lease is then refused).
-    pub(crate) fn writable(&self) -> Option<desk_desktop::sandbox::WritableDirs> {
+    /// The verified policy's writable directories, relative to the workspace (its lint admits
+    /// only the attempt directory or directories below it; the desktop's factory binds them);
+    /// `None` when it was refused (every lease is then refused).
+    pub(crate) fn writable(&self) -> Option<Vec<std::path::PathBuf>> {
         let policy = self.verified.as_ref().ok()?;
-        desk_desktop::sandbox::WritableDirs::from_policy(policy.policy().writable_directories())
-            .ok()
+        let dirs = policy.policy().writable_directories();
+        (!dirs.is_empty()).then(|| dirs.iter().map(std::path::PathBuf::from).collect())
     }
 
     /// The screenshot gate of the verified policy (off without `screenshot_gate`, or when the

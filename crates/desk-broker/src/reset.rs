@@ -105,6 +105,7 @@ impl Inner {
                 })
                 .map_err(BrokerError::desktop("create the desktop"))?;
             runtime.display = backend.display_size();
+            self.keep_control(session_id, backend.control());
             runtime.backend = Some(backend);
         }
         let Some(backend) = runtime.backend.as_mut() else {

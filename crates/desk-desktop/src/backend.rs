@@ -1,12 +1,16 @@
 //! The `DesktopBackend` trait: synchronous and object-safe; each session's backend runs on its
-//! own thread, fed by the broker.
+//! own thread, fed by the broker. What a backend offers beyond the common methods it declares
+//! ([`BackendCapabilities`]); what the broker signals without its turn goes through the
+//! [`SessionControl`] it hands out (`control.rs`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
 use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff, WindowRules};
 use desk_contract::{DisplaySize, InputAction, SettlePolicy};
 
+use crate::control::{BackendCapabilities, SessionControl};
 use crate::error::BackendError;
 
 /// Everything needed to start the target app for one attempt, resolved from a profile.
@@ -52,8 +56,9 @@ pub trait DesktopBackend: Send {
     ) -> Result<ActionOutcome, BackendError>;
 
     /// [`DesktopBackend::execute`] for the control `generation`: a Stop that advances past it
-    /// ([`crate::sandbox::workspace::signal_stop`]) ends the settle wait early with
-    /// `interrupted`. A backend that cannot be interrupted settles as usual.
+    /// ([`SessionControl::signal_stop`] on [`DesktopBackend::control`]) ends the settle wait
+    /// early with `interrupted`. A backend that cannot be interrupted
+    /// ([`BackendCapabilities::interrupt`] false) settles as usual, which is the default.
     fn execute_for(
         &mut self,
         action: &InputAction,
@@ -87,7 +92,8 @@ pub trait DesktopBackend: Send {
 
     /// Reads the display's clipboard as UTF-8 text, at most `max_output_bytes` of it (checked
     /// by the caller, `desk_contract::clipboard`). Sends no input. An error changes nothing.
-    /// A backend without a clipboard refuses, which is the default.
+    /// A backend without a clipboard ([`BackendCapabilities::clipboard`] false) refuses with
+    /// [`BackendError::ClipboardUnavailable`].
     fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
         let _ = max_output_bytes;
         Err(BackendError::ClipboardUnavailable(
@@ -98,15 +104,18 @@ pub trait DesktopBackend: Send {
     /// Replaces the display's clipboard text (checked by the caller: no NUL, within the
     /// ceiling). Sends no input. An error for which
     /// [`BackendError::input_may_have_been_sent`] is true leaves the clipboard unknown; the
-    /// caller never retries it. A backend without a clipboard refuses, which is the default.
+    /// caller never retries it. A backend without a clipboard refuses with
+    /// [`BackendError::ClipboardUnavailable`].
     fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError> {
         let _ = text;
         Err(BackendError::ClipboardUnavailable(
             "this desktop backend has no clipboard".to_string(),
         ))
     }
+
     /// Reads the app's accessibility tree within `limits` (a new current observation). A
-    /// backend without accessibility says so, which is the default.
+    /// backend without accessibility ([`BackendCapabilities::accessibility`] false) refuses
+    /// with [`BackendError::AccessibilityUnavailable`].
     fn accessibility(
         &mut self,
         limits: desk_contract::a11y::AxLimits,
@@ -117,10 +126,24 @@ pub trait DesktopBackend: Send {
         ))
     }
 
-    /// The app's top-level windows. A backend without windows of its own has none, which is
-    /// the default.
+    /// The app's top-level windows. A backend without windows of its own
+    /// ([`BackendCapabilities::windows`] false) has none: an empty list.
     fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
         Ok(Vec::new())
+    }
+
+    /// What this desktop offers beyond the common methods; the refusing defaults above go
+    /// with `false`. The default declares nothing.
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::NONE
+    }
+
+    /// The desktop's out-of-band control (Stop's generation, the lease deadline), which the
+    /// broker keeps beside the session so that using it never waits for this backend's lock;
+    /// it controls this desktop for its whole life. The default signals nothing
+    /// ([`crate::UnsignalledControl`]: not interruptible, no deadline).
+    fn control(&self) -> Arc<dyn SessionControl> {
+        Arc::new(crate::control::UnsignalledControl)
     }
 
     /// Lets go of the desktop without stopping it, so that a later broker can reattach to it

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use desk_contract::DisplaySize;
 use desk_contract::desktop::LimitsMode;
 
+use crate::LocalDesktopConfig;
 use crate::fake::FakeSave;
 use crate::layout::SessionDir;
-use crate::{BackendError, DesktopBackend, FakeDesktop, LocalDesktop, LocalDesktopConfig};
+use crate::{BackendCapabilities, BackendError, DesktopBackend, FakeDesktop, LocalDesktop};
 use crate::{SandboxPolicy, launcher};
 
 /// What a factory needs to create one session's desktop.
@@ -26,9 +27,12 @@ pub struct BackendRequest {
     pub read_only: Vec<PathBuf>,
     /// The app profile's filesystem view (`AppProfile::fs_view`).
     pub view: crate::sandbox::FsView,
-    /// The workspace policy's writable directories, the only host-backed paths the desktop's
-    /// sandbox may write besides its run directory.
-    pub writable: crate::sandbox::WritableDirs,
+    /// The workspace policy's writable directories as the policy names them (relative to the
+    /// workspace: `attempt` or below it), the only host-backed paths the desktop's sandbox may
+    /// write besides its run directory. Plain paths: a sandboxing factory checks and turns them
+    /// into its binds (anything else is refused, [`BackendError::Rejected`]). Empty: the
+    /// attempt directory alone.
+    pub writable: Vec<PathBuf>,
     /// The session's memory, process and CPU limits (`sandbox::cgroup`); a reattached desktop
     /// keeps those it started with.
     pub limits: crate::sandbox::cgroup::Limits,
@@ -73,12 +77,18 @@ pub trait BackendFactory: Send + Sync + 'static {
         0
     }
 
-    /// Whether the desktops this factory makes offer accessibility: a private AT-SPI bus for
-    /// `GET .../accessibility`, the app's windows for `GET .../windows`, and the semantic
-    /// program steps. The broker's capabilities document says what this answers. The default
-    /// offers none.
+    /// What every desktop this factory makes offers, asked before any exists: the broker's
+    /// capabilities document says what this answers. A desktop declares its own
+    /// ([`DesktopBackend::capabilities`]). The default declares nothing beyond the common
+    /// methods.
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities::NONE
+    }
+
+    /// Whether the desktops offer accessibility (a private AT-SPI bus, the semantic program
+    /// steps): [`BackendFactory::capabilities`]' `accessibility`.
     fn accessibility(&self) -> bool {
-        false
+        self.capabilities().accessibility
     }
 }
 
@@ -133,7 +143,7 @@ impl LocalFactory {
         self.limits_mode.is_enforced() && matches!(self.sandbox, SandboxPolicy::On { .. })
     }
 
-    fn config(&self, request: &BackendRequest) -> LocalDesktopConfig {
+    fn config(&self, request: &BackendRequest) -> Result<LocalDesktopConfig, BackendError> {
         let mut config = LocalDesktopConfig::new(
             request.display,
             self.worker.clone(),
@@ -142,25 +152,25 @@ impl LocalFactory {
         config.sandbox = self.sandbox;
         config.read_only = request.read_only.clone();
         config.view = request.view.clone();
-        config.writable = request.writable.clone();
+        config.writable = crate::sandbox::WritableDirs::for_request(&request.writable)?;
         config.limits = request.limits;
         config.limits_mode = self.limits_mode;
         config.cgroup_root = self.cgroup_root.clone();
         config.private_paths = self.private_paths.clone();
-        config
+        Ok(config)
     }
 }
 
 impl BackendFactory for LocalFactory {
     fn create(&self, request: &BackendRequest) -> Result<Box<dyn DesktopBackend>, BackendError> {
-        Ok(Box::new(LocalDesktop::start(self.config(request))?))
+        Ok(Box::new(LocalDesktop::start(self.config(request)?)?))
     }
 
     fn reattach(
         &self,
         request: &BackendRequest,
     ) -> Result<Option<Box<dyn DesktopBackend>>, BackendError> {
-        Ok(LocalDesktop::reattach(self.config(request))?
+        Ok(LocalDesktop::reattach(self.config(request)?)?
             .map(|desktop| Box::new(desktop) as Box<dyn DesktopBackend>))
     }
 
@@ -176,8 +186,8 @@ impl BackendFactory for LocalFactory {
         launcher::reap_recorded(session_dir)
     }
 
-    fn accessibility(&self) -> bool {
-        true
+    fn capabilities(&self) -> BackendCapabilities {
+        crate::launcher::capabilities(matches!(self.sandbox, SandboxPolicy::On { .. }))
     }
 }
 
@@ -192,5 +202,14 @@ impl BackendFactory for FakeFactory {
         let desktop = FakeDesktop::new(request.display);
         desktop.handle().set_save(FakeSave::FixtureDxf);
         Ok(Box::new(desktop))
+    }
+
+    /// What `serve --backend fake` documents: a clipboard; no accessibility, and no windows
+    /// view (what a fake desktop lists is a test fixture's, not an app's).
+    fn capabilities(&self) -> BackendCapabilities {
+        BackendCapabilities {
+            clipboard: true,
+            ..BackendCapabilities::NONE
+        }
     }
 }

@@ -153,6 +153,20 @@ fn connect_in(dir: &Path, name: &str) -> std::io::Result<UnixStream> {
 /// only focuses and raises it (and is replayed to it).
 pub const OPENBOX_CONFIG: &str = include_str!("../wm/openbox.xml");
 
+/// What a local desktop offers: everything its worker does (clipboard, accessibility on its
+/// private bus, the app's windows, Stop through `stop-generation`, detaching) and, when
+/// `sandboxed`, the lease deadline its sandbox's first process enforces.
+pub(crate) fn capabilities(sandboxed: bool) -> crate::BackendCapabilities {
+    crate::BackendCapabilities {
+        clipboard: true,
+        accessibility: true,
+        windows: true,
+        interrupt: true,
+        lease_deadline: sandboxed,
+        detach: true,
+    }
+}
+
 /// Its file name in the directory it is written to (the sandbox's read-only `host/`, or the
 /// session directory without a sandbox).
 const OPENBOX_CONFIG_FILE: &str = "openbox.xml";

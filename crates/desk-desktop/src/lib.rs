@@ -10,6 +10,7 @@
 mod backend;
 pub mod census;
 pub mod conformance;
+mod control;
 pub mod destroy;
 mod error;
 mod factory;
@@ -23,6 +24,9 @@ pub mod sandbox;
 mod worker_client;
 
 pub use backend::{AppLaunch, DesktopBackend};
+pub use control::{
+    BackendCapabilities, RecordedControl, SessionControl, UnsignalledControl, WorkspaceControl,
+};
 pub use error::BackendError;
 pub use factory::{BackendFactory, BackendRequest, FakeFactory, LocalFactory};
 pub use fake::FakeDesktop;

@@ -363,12 +363,13 @@ impl AppProfile {
     /// Writes the home seed and the attempt file below `session_dir` and resolves the launch,
     /// in the workspace laid out for `sandbox` (the same policy the session's desktop runs
     /// under: see [`crate::sandbox::ensure_workspace`]). `writable` are the policy's writable
-    /// directories: made, and kept (emptied) across resets, because a running sandbox binds them.
+    /// directories (relative to the workspace, `attempt` or below it; empty: `attempt` alone):
+    /// made, and kept (emptied) across resets, because a running sandbox binds them.
     pub fn prepare(
         &self,
         session_dir: impl AsRef<Path>,
         sandbox: crate::sandbox::SandboxPolicy,
-        writable: &crate::sandbox::WritableDirs,
+        writable: &[PathBuf],
     ) -> Result<PreparedAttempt, ProfileError> {
         use crate::sandbox::workspace::{ATTEMPT_DIR, HOME_DIR, empty_dir};
         let initial = self
@@ -415,6 +416,12 @@ impl AppProfile {
             .map(|dir| home.join(dir))
             .collect();
         empty_dir(&home, &read_only).map_err(io(&home))?;
+        let writable = crate::sandbox::WritableDirs::for_request(writable).map_err(|error| {
+            ProfileError::Invalid {
+                name: self.name.clone(),
+                message: error.to_string(),
+            }
+        })?;
         let kept = writable.under(&workspace);
         empty_dir(&attempt_dir, &kept).map_err(io(&attempt_dir))?;
         for dir in [&home.join(".config"), &home.join("tmp")] {

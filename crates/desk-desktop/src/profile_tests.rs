@@ -10,11 +10,7 @@ fn freecad_profile_prepares_a_zipped_document_and_its_locked_down_home() {
     let profile = set.get("freecad").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prepared = profile
-        .prepare(
-            dir.path(),
-            SandboxPolicy::default_for_this_process(),
-            &crate::sandbox::WritableDirs::attempt_only(),
-        )
+        .prepare(dir.path(), SandboxPolicy::default_for_this_process(), &[])
         .unwrap();
     let bytes = std::fs::read(&prepared.attempt_path).unwrap();
     assert!(
@@ -77,11 +73,7 @@ fn a_binary_template_is_exclusive_with_a_text_one_and_must_be_base64() {
     let profile = AppProfile::from_toml("x", &good).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prepared = profile
-        .prepare(
-            dir.path(),
-            SandboxPolicy::default_for_this_process(),
-            &crate::sandbox::WritableDirs::attempt_only(),
-        )
+        .prepare(dir.path(), SandboxPolicy::default_for_this_process(), &[])
         .unwrap();
     assert_eq!(
         std::fs::read(prepared.attempt_path).unwrap(),
@@ -194,7 +186,7 @@ fn the_autocad_profile_loads_and_a_reset_needs_the_operators_dwg_template() {
     // As shipped it has no template: a reset refuses and writes no attempt file.
     let session = tempfile::tempdir().unwrap();
     let policy = SandboxPolicy::default_for_this_process();
-    let writable = crate::sandbox::WritableDirs::attempt_only();
+    let writable = [std::path::PathBuf::from("attempt")];
     match profile.prepare(session.path(), policy, &writable) {
         Err(ProfileError::Invalid { message, .. }) => {
             assert!(message.contains("AC1032"), "{message}")

@@ -201,6 +201,16 @@ impl BackendFactory for RemoteFactory {
         let _ = std::fs::remove_file(session_dir.remote_worker_file());
         0
     }
+
+    /// A clipboard and detaching; accessibility and the windows view are not promised, since
+    /// not every remote worker has them (the Windows worker), so the broker documents neither.
+    fn capabilities(&self) -> crate::BackendCapabilities {
+        crate::BackendCapabilities {
+            clipboard: true,
+            detach: true,
+            ..crate::BackendCapabilities::NONE
+        }
+    }
 }
 
 /// A session's desktop on a remote worker.
@@ -392,5 +402,21 @@ impl DesktopBackend for RemoteDesktop {
         // The worker keeps serving its desktop; a later broker reconnects through the record.
         self.client = None;
         release_holder(&self.holder, &self.session_id);
+    }
+
+    /// Everything is forwarded to the worker (which may refuse accessibility or windows); no
+    /// Stop signal reaches a remote settle wait and the worker's host keeps no lease deadline.
+    fn capabilities(&self) -> crate::BackendCapabilities {
+        crate::BackendCapabilities {
+            clipboard: true,
+            accessibility: true,
+            windows: true,
+            detach: true,
+            ..crate::BackendCapabilities::NONE
+        }
+    }
+
+    fn control(&self) -> std::sync::Arc<dyn crate::SessionControl> {
+        std::sync::Arc::new(crate::UnsignalledControl)
     }
 }

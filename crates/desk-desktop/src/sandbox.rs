@@ -48,7 +48,7 @@ pub mod probe;
 pub mod view;
 pub mod workspace;
 
-pub use host::set_lease_deadline;
+pub(crate) use host::set_lease_deadline;
 pub use identity::{Identities, Ids};
 pub use policy::{DEFAULT_SANDBOX_UID, INSIDE_RUN_DIR, Role, SAFE_PATH, Sandbox, SandboxPolicy};
 pub use view::{FsView, ViewKind, ViewSpec};

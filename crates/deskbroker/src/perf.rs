@@ -124,11 +124,10 @@ fn part_a(
     config.sandbox = desk_desktop::SandboxPolicy::Off;
     let mut desktop = LocalDesktop::start(config)?;
     let profiles = ProfileSet::builtin()?;
-    let prepared = profiles.get("librecad")?.prepare(
-        &session_dir,
-        desk_desktop::SandboxPolicy::Off,
-        &Default::default(),
-    )?;
+    let prepared =
+        profiles
+            .get("librecad")?
+            .prepare(&session_dir, desk_desktop::SandboxPolicy::Off, &[])?;
     desktop.start_app(&prepared.launch)?;
     let display_name = desktop.display_name().to_string();
     eprintln!("perf: LibreCAD ready on {display_name}; measuring deskbroker");

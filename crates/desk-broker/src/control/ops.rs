@@ -266,8 +266,7 @@ impl Broker {
                 // Like Stop: a step of the replaced generation settling or waiting in the
                 // worker ends now, without waiting for the session's turn.
                 if status.generation != before
-                    && let Err(error) =
-                        desk_desktop::sandbox::workspace::signal_stop(dir, status.generation)
+                    && let Err(error) = inner.signal_stop(&id, status.generation)
                 {
                     tracing::warn!(session_id = %id, %error, "a new control generation could not signal the worker; the step settles in full");
                 }
@@ -320,9 +319,7 @@ impl Broker {
                     let status = inner.controls.stop(&id, dir, request.reason)?;
                     // Then the worker: a step settling for the old generation ends now
                     // (`interrupted`); it never held the session's turn this waits for.
-                    if let Err(error) =
-                        desk_desktop::sandbox::workspace::signal_stop(dir, status.generation)
-                    {
+                    if let Err(error) = inner.signal_stop(&id, status.generation) {
                         tracing::warn!(session_id = %id, %error, "stop could not signal the worker; the step settles in full");
                     }
                     tracing::info!(

@@ -348,6 +348,16 @@ impl DesktopBackend for LocalDesktop {
         LocalDesktop::detach(self);
     }
 
+    fn capabilities(&self) -> crate::BackendCapabilities {
+        super::capabilities(self.sandbox.is_some())
+    }
+
+    fn control(&self) -> std::sync::Arc<dyn crate::SessionControl> {
+        std::sync::Arc::new(crate::WorkspaceControl::new(
+            self.config.session_dir.clone(),
+        ))
+    }
+
     fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
         let value = self.call_within(
             WorkerOp::ClipboardRead { max_output_bytes },

@@ -167,7 +167,7 @@ pub(crate) fn holder_argv(holder: &Path, host_dir: &Path) -> Vec<String> {
 /// Every renewal calls this (each action, screenshot, checkpoint), so a deadline less than one
 /// check interval later than the recorded one is not written: the holder reads the file only
 /// that often, and the grace period dwarfs the difference.
-pub fn set_lease_deadline(
+pub(crate) fn set_lease_deadline(
     session_dir: impl AsRef<Path>,
     deadline_unix_secs: u64,
 ) -> std::io::Result<()> {

@@ -82,18 +82,24 @@ impl WritableDirs {
     /// The policy's `writable_directories`, each `attempt` or `attempt/...` of plain names;
     /// anything else is refused (the policy lint refuses it first).
     pub fn from_policy(paths: &[String]) -> Result<WritableDirs, BackendError> {
+        let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
+        WritableDirs::from_paths(&paths)
+    }
+
+    /// [`WritableDirs::from_policy`] for paths (a `BackendRequest`'s plain data).
+    pub fn from_paths(paths: &[PathBuf]) -> Result<WritableDirs, BackendError> {
         let mut dirs = Vec::new();
-        for text in paths {
-            let path = PathBuf::from(text);
+        for path in paths {
             let plain = path
                 .components()
                 .all(|component| matches!(component, Component::Normal(_)));
             if !plain || path.components().next() != Some(Component::Normal(ATTEMPT_DIR.as_ref())) {
                 return Err(BackendError::Rejected(format!(
-                    "writable directory {text:?} is not the attempt directory or below it"
+                    "writable directory {:?} is not the attempt directory or below it",
+                    path.display().to_string()
                 )));
             }
-            dirs.push(path);
+            dirs.push(path.clone());
         }
         if dirs.is_empty() {
             return Err(BackendError::Rejected(
@@ -103,6 +109,15 @@ impl WritableDirs {
         dirs.sort();
         dirs.dedup();
         Ok(WritableDirs(dirs))
+    }
+
+    /// A request's plain paths ([`WritableDirs::from_paths`]); none: the attempt directory
+    /// alone (a reattached desktop keeps the binds it started with).
+    pub(crate) fn for_request(paths: &[PathBuf]) -> Result<WritableDirs, BackendError> {
+        match paths {
+            [] => Ok(WritableDirs::attempt_only()),
+            paths => WritableDirs::from_paths(paths),
+        }
     }
 
     /// The directories, relative to the workspace, parents before children.
@@ -394,7 +409,7 @@ pub(crate) fn seed_home(sandbox: &Sandbox, home: &Path) -> Result<(), BackendErr
 /// `generation` (after a Stop): a settle wait of an older generation ends with `interrupted`.
 /// Written by rename, so the worker reads the old or the new number, never a part. No-op for
 /// a session without a desktop.
-pub fn signal_stop(session_dir: &SessionDir, generation: u64) -> std::io::Result<()> {
+pub(crate) fn signal_stop(session_dir: &SessionDir, generation: u64) -> std::io::Result<()> {
     let run = session_dir.workspace().join(RUN_DIR);
     if !run.is_dir() {
         return Ok(());

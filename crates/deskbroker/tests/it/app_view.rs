@@ -49,9 +49,7 @@ fn start(
     let mut desktop = LocalDesktop::start(config.clone()).unwrap();
     let mut handoff_ms = Vec::new();
     for _ in 0..resets {
-        let prepared = profile
-            .prepare(&session_dir, config.sandbox, &Default::default())
-            .unwrap();
+        let prepared = profile.prepare(&session_dir, config.sandbox, &[]).unwrap();
         let started = Instant::now();
         let handoff = desktop.start_app(&prepared.launch).unwrap();
         handoff_ms.push(started.elapsed().as_millis());

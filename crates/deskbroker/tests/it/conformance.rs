@@ -75,9 +75,7 @@ fn a_local_desktop_passes_the_conformance_suite() {
     );
     config.read_only = profile.read_only.clone();
     std::fs::create_dir_all(session_dir.path()).unwrap();
-    let prepared = profile
-        .prepare(&session_dir, config.sandbox, &Default::default())
-        .unwrap();
+    let prepared = profile.prepare(&session_dir, config.sandbox, &[]).unwrap();
     // The app's home is in memory inside the sandbox: the probe writes to the attempt directory.
     let log = prepared.attempt_path.with_extension("txt.probe.ndjson");
     let mut witness = || settled_count(&log);

@@ -77,9 +77,7 @@ fn a_forking_allocating_app_is_stopped_and_named_a_resource_limit() {
     assert!(cgroup.verdict().is_none());
 
     let profile = AppProfile::from_toml("hog", HOG).unwrap();
-    let prepared = profile
-        .prepare(&session_dir, config.sandbox, &Default::default())
-        .unwrap();
+    let prepared = profile.prepare(&session_dir, config.sandbox, &[]).unwrap();
     let started = Instant::now();
     let _ = desktop.start_app(&prepared.launch);
     let deadline = Instant::now() + Duration::from_secs(20);
