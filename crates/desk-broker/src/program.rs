@@ -178,7 +178,11 @@ impl Inner {
             let result = match input {
                 InputAction::Done => backend.capture().map(crate::actions::done_outcome),
                 // A Stop past this generation interrupts the step's settle wait.
-                _ => backend.execute_for(&input, self.config.settle, plan.scope.generation),
+                // Validation mode samples by the session's action index (`--settle-validate-every`).
+                _ => {
+                    let settle = self.config.settle.for_action(action_index);
+                    backend.execute_for(&input, settle, plan.scope.generation)
+                }
             };
             let backend_us = u64::try_from(step_started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.config.fault.fire(FaultHook::KillAfterInput);

@@ -258,7 +258,8 @@ pub struct SettleReceipt {
     pub wait_ms: u64,
     /// Pixels changed between the pre-action frame and the returned frame.
     pub changed_pixels: u64,
-    /// The rule that ended the wait (`app_idle`, `quiet_timer`, `max_wait`, `not_settled`).
+    /// The rule that ended the wait (`app_idle`, `app_idle_undated_timer`, `quiet_timer`,
+    /// `max_wait`, `not_settled`).
     pub rule: SettleRule,
     /// Only in validation mode (`serve --settle-validate-ms`): the screen a while later.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -21,6 +21,11 @@ pub struct SettlePolicy {
     /// returned frame stays the settled one. 0 (the default): off.
     #[serde(default)]
     pub validate_ms: u32,
+    /// With [`SettlePolicy::validate_ms`], validate one action in this many: the session's
+    /// actions 0, N, 2N, … ([`SettlePolicy::for_action`]), so that every task's first action
+    /// is among them. 0 (the default) and 1: every action.
+    #[serde(default)]
+    pub validate_every: u32,
 }
 
 impl Default for SettlePolicy {
@@ -30,6 +35,7 @@ impl Default for SettlePolicy {
             quiet_without_change_ms: 400,
             max_ms: 2_000,
             validate_ms: 0,
+            validate_every: 0,
         }
     }
 }
@@ -60,6 +66,11 @@ crate::wire_enum! {
         /// soon and no context switch for a quiet time, and no damage arrived through the
         /// capture.
         AppIdle = "app_idle",
+        /// [`SettleRule::AppIdle`], except that an app thread's relative timeout (`poll`,
+        /// `epoll_wait`, …) could not be dated: its call began before any sample saw the thread,
+        /// so it was judged by the timeout less the sleep the samples saw, which can make it
+        /// look later than it is (`docs/settle.md`, "Dating a call").
+        AppIdleUndatedTimer = "app_idle_undated_timer",
         /// The quiet-time rule of [`SettlePolicy`] (an idle signal was unavailable or the
         /// desktop never went idle before it).
         QuietTimer = "quiet_timer",
@@ -82,6 +93,20 @@ pub enum SettleDecision {
 }
 
 impl SettlePolicy {
+    /// The policy for the session's action `action_index`: validation stays on only for the
+    /// actions [`SettlePolicy::validate_every`] samples (deterministic: by index alone).
+    pub fn for_action(self, action_index: u64) -> SettlePolicy {
+        let every = u64::from(self.validate_every.max(1));
+        if action_index.is_multiple_of(every) {
+            self
+        } else {
+            SettlePolicy {
+                validate_ms: 0,
+                ..self
+            }
+        }
+    }
+
     /// Decides at `elapsed_ms` after input, given when the last change was seen (if ever).
     pub fn decide(&self, elapsed_ms: u64, last_change_ms: Option<u64>) -> SettleDecision {
         let quiet_enough = match last_change_ms {
@@ -171,5 +196,40 @@ impl SettleValidation {
             None => self.changed_pixels == 0,
             Some([_, _, width, height]) => width <= 3 && height <= 40,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_samples_every_nth_action_from_the_first() {
+        let every_third = SettlePolicy {
+            validate_ms: 1_000,
+            validate_every: 3,
+            ..SettlePolicy::default()
+        };
+        let validated: Vec<u64> = (0..8)
+            .filter(|index| every_third.for_action(*index).validate_ms > 0)
+            .collect();
+        assert_eq!(validated, [0, 3, 6]);
+        assert_eq!(every_third.for_action(4).max_ms, every_third.max_ms);
+        for every in [0, 1] {
+            let all = SettlePolicy {
+                validate_every: every,
+                ..every_third
+            };
+            assert!((0..5).all(|index| all.for_action(index) == all));
+        }
+        // Off stays off.
+        let off = SettlePolicy::default();
+        assert_eq!(off.for_action(0), off);
+        // Older workers' policies (no validate_every) still read.
+        let old: SettlePolicy = serde_json::from_str(
+            r#"{"quiet_after_change_ms":250,"quiet_without_change_ms":400,"max_ms":2000,"validate_ms":5}"#,
+        )
+        .unwrap();
+        assert_eq!(old.validate_every, 0);
     }
 }

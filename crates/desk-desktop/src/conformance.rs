@@ -100,7 +100,10 @@ pub fn check_settle(
     let max = u64::from(policy.max_ms);
     let rule_fits = match report.outcome {
         SettleOutcome::Stable => {
-            matches!(report.rule, SettleRule::AppIdle | SettleRule::QuietTimer)
+            matches!(
+                report.rule,
+                SettleRule::AppIdle | SettleRule::AppIdleUndatedTimer | SettleRule::QuietTimer
+            )
         }
         SettleOutcome::StillChanging => report.rule == SettleRule::MaxWait,
         _ => report.rule == SettleRule::NotSettled,

@@ -8,7 +8,9 @@
 //!   (`idle/thread.rs`), and across a quiet window ([`QuietWindow`]) none ran except to fire a timer
 //!   that was due within [`TIMER_HORIZON_MS`] at the window's start (each such timer must have
 //!   fired: a periodic tick that draws nothing does not hold the settle, a one-shot repaint
-//!   does) and the X server serving it.
+//!   does) and the X server serving it. A relative timeout counts from its call's start, which
+//!   the samples date (`calls::CallClock`); one they could not date is judged as before and
+//!   marked ([`QuietWindow::undated`]).
 //!
 //! The processes are the X server (the peer of our connection) and every client the server
 //! names through X-Resource, except this worker. They are listed when the watch is armed,
@@ -20,10 +22,12 @@
 //! Over 400 lines: the idle signals and the quiet window judged over them belong together (socket
 //! diagnostics and thread states are already apart).
 
+mod calls;
 mod diag;
 mod thread;
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use x11rb::connection::{Connection, RequestConnection as _};
 use x11rb::protocol::Event;
@@ -33,6 +37,7 @@ use x11rb::protocol::xproto::{ConnectionExt as _, Window};
 use x11rb::rust_connection::RustConnection;
 
 use crate::error::X11Error;
+use calls::{CallClock, Slept, TimerDue};
 use diag::SockDiag;
 use thread::{Timeout, Wake, parse_status, parse_syscall};
 
@@ -51,7 +56,12 @@ pub(crate) struct IdleWatch {
     pids: Vec<u32>,
     /// Why the idle rule cannot decide the current wait (the quiet-time rule does).
     unavailable: Option<String>,
+    /// How long each thread has been in its call, across waits.
+    calls: CallClock,
 }
+
+/// A thread no sample saw for this long is forgotten by the call clock.
+const FORGET_AFTER: Duration = Duration::from_secs(60);
 
 /// One sample of the processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +84,9 @@ pub(crate) struct ThreadSample {
     pub(crate) timer_soon: bool,
     /// A thread of the X server (its timers draw nothing by themselves).
     pub(crate) server: bool,
+    /// Blocked with a relative timeout the call clock could not date: it may be due within
+    /// [`TIMER_HORIZON_MS`] (judged not, as before the clock).
+    pub(crate) undated: bool,
 }
 
 /// A quiet window: the threads as they were when the desktop was last seen asleep.
@@ -103,6 +116,14 @@ impl QuietWindow {
         QuietWindow {
             start: sample.threads.clone(),
         }
+    }
+
+    /// Whether an app thread at the window's start had a timer the call clock could not date
+    /// (the settle's rule is then `app_idle_undated_timer`).
+    pub(crate) fn undated(&self) -> bool {
+        self.start
+            .iter()
+            .any(|thread| thread.undated && !thread.server)
     }
 
     /// Judges the asleep `sample` against the window's start (both sorted by tid).
@@ -169,6 +190,7 @@ impl IdleWatch {
             server,
             pids: Vec::new(),
             unavailable: None,
+            calls: CallClock::default(),
         })
     }
 
@@ -177,6 +199,7 @@ impl IdleWatch {
         conn.damage_subtract(self.damage, x11rb::NONE, x11rb::NONE)
             .map_err(X11Error::conn("reset the damage object"))?;
         self.unavailable = None;
+        self.calls.forget_older_than(FORGET_AFTER, Instant::now());
         self.pids = match (self.server, self.diag.is_some()) {
             (None, _) => {
                 self.unavailable = Some("the X server's pid is unknown".into());
@@ -265,7 +288,8 @@ impl IdleWatch {
         let mut threads = Vec::new();
         let mut alive = Vec::with_capacity(self.pids.len());
         for &pid in &self.pids {
-            match read_threads(pid, Some(pid) == self.server, &mut threads)? {
+            let server = Some(pid) == self.server;
+            match read_threads(pid, server, &mut self.calls, &mut threads)? {
                 Threads::Gone => {}
                 Threads::Asleep => alive.push(pid),
                 Threads::Busy(reason) => {
@@ -329,10 +353,11 @@ enum Threads {
 }
 
 /// Appends the threads of `/proc/<pid>` to `threads`, stopping at the first that is not
-/// asleep.
+/// asleep; `calls` dates their calls.
 fn read_threads(
     pid: u32,
     server: bool,
+    calls: &mut CallClock,
     threads: &mut Vec<ThreadSample>,
 ) -> Result<Threads, String> {
     let base = format!("/proc/{pid}");
@@ -352,43 +377,75 @@ fn read_threads(
         let Some(tid) = task.file_name().to_str().and_then(|name| name.parse().ok()) else {
             continue;
         };
-        let path = task.path();
-        let Some(status) = read(&path.join("status"))? else {
-            continue;
-        };
-        let state =
-            parse_status(&status).ok_or_else(|| format!("unreadable {}/status", path.display()))?;
-        if state.state != 'S' {
-            let state = state.state;
-            return Ok(Threads::Busy(format!(
-                "thread {tid} of pid {pid} is in state {state}"
-            )));
+        match read_thread(&base, tid, &task.path(), calls, &read)? {
+            None => {}
+            Some(Ok((wake, slept, switches))) => {
+                let due = |timeout| slept.due(timeout, TIMER_HORIZON_MS);
+                let (timer_soon, undated) = match wake {
+                    Wake::Due(ms) => (ms <= TIMER_HORIZON_MS, false),
+                    Wake::Within(timeout) => match due(timeout) {
+                        TimerDue::Soon => (true, false),
+                        TimerDue::Later => (false, false),
+                        TimerDue::Undated => (false, true),
+                    },
+                    _ => (false, false),
+                };
+                threads.push(ThreadSample {
+                    tid,
+                    switches,
+                    timer_soon,
+                    server,
+                    undated,
+                });
+            }
+            Some(Err(why)) => {
+                return Ok(Threads::Busy(format!("thread {tid} of pid {pid} {why}")));
+            }
         }
-        let Some(syscall) = read(&path.join("syscall"))? else {
-            continue;
-        };
-        let wake = match parse_syscall(&syscall).map(|wake| resolve(&base, wake)) {
-            Some(wake @ (Wake::Never | Wake::Within(_))) => wake,
-            Some(Wake::Unknown | Wake::Pointer { .. }) => {
-                let call = syscall.split_whitespace().next().unwrap_or("?");
-                return Ok(Threads::Busy(format!(
-                    "thread {tid} of pid {pid} waits in call {call}"
-                )));
-            }
-            None => {
-                return Ok(Threads::Busy(format!(
-                    "thread {tid} of pid {pid} is running"
-                )));
-            }
-        };
-        threads.push(ThreadSample {
-            tid,
-            switches: state.switches,
-            timer_soon: matches!(wake, Wake::Within(ms) if ms <= TIMER_HORIZON_MS),
-            server,
-        });
     }
     Ok(Threads::Asleep)
+}
+
+/// One thread read by [`read_thread`].
+type ThreadRead = Option<Result<(Wake, Slept, u64), String>>;
+
+/// Reads one thread of the process at `base` (`path` is its task directory) and dates its
+/// call: `None` when it is gone, `Err` saying why it is not asleep in a call with a known
+/// timeout, else when the call returns on its own ([`Wake::Never`], [`Wake::Within`] or
+/// [`Wake::Due`]), how long it has been in it and its context switches.
+fn read_thread(
+    base: &str,
+    tid: u32,
+    path: &std::path::Path,
+    calls: &mut CallClock,
+    read: &dyn Fn(&std::path::Path) -> Result<Option<String>, String>,
+) -> Result<ThreadRead, String> {
+    let Some(status) = read(&path.join("status"))? else {
+        return Ok(None);
+    };
+    let state =
+        parse_status(&status).ok_or_else(|| format!("unreadable {}/status", path.display()))?;
+    if state.state != 'S' {
+        let (switches, state) = (state.switches, state.state);
+        calls.observe(tid, switches, &format!("state {state}"), Instant::now());
+        return Ok(Some(Err(format!("is in state {state}"))));
+    }
+    let Some(syscall) = read(&path.join("syscall"))? else {
+        return Ok(None);
+    };
+    let slept = calls.observe(tid, state.switches, &syscall, Instant::now());
+    Ok(Some(
+        match parse_syscall(&syscall).map(|wake| resolve(base, wake)) {
+            Some(wake @ (Wake::Never | Wake::Within(_) | Wake::Due(_))) => {
+                Ok((wake, slept, state.switches))
+            }
+            Some(Wake::Unknown | Wake::Pointer { .. }) => {
+                let call = syscall.split_whitespace().next().unwrap_or("?");
+                Err(format!("waits in call {call}"))
+            }
+            None => Err("is running".to_owned()),
+        },
+    ))
 }
 
 /// Reads a timeout the call's argument points to from the process's memory (the thread's
@@ -417,8 +474,7 @@ fn resolve(base: &str, wake: Wake) -> Wake {
         Timeout::RealtimeDeadline => clock_ms(rustix::time::ClockId::Realtime),
         Timeout::Timespec | Timeout::Timeval => 0,
     };
-    kind.remaining_ms(bytes, now_ms)
-        .map_or(Wake::Unknown, Wake::Within)
+    kind.wake(bytes, now_ms).unwrap_or(Wake::Unknown)
 }
 
 /// Inodes of the sockets among a process's descriptors.
@@ -452,6 +508,7 @@ mod tests {
             switches,
             timer_soon,
             server,
+            undated: false,
         }
     }
 

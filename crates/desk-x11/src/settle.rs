@@ -2,7 +2,8 @@
 //!
 //! - [`wait_for_idle`], after an action's input when the display has a DAMAGE extension: every
 //!   [`IDLE_POLL`] it reads damage and the desktop's idle signals (`idle.rs`); settled when
-//!   the desktop stayed idle for [`IDLE_QUIET`] (rule `app_idle`), or when the quiet-time rule
+//!   the desktop stayed idle for [`IDLE_QUIET`] (rule `app_idle`, or `app_idle_undated_timer`
+//!   when an app thread's timer could not be dated), or when the quiet-time rule
 //!   of [`SettlePolicy::decide`] says so with damage as the change signal (`quiet_timer`). The
 //!   frame is captured then and kept only if no damage arrived up to after its capture.
 //! - [`wait_for_stable`], at the handoff and without DAMAGE: samples raw frames about every
@@ -212,6 +213,14 @@ pub(crate) fn wait_for_idle(
             }
         }
         let rule = match (idle_long_enough, policy.decide(elapsed_ms, last_change_ms)) {
+            // A timer the call clock could not date was judged as before it (`idle/calls.rs`).
+            (true, _)
+                if idle_since
+                    .as_ref()
+                    .is_some_and(|(_, window)| window.undated()) =>
+            {
+                SettleRule::AppIdleUndatedTimer
+            }
             (true, _) => SettleRule::AppIdle,
             (false, SettleDecision::Settled) => SettleRule::QuietTimer,
             (false, SettleDecision::GiveUp) => {

@@ -334,7 +334,7 @@ pub(crate) async fn run_with_factory(
         }
     };
     out!("{}", format_table(&summary));
-    settle_table::print(&out, &summary)?;
+    settle_table::print(&out, &summary, broker_args.settle_validate_every)?;
     outln!("jobs: {} ({})", jobs.jobs, jobs.reason);
     outln!(
         "results: {} (summary.json, report.html, rollouts/)",

@@ -91,6 +91,7 @@ fn build_broker_with(
     };
     config.lease_ttl = Duration::from_secs(args.lease_ttl_secs);
     config.settle.validate_ms = args.settle_validate_ms;
+    config.settle.validate_every = args.settle_validate_every;
     config.lease_grace = Duration::from_secs(args.lease_grace_secs);
     config.default_profile = args.default_profile.clone();
     config.profiles.get(&config.default_profile)?;

@@ -1,15 +1,19 @@
 //! One thread's state from `/proc/<pid>/task/<tid>/{status,syscall}`: whether it is blocked,
 //! in which call, when that call would return on its own, and how often it has run.
 //!
-//! Pure parsers, unit-tested on text captured from real threads; the reading is in `idle.rs`.
+//! Pure parsers, unit-tested on text captured from real threads; the reading is in `idle.rs`,
+//! the dating of a call in `calls.rs`.
 
 /// When a blocked call returns on its own (without input arriving).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
     /// Never: it waits for an event (a socket, a futex without timeout).
     Never,
-    /// Within this many milliseconds of the call (a timer of the app's event loop).
+    /// Within this many milliseconds of the call's start (a relative timeout: a timer of the
+    /// app's event loop); how much of it is left depends on how long the call has lasted.
     Within(u64),
+    /// Within this many milliseconds from now (a deadline, read against its clock).
+    Due(u64),
     /// At a timeout the call's argument points to, in the thread's memory.
     Pointer {
         /// Its address.
@@ -35,6 +39,17 @@ pub(crate) enum Timeout {
 }
 
 impl Timeout {
+    /// When the call returns on its own, from the 16 bytes at the timeout's address: relative
+    /// kinds [`Wake::Within`] of the call's start, deadline kinds [`Wake::Due`] from `now_ms`
+    /// (read on the deadline's clock); `None` when the bytes are not a valid time.
+    pub(crate) fn wake(self, bytes: [u8; 16], now_ms: u64) -> Option<Wake> {
+        let ms = self.remaining_ms(bytes, now_ms)?;
+        Some(match self {
+            Timeout::Timespec | Timeout::Timeval => Wake::Within(ms),
+            Timeout::MonotonicDeadline | Timeout::RealtimeDeadline => Wake::Due(ms),
+        })
+    }
+
     /// Milliseconds from the call (or from `now_ms`, read on the deadline's clock, for the
     /// deadline kinds) until the timeout, from the 16 bytes at its address; `None` when they
     /// are not a valid time.

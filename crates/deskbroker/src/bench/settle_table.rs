@@ -2,7 +2,8 @@
 //! overall, how many actions were validated, how many settled frames equalled the later frame
 //! (same, or a caret only), and the differences by kind; every difference is listed in
 //! `settle-validation.json` (mode 0600) beside the summary with its action, rule, box, kind
-//! and the settled frame to look at.
+//! and the settled frame to look at. With `--settle-validate-every N` the table says it covers
+//! the sample: each session's actions 0, N, 2N, ….
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -29,8 +30,10 @@ pub(crate) struct Counts {
     pub(crate) caret: u64,
     /// Anything more changed.
     pub(crate) differ: u64,
-    /// Of those, decided by the quiet-time rule rather than `app_idle`.
+    /// Of those, decided by the quiet-time rule rather than the idle rule.
     pub(crate) differ_quiet_timer: u64,
+    /// Of those, decided by the idle rule with an undated timer (`app_idle_undated_timer`).
+    pub(crate) differ_undated: u64,
     /// The differences by kind (`unknown`: a worker that did not classify).
     pub(crate) by_kind: BTreeMap<&'static str, u64>,
 }
@@ -42,6 +45,7 @@ impl Counts {
         self.caret += other.caret;
         self.differ += other.differ;
         self.differ_quiet_timer += other.differ_quiet_timer;
+        self.differ_undated += other.differ_undated;
         for (kind, count) in &other.by_kind {
             *self.by_kind.entry(kind).or_default() += count;
         }
@@ -94,8 +98,10 @@ pub(crate) fn count(
             counts.caret += 1;
         } else {
             counts.differ += 1;
-            if receipt.settle.rule != SettleRule::AppIdle {
-                counts.differ_quiet_timer += 1;
+            match receipt.settle.rule {
+                SettleRule::AppIdle => {}
+                SettleRule::AppIdleUndatedTimer => counts.differ_undated += 1,
+                _ => counts.differ_quiet_timer += 1,
             }
             let kind = validation.kind.map_or("unknown", ValidationKind::as_str);
             *counts.by_kind.entry(kind).or_default() += 1;
@@ -120,10 +126,10 @@ pub(crate) fn count(
     counts
 }
 
-/// In validation mode (`--settle-validate-ms`), prints the table and writes
-/// [`MISMATCH_FILE`]; otherwise nothing.
-pub(crate) fn print(out: &Path, summary: &Summary) -> Result<()> {
-    if let Some(table) = table(out, summary)? {
+/// In validation mode (`--settle-validate-ms`, one action in `every` validated), prints the
+/// table and writes [`MISMATCH_FILE`]; otherwise nothing.
+pub(crate) fn print(out: &Path, summary: &Summary, every: u32) -> Result<()> {
+    if let Some(table) = table(out, summary, every)? {
         out!("{table}");
     }
     Ok(())
@@ -131,7 +137,7 @@ pub(crate) fn print(out: &Path, summary: &Summary) -> Result<()> {
 
 /// The validation table of a run in `out`, or `None` when no action was validated; writes
 /// [`MISMATCH_FILE`] (mode 0600) when there is a table.
-pub(crate) fn table(out: &Path, summary: &Summary) -> Result<Option<String>> {
+pub(crate) fn table(out: &Path, summary: &Summary, every: u32) -> Result<Option<String>> {
     let mut rows = Vec::new();
     let mut mismatches = Vec::new();
     for row in &summary.rollouts {
@@ -161,15 +167,23 @@ pub(crate) fn table(out: &Path, summary: &Summary) -> Result<Option<String>> {
         .with_context(|| format!("failed to create {}", file.display()))?;
     writer.write_all(&serde_json::to_vec_pretty(&mismatches)?)?;
     rows.push(("all".to_owned(), total));
-    Ok(Some(format_rows(&rows)))
+    Ok(Some(format_rows(&rows, every)))
 }
 
-/// The table: one line per task and the total.
-pub(crate) fn format_rows(rows: &[(String, Counts)]) -> String {
+/// The table: what was sampled, one line per task and the total.
+pub(crate) fn format_rows(rows: &[(String, Counts)], every: u32) -> String {
+    let sample = match every {
+        0 | 1 => "every stable action".to_owned(),
+        every => format!(
+            "stable actions 0, {every}, {}, … of each session",
+            2 * every
+        ),
+    };
     let mut text = format!(
-        "settle validation (later frame vs settled frame; differences in {MISMATCH_FILE})\n\
-         {:<9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6}  differences by kind\n",
-        "task", "validated", "same", "caret", "differ", "same|car%", "quiet"
+        "settle validation of {sample} (later frame vs settled frame; differences in \
+         {MISMATCH_FILE})\n\
+         {:<9} {:>9} {:>6} {:>6} {:>6} {:>9} {:>6} {:>7}  differences by kind\n",
+        "task", "validated", "same", "caret", "differ", "same|car%", "quiet", "undated"
     );
     for (task, counts) in rows {
         let kinds: Vec<String> = counts
@@ -178,7 +192,7 @@ pub(crate) fn format_rows(rows: &[(String, Counts)]) -> String {
             .map(|(kind, count)| format!("{kind} {count}"))
             .collect();
         text.push_str(&format!(
-            "{:<9} {:>9} {:>6} {:>6} {:>6} {:>8.2}% {:>6}  {}\n",
+            "{:<9} {:>9} {:>6} {:>6} {:>6} {:>8.2}% {:>6} {:>7}  {}\n",
             task,
             counts.validated,
             counts.same,
@@ -186,6 +200,7 @@ pub(crate) fn format_rows(rows: &[(String, Counts)]) -> String {
             counts.differ,
             counts.percent(),
             counts.differ_quiet_timer,
+            counts.differ_undated,
             kinds.join(", ")
         ));
     }
@@ -225,8 +240,18 @@ mod tests {
         assert_eq!(total.by_kind.get("tooltip"), Some(&2));
         assert!((total.percent() - 92.5).abs() < 1e-9);
         assert!((Counts::default().percent() - 100.0).abs() < 1e-9);
-        let text = format_rows(&[("task-004".to_owned(), one), ("all".to_owned(), total)]);
+        let rows = [("task-004".to_owned(), one), ("all".to_owned(), total)];
+        let text = format_rows(&rows, 1);
         assert!(text.contains("status_bar 1, tooltip 1"), "{text}");
         assert!(text.contains("92.50%"), "{text}");
+        assert!(
+            text.starts_with("settle validation of every stable action"),
+            "{text}"
+        );
+        let sampled = format_rows(&rows, 4);
+        assert!(
+            sampled.contains("stable actions 0, 4, 8, … of each session"),
+            "{sampled}"
+        );
     }
 }

@@ -41,6 +41,11 @@ pub(crate) struct BrokerArgs {
     /// training. 0: off.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=5_000))]
     pub(crate) settle_validate_ms: u32,
+    /// With --settle-validate-ms: validate one action in N, the session's actions 0, N, 2N, …
+    /// (every task's first action among them), so a long run validates a deterministic sample.
+    /// 1: every action.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) settle_validate_every: u32,
     /// Run sandboxed desktops WITHOUT their memory, process and CPU limits (the session's own
     /// cgroup v1 groups). Without it a broker that cannot make those groups refuses every lease
     /// with `sandbox_unavailable`: a broker not run as root (it has one identity in a user

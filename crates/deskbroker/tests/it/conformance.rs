@@ -20,6 +20,7 @@ const POLICY: SettlePolicy = SettlePolicy {
     quiet_without_change_ms: 100,
     max_ms: 1_000,
     validate_ms: 0,
+    validate_every: 0,
 };
 
 /// Counts the probe's recorded events once they stop arriving (X delivery is asynchronous).
