@@ -9,6 +9,7 @@ use desk_contract::a11y::{AxLimits, AxTree};
 use desk_contract::api::{AccessibilityResponse, WindowsResponse};
 
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::journal::store_unavailable;
@@ -59,53 +60,40 @@ impl Inner {
         session_id: &SessionId,
         limits: AxLimits,
     ) -> Result<AxTree, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "accessibility")?;
-        session.lifecycle.check_observe("accessibility")?;
-        let backend = runtime
-            .backend
-            .as_mut()
-            .ok_or_else(|| BrokerError::Internal("ready session without a desktop".to_string()))?;
-        let tree = backend
-            .accessibility(limits)
-            .map_err(BrokerError::desktop("read the accessibility tree"))?;
-        // The broker's record of the current observation, which semantic steps are checked
-        // against before any input.
-        self.controls.observed(session_id, &session.dir(), &tree)?;
-        self.approvals.observed(session_id, &tree);
-        self.renew(&mut session);
-        self.store.save_session(&session)?;
-        tracing::info!(
-            %session_id,
-            observation_id = %tree.observation_id,
-            nodes = tree.nodes.len(),
-            truncated = tree.truncated,
-            elapsed_ms = tree.elapsed_ms,
-            "accessibility snapshot"
-        );
-        Ok(tree)
+        self.enter(session_id, "accessibility", Need::Observe, |mut door| {
+            let tree = door
+                .desktop()?
+                .accessibility(limits)
+                .map_err(BrokerError::desktop("read the accessibility tree"))?;
+            // The broker's record of the current observation, which semantic steps are checked
+            // against before any input.
+            self.controls
+                .observed(session_id, &door.session().dir(), &tree)?;
+            self.approvals.observed(session_id, &tree);
+            door.renew();
+            door.commit()?;
+            tracing::info!(
+                %session_id,
+                observation_id = %tree.observation_id,
+                nodes = tree.nodes.len(),
+                truncated = tree.truncated,
+                elapsed_ms = tree.elapsed_ms,
+                "accessibility snapshot"
+            );
+            Ok(tree)
+        })
     }
 
     fn windows(&self, session_id: &SessionId) -> Result<WindowsResponse, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "windows")?;
-        session.lifecycle.check_observe("windows")?;
-        let backend = runtime
-            .backend
-            .as_mut()
-            .ok_or_else(|| BrokerError::Internal("ready session without a desktop".to_string()))?;
-        let windows = backend
-            .windows()
-            .map_err(BrokerError::desktop("list the app's windows"))?;
-        self.renew(&mut session);
-        self.store.save_session(&session)?;
-        Ok(WindowsResponse { windows })
+        self.enter(session_id, "windows", Need::Observe, |mut door| {
+            let windows = door
+                .desktop()?
+                .windows()
+                .map_err(BrokerError::desktop("list the app's windows"))?;
+            door.renew();
+            door.commit()?;
+            Ok(WindowsResponse { windows })
+        })
     }
 }
 

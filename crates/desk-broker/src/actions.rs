@@ -18,6 +18,7 @@ use desk_contract::settle::SettleReport;
 use desk_contract::{InputAction, SettleOutcome, validate_action};
 
 use crate::broker::{Broker, Inner, screenshot};
+use crate::door::{Door, Need};
 use crate::error::BrokerError;
 use crate::frames;
 use crate::ids::{RequestId, SessionId};
@@ -52,26 +53,34 @@ impl Inner {
         request: ActionRequest,
     ) -> Result<ActionResponse, BrokerError> {
         let started = std::time::Instant::now();
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
+        self.enter(session_id, "execute_action", Need::Unchecked, |door| {
+            self.execute_in(session_id, request, door, started)
+        })
+    }
+
+    fn execute_in(
+        &self,
+        session_id: &SessionId,
+        request: ActionRequest,
+        door: Door<'_>,
+        started: std::time::Instant,
+    ) -> Result<ActionResponse, BrokerError> {
+        let display = door.display();
         // Screen coordinates are checked at once; image coordinates only after the request id
         // is looked up, so that a retry replays even when its screenshot left the history.
         // `Err` names the screenshot whose geometry checks the action then.
         let checked = match &request.screenshot_id {
-            None => Ok(
-                validate_action(&request.action, runtime.display).map_err(|error| {
-                    self.conflict_or(session_id, &request.request_id, error.into())
-                })?,
-            ),
+            None => Ok(validate_action(&request.action, display).map_err(|error| {
+                self.conflict_or(session_id, &request.request_id, error.into())
+            })?),
             Some(id) => Err(id.as_str()),
         };
         let request_id = RequestId::parse(&request.request_id)?;
-        let session = self.load(session_id)?;
-        self.check_live(&session, "execute_action")?;
+        door.require(Need::Live)?;
+        let session = door.session();
         let digest = request_digest(&request)?;
         if let Some(replayed) = self.replay::<ActionResponse>(
-            &session,
+            session,
             &request_id,
             request.expected_action_index,
             &digest,
@@ -82,21 +91,13 @@ impl Inner {
         let validated = match checked {
             Ok(validated) => validated,
             Err(id) => self
-                .bound_to_screenshot(session_id, &dir, id, &request.action, runtime.display)
+                .bound_to_screenshot(session_id, &dir, id, &request.action, display)
                 .inspect_err(|refusal| {
                     self.count_refused(session_id, &request.request_id, refusal)
                 })?,
         };
-        let scope = self.controls.admit(session_id, &dir, None)?;
-        let Some(backend) = runtime.backend.as_mut() else {
-            return Err(session
-                .lifecycle
-                .accept(request.expected_action_index)
-                .err()
-                .unwrap_or_else(|| {
-                    BrokerError::Internal("ready session without a desktop".to_string())
-                }));
-        };
+        let scope = door.admit(None)?;
+        let (backend, display, session) = door.into_action(request.expected_action_index)?;
         let plan = Plan {
             request_id,
             expected_action_index: request.expected_action_index,
@@ -109,7 +110,7 @@ impl Inner {
             scope,
         };
         let checks_us = started.elapsed().as_micros();
-        let ran = self.run_plan(backend.as_mut(), session, &plan)?;
+        let ran = self.run_plan(backend, session, &plan)?;
         let run_us = started.elapsed().as_micros() - checks_us;
         let Ran {
             ledger,
@@ -134,7 +135,7 @@ impl Inner {
         };
         if let Some(screenshot) = screenshot.as_mut() {
             self.controls
-                .identify(session_id, &dir, screenshot, runtime.display)?;
+                .identify(session_id, &dir, screenshot, display)?;
         }
         let mut receipt = step_receipt(
             &step,

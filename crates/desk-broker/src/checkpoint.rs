@@ -30,9 +30,11 @@ use crate::artifact::read::{
     FileStamp, MAX_ATTEMPT_BYTES, Reader, read_workspace_file, workspace_file_stamp,
 };
 use crate::broker::{Broker, Inner, wrong_state};
+use crate::door::{Door, Need};
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::ids::SessionId;
+use crate::ledger::records::Checkpointed;
 use crate::logs::{EventLogs, FrameTiming};
 use crate::reset::file_digest;
 use crate::store::SessionRow;
@@ -61,12 +63,17 @@ fn checkpoint_copy_path(session: &SessionRow, attempt_path: &Path) -> PathBuf {
 
 impl Inner {
     fn checkpoint(&self, session_id: &SessionId) -> Result<CheckpointResponse, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "checkpoint")?;
-        session.lifecycle.check_observe("checkpoint")?;
+        self.enter(session_id, "checkpoint", Need::Observe, |door| {
+            self.checkpoint_in(session_id, door)
+        })
+    }
+
+    fn checkpoint_in(
+        &self,
+        session_id: &SessionId,
+        mut door: Door<'_>,
+    ) -> Result<CheckpointResponse, BrokerError> {
+        let session = door.session().clone();
         let (Some(attempt_path), Some(reset_sha)) = (
             session.attempt_path.clone().map(PathBuf::from),
             session.reset_sha.clone(),
@@ -117,7 +124,7 @@ impl Inner {
                     profile.name
                 )));
             }
-            let Some(backend) = runtime.backend.as_mut() else {
+            let Some(backend) = door.runtime().backend.as_mut() else {
                 return Err(BrokerError::CheckpointFailed(format!(
                     "{why} and the session's desktop is gone"
                 )));
@@ -145,10 +152,10 @@ impl Inner {
                 keys: profile.save_keys.clone(),
                 intent: "checkpoint save".into(),
             };
-            let validated = validate_action(&save_action, runtime.display).map_err(|error| {
+            let validated = validate_action(&save_action, door.display()).map_err(|error| {
                 BrokerError::Internal(format!("profile save gesture is invalid: {error}"))
             })?;
-            let Some(backend) = runtime.backend.as_mut() else {
+            let Some(backend) = door.runtime().backend.as_mut() else {
                 return Err(BrokerError::Internal("desktop vanished".to_string()));
             };
             tracing::info!(%session_id, keys = ?profile.save_keys, stale, "checkpoint: controller save");
@@ -171,10 +178,11 @@ impl Inner {
                 timing,
             )?;
             if let Some(timing) = timing {
+                let session = door.session_mut();
                 session.last_sequence = timing.sequence;
                 session.last_frame_ms = Some(timing.captured_at_ms);
             }
-            self.store.save_session(&session)?;
+            door.commit()?;
             let resaved = wait_for_save(
                 &attempt_path,
                 &reader,
@@ -197,18 +205,17 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::checkpoint(
-            self.evidence(),
-            &session,
-            &file_name,
-            &bytes,
-            method_name(method),
+        crate::ledger::records::checkpoint(
+            self,
+            &mut door,
+            Checkpointed {
+                file_name: &file_name,
+                bytes: &bytes,
+                sha256: &sha256,
+                size,
+                method: method_name(method),
+            },
         )?;
-        session.checkpoint_sha = Some(sha256.clone());
-        session.checkpoint_size = Some(size);
-        session.checkpoint_method = Some(method_name(method).to_string());
-        self.renew(&mut session);
-        self.store.save_session(&session)?;
         tracing::info!(
             %session_id,
             sha256,
@@ -226,11 +233,16 @@ impl Inner {
     }
 
     fn artifact(&self, session_id: &SessionId) -> Result<ArtifactResponse, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let _runtime = slot.lock();
-        let session = self.load(session_id)?;
-        self.check_live(&session, "retrieve_artifact")?;
+        self.enter(session_id, "retrieve_artifact", Need::Live, |door| {
+            self.artifact_in(session_id, door.session())
+        })
+    }
+
+    fn artifact_in(
+        &self,
+        session_id: &SessionId,
+        session: &SessionRow,
+    ) -> Result<ArtifactResponse, BrokerError> {
         let (Some(checkpoint_sha), Some(attempt_path)) =
             (session.checkpoint_sha.clone(), session.attempt_path.clone())
         else {
@@ -239,7 +251,7 @@ impl Inner {
             ));
         };
         let attempt_path = PathBuf::from(attempt_path);
-        let (sha256, size, bytes) = file_digest(&checkpoint_copy_path(&session, &attempt_path))?;
+        let (sha256, size, bytes) = file_digest(&checkpoint_copy_path(session, &attempt_path))?;
         if sha256 != checkpoint_sha {
             return Err(BrokerError::Internal(format!(
                 "checkpointed artifact of session {session_id} no longer matches its hash"
@@ -249,7 +261,7 @@ impl Inner {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        evidence::artifact(self.evidence(), &session, &filename, &sha256, size)?;
+        evidence::artifact(self.evidence(), session, &filename, &sha256, size)?;
         Ok(ArtifactResponse {
             filename,
             bytes_base64: b64::encode(&bytes),
@@ -259,17 +271,14 @@ impl Inner {
     }
 
     fn log_text(&self, session_id: &SessionId, frame_aligned: bool) -> Result<String, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let _runtime = slot.lock();
-        let session = self.load(session_id)?;
-        self.check_live(&session, "retrieve_events")?;
-        let logs = EventLogs::new(&session.dir());
-        if frame_aligned {
-            logs.read_frame_events()
-        } else {
-            logs.read_events()
-        }
+        self.enter(session_id, "retrieve_events", Need::Live, |door| {
+            let logs = EventLogs::new(&door.session().dir());
+            if frame_aligned {
+                logs.read_frame_events()
+            } else {
+                logs.read_events()
+            }
+        })
     }
 }
 

@@ -27,6 +27,7 @@ use desk_evidence::record::ClipboardAccess;
 use desk_policy::ClipboardMode;
 
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::extract::read_body_within;
@@ -147,18 +148,12 @@ impl Inner {
     /// The checks before the desktop is asked, in order; records a refusal.
     fn admit_clipboard(
         &self,
-        session_id: &SessionId,
+        session: &SessionRow,
         direction: Direction,
         limits: impl FnOnce() -> Result<(), BrokerError>,
         token: Option<&ControlToken>,
-    ) -> Result<(SessionRow, crate::control::Scope), BrokerError> {
-        let session = self.load(session_id)?;
-        let operation = match direction {
-            Direction::Read => "clipboard_read",
-            Direction::Write => "clipboard_write",
-        };
-        self.check_live(&session, operation)?;
-        session.lifecycle.check_observe(operation)?;
+    ) -> Result<crate::control::Scope, BrokerError> {
+        let session_id = &session.id;
         let dir = session.dir();
         let checked = allowed(self.policy.clipboard_mode(), direction)
             .and_then(|()| limits())
@@ -167,9 +162,9 @@ impl Inner {
                 Direction::Write => self.controls.admit(session_id, &dir, token),
             });
         match checked {
-            Ok(scope) => Ok((session, scope)),
+            Ok(scope) => Ok(scope),
             Err(error) => {
-                self.record_clipboard(&session, access(direction, "refused"), Some(&error))?;
+                self.record_clipboard(session, access(direction, "refused"), Some(&error))?;
                 Err(error)
             }
         }
@@ -181,25 +176,32 @@ impl Inner {
         query: &ClipboardQuery,
     ) -> Result<ClipboardText, BrokerError> {
         let cap = read_cap(query.max_output_bytes);
-        let limits = || {
-            cap.clone()
-                .map(|_| ())
-                .map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))
-        };
-        let (session, scope) =
-            self.admit_clipboard(session_id, Direction::Read, limits, query.control.as_ref())?;
-        let cap = cap.map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let result = match runtime.backend.as_mut() {
-            Some(backend) => backend
-                .clipboard_read(cap)
-                .map_err(|error| desktop_error(Direction::Read, error)),
-            None => Err(BrokerError::Internal(
-                "ready session without a desktop".to_string(),
-            )),
-        };
-        drop(runtime);
+        self.enter(session_id, "clipboard_read", Need::Observe, |mut door| {
+            let limits = || {
+                cap.clone()
+                    .map(|_| ())
+                    .map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))
+            };
+            let session = door.session().clone();
+            let scope =
+                self.admit_clipboard(&session, Direction::Read, limits, query.control.as_ref())?;
+            let cap = cap.map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))?;
+            let result = door.desktop().and_then(|backend| {
+                backend
+                    .clipboard_read(cap)
+                    .map_err(|error| desktop_error(Direction::Read, error))
+            });
+            self.clipboard_read_done(&session, scope, result)
+        })
+    }
+
+    fn clipboard_read_done(
+        &self,
+        session: &SessionRow,
+        scope: crate::control::Scope,
+        result: Result<ClipboardText, BrokerError>,
+    ) -> Result<ClipboardText, BrokerError> {
+        let session_id = &session.id;
         // A Stop (or a new generation or target) while the read ran discards its result.
         let result = result.and_then(|text| {
             self.controls
@@ -212,12 +214,12 @@ impl Inner {
                 record.byte_length = Some(text.byte_length);
                 record.sha256 = Some(desk_evidence::sha256_hex(text.text.as_bytes()));
                 record.truncated = Some(text.truncated);
-                self.record_clipboard(&session, record, None)?;
+                self.record_clipboard(session, record, None)?;
                 Ok(text)
             }
             Err(error) => {
                 self.fail_if_desktop_died(session_id, &error);
-                self.record_clipboard(&session, access(Direction::Read, "failed"), Some(&error))?;
+                self.record_clipboard(session, access(Direction::Read, "failed"), Some(&error))?;
                 Err(error)
             }
         }
@@ -232,12 +234,20 @@ impl Inner {
             check_write(&request.text)
                 .map_err(|error| refusal(ErrorCode::InvalidParams, error.to_string()))
         };
-        let (session, _scope) = self.admit_clipboard(
-            session_id,
-            Direction::Write,
-            limits,
-            request.control.as_ref(),
-        )?;
+        self.enter(session_id, "clipboard_write", Need::Observe, |mut door| {
+            let session = door.session().clone();
+            self.admit_clipboard(&session, Direction::Write, limits, request.control.as_ref())?;
+            self.clipboard_write_in(&session, request, door.desktop())
+        })
+    }
+
+    fn clipboard_write_in(
+        &self,
+        session: &SessionRow,
+        request: &ClipboardWriteRequest,
+        desktop: Result<&mut dyn desk_desktop::DesktopBackend, BrokerError>,
+    ) -> Result<ClipboardWritten, BrokerError> {
+        let session_id = &session.id;
         let byte_length = request.text.len() as u64;
         let sha256 = desk_evidence::sha256_hex(request.text.as_bytes());
         let described = |outcome: &str| {
@@ -247,21 +257,15 @@ impl Inner {
             record
         };
         // Evidence first: a write the journal cannot record is not asked of the desktop.
-        evidence::clipboard_access(self.evidence(), &session, described("requested"))?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let result = match runtime.backend.as_mut() {
-            Some(backend) => backend
+        evidence::clipboard_access(self.evidence(), session, described("requested"))?;
+        let result = desktop.and_then(|backend| {
+            backend
                 .clipboard_write(&request.text)
-                .map_err(|error| desktop_error(Direction::Write, error)),
-            None => Err(BrokerError::Internal(
-                "ready session without a desktop".to_string(),
-            )),
-        };
-        drop(runtime);
+                .map_err(|error| desktop_error(Direction::Write, error))
+        });
         match result {
             Ok(written) => {
-                self.record_clipboard(&session, described("done"), None)?;
+                self.record_clipboard(session, described("done"), None)?;
                 Ok(written)
             }
             Err(error) => {
@@ -270,7 +274,7 @@ impl Inner {
                     ErrorCode::ClipboardOutcomeUnknown => "unknown",
                     _ => "failed",
                 };
-                self.record_clipboard(&session, described(outcome), Some(&error))?;
+                self.record_clipboard(session, described(outcome), Some(&error))?;
                 Err(error)
             }
         }

@@ -16,6 +16,7 @@ use desk_contract::api::{
 };
 
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::journal::store_unavailable;
@@ -174,69 +175,67 @@ impl Inner {
         session_id: &SessionId,
         expired: bool,
     ) -> Result<ReleaseResponse, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        let Some(released) = session.lifecycle.release(expired) else {
-            return Ok(ReleaseResponse {
-                session_id: session.id.to_string(),
-                state: SessionState::Released,
-                released_now: false,
-            });
-        };
-        let layout = self.config.layout();
-        let remains = desk_desktop::destroy::remains(&session.dir());
-        // Release goes on if the record cannot be written: the reconciler then finds the
-        // workspace `running` with its session released, and proves its removal.
-        if let Err(error) = crate::workspace::record(
-            &layout,
-            session_id,
-            crate::workspace::WorkspaceState::RemovalPending,
-            &remains,
-        ) {
-            tracing::warn!(%session_id, error = %error, "failed to record removal_pending");
-        }
-        match runtime.backend.take() {
-            Some(mut backend) => {
-                if let Err(error) = backend.shutdown() {
-                    tracing::warn!(%session_id, error = %error, "failed to shut down a desktop on release");
-                }
-            }
-            None => {
-                let n_reaped = self.factory.reap_orphans(&session.dir());
-                if n_reaped > 0 {
-                    tracing::info!(
-                        %session_id,
-                        n_reaped,
-                        "reaped processes left by an earlier broker run"
-                    );
-                }
-            }
-        }
-        crate::evidence::session_released(self.evidence(), &session)?;
-        remove_dir(Path::new(&session.session_dir))?;
-        if desk_desktop::destroy::check(&remains).proven()
-            && let Err(error) = crate::workspace::record(
+        let released_now = self.enter(session_id, "release", Need::Unchecked, |mut door| {
+            let Some(released) = door.session().lifecycle.release(expired) else {
+                return Ok(false);
+            };
+            let layout = self.config.layout();
+            let session_dir = door.session().dir();
+            let remains = desk_desktop::destroy::remains(&session_dir);
+            // Release goes on if the record cannot be written: the reconciler then finds the
+            // workspace `running` with its session released, and proves its removal.
+            if let Err(error) = crate::workspace::record(
                 &layout,
                 session_id,
-                crate::workspace::WorkspaceState::Destroyed,
+                crate::workspace::WorkspaceState::RemovalPending,
                 &remains,
-            )
-        {
-            tracing::warn!(%session_id, error = %error, "failed to record destroyed");
+            ) {
+                tracing::warn!(%session_id, error = %error, "failed to record removal_pending");
+            }
+            match door.runtime().backend.take() {
+                Some(mut backend) => {
+                    if let Err(error) = backend.shutdown() {
+                        tracing::warn!(%session_id, error = %error, "failed to shut down a desktop on release");
+                    }
+                }
+                None => {
+                    let n_reaped = self.factory.reap_orphans(&session_dir);
+                    if n_reaped > 0 {
+                        tracing::info!(
+                            %session_id,
+                            n_reaped,
+                            "reaped processes left by an earlier broker run"
+                        );
+                    }
+                }
+            }
+            let teardown = || {
+                remove_dir(session_dir.path())?;
+                if desk_desktop::destroy::check(&remains).proven()
+                    && let Err(error) = crate::workspace::record(
+                        &layout,
+                        session_id,
+                        crate::workspace::WorkspaceState::Destroyed,
+                        &remains,
+                    )
+                {
+                    tracing::warn!(%session_id, error = %error, "failed to record destroyed");
+                }
+                Ok(())
+            };
+            crate::ledger::records::released(self, &mut door, released, teardown)?;
+            // After the row says `released`: a kill that comes now refuses it.
+            crate::kill::remove_at_release(&layout, session_id);
+            Ok(true)
+        })?;
+        if released_now {
+            self.forget_slot(session_id);
+            tracing::info!(%session_id, expired, "session released");
         }
-        session.lifecycle = released;
-        self.store.save_session(&session)?;
-        // After the row says `released`: a kill that comes now refuses it.
-        crate::kill::remove_at_release(&layout, session_id);
-        drop(runtime);
-        self.forget_slot(session_id);
-        tracing::info!(%session_id, expired, "session released");
         Ok(ReleaseResponse {
-            session_id: session.id.to_string(),
+            session_id: session_id.to_string(),
             state: SessionState::Released,
-            released_now: true,
+            released_now,
         })
     }
 

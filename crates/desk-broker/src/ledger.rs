@@ -38,6 +38,7 @@ use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming};
 use crate::session::{Failure, Lifecycle};
 use crate::store::SessionRow;
+pub(crate) mod records;
 
 fn micros(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)

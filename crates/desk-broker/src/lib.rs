@@ -29,6 +29,7 @@ mod config;
 mod conn;
 mod control;
 pub mod credential;
+mod door;
 mod error;
 mod evidence;
 mod extract;

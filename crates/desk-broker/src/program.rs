@@ -24,6 +24,7 @@ use desk_desktop::DesktopBackend;
 
 use crate::broker::{Broker, Inner};
 use crate::control::Scope;
+use crate::door::{Door, Need};
 use crate::error::BrokerError;
 use crate::fault::FaultHook;
 use crate::ids::{RequestId, SessionId};
@@ -249,11 +250,21 @@ impl Inner {
         request: ProgramRequest,
     ) -> Result<ProgramResponse, BrokerError> {
         let request_id = RequestId::parse(&request.request_id)?;
-        let session = self.load(session_id)?;
-        let dir = session.dir();
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let scope = self.controls.scope_now(session_id, &dir)?;
+        self.enter(session_id, "execute_program", Need::Unchecked, |door| {
+            self.execute_program_in(session_id, request, request_id, door)
+        })
+    }
+
+    fn execute_program_in(
+        &self,
+        session_id: &SessionId,
+        request: ProgramRequest,
+        request_id: RequestId,
+        door: Door<'_>,
+    ) -> Result<ProgramResponse, BrokerError> {
+        let display = door.display();
+        let dir = door.session().dir();
+        let scope = door.scope_now()?;
         let observation = self.controls.observation(session_id, &dir)?;
         let ax = || {
             self.factory.accessibility().then_some(AxContext {
@@ -273,14 +284,14 @@ impl Inner {
             None
         } else {
             Some(
-                validate_steps(&request.steps, None, runtime.display, ax())
+                validate_steps(&request.steps, None, display, ax())
                     .map_err(|error| self.conflict_or(session_id, &request.request_id, error))?,
             )
         };
-        self.check_live(&session, "execute_program")?;
+        door.require(Need::Live)?;
         let digest = program_digest(&request)?;
         if let Some(replayed) = self.replay::<ProgramResponse>(
-            &session,
+            door.session(),
             &request_id,
             request.expected_action_index,
             &digest,
@@ -295,25 +306,15 @@ impl Inner {
                 .map(|id| self.controls.geometry(session_id, &dir, id, scope))
                 .transpose()
                 .and_then(|geometry| {
-                    validate_steps(&request.steps, geometry.as_ref(), runtime.display, ax())
+                    validate_steps(&request.steps, geometry.as_ref(), display, ax())
                 })
                 .inspect_err(|refusal| {
                     self.count_refused(session_id, &request.request_id, refusal)
                 })?,
         };
-        let scope = self
-            .controls
-            .admit(session_id, &dir, request.control.as_ref())?;
-        let Some(backend) = runtime.backend.as_mut() else {
-            // No desktop yet: the session state refuses (leased before reset).
-            return Err(session
-                .lifecycle
-                .accept(request.expected_action_index)
-                .err()
-                .unwrap_or_else(|| {
-                    BrokerError::Internal("ready session without a desktop".to_string())
-                }));
-        };
+        let scope = door.admit(request.control.as_ref())?;
+        // No desktop yet: the session state refuses (leased before reset).
+        let (backend, display, session) = door.into_action(request.expected_action_index)?;
         let intents: Vec<&str> = request.steps.iter().map(ProgramStep::intent).collect();
         let plan = Plan {
             request_id,
@@ -326,15 +327,8 @@ impl Inner {
             steps,
             scope,
         };
-        let ran = self.run_plan(backend.as_mut(), session, &plan)?;
-        self.finish_program(
-            session_id,
-            &dir,
-            runtime.display,
-            ran,
-            plan.steps.len(),
-            scope,
-        )
+        let ran = self.run_plan(backend, session, &plan)?;
+        self.finish_program(session_id, &dir, display, ran, plan.steps.len(), scope)
     }
 
     /// Logs every submitted step, builds the receipt and the one final observation, and closes

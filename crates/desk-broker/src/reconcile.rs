@@ -22,6 +22,7 @@ use desk_desktop::{SessionDir, destroy};
 use desk_evidence::record::SessionKilled;
 
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::kill::Tombstone;
@@ -48,32 +49,34 @@ impl Inner {
         receipt: &SessionKilled,
     ) -> Result<bool, BrokerError> {
         let id = &tombstone.session_id;
-        let slot = self.slot(id);
-        let mut runtime = slot.lock();
-        let Some(mut session) = self.store.session(id)? else {
+        // An unknown session has nothing to mark (and gets no slot).
+        if self.store.session(id)?.is_none() {
             return Ok(false);
-        };
-        let Some(killed) = session.lifecycle.kill(&tombstone.reason) else {
-            return Ok(false);
-        };
-        if let Some(mut backend) = runtime.backend.take() {
-            // Its processes were killed; nothing of it is to be reaped or waited for.
-            backend.detach();
         }
-        // The kill removed the directory before its receipt. A broker it did not wait for
-        // (stopped past kill::KILL_FENCE_BOUND inside an action's records) may have written a
-        // frame or log rows since: in the session's turn nothing writes, so they go too.
-        let dir = session.dir();
-        if dir.path().exists() && receipt.storage_destroyed {
-            tracing::warn!(session_id = %id, "removing what was written after the kill");
-            if let Err(error) = std::fs::remove_dir_all(dir.path()) {
-                tracing::error!(session_id = %id, %error, "failed to remove the killed directory");
+        let applied = self.enter(id, "kill", Need::Unchecked, |mut door| {
+            let Some(killed) = door.session().lifecycle.kill(&tombstone.reason) else {
+                return Ok(false);
+            };
+            if let Some(mut backend) = door.runtime().backend.take() {
+                // Its processes were killed; nothing of it is to be reaped or waited for.
+                backend.detach();
             }
+            // The kill removed the directory before its receipt. A broker it did not wait for
+            // (stopped past kill::KILL_FENCE_BOUND inside an action's records) may have written
+            // a frame or log rows since: in the session's turn nothing writes, so they go too.
+            let dir = door.session().dir();
+            if dir.path().exists() && receipt.storage_destroyed {
+                tracing::warn!(session_id = %id, "removing what was written after the kill");
+                if let Err(error) = std::fs::remove_dir_all(dir.path()) {
+                    tracing::error!(session_id = %id, %error, "failed to remove the killed directory");
+                }
+            }
+            crate::ledger::records::killed(self, &mut door, killed, receipt)?;
+            Ok(true)
+        })?;
+        if !applied {
+            return Ok(false);
         }
-        crate::evidence::session_killed(self.evidence(), &session, receipt)?;
-        session.lifecycle = killed;
-        self.store.save_session(&session)?;
-        drop(runtime);
         self.forget_slot(id);
         tracing::warn!(
             session_id = %id,
@@ -87,37 +90,38 @@ impl Inner {
     /// records its workspace `stopped` once none is left. `Ok(false)` when the session is not
     /// (or no longer) in `error`, or a process is still there (retried on the next round).
     fn stop_failed(&self, id: &SessionId) -> Result<bool, BrokerError> {
-        let slot = self.slot(id);
-        let mut runtime = slot.lock();
-        let Some(session) = self.store.session(id)? else {
-            return Ok(false);
-        };
-        if session.state() != SessionState::Error {
+        if self.store.session(id)?.is_none() {
             return Ok(false);
         }
-        match runtime.backend.take() {
-            Some(mut backend) => {
-                if let Err(error) = backend.shutdown() {
-                    tracing::warn!(session_id = %id, %error, "failed to stop a failed session's desktop");
+        self.enter(id, "stop_failed", Need::Unchecked, |mut door| {
+            let session = door.session().clone();
+            if session.state() != SessionState::Error {
+                return Ok(false);
+            }
+            match door.runtime().backend.take() {
+                Some(mut backend) => {
+                    if let Err(error) = backend.shutdown() {
+                        tracing::warn!(session_id = %id, %error, "failed to stop a failed session's desktop");
+                    }
+                }
+                None => {
+                    self.factory.reap_orphans(&session.dir());
                 }
             }
-            None => {
-                self.factory.reap_orphans(&session.dir());
+            let remains = destroy::remains(&session.dir());
+            let left = destroy::check(&remains).processes_left;
+            if !left.is_empty() {
+                tracing::warn!(
+                    session_id = %id,
+                    ?left,
+                    "a failed session's desktop is not stopped yet"
+                );
+                return Ok(false);
             }
-        }
-        let remains = destroy::remains(&session.dir());
-        let left = destroy::check(&remains).processes_left;
-        if !left.is_empty() {
-            tracing::warn!(
-                session_id = %id,
-                ?left,
-                "a failed session's desktop is not stopped yet"
-            );
-            return Ok(false);
-        }
-        workspace::record(&self.config.layout(), id, WorkspaceState::Stopped, &remains)?;
-        tracing::info!(session_id = %id, "failed session's desktop stopped");
-        Ok(true)
+            workspace::record(&self.config.layout(), id, WorkspaceState::Stopped, &remains)?;
+            tracing::info!(session_id = %id, "failed session's desktop stopped");
+            Ok(true)
+        })
     }
 
     /// The `launching`/`running` workspaces whose session is in `error`.

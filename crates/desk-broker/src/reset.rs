@@ -12,6 +12,7 @@ use desk_contract::api::{ResetRequest, ResetResponse, Screenshot, SessionState};
 use desk_desktop::{BackendError, BackendRequest};
 
 use crate::broker::{Broker, Inner, screenshot};
+use crate::door::{Door, Need};
 use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
@@ -35,11 +36,18 @@ impl Inner {
         request: ResetRequest,
     ) -> Result<ResetResponse, BrokerError> {
         check_identifier("request_id", &request.request_id)?;
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "reset")?;
+        self.enter(session_id, "reset", Need::Live, |door| {
+            self.reset_in(session_id, request, door)
+        })
+    }
+
+    fn reset_in(
+        &self,
+        session_id: &SessionId,
+        request: ResetRequest,
+        mut door: Door<'_>,
+    ) -> Result<ResetResponse, BrokerError> {
+        let mut session = door.session().clone();
         if session.reset_request_id.as_deref() == Some(request.request_id.as_str())
             && let Some(cached) = &session.reset_response
         {
@@ -85,6 +93,7 @@ impl Inner {
                 session_dir.census_file(),
             ))?;
 
+        let runtime = door.runtime();
         if runtime.backend.is_none() {
             crate::workspace::record(
                 &self.config.layout(),
@@ -108,11 +117,7 @@ impl Inner {
             self.keep_control(session_id, backend.control());
             runtime.backend = Some(backend);
         }
-        let Some(backend) = runtime.backend.as_mut() else {
-            return Err(BrokerError::Internal(
-                "desktop missing after creation".to_string(),
-            ));
-        };
+        let backend = door.desktop()?;
         let handoff = backend
             .start_app(&prepared.launch)
             .map_err(|error| match error {
@@ -138,10 +143,10 @@ impl Inner {
             Err(error) => {
                 // Recorded as the client is told it (status shows it as `last_error`).
                 let body = error.to_body();
-                session.lifecycle = session
+                door.session_mut().lifecycle = session
                     .lifecycle
                     .reset_failed(Failure::new(body.code, body.message))?;
-                self.store.save_session(&session)?;
+                door.commit()?;
                 return Err(error);
             }
         };
@@ -205,8 +210,9 @@ impl Inner {
         session.attempt_path = Some(prepared.attempt_path.display().to_string());
         session.handoff_ms = Some(handoff.frame.captured_at_ms);
         session.last_frame_ms = Some(handoff.frame.captured_at_ms);
-        self.renew(&mut session);
-        self.store.save_session(&session)?;
+        *door.session_mut() = session;
+        door.renew();
+        door.commit()?;
         crate::workspace::record(
             &self.config.layout(),
             session_id,
@@ -218,28 +224,17 @@ impl Inner {
     }
 
     fn screenshot(&self, session_id: &SessionId) -> Result<Screenshot, BrokerError> {
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "screenshot")?;
-        session.lifecycle.check_observe("screenshot")?;
-        let Some(backend) = runtime.backend.as_mut() else {
-            return Err(BrokerError::Internal(
-                "ready session without a desktop".to_string(),
-            ));
-        };
-        let frame = backend
-            .capture()
-            .map_err(BrokerError::desktop("capture a screenshot"))?;
-        session.last_sequence += 1;
-        self.renew(&mut session);
-        evidence::screenshot(self.evidence(), &session, session.last_sequence, &frame.png)?;
-        self.store.save_session(&session)?;
-        let mut shot = screenshot(&frame, session.last_sequence);
-        self.controls
-            .identify(session_id, &session.dir(), &mut shot, runtime.display)?;
-        Ok(shot)
+        self.enter(session_id, "screenshot", Need::Observe, |mut door| {
+            let frame = door
+                .desktop()?
+                .capture()
+                .map_err(BrokerError::desktop("capture a screenshot"))?;
+            let sequence = crate::ledger::records::screenshot(self, &mut door, &frame.png)?;
+            let mut shot = screenshot(&frame, sequence);
+            self.controls
+                .identify(session_id, &door.session().dir(), &mut shot, door.display())?;
+            Ok(shot)
+        })
     }
 }
 

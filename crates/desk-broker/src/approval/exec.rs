@@ -32,6 +32,7 @@ use super::issue::find_binding;
 use super::receipt::{self, Consumed, ReceiptStore};
 use super::refusal;
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::store::SessionRow;
@@ -94,21 +95,24 @@ impl Journal<'_> {
 impl Inner {
     /// A fresh observation of the session's app, recorded as its current one.
     fn observe_now(&self, session_id: &SessionId) -> Result<AxTree, BrokerError> {
-        let session = self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let backend = runtime
-            .backend
-            .as_mut()
-            .ok_or_else(|| BrokerError::Internal("ready session without a desktop".to_string()))?;
-        let limits = AxLimits::new(None, None)
-            .map_err(|error| BrokerError::Internal(format!("default tree limits: {error}")))?;
-        let tree = backend
-            .accessibility(limits)
-            .map_err(BrokerError::desktop("read the accessibility tree"))?;
-        self.controls.observed(session_id, &session.dir(), &tree)?;
-        self.approvals.observed(session_id, &tree);
-        Ok(tree)
+        self.enter(
+            session_id,
+            "execute_approved",
+            Need::Unchecked,
+            |mut door| {
+                let limits = AxLimits::new(None, None).map_err(|error| {
+                    BrokerError::Internal(format!("default tree limits: {error}"))
+                })?;
+                let tree = door
+                    .desktop()?
+                    .accessibility(limits)
+                    .map_err(BrokerError::desktop("read the accessibility tree"))?;
+                self.controls
+                    .observed(session_id, &door.session().dir(), &tree)?;
+                self.approvals.observed(session_id, &tree);
+                Ok(tree)
+            },
+        )
     }
 
     /// Freezes the session after an approved action's invocation: state `error`, no more input.
@@ -134,8 +138,7 @@ impl Inner {
             ));
         }
         crate::ids::RequestId::parse(&request.request_id)?;
-        let session = self.load(session_id)?;
-        self.check_live(&session, "execute_approved")?;
+        let session = self.enter_unlocked(session_id, "execute_approved")?;
         let store = ReceiptStore::new(&self.config.state_dir, session_id);
         let approval_id = &request.approval_id;
         let stored = store.get(approval_id)?.ok_or_else(|| {

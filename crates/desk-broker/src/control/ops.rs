@@ -183,8 +183,7 @@ impl Inner {
         operation: &'static str,
         apply: impl FnOnce(&Inner, &desk_desktop::SessionDir) -> Result<T, BrokerError>,
     ) -> Result<T, BrokerError> {
-        let session = self.load(session_id)?;
-        self.check_live(&session, operation)?;
+        let session = self.enter_unlocked(session_id, operation)?;
         apply(self, &session.dir())
     }
 }

@@ -22,6 +22,7 @@ use desk_contract::control::{PixelRect, ZoomInfo, ZoomRequest};
 
 use super::refusal;
 use crate::broker::{Broker, Inner};
+use crate::door::Need;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 
@@ -119,58 +120,47 @@ impl Inner {
                 ),
             ));
         }
-        self.load(session_id)?;
-        let slot = self.slot(session_id);
-        let mut runtime = slot.lock();
-        let mut session = self.load(session_id)?;
-        self.check_live(&session, "zoom")?;
-        session.lifecycle.check_observe("zoom")?;
-        let dir = session.dir();
-        let scope = self.controls.scope_now(session_id, &dir)?;
-        let source = self
-            .controls
-            .geometry(session_id, &dir, &request.screenshot_id, scope)?;
-        let last_x = i64::from(request.x) + i64::from(request.width) - 1;
-        let last_y = i64::from(request.y) + i64::from(request.height) - 1;
-        let (x0, y0) = source.to_screen("zoom", i64::from(request.x), i64::from(request.y))?;
-        let (x1, y1) = source.to_screen("zoom", last_x, last_y)?;
-        let screen = |value: i64| {
-            u32::try_from(value)
-                .map_err(|_| BrokerError::Internal(format!("zoom: screen coordinate {value}")))
-        };
-        let region = PixelRect {
-            x: screen(x0)?,
-            y: screen(y0)?,
-            width: screen(x1 - x0 + 1)?,
-            height: screen(y1 - y0 + 1)?,
-        };
-        let scale = scale_for(region.width, region.height)?;
-        let Some(backend) = runtime.backend.as_mut() else {
-            return Err(BrokerError::Internal(
-                "ready session without a desktop".to_string(),
-            ));
-        };
-        let frame = backend
-            .capture()
-            .map_err(BrokerError::desktop("capture for a zoom"))?;
-        let png = crop_and_enlarge(&frame.png, region, scale)?;
-        session.last_sequence += 1;
-        self.renew(&mut session);
-        crate::evidence::screenshot(self.evidence(), &session, session.last_sequence, &png)?;
-        self.store.save_session(&session)?;
-        let mut shot = crate::broker::screenshot(&frame, session.last_sequence);
-        shot.png_base64 = desk_contract::b64::encode(&png);
-        shot.sha256 = desk_contract::digest::sha256_hex(&png);
-        shot.width = region.width * scale;
-        shot.height = region.height * scale;
-        shot.zoom = Some(ZoomInfo {
-            source_screenshot_id: request.screenshot_id.clone(),
-            scale,
-        });
-        self.controls
-            .identify_region(session_id, &dir, &mut shot, region)?;
-        tracing::info!(%session_id, ?region, scale, "zoom");
-        Ok(shot)
+        self.enter(session_id, "zoom", Need::Observe, |mut door| {
+            let dir = door.session().dir();
+            let scope = door.scope_now()?;
+            let source = self
+                .controls
+                .geometry(session_id, &dir, &request.screenshot_id, scope)?;
+            let last_x = i64::from(request.x) + i64::from(request.width) - 1;
+            let last_y = i64::from(request.y) + i64::from(request.height) - 1;
+            let (x0, y0) = source.to_screen("zoom", i64::from(request.x), i64::from(request.y))?;
+            let (x1, y1) = source.to_screen("zoom", last_x, last_y)?;
+            let screen = |value: i64| {
+                u32::try_from(value)
+                    .map_err(|_| BrokerError::Internal(format!("zoom: screen coordinate {value}")))
+            };
+            let region = PixelRect {
+                x: screen(x0)?,
+                y: screen(y0)?,
+                width: screen(x1 - x0 + 1)?,
+                height: screen(y1 - y0 + 1)?,
+            };
+            let scale = scale_for(region.width, region.height)?;
+            let frame = door
+                .desktop()?
+                .capture()
+                .map_err(BrokerError::desktop("capture for a zoom"))?;
+            let png = crop_and_enlarge(&frame.png, region, scale)?;
+            let sequence = crate::ledger::records::screenshot(self, &mut door, &png)?;
+            let mut shot = crate::broker::screenshot(&frame, sequence);
+            shot.png_base64 = desk_contract::b64::encode(&png);
+            shot.sha256 = desk_contract::digest::sha256_hex(&png);
+            shot.width = region.width * scale;
+            shot.height = region.height * scale;
+            shot.zoom = Some(ZoomInfo {
+                source_screenshot_id: request.screenshot_id.clone(),
+                scale,
+            });
+            self.controls
+                .identify_region(session_id, &dir, &mut shot, region)?;
+            tracing::info!(%session_id, ?region, scale, "zoom");
+            Ok(shot)
+        })
     }
 }
 
