@@ -22,37 +22,18 @@
 //! Over 400 lines: one hook per signed record kind, side by side, so their order and shape compare
 //! at a glance; the key, journal, export and the other record families are already in `evidence/`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::fs::File;
-use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
 
-use desk_desktop::{SessionDir, StateDir};
 use desk_evidence::record::{
-    ActionAccepted, ActionReceipt, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot,
-    SessionReleased, SessionStarted,
+    ActionAccepted, Artifact, Checkpoint, LogDigest, NOT_INJECTED, Screenshot, SessionReleased,
 };
-use desk_evidence::{
-    EvidenceError, EvidenceWriter, ExportInputs, Manifest, RecordBody, SigningKey, VerifyReport,
-    VerifyingKey,
-};
-use sha2::{Digest as _, Sha256};
+use desk_evidence::{RecordBody, SigningKey};
 
-use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
 use crate::store::SessionRow;
 use crate::util::now_ms;
-
-/// Default signing key file name inside `<state_dir>/evidence`.
-pub const SIGNING_KEY_FILE: &str = "signing.key";
-/// Public key file name inside `<state_dir>/evidence`; what `evidence verify --key` takes.
-pub const PUBLIC_KEY_FILE: &str = "evidence.pub";
-
-const JOURNAL_FILE: &str = desk_evidence::bundle::JOURNAL_FILE;
-const STAGING_DIR: &str = "staging";
 
 mod clipboard;
 mod containment;
@@ -61,60 +42,22 @@ mod gate;
 mod journal;
 mod keys;
 mod launch;
+mod shared;
 
 pub(crate) use clipboard::clipboard_access;
 pub(crate) use containment::{action_refused, session_killed};
 pub use export::{export_evidence, verify_evidence, verify_evidence_observed};
 pub(crate) use gate::{gate_decision, review_decision};
-pub(crate) use journal::Journals;
-use journal::with_journal;
-use keys::signing_key;
+pub(crate) use journal::{Evidence, Journals};
+use journal::{signing_key, with_journal};
 pub(crate) use launch::{launch_receipt, workspace_launched};
-
-/// What every evidence hook needs: the broker's settings and its journals.
-#[derive(Clone, Copy)]
-pub(crate) struct Evidence<'a> {
-    pub(crate) config: &'a BrokerConfig,
-    pub(crate) journals: &'a Journals,
-    /// What release does with frames (the policy in force's `retention.frames`).
-    pub(crate) frames: desk_policy::FrameRetention,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves at worst a poisoned writer, which refuses appends.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// `<state_dir>/evidence`.
-pub(crate) fn evidence_dir(state_dir: &Path) -> PathBuf {
-    StateDir::new(state_dir).evidence()
-}
+pub(crate) use shared::evidence_dir;
+use shared::{JOURNAL_FILE, io_error, lock, session_evidence_dir};
+pub use shared::{PUBLIC_KEY_FILE, SIGNING_KEY_FILE};
 
 /// `<state_dir>/evidence/evidence.pub`, the public key of the broker's evidence.
 pub fn public_key_path(state_dir: &Path) -> PathBuf {
     evidence_dir(state_dir).join(PUBLIC_KEY_FILE)
-}
-
-/// A [`SessionId`] is a plain token, so the directory is always inside `evidence/`.
-fn session_evidence_dir(state_dir: &Path, session_id: &SessionId) -> PathBuf {
-    StateDir::new(state_dir).session_evidence(session_id.as_str())
-}
-
-fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError {
-    let path = path.to_path_buf();
-    move |source| EvidenceError::Io {
-        operation,
-        path,
-        source,
-    }
-}
-
-/// Creates `path` 0700 below `root`, which must still exist (see
-/// [`crate::private::create_dir_below`]).
-fn create_private_dir(root: &Path, path: &Path) -> Result<(), EvidenceError> {
-    crate::private::create_dir_below(root, path).map_err(io_error("create", path))
 }
 
 /// Loads (or on first start creates) the signing key and publishes `evidence.pub`, so a broker

@@ -4,7 +4,7 @@
 use desk_evidence::RecordBody;
 use desk_evidence::record::ClipboardAccess;
 
-use super::{Evidence, with_journal};
+use super::journal::{Evidence, with_journal};
 use crate::error::BrokerError;
 use crate::store::SessionRow;
 

@@ -3,7 +3,12 @@
 //! spool), both in the containment spec's record shape (control id, stage, outcome, recorded
 //! time).
 
-use super::*;
+use desk_evidence::RecordBody;
+
+use super::journal::{Evidence, with_journal};
+use crate::error::BrokerError;
+use crate::store::SessionRow;
+use crate::util::now_ms;
 
 /// A killed session's terminal receipt, replayed from the spool with its original id: appended
 /// unless the journal already ended (replaying twice changes nothing). Never half-logged: an

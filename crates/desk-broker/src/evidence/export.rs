@@ -1,7 +1,16 @@
 //! Exporting and verifying a session's evidence bundle (`deskbroker evidence export|verify`).
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use desk_desktop::StateDir;
+use desk_evidence::{
+    EvidenceError, ExportInputs, Manifest, SigningKey, VerifyReport, VerifyingKey,
+};
+
+use super::shared::{JOURNAL_FILE, SIGNING_KEY_FILE, evidence_dir, io_error, session_evidence_dir};
 use crate::ids::SessionId;
+use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
+use crate::util::now_ms;
 
 /// Where [`export_evidence`] takes a session's files from: the journal, frames and artifact in
 /// `<state_dir>/evidence/<id>/`; the logs from there once released, else from the live session

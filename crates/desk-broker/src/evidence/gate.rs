@@ -15,7 +15,7 @@ use desk_evidence::record::{
 };
 use desk_gate::{Decision, Rect};
 
-use super::{Evidence, with_journal};
+use super::journal::{Evidence, with_journal};
 use crate::error::BrokerError;
 use crate::store::SessionRow;
 

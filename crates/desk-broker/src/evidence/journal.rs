@@ -2,7 +2,36 @@
 //! logs, and the chain state the hooks check; opened from disk or created with its
 //! `session_started` record, and cached per session in [`Journals`].
 
-use super::*;
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use desk_desktop::SessionDir;
+use desk_evidence::record::{ActionReceipt, LogDigest, NOT_INJECTED, SessionStarted};
+use desk_evidence::{EvidenceError, EvidenceWriter, RecordBody, SigningKey};
+use sha2::{Digest as _, Sha256};
+
+use super::keys::load_or_create_key;
+use super::shared::{
+    JOURNAL_FILE, STAGING_DIR, create_private_dir, io_error, lock, session_evidence_dir,
+};
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::ids::SessionId;
+use crate::logs::{EVENTS_FILE, FRAME_EVENTS_FILE};
+use crate::store::SessionRow;
+use crate::util::now_ms;
+
+/// What every evidence hook needs: the broker's settings and its journals.
+#[derive(Clone, Copy)]
+pub(crate) struct Evidence<'a> {
+    pub(crate) config: &'a BrokerConfig,
+    pub(crate) journals: &'a Journals,
+    /// What release does with frames (the policy in force's `retention.frames`).
+    pub(crate) frames: desk_policy::FrameRetention,
+}
 
 /// One broker's loaded signing key and open journals (held by the broker, not its settings).
 #[derive(Default)]
@@ -264,4 +293,16 @@ pub(super) fn with_journal<R>(
             source: Box::new(source),
         }
     })
+}
+
+/// The broker's signing key, loaded once per broker.
+pub(super) fn signing_key(evidence: Evidence<'_>) -> Result<SigningKey, EvidenceError> {
+    let config = evidence.config;
+    let mut cached = lock(&evidence.journals.key);
+    if let Some(key) = cached.as_ref() {
+        return Ok(key.clone());
+    }
+    let key = load_or_create_key(&config.state_dir, config.evidence.signing_key.as_deref())?;
+    *cached = Some(key.clone());
+    Ok(key)
 }

@@ -1,7 +1,11 @@
 //! The broker's evidence signing key: loaded from the configured file or created at first start
 //! (0600), with `evidence.pub` published beside it.
 
-use super::*;
+use std::path::Path;
+
+use desk_evidence::{EvidenceError, SigningKey, VerifyingKey};
+
+use super::shared::{PUBLIC_KEY_FILE, SIGNING_KEY_FILE, create_private_dir, evidence_dir};
 
 /// Loads the signing key: the configured file, or `<state_dir>/evidence/signing.key`, which is
 /// created (0600) on first use. Writes `evidence.pub` beside it when missing and refuses a
@@ -44,17 +48,5 @@ pub(super) fn load_or_create_key(
         public_key = %public_path.display(),
         "evidence signing key loaded"
     );
-    Ok(key)
-}
-
-/// The broker's signing key, loaded once per broker.
-pub(super) fn signing_key(evidence: Evidence<'_>) -> Result<SigningKey, EvidenceError> {
-    let config = evidence.config;
-    let mut cached = lock(&evidence.journals.key);
-    if let Some(key) = cached.as_ref() {
-        return Ok(key.clone());
-    }
-    let key = load_or_create_key(&config.state_dir, config.evidence.signing_key.as_deref())?;
-    *cached = Some(key.clone());
     Ok(key)
 }

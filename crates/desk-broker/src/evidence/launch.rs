@@ -9,7 +9,7 @@ use desk_desktop::census::{CensusRules, ScanError};
 use desk_evidence::RecordBody;
 use desk_evidence::record::{LaunchedProcess, WorkspaceLaunched};
 
-use super::{Evidence, with_journal};
+use super::journal::{Evidence, with_journal};
 use crate::error::BrokerError;
 use crate::store::SessionRow;
 
