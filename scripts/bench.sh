@@ -40,3 +40,4 @@ if [ ${#gate[@]} -gt 0 ]; then
         --key "$out/gate-policy/policy.key" --out "$out/gate-policy/policy.signed"
 fi
 target/release/deskbroker bench run "${selection[@]}" --agent oracle --out "$out" "${gate[@]}" "${args[@]}"
+target/release/deskbroker load --desktops librecad=1,freecad=1 --json "$out/load-desktops.json" --log warn

@@ -31,7 +31,7 @@ use desk_harness::{
 
 mod corpus;
 mod jobs;
-mod memory;
+pub(crate) mod memory;
 mod multi;
 mod policy;
 mod settle_table;

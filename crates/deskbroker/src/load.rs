@@ -9,12 +9,16 @@
 //! releases. Checkpoints are skipped: the probe profile has no save chord. The run fails when a
 //! request failed without a typed error, a probe log differs, or anything is left behind: a
 //! recorded process alive, a display file, a session or temporary directory. `--frozen-kill`
-//! measures the watchdog alone instead (`load/frozen.rs`).
+//! measures the watchdog alone instead (`load/frozen.rs`); `--desktops librecad=16,freecad=4`
+//! runs CAD desktops with scripts whose saved files are checked instead (`load/cad.rs`).
 //!
 //! Over 400 lines: one session's script, its probe check and the run's leftover check are one
 //! flow read top to bottom; the numbers, the host readings and the script are split out.
 
 mod args;
+mod cad;
+mod cad_report;
+mod cad_script;
 mod frozen;
 mod host;
 mod report;
@@ -388,8 +392,13 @@ async fn scrape_metrics(socket: &Path) -> Result<String> {
 }
 
 pub(crate) async fn run(args: LoadArgs) -> Result<()> {
-    let probe = find_probe(args.probe.clone())?;
     let work = std::env::temp_dir().join(format!("deskbroker-load-{}", std::process::id()));
+    if let Some(mix) = args.desktops.clone() {
+        // The built-in profiles only: no probe.
+        std::fs::create_dir_all(work.join("profiles"))?;
+        return run_desktops(&args, &mix, &work).await;
+    }
+    let probe = find_probe(args.probe.clone())?;
     std::fs::create_dir_all(work.join("profiles"))?;
     std::fs::write(work.join("profiles/probe.toml"), probe_profile(&probe))?;
     if args.frozen_kill {
@@ -450,6 +459,32 @@ async fn run_frozen(args: &LoadArgs, work: &Path) -> Result<()> {
             "a session was not stopped within 1 s of its limit; see {}",
             args.json.display()
         );
+    }
+    Ok(())
+}
+
+/// `--desktops`: CAD desktops at once (`load/cad.rs`); any failure, a refused lease included,
+/// fails the run.
+async fn run_desktops(args: &LoadArgs, mix: &args::DesktopMix, work: &Path) -> Result<()> {
+    let outcome = cad::run(args, mix, work).await;
+    let _ = std::fs::remove_dir_all(work);
+    let mut report = outcome?;
+    if work.exists()
+        && let Some(leftovers) = report["leftovers"].as_array_mut()
+    {
+        leftovers.push(json!(format!(
+            "temporary directory {} left",
+            work.display()
+        )));
+    }
+    cad_report::print_summary(&report)?;
+    let ok = cad_report::passed(&report, mix.total());
+    report["ok"] = json!(ok);
+    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("failed to write {}", args.json.display()))?;
+    outln!("report written to {}", args.json.display());
+    if !ok {
+        bail!("load run failed; see {}", args.json.display());
     }
     Ok(())
 }

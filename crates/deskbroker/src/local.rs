@@ -360,6 +360,27 @@ impl LocalBroker {
         sandboxed: bool,
         policy: Option<desk_broker::PolicyConfig>,
     ) -> Result<LocalBroker> {
+        LocalBroker::start_inner(args, socket, sandboxed, policy, None).await
+    }
+
+    /// [`LocalBroker::start`] admitting at most `max_sessions` unreleased sessions whose
+    /// memory estimates add up to at most `memory_budget_mib` (`load --desktops`).
+    pub(crate) async fn start_with_capacity(
+        args: &BrokerArgs,
+        socket: PathBuf,
+        (max_sessions, memory_budget_mib): (usize, Option<u64>),
+    ) -> Result<LocalBroker> {
+        let capacity = Some((max_sessions, memory_budget_mib));
+        LocalBroker::start_inner(args, socket, true, None, capacity).await
+    }
+
+    async fn start_inner(
+        args: &BrokerArgs,
+        socket: PathBuf,
+        sandboxed: bool,
+        policy: Option<desk_broker::PolicyConfig>,
+        capacity: Option<(usize, Option<u64>)>,
+    ) -> Result<LocalBroker> {
         let broker_args = args.clone();
         let broker = tokio::task::spawn_blocking(move || {
             build_broker_with(
@@ -369,7 +390,7 @@ impl LocalBroker {
                 sandboxed,
                 policy,
                 desk_broker::SessionLimits::default(),
-                None,
+                capacity,
             )
         })
         .await??;

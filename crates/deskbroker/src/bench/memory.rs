@@ -126,7 +126,7 @@ fn sample(sessions: &Path) -> HashMap<String, (u64, u64)> {
 }
 
 /// Parent pid → children, from `/proc/*/stat`.
-fn child_map() -> HashMap<u32, Vec<u32>> {
+pub(crate) fn child_map() -> HashMap<u32, Vec<u32>> {
     let mut map: HashMap<u32, Vec<u32>> = HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return map;
@@ -166,7 +166,7 @@ fn field_kib(text: &str, name: &str) -> Option<u64> {
 }
 
 /// (Pss, Rss) of one process in KiB; Rss stands in for Pss when smaps is not readable.
-fn memory_kib(pid: u32) -> Option<(u64, u64)> {
+pub(crate) fn memory_kib(pid: u32) -> Option<(u64, u64)> {
     if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         && let (Some(pss), Some(rss)) = (field_kib(&rollup, "Pss:"), field_kib(&rollup, "Rss:"))
     {

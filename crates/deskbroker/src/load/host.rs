@@ -1,9 +1,12 @@
 //! What the load benchmark reads from the host: a session's recorded processes and display, their
-//! resident memory, and what is left behind after release.
+//! resident memory (the probe mode's RSS; `--desktops`' PSS of every recorded process and its
+//! descendants, read as `bench run`'s sampler does), the host's memory and load average, and
+//! what is left behind after release.
 //!
 //! A recorded process counts as alive only while `/proc/PID/stat` shows the same start time as
 //! recorded (pid reuse cannot fool it) and it is not a zombie.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use desk_desktop::SessionDir;
@@ -37,6 +40,29 @@ impl Footprint {
             .filter(|process| process.is_alive())
             .filter_map(|process| rss_kib(process.pid))
             .sum()
+    }
+
+    /// `(Pss, Rss)` in KiB of the session's recorded processes and all their descendants (the
+    /// sandbox's Xvfb, window manager, buses, app and worker), given the host's parent → children
+    /// map (`bench::memory::child_map`, read once for all sessions).
+    pub(crate) fn memory_kib(&self, children: &HashMap<u32, Vec<u32>>) -> (u64, u64) {
+        let mut pids: HashSet<u32> = HashSet::new();
+        let mut stack: Vec<u32> = self
+            .processes
+            .iter()
+            .filter(|process| process.is_alive())
+            .map(|process| process.pid)
+            .collect();
+        while let Some(pid) = stack.pop() {
+            if pids.insert(pid)
+                && let Some(kids) = children.get(&pid)
+            {
+                stack.extend(kids);
+            }
+        }
+        pids.into_iter()
+            .filter_map(crate::bench::memory::memory_kib)
+            .fold((0, 0), |(pss, rss), (p, r)| (pss + p, rss + r))
     }
 
     /// Everything of this session still on the host: live processes, display files, its
@@ -87,4 +113,32 @@ pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
 /// `VmRSS` of this process (the in-process broker and the load clients), in KiB.
 pub(crate) fn own_rss_kib() -> u64 {
     rss_kib(std::process::id()).unwrap_or(0)
+}
+
+/// `(MemTotal, MemAvailable)` of the host in MiB, from `/proc/meminfo`.
+pub(crate) fn host_memory_mib() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|kib| kib / 1024)
+    };
+    Some((field("MemTotal:")?, field("MemAvailable:")?))
+}
+
+/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` writes them.
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
 }
