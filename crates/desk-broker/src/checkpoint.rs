@@ -25,7 +25,6 @@ use desk_contract::api::{ArtifactResponse, CheckpointResponse, SaveMethod};
 use desk_contract::events::Origin;
 use desk_contract::{Action, b64, validate_action};
 
-use crate::artifact;
 use crate::artifact::read::{
     FileStamp, MAX_ATTEMPT_BYTES, Reader, read_workspace_file, workspace_file_stamp,
 };
@@ -192,7 +191,9 @@ impl Inner {
             )?;
             (SaveMethod::ControllerSave, resaved)
         };
-        artifact::validate(profile.attempt.format, &saved.bytes)?;
+        self.config
+            .validators
+            .validate(profile.attempt.format, &saved.bytes)?;
         let SavedFile {
             sha256,
             size,

@@ -9,6 +9,7 @@ use desk_contract::{DisplaySize, SettlePolicy};
 use desk_desktop::{ProfileSet, StateDir};
 use desk_evidence::VerifyingKey;
 
+use crate::artifact::ArtifactValidators;
 use crate::fault::FaultHook;
 
 /// The default of [`BrokerConfig::session_queue`].
@@ -66,6 +67,11 @@ pub struct BrokerConfig {
     /// `None` (embeddings and tests over the fake backend): the checks run in the broker's own
     /// process, with its privileges.
     pub workspace_reader: Option<PathBuf>,
+    /// What a saved attempt file must pass before a checkpoint accepts it, by format
+    /// (`artifact.rs`). Default: the broker's structural checks
+    /// ([`ArtifactValidators::structural`]); the `deskbroker` binary adds the scorer's DXF
+    /// reader (desk-cad), which desk-broker does not link.
+    pub validators: ArtifactValidators,
 }
 
 /// Limits the watchdog process enforces on every session besides its lease expiry; `None` is
@@ -133,6 +139,7 @@ impl BrokerConfig {
             policy: None,
             limits: SessionLimits::default(),
             workspace_reader: None,
+            validators: ArtifactValidators::structural(),
         }
     }
 }

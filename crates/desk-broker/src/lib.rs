@@ -67,6 +67,7 @@ mod watch;
 pub mod watchdog;
 mod workspace;
 pub use artifact::read::{CHILD_COMMAND as WORKSPACE_READ_COMMAND, workspace_read_child};
+pub use artifact::{ArtifactValidator, ArtifactValidators};
 
 pub use auth::Peer;
 pub use broker::Broker;

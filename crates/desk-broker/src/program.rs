@@ -267,7 +267,7 @@ impl Inner {
         let scope = door.scope_now()?;
         let observation = self.controls.observation(session_id, &dir)?;
         let ax = || {
-            self.factory.accessibility().then_some(AxContext {
+            self.factory.capabilities().accessibility.then_some(AxContext {
                 observation: observation.as_ref(),
                 scope,
             })

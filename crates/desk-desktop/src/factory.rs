@@ -84,12 +84,6 @@ pub trait BackendFactory: Send + Sync + 'static {
     fn capabilities(&self) -> BackendCapabilities {
         BackendCapabilities::NONE
     }
-
-    /// Whether the desktops offer accessibility (a private AT-SPI bus, the semantic program
-    /// steps): [`BackendFactory::capabilities`]' `accessibility`.
-    fn accessibility(&self) -> bool {
-        self.capabilities().accessibility
-    }
 }
 
 impl<F> BackendFactory for F

@@ -100,6 +100,7 @@ fn build_broker_with(
     // Workspace files are read by this program run as the session's app uid, never in here.
     config.workspace_reader =
         Some(std::env::current_exe().context("failed to locate the deskbroker executable")?);
+    config.validators = crate::validators::broker_validators();
     config.limits = session_limits;
     if let Some((max_sessions, memory_budget_mib)) = capacity {
         config.max_sessions = max_sessions;
@@ -364,7 +365,7 @@ impl LocalBroker {
     }
 
     /// [`LocalBroker::start`] admitting at most `max_sessions` unreleased sessions whose
-    /// memory estimates add up to at most `memory_budget_mib` (`load --desktops`).
+    /// memory estimates add up to at most `memory_budget_mib` (`load --profiles`).
     pub(crate) async fn start_with_capacity(
         args: &BrokerArgs,
         socket: PathBuf,

@@ -26,6 +26,7 @@ mod paths;
 mod perf;
 mod policy_cmd;
 mod session;
+mod validators;
 mod watchdog;
 
 use std::io::IsTerminal as _;

@@ -10,6 +10,7 @@ use desk_contract::control::{
     StopResponse,
 };
 use desk_contract::{ActionType, ErrorCode};
+use desk_desktop::BackendCapabilities;
 
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
@@ -74,23 +75,29 @@ const FEATURES: &[(&str, bool, &str)] = &[
     ),
 ];
 
-/// Features offered exactly when the broker's desktops offer accessibility
-/// (`BackendFactory::accessibility`): `(name, note when offered, note when not)`.
-const ACCESSIBILITY_FEATURES: &[(&str, &str, &str)] = &[
+/// Whether the broker's desktops offer a feature, from what its factory declares.
+type Offered = fn(&BackendCapabilities) -> bool;
+
+/// Features offered exactly when the broker's desktops declare them
+/// (`BackendFactory::capabilities`): `(name, declared, note when offered, note when not)`.
+const DESKTOP_FEATURES: &[(&str, Offered, &str, &str)] = &[
     (
         "accessibility",
+        |desktops| desktops.accessibility,
         "GET .../accessibility: the app's AT-SPI tree from the session's private bus, bounded \
          (max_nodes, max_depth, 3 s), with an observation_id and each node's window",
         "this broker's desktops have no accessibility bus (serve --backend fake)",
     ),
     (
         "windows",
+        |desktops| desktops.windows,
         "GET .../windows: the app's top-level windows (main, dialog, menu, popup) with bounds \
          and on-screen state",
         "this broker's desktops have no windows to list (serve --backend fake)",
     ),
     (
         "semantic_steps",
+        |desktops| desktops.accessibility,
         "program steps ax_press and ax_set_text on a node of the current observation in the \
          bound window or a popup; checked before any input, never a coordinate fallback",
         "no accessibility, so no semantic steps",
@@ -100,10 +107,11 @@ const ACCESSIBILITY_FEATURES: &[(&str, &str, &str)] = &[
 /// The feature name of the screenshot gate (`shot_gate.rs`).
 const SCREENSHOT_GATE: &str = "screenshot_gate";
 
-/// The broker-wide capabilities document; `accessibility` says whether its desktops offer
-/// accessibility (then the semantic step types are listed and the accessibility features
-/// offered).
-pub(crate) fn capabilities(accessibility: bool) -> Capabilities {
+/// The broker-wide capabilities document; `desktops` is what its desktops declare (with
+/// accessibility the semantic step types are listed; each of [`DESKTOP_FEATURES`] is offered
+/// as declared).
+pub(crate) fn capabilities(desktops: BackendCapabilities) -> Capabilities {
+    let accessibility = desktops.accessibility;
     let action_types: Vec<String> = ActionType::ALL
         .iter()
         .filter(|kind| !kind.is_semantic())
@@ -117,12 +125,9 @@ pub(crate) fn capabilities(accessibility: bool) -> Capabilities {
     let offered = FEATURES
         .iter()
         .map(|(feature, supported, note)| (*feature, *supported, *note));
-    let introspection = ACCESSIBILITY_FEATURES.iter().map(|(feature, yes, no)| {
-        (
-            *feature,
-            accessibility,
-            if accessibility { *yes } else { *no },
-        )
+    let introspection = DESKTOP_FEATURES.iter().map(|(feature, declared, yes, no)| {
+        let offered = declared(&desktops);
+        (*feature, offered, if offered { *yes } else { *no })
     });
     Capabilities {
         api: "/v1".to_string(),
@@ -154,8 +159,11 @@ pub(crate) fn capabilities(accessibility: bool) -> Capabilities {
 
 /// `GET /v1/capabilities/{feature}`: the feature's entry when offered; `unsupported` when
 /// known and not offered; `not_found` when unknown.
-pub(crate) fn feature(name: &str, accessibility: bool) -> Result<FeatureSupport, BrokerError> {
-    let Some(found) = capabilities(accessibility)
+pub(crate) fn feature(
+    name: &str,
+    desktops: BackendCapabilities,
+) -> Result<FeatureSupport, BrokerError> {
+    let Some(found) = capabilities(desktops)
         .features
         .into_iter()
         .find(|entry| entry.feature == name)
@@ -191,7 +199,7 @@ impl Inner {
 impl Broker {
     /// `GET /v1/capabilities`.
     pub(crate) fn capabilities(&self) -> Capabilities {
-        let mut document = capabilities(self.inner.factory.accessibility());
+        let mut document = capabilities(self.inner.factory.capabilities());
         document.features.push(self.screenshot_gate_feature());
         document.features.push(self.inner.approvals.feature());
         document.features.push(self.observer_feature());
@@ -217,7 +225,7 @@ impl Broker {
                 }),
             };
         }
-        feature(name, self.inner.factory.accessibility())
+        feature(name, self.inner.factory.capabilities())
     }
 
     /// `screenshot_gate`: offered when the workspace policy in force has a gate.
