@@ -365,7 +365,7 @@ impl LocalBroker {
     }
 
     /// [`LocalBroker::start`] admitting at most `max_sessions` unreleased sessions whose
-    /// memory estimates add up to at most `memory_budget_mib` (`load --profiles`).
+    /// memory estimates add up to at most `memory_budget_mib` (`load --desktops`).
     pub(crate) async fn start_with_capacity(
         args: &BrokerArgs,
         socket: PathBuf,
