@@ -14,10 +14,10 @@ use desk_desktop::{BackendError, BackendRequest};
 use crate::broker::{Broker, Inner, screenshot};
 use crate::door::{Door, Need};
 use crate::error::BrokerError;
-use crate::evidence;
 use crate::frames;
 use crate::ids::SessionId;
 use crate::journal::store_unavailable;
+use crate::ledger::records::HandedOff;
 use crate::logs::EventLogs;
 use crate::session::Failure;
 use crate::util::{check_identifier, sha256_hex};
@@ -47,7 +47,7 @@ impl Inner {
         request: ResetRequest,
         mut door: Door<'_>,
     ) -> Result<ResetResponse, BrokerError> {
-        let mut session = door.session().clone();
+        let session = door.session().clone();
         if session.reset_request_id.as_deref() == Some(request.request_id.as_str())
             && let Some(cached) = &session.reset_response
         {
@@ -143,10 +143,10 @@ impl Inner {
             Err(error) => {
                 // Recorded as the client is told it (status shows it as `last_error`).
                 let body = error.to_body();
-                door.session_mut().lifecycle = session
-                    .lifecycle
-                    .reset_failed(Failure::new(body.code, body.message))?;
-                door.commit()?;
+                crate::ledger::records::reset_failed(
+                    &mut door,
+                    Failure::new(body.code, body.message),
+                )?;
                 return Err(error);
             }
         };
@@ -180,39 +180,18 @@ impl Inner {
         self.controls.rebind(session_id, &session_dir)?;
         self.controls
             .identify(session_id, &session_dir, &mut response.screenshot, display)?;
-        session.lifecycle = session.lifecycle.reset_done()?;
-        session.last_sequence = sequence;
-        session.reset_request_id = Some(request.request_id);
-        // The session row is rewritten by every action: it caches the reset without the
-        // screenshot bytes, which live in the frame file (see `frames`).
-        frames::store(
-            &session_dir,
-            response.screenshot.sequence,
-            &handoff.frame.png,
+        crate::ledger::records::handed_off(
+            self,
+            &mut door,
+            HandedOff {
+                response: &response,
+                png: &handoff.frame.png,
+                captured_at_ms: handoff.frame.captured_at_ms,
+                request_id: request.request_id,
+                reset_sha,
+                attempt_path: prepared.attempt_path.display().to_string(),
+            },
         )?;
-        // The launch receipt: what runs in the workspace at handoff, signed before the agent's
-        // first screenshot is.
-        let launched = evidence::launch_receipt(
-            &session_dir,
-            self.config.sandbox,
-            response.workspace.as_ref(),
-        )?;
-        if launched.prohibited > 0 {
-            tracing::warn!(%session_id, prohibited = launched.prohibited, "prohibited processes at handoff");
-        }
-        evidence::workspace_launched(self.evidence(), &session, launched)?;
-        evidence::screenshot(self.evidence(), &session, sequence, &handoff.frame.png)?;
-        let mut stored = response.clone();
-        stored.screenshot.png_base64 = String::new();
-        session.reset_response =
-            Some(serde_json::to_string(&stored).map_err(BrokerError::json("cache the reset"))?);
-        session.reset_sha = Some(reset_sha);
-        session.attempt_path = Some(prepared.attempt_path.display().to_string());
-        session.handoff_ms = Some(handoff.frame.captured_at_ms);
-        session.last_frame_ms = Some(handoff.frame.captured_at_ms);
-        *door.session_mut() = session;
-        door.renew();
-        door.commit()?;
         crate::workspace::record(
             &self.config.layout(),
             session_id,

@@ -1,13 +1,17 @@
 //! The ledger's records of a session's operations other than actions: each writes its signed
 //! evidence first and the session row last (through [`Door::commit`]), the order an action's
 //! records keep (journal, evidence, row). A failed evidence record leaves the row as it was.
-//! Kept by the same rule: a kill's `session_killed` before the row says `killed`.
+//! Kept by the same rule: a kill's `session_killed` before the row says `killed`, and a reset's
+//! handoff frame file, launch receipt and first `screenshot` before the row says `ready`.
+
+use desk_contract::api::ResetResponse;
 
 use crate::broker::Inner;
 use crate::door::Door;
 use crate::error::BrokerError;
 use crate::evidence;
-use crate::session::Lifecycle;
+use crate::frames;
+use crate::session::{Failure, Lifecycle};
 use desk_evidence::record::SessionKilled;
 
 /// A frame handed out by a screenshot or a zoom (`png`, as handed out): the next sequence, the
@@ -82,5 +86,64 @@ pub(crate) fn killed(
 ) -> Result<(), BrokerError> {
     evidence::session_killed(inner.evidence(), door.session(), receipt)?;
     door.session_mut().lifecycle = killed;
+    door.commit()
+}
+
+/// A reset that failed at the handoff: the session stays `leased` with the reason (status shows
+/// it as `last_error`). Only the row: nothing was handed out.
+pub(crate) fn reset_failed(door: &mut Door<'_>, failure: Failure) -> Result<(), BrokerError> {
+    let failed = door.session().lifecycle.reset_failed(failure)?;
+    door.session_mut().lifecycle = failed;
+    door.commit()
+}
+
+/// What a reset handed off.
+pub(crate) struct HandedOff<'b> {
+    /// The answer, whose screenshot (sequence, workspace facts) is the handoff's.
+    pub(crate) response: &'b ResetResponse,
+    /// The handoff frame's bytes.
+    pub(crate) png: &'b [u8],
+    pub(crate) captured_at_ms: u64,
+    pub(crate) request_id: String,
+    pub(crate) reset_sha: String,
+    pub(crate) attempt_path: String,
+}
+
+/// A verified handoff: the frame file, the launch receipt (what runs in the workspace, signed
+/// before the agent's first screenshot is), the `screenshot` record, then the row `ready` with
+/// the reset cached (without the screenshot bytes, which live in the frame file) and the lease
+/// renewed.
+pub(crate) fn handed_off(
+    inner: &Inner,
+    door: &mut Door<'_>,
+    handed: HandedOff<'_>,
+) -> Result<(), BrokerError> {
+    let sequence = handed.response.screenshot.sequence;
+    let session_dir = door.session().dir();
+    let mut session = door.session().clone();
+    session.lifecycle = session.lifecycle.reset_done()?;
+    session.last_sequence = sequence;
+    session.reset_request_id = Some(handed.request_id);
+    frames::store(&session_dir, sequence, handed.png)?;
+    let launched = evidence::launch_receipt(
+        &session_dir,
+        inner.config.sandbox,
+        handed.response.workspace.as_ref(),
+    )?;
+    if launched.prohibited > 0 {
+        tracing::warn!(session_id = %session.id, prohibited = launched.prohibited, "prohibited processes at handoff");
+    }
+    evidence::workspace_launched(inner.evidence(), &session, launched)?;
+    evidence::screenshot(inner.evidence(), &session, sequence, handed.png)?;
+    let mut stored = handed.response.clone();
+    stored.screenshot.png_base64 = String::new();
+    session.reset_response =
+        Some(serde_json::to_string(&stored).map_err(BrokerError::json("cache the reset"))?);
+    session.reset_sha = Some(handed.reset_sha);
+    session.attempt_path = Some(handed.attempt_path);
+    session.handoff_ms = Some(handed.captured_at_ms);
+    session.last_frame_ms = Some(handed.captured_at_ms);
+    *door.session_mut() = session;
+    door.renew();
     door.commit()
 }
