@@ -40,8 +40,6 @@
 //! `released`: under the lock, taken exclusively without waiting, and only when no tombstone
 //! exists; a held lock (a kill under way) or a tombstone leaves it.
 
-use std::time::Duration;
-
 use desk_desktop::{SessionDir, StateDir, destroy};
 use desk_evidence::record::{KILL_CONTROL_ID, ProhibitedProcess, SessionKilled};
 use serde::{Deserialize, Serialize};
@@ -52,24 +50,24 @@ use crate::util::now_ms;
 use crate::workspace::{self, WorkspaceState};
 
 mod facts;
+mod files;
 mod keep;
 mod lock;
 mod place;
 mod receipts;
 
 pub(crate) use facts::{SessionFacts, live_sessions, open_read_only, session_facts};
+pub use files::Tombstone;
+use files::{DESTROY_TIMEOUT, KillDir};
 pub use lock::KILL_FENCE_BOUND;
 pub(crate) use lock::{fence, remove_at_release};
 use lock::{fence_for_kill, kill_lock};
 pub(crate) use place::hand_over;
 pub use place::read_tombstone;
 pub(crate) use place::tombstones;
-use place::{KillDir, tombstones_in, write_tombstone};
+use place::{tombstones_in, write_tombstone};
 pub use receipts::Signer;
 pub(crate) use receipts::spooled_receipts;
-
-/// How long a kill waits for the killed processes to be gone before it records what is left.
-const DESTROY_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Which limit the watchdog enforced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,33 +116,6 @@ pub enum KillSource {
     },
 }
 
-/// A killed session's tombstone: `<state_dir>/kills/<id>.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tombstone {
-    /// The killed session.
-    pub session_id: SessionId,
-    /// Why.
-    pub reason: String,
-    /// The terminal receipt's id.
-    pub record_id: String,
-    /// When the kill began, milliseconds since the Unix epoch.
-    pub killed_at_ms: u64,
-    /// Who killed (`watchdog`, `operator`), for a receipt written by whoever finishes the kill.
-    #[serde(default = "operator")]
-    pub source: String,
-    /// The limit the watchdog enforced, `None` for an operator's kill.
-    #[serde(default)]
-    pub limit: Option<String>,
-    /// The prohibited process a census found, for a `prohibited_process` kill.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<ProhibitedProcess>,
-}
-
-fn operator() -> String {
-    "operator".to_string()
-}
-
 /// What [`kill_session`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KillOutcome {
@@ -162,12 +133,6 @@ pub fn check_reason(reason: &str) -> Result<(), BrokerError> {
         ));
     }
     Ok(())
-}
-
-/// Creates `state`'s kill directory (never the state directory itself).
-fn create_kills_dir(state: &StateDir) -> Result<(), BrokerError> {
-    let path = state.kills();
-    crate::private::create_dir_below(state.path(), &path).map_err(BrokerError::io("create", &path))
 }
 
 fn new_record_id() -> Result<String, BrokerError> {

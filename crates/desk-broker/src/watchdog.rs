@@ -24,11 +24,10 @@
 //! not wait for them, so N sessions over their limits are killed in parallel and a slow kill
 //! holds back no other session.
 //!
-//! Over 400 lines: the round loop, the `due` rule and the lock on the watchdog's directory are one
-//! process's logic; the census, key and readback are already apart.
+//! Its configuration and the `due` rule are in `watchdog/rules.rs`, its identity in
+//! `watchdog/identity.rs`, shared with its readback and the kill path's receipts.
 
 use std::io::{Read as _, Seek as _, Write as _};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use desk_desktop::StateDir;
@@ -41,107 +40,14 @@ use crate::kill::{KillOutcome, KillSource, Limit, SessionFacts, kill_session};
 use crate::util::now_ms;
 
 pub(crate) mod census;
+pub(crate) mod identity;
 pub mod key;
 pub mod readback;
+mod rules;
 
-/// How the watchdog runs.
-#[derive(Debug, Clone)]
-pub struct WatchdogConfig {
-    /// The broker's state directory.
-    pub state_dir: PathBuf,
-    /// The operator's limits (flags); the watchdog tightens them by the signed policy it
-    /// verifies itself ([`crate::policy::watchdog_policy`]).
-    pub limits: SessionLimits,
-    /// The operator's signed policy (`None`: the broker's signed default in the state
-    /// directory).
-    pub policy: Option<crate::config::PolicyConfig>,
-    /// How long past its lease expiry a session is killed when no broker released it.
-    pub lease_grace: Duration,
-    /// The broker process (pid), watched to know when to exit.
-    pub broker_pid: Option<u32>,
-    /// How often sessions are checked.
-    pub interval: Duration,
-    /// Whose uid the watchdog runs under (stamped in its readback).
-    pub identity: WatchdogIdentity,
-}
-
-/// Whose uid the watchdog runs under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WatchdogIdentity {
-    /// A uid of its own (a root broker's watchdog drops to it: `deskbroker watchdog`), which
-    /// owns `<state_dir>.watchdog/` and the key, so no other non-root uid reads them.
-    Own,
-    /// The broker's uid (a broker that is not root cannot give it another): the broker's uid
-    /// can read the watchdog's key.
-    Shared,
-}
-
-impl WatchdogIdentity {
-    /// `own` or `shared`, as the readback and the kill receipts name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WatchdogIdentity::Own => "own",
-            WatchdogIdentity::Shared => "shared",
-        }
-    }
-}
-
-/// Which limit, if any, `facts` reached at `now_ms` with `refused` refused actions.
-pub(crate) fn due(
-    facts: &SessionFacts,
-    refused: u64,
-    limits: &SessionLimits,
-    lease_grace: Duration,
-    now_ms: u64,
-) -> Option<(Limit, String)> {
-    let ms = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-    if now_ms > facts.expires_at_ms.saturating_add(ms(lease_grace)) {
-        return Some((
-            Limit::LeaseExpiry,
-            "the lease expired and no broker released it".to_string(),
-        ));
-    }
-    if let (Some(max_task), Some(handoff)) = (limits.max_task, facts.handoff_ms)
-        && now_ms >= handoff.saturating_add(ms(max_task))
-    {
-        return Some((
-            Limit::MaxTaskMinutes,
-            format!(
-                "task time limit reached ({} ms since handoff)",
-                now_ms - handoff
-            ),
-        ));
-    }
-    if let Some(max_refused) = limits.max_refused_actions
-        && refused >= max_refused
-    {
-        return Some((
-            Limit::MaxRefusedActions,
-            format!("refused-action limit reached ({refused} refused)"),
-        ));
-    }
-    if let (Some(idle_limit), Some(handoff)) = (limits.idle_limit, facts.handoff_ms)
-        && !facts.action_in_flight
-    {
-        let since = facts.last_action_end_ms.unwrap_or(handoff).max(handoff);
-        if now_ms >= since.saturating_add(ms(idle_limit)) {
-            return Some((
-                Limit::IdleLimit,
-                format!("idle limit reached ({} ms idle)", now_ms - since),
-            ));
-        }
-    }
-    None
-}
-
-/// The refused-action count the broker recorded for a session (0 when none).
-pub(crate) fn refused_actions(session_dir: &desk_desktop::SessionDir) -> u64 {
-    std::fs::read_to_string(session_dir.refused_actions_file())
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(0)
-}
+pub use identity::WatchdogIdentity;
+pub use rules::WatchdogConfig;
+pub(crate) use rules::{due, refused_actions};
 
 impl crate::broker::Inner {
     /// Counts one refused action of `session_id` in `<session>/refused_actions` (under a file

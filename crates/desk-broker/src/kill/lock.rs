@@ -19,13 +19,14 @@ use std::time::{Duration, Instant};
 
 use desk_desktop::StateDir;
 
+use super::files::{KillDir, create_kills_dir};
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 
 /// Takes session `id`'s kill lock: waits for a kill of it under way (a few seconds at most)
 /// with `blocking`, else `Ok(None)` when it is held.
 pub(super) fn kill_lock(
-    kills: &super::KillDir,
+    kills: &KillDir,
     id: &SessionId,
     blocking: bool,
 ) -> Result<Option<std::fs::File>, BrokerError> {
@@ -104,7 +105,7 @@ pub(crate) fn fence_for_kill(state: &StateDir, id: &SessionId) -> Option<std::fs
 /// goes on unfenced, as before the fence existed.
 pub(crate) fn fence(state: &StateDir, id: &SessionId) -> Option<std::fs::File> {
     let path = state.kill_fence(id.as_str());
-    let held = super::create_kills_dir(state).and_then(|()| {
+    let held = create_kills_dir(state).and_then(|()| {
         crate::private::open_lock_file(&path)
             .and_then(|file| file.lock_shared().map(|()| file))
             .map_err(BrokerError::io("hold the kill fence", &path))

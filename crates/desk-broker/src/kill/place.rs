@@ -12,7 +12,6 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
 
 use desk_desktop::{SessionDir, StateDir, destroy};
 
@@ -20,61 +19,10 @@ use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::workspace::{self, WorkspaceState};
 
-use super::Tombstone;
-
-/// A directory of tombstones and kill locks, below the root it must never recreate.
-#[derive(Debug, Clone)]
-pub(crate) struct KillDir {
-    root: PathBuf,
-    dir: PathBuf,
-    watchdog: bool,
-}
-
-impl KillDir {
-    /// `<state_dir>/kills`.
-    pub(crate) fn state(state: &StateDir) -> Self {
-        Self {
-            root: state.path().to_path_buf(),
-            dir: state.kills(),
-            watchdog: false,
-        }
-    }
-
-    /// `<state_dir>.watchdog/kills`.
-    pub(crate) fn watchdog(state: &StateDir) -> Self {
-        Self {
-            root: crate::watchdog::key::watchdog_dir(state.path()),
-            dir: crate::watchdog::key::kills_dir(state.path()),
-            watchdog: true,
-        }
-    }
-
-    /// Whether this is the watchdog's directory (the state directory could not be written).
-    pub(crate) fn is_watchdog(&self) -> bool {
-        self.watchdog
-    }
-
-    /// Creates the directory (never its root).
-    pub(crate) fn create(&self) -> Result<(), BrokerError> {
-        crate::private::create_dir_below(&self.root, &self.dir)
-            .map_err(BrokerError::io("create", &self.dir))
-    }
-
-    /// The path of `id`'s tombstone.
-    pub(crate) fn record(&self, id: &SessionId) -> PathBuf {
-        self.dir.join(format!("{id}.json"))
-    }
-
-    /// The path of `id`'s kill lock.
-    pub(crate) fn lock(&self, id: &SessionId) -> PathBuf {
-        self.dir.join(format!("{id}.lock"))
-    }
-
-    /// The directory.
-    pub(crate) fn path(&self) -> &Path {
-        &self.dir
-    }
-}
+use super::facts::{open_read_only, session_facts};
+use super::files::{DESTROY_TIMEOUT, KillDir, Tombstone};
+use super::keep::keep_logs;
+use super::lock::kill_lock;
 
 /// Whether this process can write `state`'s kill directory (or create it): `faccessat(2)` with
 /// `AT_EACCESS`, which answers for the process's effective uid and capabilities (a root
@@ -121,19 +69,19 @@ pub(crate) fn hand_over(state: &StateDir) -> Vec<SessionId> {
 fn hand_over_one(state: &StateDir, tombstone: &Tombstone) -> Result<(), BrokerError> {
     let id = &tombstone.session_id;
     let kills = KillDir::state(state);
-    let Some(_lock) = super::lock::kill_lock(&kills, id, false)? else {
+    let Some(_lock) = kill_lock(&kills, id, false)? else {
         return Ok(());
     };
     if !write_tombstone(&kills, tombstone)? {
         return Ok(());
     }
-    let facts = super::session_facts(&super::open_read_only(&state.database())?, id)?
+    let facts = session_facts(&open_read_only(&state.database())?, id)?
         .ok_or_else(|| BrokerError::NotFound("session".to_string()))?;
     let session_dir = SessionDir::at(&facts.session_dir);
     let remains = destroy::remains(&session_dir);
     workspace::record(state, id, WorkspaceState::RemovalPending, &remains)?;
-    super::keep::keep_logs(state, id, &session_dir);
-    if destroy::destroy(&remains, super::DESTROY_TIMEOUT).proven() {
+    keep_logs(state, id, &session_dir);
+    if destroy::destroy(&remains, DESTROY_TIMEOUT).proven() {
         workspace::record(state, id, WorkspaceState::Destroyed, &remains)?;
     }
     tracing::warn!(session_id = %id, "a watchdog's kill recorded while the state directory was unwritable was handed over");

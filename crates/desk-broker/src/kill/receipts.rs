@@ -24,7 +24,7 @@ pub struct Signer {
     pub(crate) spool: PathBuf,
     pub(crate) watchdog: bool,
     /// The watchdog's identity, stamped on its receipts; `None` for the broker's key.
-    pub(crate) identity: Option<crate::watchdog::WatchdogIdentity>,
+    pub(crate) identity: Option<crate::watchdog::identity::WatchdogIdentity>,
 }
 
 impl Signer {
@@ -43,7 +43,7 @@ impl Signer {
     pub(crate) fn watchdog(
         state_dir: &Path,
         key: SigningKey,
-        identity: crate::watchdog::WatchdogIdentity,
+        identity: crate::watchdog::identity::WatchdogIdentity,
     ) -> Self {
         Self {
             key,

@@ -119,7 +119,7 @@ pub struct Readback {
     pub watchdog_pid: u32,
     /// Whose uid the watchdog runs under: `own` (a uid of its own, under a root broker) or
     /// `shared` (the broker's).
-    pub watchdog_identity: super::WatchdogIdentity,
+    pub watchdog_identity: super::identity::WatchdogIdentity,
     /// The watchdog's effective uid.
     pub watchdog_uid: u32,
     /// How often the watchdog checks, milliseconds.
@@ -152,7 +152,7 @@ pub(crate) struct Responder {
     pub(crate) key: SigningKey,
     pub(crate) policy_sha256: Option<String>,
     /// Its limits as enforced (the policy's, tightened by the flags).
-    pub(crate) config: super::WatchdogConfig,
+    pub(crate) config: super::rules::WatchdogConfig,
     pub(crate) broker: Option<desk_desktop::launcher::RecordedProcess>,
 }
 
@@ -167,9 +167,10 @@ impl Responder {
                 if crate::kill::read_tombstone(&self.state, &facts.id).is_some() {
                     continue;
                 }
-                let refused =
-                    super::refused_actions(&desk_desktop::SessionDir::at(&facts.session_dir));
-                let due = super::due(
+                let refused = super::rules::refused_actions(&desk_desktop::SessionDir::at(
+                    &facts.session_dir,
+                ));
+                let due = super::rules::due(
                     &facts,
                     refused,
                     &self.config.limits,
