@@ -34,6 +34,9 @@ pub struct AppLaunch {
 /// Error contract for [`DesktopBackend::execute`]: an error for which
 /// [`BackendError::input_may_have_been_sent`] is false guarantees no input reached the desktop;
 /// otherwise the outcome is unknown and must never be replayed.
+///
+/// Every method is exercised by a case of [`crate::conformance`] (its `CASES` list); a method
+/// added without a case fails desk-desktop's tests.
 pub trait DesktopBackend: Send {
     /// The display size actions are validated against.
     fn display_size(&self) -> DisplaySize;

@@ -5,8 +5,8 @@
 //! [`FakeHandle`]) and answers as the real worker does (`fake/input.rs`, held to it by
 //! [`crate::conformance`]): the same input events in the same order, points outside the
 //! display refused before input, a frame whose pixels change after every action (the fake
-//! app redraws once, a wait included; `done` changes nothing), and the settle rule of the given `SettlePolicy` on a virtual clock (reported, not
-//! slept).
+//! app redraws once, a wait included; `done` changes nothing), and the settle rule of the
+//! given `SettlePolicy` on a virtual clock (reported, not slept).
 //!
 //! Scripted behaviour, set through a [`FakeHandle`] even after the backend moved into a broker:
 //! - fail the nth `execute` before any input ([`FakeFailure::BeforeInput`], nothing recorded) or
@@ -15,32 +15,60 @@
 //! - report keys or buttons found held after an action (and released);
 //! - put a foreign (non-app) window in front, as a save dialog would be;
 //! - make the screen never settle (every action gives up at `max_ms`, `still_changing`);
-//! - simulate the app saving: on a `ctrl+s` chord, append a line to the attempt file (the last
-//!   element of the launch argv) or to an explicit path, or write a fixture DXF drawing over
-//!   the attempt file (`fake_dxf`, used by `deskbroker serve --backend fake`).
+//! - simulate the app saving (`fake/save.rs`): on a `ctrl+s` chord, append a line to the
+//!   attempt file (the last element of the launch argv) or to an explicit path, or write a
+//!   fixture DXF drawing over the attempt file (`fake_dxf`, used by `deskbroker serve --backend
+//!   fake`);
+//! - a clipboard (read within the caller's cap, written after the caller's checks), which can
+//!   fail its writes or be turned off (`clipboard_unavailable`);
+//! - the app's windows (`fake/observe.rs`), off by default: its main window and the dialogs a
+//!   test opens;
+//! - an accessibility tree (`fake/observe.rs`), off by default like an app without AT-SPI;
+//!   semantic steps are refused either way;
+//! - Stop: after a `signal_stop` on its control ([`FakeHandle::control`], the
+//!   [`crate::RecordedControl`] `control()` hands out) past an `execute_for`'s generation, its
+//!   settle wait ends `interrupted` at the first sample (the input is delivered as usual).
+//!
+//! Not simulated: processes (`process_ids` is empty, `workspace_facts` `None`) and detaching
+//! (the fake cannot outlive its process: `detach` shuts it down).
 //!
 //! Invariant: an action is recorded if and only if the fake pretends its input reached the
 //! desktop, so "recorded zero inputs" means "nothing was injected".
 
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use desk_contract::a11y::{AxLimits, AxTree};
 use desk_contract::clipboard::{ClipboardText, ClipboardWritten};
-use desk_contract::desktop::{
-    ActionOutcome, DesktopFacts, FocusFacts, Frame, Handoff, WindowFacts, WindowRect,
-};
-use desk_contract::sha256_hex;
+use desk_contract::desktop::{ActionOutcome, AppWindowInfo, DesktopFacts, Frame, Handoff};
 use desk_contract::{
-    DisplaySize, InputAction, Key, Modifier, ScreenPoint, SettleOutcome, SettlePolicy, SettleReport,
+    DisplaySize, InputAction, ScreenPoint, SettleOutcome, SettlePolicy, SettleReport,
 };
 
+mod frame;
 mod handle;
 mod input;
+mod observe;
+mod save;
 
 pub use handle::{FakeFailure, FakeHandle, FakeSave};
 
 use crate::backend::{AppLaunch, DesktopBackend};
+use crate::control::{BackendCapabilities, SessionControl};
 use crate::error::BackendError;
+
+/// What a fake desktop declares with its script's defaults: a clipboard and Stop; no
+/// accessibility and no windows (until a test turns them on, [`FakeHandle::set_accessible`],
+/// [`FakeHandle::set_lists_windows`]), no lease deadline of its own, no detaching. (The fake
+/// factory's document, `FakeFactory::capabilities`, names the clipboard alone.)
+pub const CAPABILITIES: BackendCapabilities = BackendCapabilities {
+    clipboard: true,
+    accessibility: false,
+    windows: false,
+    interrupt: true,
+    lease_deadline: false,
+    detach: false,
+};
 
 /// The in-process fake desktop. See the module documentation.
 #[derive(Debug)]
@@ -95,53 +123,6 @@ impl FakeDesktop {
         self.handle.clone()
     }
 
-    fn app_window(&self, maximized: bool) -> WindowFacts {
-        WindowFacts {
-            window_id: APP_WINDOW_ID,
-            pid: Some(4242),
-            title: "fake app".to_string(),
-            class: "fakeapp".to_string(),
-            maximized,
-            rect: WindowRect {
-                x: 0,
-                y: 0,
-                width: self.display.width,
-                height: self.display.height,
-            },
-            is_app: true,
-        }
-    }
-
-    fn foreign_window(&self) -> WindowFacts {
-        WindowFacts {
-            window_id: FOREIGN_WINDOW_ID,
-            pid: Some(4343),
-            title: "Save As".to_string(),
-            class: "dialog".to_string(),
-            maximized: false,
-            rect: WindowRect {
-                x: 100,
-                y: 100,
-                width: 400,
-                height: 300,
-            },
-            is_app: false,
-        }
-    }
-
-    fn focus(&self) -> FocusFacts {
-        let active = if self.handle.lock().foreign_window_in_front {
-            self.foreign_window()
-        } else {
-            self.app_window(true)
-        };
-        FocusFacts {
-            focused: Some(active.window_id),
-            active: Some(active),
-            pointer: self.pointer,
-        }
-    }
-
     fn ensure_running(&self) -> Result<(), BackendError> {
         if self.shut_down {
             return Err(BackendError::ShutDown);
@@ -152,87 +133,75 @@ impl FakeDesktop {
         Ok(())
     }
 
-    /// Renders a deterministic frame: a background and a band whose colour and position depend
-    /// on the number of screen changes (one per executed action other than `done`).
-    fn render(&mut self) -> Result<Frame, BackendError> {
-        self.n_frames += 1;
-        let (width, height) = (self.display.width, self.display.height);
-        let step = self.n_changes;
-        let shade = |offset: u64| u8::try_from((step * 37 + offset) % 256).unwrap_or(0);
-        let band = [shade(0), shade(85), shade(170)];
-        let band_top = u32::try_from(step % u64::from(height.max(1))).unwrap_or(0);
-        let width_px = usize::try_from(width).unwrap_or(0);
-        let mut pixels = Vec::with_capacity(width_px * usize::try_from(height).unwrap_or(0) * 3);
-        for row in 0..height {
-            let color = if row >= band_top && row < band_top.saturating_add(8) {
-                band
-            } else {
-                [0xe0, 0xe4, 0xe8]
-            };
-            for _ in 0..width {
-                pixels.extend_from_slice(&color);
-            }
+    /// `execute`, interrupted when `generation` is older than the last Stop's: the input is
+    /// delivered as usual and the settle wait ends at its first sample, `interrupted`.
+    fn execute_at(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+        generation: Option<u64>,
+    ) -> Result<ActionOutcome, BackendError> {
+        self.ensure_running()?;
+        input::check_bounds(self.display, action)?;
+        self.n_executes += 1;
+        let (failure, never_settles, interrupted) = {
+            let script = self.handle.lock();
+            let failure = script
+                .failures
+                .iter()
+                .find(|(nth, _)| *nth == self.n_executes)
+                .map(|(_, how)| *how);
+            let stopped = self.handle.control().stop_generation();
+            let interrupted = generation.is_some_and(|generation| stopped > generation);
+            (failure, script.never_settles, interrupted)
+        };
+        if failure == Some(FakeFailure::BeforeInput) {
+            return Err(BackendError::DesktopFailed(format!(
+                "scripted failure of execute {} before input",
+                self.n_executes
+            )));
         }
-        let mut png_bytes = Vec::new();
-        let fail = |error: png::EncodingError| {
-            BackendError::DesktopFailed(format!("failed to encode fake frame: {error}"))
-        };
-        {
-            let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            encoder.set_compression(png::Compression::Fast);
-            let mut writer = encoder.write_header().map_err(fail)?;
-            writer.write_image_data(&pixels).map_err(fail)?;
-            writer.finish().map_err(fail)?;
+        let focus_before = self.focus();
+        self.handle.lock().inputs.push(action.clone());
+        if failure == Some(FakeFailure::OutcomeUnknown) {
+            return Err(BackendError::OutcomeUnknown(format!(
+                "scripted failure of execute {} after input",
+                self.n_executes
+            )));
         }
-        Ok(Frame {
-            sha256: sha256_hex(&png_bytes),
-            png: png_bytes,
-            width,
-            height,
-            captured_at_ms: now_ms(),
-            app_maximized: true,
-        })
-    }
-
-    fn simulate_save(&mut self) -> Result<(), BackendError> {
-        let save = self.handle.lock().save.clone();
-        let save_fixture = save == FakeSave::FixtureDxf;
-        let target = match save {
-            FakeSave::Disabled => return Ok(()),
-            FakeSave::Path(path) => path,
-            FakeSave::AttemptFromArgv | FakeSave::FixtureDxf => {
-                match self.launch.as_ref().and_then(|launch| launch.argv.last()) {
-                    Some(last) => PathBuf::from(last),
-                    None => return Ok(()),
-                }
-            }
-        };
-        let n_saves = {
-            let mut script = self.handle.lock();
-            script.n_saves += 1;
-            script.n_saves
-        };
-        let contents = if save_fixture {
-            crate::fake_dxf::fixture_dxf(self.handle.n_inputs()).into_bytes()
+        let events = input::events_for(action, &mut self.pointer, now_ms());
+        self.save_on_chord(action)?;
+        // The fake app redraws once after every action (a wait included, as broker tests
+        // expect a new frame for each); `done` is not settled and changes nothing.
+        let changed = !matches!(action, InputAction::Done);
+        if changed {
+            self.n_changes += 1;
+        }
+        let frame = self.render()?;
+        let changed_pixels = if changed {
+            8 * u64::from(frame.width)
         } else {
-            let mut contents = std::fs::read(&target).unwrap_or_default();
-            contents.extend_from_slice(format!("saved by fake desktop {n_saves}\n").as_bytes());
-            contents
+            0
         };
-        std::fs::write(&target, contents).map_err(|error| {
-            BackendError::OutcomeUnknown(format!(
-                "fake save to {} failed: {error}",
-                target.display()
-            ))
+        Ok(ActionOutcome {
+            events,
+            focus_before,
+            focus_after: Some(self.focus()),
+            released_after: std::mem::take(&mut self.handle.lock().held_after_next),
+            settle: input::settle(
+                action,
+                settle,
+                changed,
+                never_settles,
+                interrupted,
+                changed_pixels,
+            ),
+            frame: Some(frame),
+            input_ms: 0,
+            observation_failures: Vec::new(),
+            opened_windows: Vec::new(),
         })
     }
-}
-
-fn is_save_chord(action: &InputAction) -> bool {
-    matches!(action, InputAction::Key { keys }
-        if keys.as_slice() == [Key::Modifier(Modifier::Ctrl), Key::Char('s')])
 }
 
 impl DesktopBackend for FakeDesktop {
@@ -267,8 +236,11 @@ impl DesktopBackend for FakeDesktop {
         })
     }
 
+    /// The display runs without the app (after `stop_app`): only a shut-down fake refuses.
     fn capture(&mut self) -> Result<Frame, BackendError> {
-        self.ensure_running()?;
+        if self.shut_down {
+            return Err(BackendError::ShutDown);
+        }
         self.render()
     }
 
@@ -277,59 +249,16 @@ impl DesktopBackend for FakeDesktop {
         action: &InputAction,
         settle: SettlePolicy,
     ) -> Result<ActionOutcome, BackendError> {
-        self.ensure_running()?;
-        input::check_bounds(self.display, action)?;
-        self.n_executes += 1;
-        let (failure, never_settles) = {
-            let script = self.handle.lock();
-            let failure = script
-                .failures
-                .iter()
-                .find(|(nth, _)| *nth == self.n_executes)
-                .map(|(_, how)| *how);
-            (failure, script.never_settles)
-        };
-        if failure == Some(FakeFailure::BeforeInput) {
-            return Err(BackendError::DesktopFailed(format!(
-                "scripted failure of execute {} before input",
-                self.n_executes
-            )));
-        }
-        let focus_before = self.focus();
-        self.handle.lock().inputs.push(action.clone());
-        if failure == Some(FakeFailure::OutcomeUnknown) {
-            return Err(BackendError::OutcomeUnknown(format!(
-                "scripted failure of execute {} after input",
-                self.n_executes
-            )));
-        }
-        let events = input::events_for(action, &mut self.pointer, now_ms());
-        if is_save_chord(action) {
-            self.simulate_save()?;
-        }
-        // The fake app redraws once after every action (a wait included, as broker tests
-        // expect a new frame for each); `done` is not settled and changes nothing.
-        let changed = !matches!(action, InputAction::Done);
-        if changed {
-            self.n_changes += 1;
-        }
-        let frame = self.render()?;
-        let changed_pixels = if changed {
-            8 * u64::from(frame.width)
-        } else {
-            0
-        };
-        Ok(ActionOutcome {
-            events,
-            focus_before,
-            focus_after: Some(self.focus()),
-            released_after: std::mem::take(&mut self.handle.lock().held_after_next),
-            settle: input::settle(action, settle, changed, never_settles, changed_pixels),
-            frame: Some(frame),
-            input_ms: 0,
-            observation_failures: Vec::new(),
-            opened_windows: Vec::new(),
-        })
+        self.execute_at(action, settle, None)
+    }
+
+    fn execute_for(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+        generation: u64,
+    ) -> Result<ActionOutcome, BackendError> {
+        self.execute_at(action, settle, Some(generation))
     }
 
     fn facts(&mut self) -> Result<DesktopFacts, BackendError> {
@@ -366,6 +295,9 @@ impl DesktopBackend for FakeDesktop {
     fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
         self.ensure_running()?;
         let mut script = self.handle.lock();
+        if script.clipboard_unavailable {
+            return Err(no_clipboard());
+        }
         script.n_clipboard_ops += 1;
         let text = script.clipboard.clone().unwrap_or_default();
         Ok(desk_contract::clipboard::truncate(&text, max_output_bytes))
@@ -376,6 +308,9 @@ impl DesktopBackend for FakeDesktop {
         desk_contract::clipboard::check_write(text)
             .map_err(|error| BackendError::Rejected(error.to_string()))?;
         let mut script = self.handle.lock();
+        if script.clipboard_unavailable {
+            return Err(no_clipboard());
+        }
         script.n_clipboard_ops += 1;
         if script.clipboard_write_fails {
             return Err(BackendError::OutcomeUnknown(
@@ -387,4 +322,59 @@ impl DesktopBackend for FakeDesktop {
             byte_length: text.len() as u64,
         })
     }
+
+    fn accessibility(&mut self, limits: AxLimits) -> Result<AxTree, BackendError> {
+        self.ensure_running()?;
+        let mut script = self.handle.lock();
+        if !script.accessible {
+            return Err(BackendError::AccessibilityUnavailable(
+                "the fake app is not accessible (FakeHandle::set_accessible)".to_string(),
+            ));
+        }
+        script.n_snapshots += 1;
+        let id = format!("fake-{}", script.n_snapshots);
+        Ok(observe::accessibility(
+            self.app_window(true).rect,
+            limits,
+            id,
+        ))
+    }
+
+    /// [`CAPABILITIES`] as the script now has it: the clipboard unless turned off,
+    /// accessibility and windows once turned on.
+    fn capabilities(&self) -> BackendCapabilities {
+        let script = self.handle.lock();
+        BackendCapabilities {
+            clipboard: !script.clipboard_unavailable,
+            accessibility: script.accessible,
+            windows: script.lists_windows,
+            ..CAPABILITIES
+        }
+    }
+
+    fn control(&self) -> Arc<dyn SessionControl> {
+        self.handle.control()
+    }
+
+    fn windows(&mut self) -> Result<Vec<AppWindowInfo>, BackendError> {
+        self.ensure_running()?;
+        let (lists, dialogs) = {
+            let script = self.handle.lock();
+            (script.lists_windows, script.dialogs.clone())
+        };
+        if !lists {
+            return Ok(Vec::new());
+        }
+        Ok(observe::windows(
+            APP_WINDOW_ID,
+            self.app_window(true).rect,
+            &dialogs,
+        ))
+    }
+}
+
+fn no_clipboard() -> BackendError {
+    BackendError::ClipboardUnavailable(
+        "the fake desktop's clipboard is off (FakeHandle::set_clipboard_unavailable)".to_string(),
+    )
 }

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::control::RecordedControl;
+
 use desk_contract::InputAction;
 
 /// How a scripted `execute` failure behaves.
@@ -44,12 +46,19 @@ pub(super) struct Script {
     pub(super) clipboard: Option<String>,
     pub(super) n_clipboard_ops: u64,
     pub(super) clipboard_write_fails: bool,
+    pub(super) clipboard_unavailable: bool,
+    pub(super) accessible: bool,
+    pub(super) lists_windows: bool,
+    pub(super) n_snapshots: u64,
+    pub(super) dialogs: Vec<(u32, String)>,
 }
 
 /// A cloneable view into a [`super::FakeDesktop`]'s recorded inputs and script.
 #[derive(Debug, Clone, Default)]
 pub struct FakeHandle {
     script: Arc<Mutex<Script>>,
+    /// The fake's [`crate::SessionControl`]: what the broker (or a test) signalled.
+    control: Arc<RecordedControl>,
 }
 
 impl FakeHandle {
@@ -78,6 +87,52 @@ impl FakeHandle {
     /// Makes every later clipboard write fail after it reached the desktop (outcome unknown).
     pub fn fail_clipboard_writes(&self) {
         self.lock().clipboard_write_fails = true;
+    }
+
+    /// Makes the fake a desktop without a clipboard (`true`): reads and writes are refused
+    /// with [`crate::BackendError::ClipboardUnavailable`] and change nothing.
+    pub fn set_clipboard_unavailable(&self, unavailable: bool) {
+        self.lock().clipboard_unavailable = unavailable;
+    }
+
+    /// Gives the fake app an accessibility tree (`true`; see `fake/observe.rs`) or takes it
+    /// away (the default, as for an app without AT-SPI: snapshots are refused with
+    /// [`crate::BackendError::AccessibilityUnavailable`]). Semantic steps stay refused either way.
+    pub fn set_accessible(&self, accessible: bool) {
+        self.lock().accessible = accessible;
+    }
+
+    /// How many accessibility snapshots the fake answered.
+    pub fn n_snapshots(&self) -> u64 {
+        self.lock().n_snapshots
+    }
+
+    /// Makes `windows` list the fake app's windows (`true`: its main window and the dialogs
+    /// opened) or none (the default, as `serve --backend fake` documents: a fake desktop has
+    /// no app windows to show).
+    pub fn set_lists_windows(&self, lists: bool) {
+        self.lock().lists_windows = lists;
+    }
+
+    /// Opens a dialog of the app titled `title` (listed by `windows` after the main window,
+    /// once [`FakeHandle::set_lists_windows`] is on); returns its window id.
+    pub fn open_dialog(&self, title: &str) -> u32 {
+        let mut script = self.lock();
+        let id = 0x40_0100 + u32::try_from(script.dialogs.len()).unwrap_or(0);
+        script.dialogs.push((id, title.to_string()));
+        id
+    }
+
+    /// Closes every dialog [`FakeHandle::open_dialog`] opened.
+    pub fn close_dialogs(&self) {
+        self.lock().dialogs.clear();
+    }
+
+    /// The fake's out-of-band control, the one `DesktopBackend::control` hands the broker: a
+    /// Stop signalled on it (`signal_stop`) past an `execute_for`'s generation ends that
+    /// settle `interrupted`, as the worker's does; the generation never goes back.
+    pub fn control(&self) -> Arc<RecordedControl> {
+        Arc::clone(&self.control)
     }
 
     /// Every input action executed so far, in order.

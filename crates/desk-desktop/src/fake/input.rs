@@ -187,12 +187,14 @@ pub(super) fn events_for(
 
 /// The settle wait the worker would report, on a virtual clock (the fake does not sleep):
 /// samples every 20 ms, a change seen at the first sample when `changed`, at every sample when
-/// the screen `never_settles`, decided by [`SettlePolicy::decide`]. `done` skips settling.
+/// the screen `never_settles`, decided by [`SettlePolicy::decide`]. `done` skips settling; an
+/// `interrupted` wait (a Stop past its generation) ends at its first sample.
 pub(super) fn settle(
     action: &InputAction,
     policy: SettlePolicy,
     changed: bool,
     never_settles: bool,
+    interrupted: bool,
     changed_pixels: u64,
 ) -> SettleReport {
     if matches!(action, InputAction::Done) {
@@ -201,6 +203,17 @@ pub(super) fn settle(
             wait_ms: 0,
             changed_pixels,
             n_samples: 0,
+            post_action_visual_stable: false,
+            rule: SettleRule::NotSettled,
+            validation: None,
+        };
+    }
+    if interrupted {
+        return SettleReport {
+            outcome: SettleOutcome::Interrupted,
+            wait_ms: SAMPLE_INTERVAL_MS,
+            changed_pixels,
+            n_samples: 1,
             post_action_visual_stable: false,
             rule: SettleRule::NotSettled,
             validation: None,
