@@ -68,7 +68,7 @@ class SettleReceipt(TypedDict):
     outcome: str
     wait_ms: int
     changed_pixels: int
-    # app_idle, quiet_timer, max_wait or not_settled (docs/settle.md).
+    # app_idle, app_idle_undated_timer, quiet_timer, max_wait or not_settled (docs/settle.md).
     rule: str
 
 
