@@ -16,7 +16,7 @@ use crate::journal::store_unavailable;
 
 /// Parses `max_nodes` and `max_depth` from a raw query string; unknown, repeated or
 /// out-of-range parameters are refused, never clamped.
-pub(crate) fn parse_limits(query: Option<&str>) -> Result<AxLimits, BrokerError> {
+pub fn parse_limits(query: Option<&str>) -> Result<AxLimits, BrokerError> {
     let (mut max_nodes, mut max_depth) = (None, None);
     for pair in query
         .unwrap_or_default()

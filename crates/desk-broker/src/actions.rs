@@ -363,7 +363,7 @@ pub(crate) fn step_receipt(
 impl Broker {
     /// An action whose object did not parse: `action_sequence_conflict` when `request_id` was
     /// already used in the session, else `refusal`. Nothing is sent either way.
-    pub(crate) async fn refused_action(
+    pub async fn refused_action(
         &self,
         session_id: &SessionId,
         request_id: String,

@@ -1,4 +1,5 @@
-//! The task-scoped clipboard: `GET` and `PUT /v1/sessions/{id}/clipboard`, the session
+//! The task-scoped clipboard (`GET` and `PUT /v1/sessions/{id}/clipboard`, desk-server's
+//! `clipboard_routes.rs`): the session
 //! display's CLIPBOARD as UTF-8 text through the desktop worker (`docs/control-session.md`,
 //! "Clipboard").
 //!
@@ -14,12 +15,9 @@
 //! one `clipboard` log line (lengths and codes, never text) and signed evidence
 //! (`clipboard_access`); a write has its `requested` record before the desktop is asked.
 
-use axum::Json;
-use axum::extract::{FromRequest, RawQuery, Request, State};
 use desk_contract::ErrorCode;
 use desk_contract::clipboard::{
-    ClipboardQuery, ClipboardText, ClipboardWriteRequest, ClipboardWritten, check_write,
-    parse_query, read_cap,
+    ClipboardQuery, ClipboardText, ClipboardWriteRequest, ClipboardWritten, check_write, read_cap,
 };
 use desk_contract::control::ControlToken;
 use desk_desktop::BackendError;
@@ -30,17 +28,8 @@ use crate::broker::{Broker, Inner};
 use crate::door::Need;
 use crate::error::BrokerError;
 use crate::evidence;
-use crate::extract::read_body_within;
 use crate::ids::SessionId;
 use crate::store::SessionRow;
-
-/// The largest `PUT .../clipboard` body: the 16 MiB ceiling of text, each byte escaped in at
-/// most two (`\n`, `\"`, `\\`), and room for the rest of the body. A body over it is refused
-/// (413) before it is parsed.
-pub(crate) const CLIPBOARD_BODY_LIMIT_BYTES: usize = 2 * 16 * 1024 * 1024 + 64 * 1024;
-const _: () = assert!(
-    CLIPBOARD_BODY_LIMIT_BYTES as u64 == 2 * desk_contract::clipboard::CEILING_BYTES + 64 * 1024
-);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -281,44 +270,9 @@ impl Inner {
     }
 }
 
-/// The body of `PUT .../clipboard`, read under [`CLIPBOARD_BODY_LIMIT_BYTES`] and parsed
-/// strictly like every body.
-pub(crate) struct ClipboardBody(ClipboardWriteRequest);
-
-impl<S: Send + Sync> FromRequest<S> for ClipboardBody {
-    type Rejection = BrokerError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = read_body_within(request, state, CLIPBOARD_BODY_LIMIT_BYTES).await?;
-        desk_contract::request::parse_request(&bytes)
-            .map(ClipboardBody)
-            .map_err(|error| BrokerError::InvalidRequest(error.to_string()))
-    }
-}
-
-/// `GET /v1/sessions/{id}/clipboard?max_output_bytes=N&owner=O&generation=G`.
-pub(crate) async fn get_clipboard(
-    State(broker): State<Broker>,
-    id: SessionId,
-    RawQuery(query): RawQuery,
-) -> Result<Json<ClipboardText>, BrokerError> {
-    let query = parse_query(query.as_deref())
-        .map_err(|error| BrokerError::InvalidRequest(error.to_string()))?;
-    broker.clipboard_read(&id, query).await.map(Json)
-}
-
-/// `PUT /v1/sessions/{id}/clipboard` with `{"text", "control"?}`.
-pub(crate) async fn put_clipboard(
-    State(broker): State<Broker>,
-    id: SessionId,
-    ClipboardBody(request): ClipboardBody,
-) -> Result<Json<ClipboardWritten>, BrokerError> {
-    broker.clipboard_write(&id, request).await.map(Json)
-}
-
 impl Broker {
     /// `GET /v1/sessions/{id}/clipboard`.
-    pub(crate) async fn clipboard_read(
+    pub async fn clipboard_read(
         &self,
         session_id: &SessionId,
         query: ClipboardQuery,
@@ -331,7 +285,7 @@ impl Broker {
     }
 
     /// `PUT /v1/sessions/{id}/clipboard`.
-    pub(crate) async fn clipboard_write(
+    pub async fn clipboard_write(
         &self,
         session_id: &SessionId,
         request: ClipboardWriteRequest,

@@ -318,7 +318,7 @@ impl BrokerError {
         move |source| BrokerError::Store { operation, source }
     }
 
-    pub(crate) fn io(
+    pub fn io(
         operation: &'static str,
         path: impl Into<PathBuf>,
     ) -> impl FnOnce(std::io::Error) -> BrokerError {
@@ -330,7 +330,7 @@ impl BrokerError {
         }
     }
 
-    pub(crate) fn json(operation: &'static str) -> impl FnOnce(serde_json::Error) -> BrokerError {
+    pub fn json(operation: &'static str) -> impl FnOnce(serde_json::Error) -> BrokerError {
         move |source| BrokerError::Json { operation, source }
     }
 

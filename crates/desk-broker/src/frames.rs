@@ -17,7 +17,7 @@ use crate::util::sha256_hex;
 
 /// An answer that hands out at most one screenshot: where the ledger, the replay and the JSON
 /// writer (`shot_json.rs`) find it.
-pub(crate) trait CarriesShot: serde::Serialize {
+pub trait CarriesShot: serde::Serialize {
     /// The screenshot, when the answer has one.
     fn screenshot(&self) -> Option<&Screenshot>;
     /// The same, to move its bytes.

@@ -9,31 +9,19 @@
 //!
 //! [`Inner::capacity`] says whether a lease of the smallest profile would be admitted now, and
 //! also asks the backend factory whether it can build a desktop at all (the sandbox probe). The
-//! health listener ([`serve_health`], plain HTTP, no credentials, counts only) answers
+//! health listener (desk-server's `serve_health`, plain HTTP, no credentials, counts only) answers
 //! `GET /livez` 200 while the process serves and `GET /readyz` 200 or 503 with that
 //! [`Capacity`]: a Kubernetes readiness probe that turns false when the broker cannot lease.
 //! `POST /v1/drain` (an operator route) stops leasing for good and answers the capacity, whose
 //! `live_sessions` a preStop hook polls down to zero (`deskbroker drain`).
 
-use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use desk_contract::api::Capacity;
 
-use crate::auth::Peer;
 use crate::broker::{Broker, Inner};
-use crate::conn::{ConnectionLimits, serve_bounded};
 use crate::error::BrokerError;
 use crate::store::SessionRow;
-
-/// What a capacity refusal's `Retry-After` says, in seconds.
-pub(crate) const RETRY_AFTER_SECS: &str = "10";
 
 const MIB: u64 = 1 << 20;
 
@@ -147,60 +135,4 @@ impl Broker {
         }
         self.capacity().await
     }
-}
-
-/// `POST /v1/drain`.
-pub(crate) async fn drain_route(
-    State(broker): State<Broker>,
-) -> Result<Json<Capacity>, BrokerError> {
-    broker.drain().await.map(Json)
-}
-
-async fn livez() -> &'static str {
-    "ok\n"
-}
-
-async fn readyz(State(broker): State<Broker>) -> Response {
-    match broker.capacity().await {
-        Ok(capacity) if capacity.ready => (StatusCode::OK, Json(capacity)).into_response(),
-        Ok(capacity) => (StatusCode::SERVICE_UNAVAILABLE, Json(capacity)).into_response(),
-        Err(error) => {
-            tracing::error!(error = %error, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "capacity unknown\n").into_response()
-        }
-    }
-}
-
-/// The health listener's routes: `GET /livez` and `GET /readyz`, no credentials; every other
-/// path is 404. They carry counts only, never a session id or token.
-pub fn health_router(broker: Broker) -> Router {
-    Router::new()
-        .route("/livez", get(livez))
-        .route("/readyz", get(readyz))
-        .with_state(broker)
-}
-
-fn tcp_peer(_: &tokio::net::TcpStream, _: &SocketAddr) -> Peer {
-    Peer::Tls {
-        client_cert_sha256: None,
-    }
-}
-
-/// Serves [`health_router`] over plain HTTP on `addr` (the bounded accept loop of `conn.rs`,
-/// a small connection cap) until `shutdown` resolves.
-pub async fn serve_health(
-    addr: SocketAddr,
-    broker: Broker,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), BrokerError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(BrokerError::io("bind the health address", addr.to_string()))?;
-    tracing::info!(address = %addr, "health listening (plain HTTP: /livez, /readyz)");
-    let limits = ConnectionLimits {
-        max_connections: 16,
-        ..ConnectionLimits::default()
-    };
-    serve_bounded(listener, health_router(broker), limits, tcp_peer, shutdown).await;
-    Ok(())
 }

@@ -15,7 +15,7 @@ use crate::error::BrokerError;
 use crate::util::check_identifier;
 
 /// Longest accepted session id, in bytes.
-pub(crate) const MAX_SESSION_ID_BYTES: usize = 64;
+pub const MAX_SESSION_ID_BYTES: usize = 64;
 
 /// Whether `id` can be a session id at all: 1 to [`MAX_SESSION_ID_BYTES`] ASCII letters, digits,
 /// `_` or `-`. Anything else is refused before any lookup.
@@ -194,5 +194,23 @@ mod tests {
             assert!(RequestId::parse(&refused).is_err(), "{refused:?}");
         }
         Ok(())
+    }
+
+    #[test]
+    fn session_ids_are_plain_tokens() {
+        assert!(is_plain_id("s_0123456789abcdef0123456789abcdef"));
+        assert!(is_plain_id("s_missing"));
+        assert!(is_plain_id(&"a".repeat(MAX_SESSION_ID_BYTES)));
+        for refused in [
+            String::new(),
+            "a".repeat(MAX_SESSION_ID_BYTES + 1),
+            "s x".to_string(),
+            "a.b".to_string(),
+            "../etc".to_string(),
+            "é".to_string(),
+            "a\0b".to_string(),
+        ] {
+            assert!(!is_plain_id(&refused), "{refused:?}");
+        }
     }
 }

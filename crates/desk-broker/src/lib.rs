@@ -1,4 +1,6 @@
-//! The deskbroker broker: lease manager, session state machine, durable store and HTTP routes.
+//! The deskbroker broker core: lease manager, session state machine, durable store, and every
+//! operation behind the HTTP API (the API itself, its routes, auth layer and listeners, is
+//! desk-server's; this crate links no HTTP crate).
 //!
 //! The broker sees desktops only through [`desk_desktop::DesktopBackend`], created per session by
 //! a [`BackendFactory`] the binary injects. Every operation runs on tokio's blocking pool under a
@@ -11,28 +13,24 @@
 //! startup becomes `unknown` and is never re-injected (see [`journal`](crate::journal)).
 //!
 //! Entry points for the binary: [`BrokerConfig::new`], [`Broker::open`], [`Broker::spawn_reaper`],
-//! [`serve_unix`] (or [`router`] for tests and other listeners) and, on shutdown,
+//! desk-server's `serve_unix` (or its `router` for tests and other listeners) and, on shutdown,
 //! [`Broker::shutdown_backends`].
 #![forbid(unsafe_code)]
 
 mod a11y;
 mod actions;
 mod admission;
-mod api_error;
 mod approval;
 mod artifact;
-mod auth;
 mod broker;
 mod checkpoint;
 mod clipboard;
 mod config;
-mod conn;
 mod control;
 pub mod credential;
 mod door;
 mod error;
 mod evidence;
-mod extract;
 mod fault;
 mod frames;
 mod health;
@@ -40,28 +38,23 @@ mod ids;
 mod journal;
 pub mod kill;
 mod lease;
+mod lease_token;
 mod ledger;
 mod line_socket;
 mod logs;
 mod metrics;
 pub mod observer;
-mod openapi;
 mod policy;
 mod private;
 mod program;
 mod reconcile;
 mod reset;
 mod review;
-mod review_routes;
-mod routes;
-mod serve;
 mod service_key;
 mod session;
 mod shot_gate;
-mod shot_json;
 mod status;
 mod store;
-mod tls;
 mod util;
 mod watch;
 pub mod watchdog;
@@ -69,30 +62,29 @@ mod workspace;
 pub use artifact::read::{CHILD_COMMAND as WORKSPACE_READ_COMMAND, workspace_read_child};
 pub use artifact::{ArtifactValidator, ArtifactValidators};
 
-pub use auth::Peer;
+pub use a11y::parse_limits as parse_accessibility_limits;
+pub use approval::issue::Approver;
 pub use broker::Broker;
 pub use config::{
     AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig, PolicyConfig, SessionLimits,
 };
-pub use conn::{ConnectionLimits, raise_open_file_limit};
 pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
     PUBLIC_KEY_FILE, SIGNING_KEY_FILE, export_evidence, load_signing_key, public_key_path,
     verify_evidence, verify_evidence_observed,
 };
-pub use extract::BODY_LIMIT_BYTES;
 pub use fault::{FAULT_ENV, FaultHook};
-pub use health::{health_router, serve_health};
-pub use ids::SessionId;
-pub use openapi::{openapi_json, statuses as error_statuses};
+pub use frames::CarriesShot;
+pub use ids::{MAX_SESSION_ID_BYTES, SessionId};
+pub use observer::SignedObservation;
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};
-pub use private::restrict_umask;
+pub use private::{DirUse, ensure_private_dir, restrict_umask};
 pub use reconcile::Reconciled;
-pub use routes::{ROUTES, router};
-pub use rustls::ServerConfig as TlsServerConfig;
-pub use serve::{serve_tls, serve_tls_with, serve_unix, serve_unix_with};
-pub use tls::{TlsFiles, install_crypto_provider, server_config};
+pub use review::{Review, ReviewDecisionRequest, ReviewList};
+pub use shot_gate::Stream;
+pub use util::{now_ms, sha256_hex};
+pub use watch::StatusWait;
 pub use workspace::WorkspaceState;
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Per-operation counts and latency histograms, rendered as Prometheus text (`GET /v1/metrics`).
 //!
-//! [`Metrics`] is fed once per HTTP request by the router's tracing layer with the operation
-//! name (a fixed set, see [`operation`]), the HTTP status, the error code when any and the
-//! latency. Labels never carry request data other than these, so the series count stays bounded
+//! [`Metrics`] is fed once per HTTP request by desk-server's tracing layer with the operation
+//! name (a fixed set: its route table's), the HTTP status, the error code when any and the
+//! latency (`Broker::record_request`, `status.rs`). Labels never carry request data other than these, so the series count stays bounded
 //! (operations × statuses × codes). Rendering adds gauges read from the store at scrape time.
 //!
 //! Invariant: every histogram's `_count` equals the sum of its operation's request counters, and
@@ -14,7 +14,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use axum::http::Method;
 use desk_contract::api::SessionState;
 
 use crate::watch::Changes;
@@ -110,66 +109,6 @@ impl Drop for WaiterGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// The operation name of a request and the session id segment of a session route: fixed labels
-/// from the path's shape and the method, never request data. `long_poll` marks a status request
-/// that carries `wait_ms`. A path no route matches is `unknown`.
-pub(crate) fn operation<'a>(
-    method: &Method,
-    path: &'a str,
-    long_poll: bool,
-) -> (&'static str, Option<&'a str>) {
-    if method == Method::GET && path == "/review" {
-        return ("review_page", None);
-    }
-    let segments: Vec<&str> = path.strip_prefix("/v1/").unwrap_or("").split('/').collect();
-    let method = method.as_str();
-    let op = match (method, segments.as_slice()) {
-        ("GET", ["reviews"]) => "list_reviews",
-        ("GET", ["reviews", _]) => "get_review",
-        ("GET", ["reviews", _, "frame"]) => "get_review_frame",
-        ("POST", ["reviews", _, "decision"]) => "decide_review",
-        ("POST", ["leases"]) => "lease",
-        ("GET", ["metrics"]) => "metrics",
-        ("POST", ["drain"]) => "drain",
-        ("GET", ["openapi.json"]) => "openapi",
-        ("GET", ["capabilities"]) => "capabilities",
-        ("GET", ["capabilities", _]) => "capability",
-        (_, ["sessions", id, rest @ ..]) if !id.is_empty() => {
-            let op = match (method, rest) {
-                ("POST", ["reset"]) => "reset",
-                ("GET", ["screenshot"]) => "screenshot",
-                ("POST", ["actions"]) => "execute",
-                ("POST", ["checkpoint"]) => "checkpoint",
-                ("GET", ["artifact"]) => "artifact",
-                ("GET", ["events"]) => "events",
-                ("GET", ["frame-events"]) => "frame_events",
-                ("GET", ["accessibility"]) => "accessibility",
-                ("GET", ["windows"]) => "windows",
-                ("POST", ["approvals"]) => "approve",
-                ("POST", ["observations"]) => "observe",
-                ("GET", ["observations", _]) => "get_observation",
-                ("GET", []) if long_poll => "status_wait",
-                ("GET", []) => "status",
-                ("DELETE", []) => "release",
-                ("POST", ["kill"]) => "kill",
-                ("POST", ["programs"]) => "execute_program",
-                ("GET", ["control"]) => "control_status",
-                ("POST", ["control"]) => "claim_control",
-                ("POST", ["control", "restart"]) => "restart_control",
-                ("POST", ["stop"]) => "stop",
-                ("POST", ["zoom"]) => "zoom",
-                ("GET", ["capabilities"]) => "session_capabilities",
-                ("GET", ["clipboard"]) => "clipboard_read",
-                ("PUT", ["clipboard"]) => "clipboard_write",
-                _ => "unknown",
-            };
-            return (op, (op != "unknown").then_some(*id));
-        }
-        _ => "unknown",
-    };
-    (op, None)
 }
 
 impl Metrics {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod client;
 pub mod key;
-pub(crate) mod routes;
+mod ops;
 pub mod serve;
 mod sight;
 

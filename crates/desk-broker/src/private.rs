@@ -40,7 +40,7 @@ pub(crate) fn create_file(path: &Path) -> std::io::Result<File> {
 
 /// What a directory is for, which decides the permission bits group and others may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DirUse {
+pub enum DirUse {
     /// Sessions, the journal, frames, logs, keys: no access for group or others.
     State,
     /// The Unix socket's directory: not writable by group or others.
@@ -104,7 +104,7 @@ pub(crate) fn create_dir_below(root: &Path, dir: &Path) -> std::io::Result<()> {
 /// Creates `dir` (and missing parents) with mode 0700, or checks an existing one as described
 /// in the module documentation. An existing state directory that is still empty (a fresh
 /// temporary directory, say) holds nothing yet, so it is made 0700 rather than refused.
-pub(crate) fn ensure_private_dir(dir: &Path, dir_use: DirUse) -> Result<(), BrokerError> {
+pub fn ensure_private_dir(dir: &Path, dir_use: DirUse) -> Result<(), BrokerError> {
     match std::fs::symlink_metadata(dir) {
         Err(_) => {
             std::fs::DirBuilder::new()

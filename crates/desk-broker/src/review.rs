@@ -32,7 +32,7 @@ pub(crate) const MAX_ENTRIES: usize = 256;
 
 /// A review as a reviewer sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct Review {
+pub struct Review {
     /// The review's id: the `record_id` of the gate decision that queued the frame.
     pub(crate) review_id: String,
     /// The session the frame is from.
@@ -61,7 +61,7 @@ pub(crate) struct Review {
 
 /// `GET /v1/reviews`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub(crate) struct ReviewList {
+pub struct ReviewList {
     /// Every review the queue holds, oldest first.
     pub(crate) reviews: Vec<Review>,
 }
@@ -69,7 +69,7 @@ pub(crate) struct ReviewList {
 /// `POST /v1/reviews/{id}/decision`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ReviewDecisionRequest {
+pub struct ReviewDecisionRequest {
     /// `allow` or `deny`.
     pub(crate) decision: String,
 }

@@ -32,7 +32,7 @@ const IDLE_DROP: Duration = Duration::from_secs(3600);
 /// Which of a session's gates a frame goes through: screen frames and zooms are compared
 /// only with their own kind (a zoom is not the next frame of the screen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stream {
+pub enum Stream {
     /// Reset, screenshot, action and program frames.
     Screen,
     /// `POST .../zoom` images.
@@ -132,7 +132,7 @@ impl ShotGates {
 impl Broker {
     /// `answer` as it may reach the agent: unchanged without a gate; otherwise its frame gated,
     /// the decision signed into the session's evidence, and the image removed unless allowed.
-    pub(crate) async fn gate_answer<T: CarriesShot + Send + 'static>(
+    pub async fn gate_answer<T: CarriesShot + Send + 'static>(
         &self,
         session_id: &SessionId,
         mut answer: T,
@@ -237,19 +237,19 @@ impl Broker {
     }
 
     /// Every review.
-    pub(crate) fn review_list(&self) -> ReviewList {
+    pub fn review_list(&self) -> ReviewList {
         ReviewList {
             reviews: self.reviews().list(),
         }
     }
 
     /// One review.
-    pub(crate) fn review(&self, review_id: &str) -> Result<Review, BrokerError> {
+    pub fn review(&self, review_id: &str) -> Result<Review, BrokerError> {
         self.reviews().find(review_id).map(|(review, _)| review)
     }
 
     /// A queued frame's PNG bytes, checked against the digest it was queued with.
-    pub(crate) async fn review_frame(&self, review_id: &str) -> Result<Vec<u8>, BrokerError> {
+    pub async fn review_frame(&self, review_id: &str) -> Result<Vec<u8>, BrokerError> {
         let (review, session_id) = self.reviews().find(review_id)?;
         let review_id = review.review_id.clone();
         self.run(None, move |inner| {
@@ -270,7 +270,7 @@ impl Broker {
 
     /// A reviewer's decision: recorded in the session's journal first, then in force. A review
     /// decided already is refused (`invalid_state`), so is one whose session's journal ended.
-    pub(crate) async fn decide_review(
+    pub async fn decide_review(
         &self,
         review_id: &str,
         request: ReviewDecisionRequest,

@@ -42,7 +42,7 @@ impl Broker {
     /// `get_status` with a long-poll: answers when the session's state or next action index
     /// differs from `wait` (or from the current values for what `wait` leaves out), or when
     /// `wait.wait` has passed, with the status at that moment.
-    pub(crate) async fn status_wait(
+    pub async fn status_wait(
         &self,
         session_id: &SessionId,
         wait: StatusWait,
@@ -78,7 +78,7 @@ impl Broker {
 
 impl Broker {
     /// `GET /v1/metrics`: the Prometheus text of request metrics and session gauges.
-    pub(crate) async fn metrics_text(&self) -> Result<String, BrokerError> {
+    pub async fn metrics_text(&self) -> Result<String, BrokerError> {
         let inner = std::sync::Arc::clone(&self.inner);
         let gauges = tokio::task::spawn_blocking(move || {
             let sessions = inner.store.unreleased_sessions()?;
@@ -95,5 +95,16 @@ impl Broker {
         .await
         .map_err(|error| BrokerError::Internal(format!("metrics gauges panicked: {error}")))??;
         Ok(self.inner.observability.metrics.render(&gauges))
+    }
+}
+
+impl Broker {
+    /// Records one finished HTTP request in the metrics: `op` is the route table's operation
+    /// name (a fixed label, never request data), `code` the answer's error code when any.
+    pub fn record_request(&self, op: &'static str, status: u16, code: Option<&str>, seconds: f64) {
+        self.inner
+            .observability
+            .metrics
+            .record(op, status, code, seconds);
     }
 }

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::error::BrokerError;
 
 /// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -36,7 +36,7 @@ pub(crate) fn rfc3339(epoch_ms: u64) -> String {
 }
 
 /// Lowercase hex SHA-256: desk-evidence's, the one the evidence chain uses.
-pub(crate) use desk_evidence::sha256_hex;
+pub use desk_evidence::sha256_hex;
 
 /// Checks an identifier from a client: 1..=200 printable ASCII characters.
 pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), BrokerError> {

@@ -51,7 +51,7 @@ impl Changes {
 
 /// The long-poll parameters of a status request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct StatusWait {
+pub struct StatusWait {
     /// How long to wait at most; zero answers at once.
     pub(crate) wait: Duration,
     /// The state the client last saw; the current state when absent.
@@ -79,7 +79,7 @@ fn parse_decimal(name: &str, value: &str) -> Result<u64, BrokerError> {
 
 impl StatusWait {
     /// Parses the raw query string of a status request (`None` or empty: no waiting).
-    pub(crate) fn parse(query: Option<&str>) -> Result<StatusWait, BrokerError> {
+    pub fn parse(query: Option<&str>) -> Result<StatusWait, BrokerError> {
         let mut parsed = StatusWait::default();
         let (mut seen_wait, mut seen_state, mut seen_index) = (false, false, false);
         let mut seen_generation = false;

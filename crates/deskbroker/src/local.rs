@@ -142,7 +142,7 @@ fn build_broker_with(
 }
 
 /// The auth settings and TLS configuration `serve` flags ask for. TCP without TLS is refused.
-fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::TlsServerConfig>>)> {
+fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_server::TlsServerConfig>>)> {
     let mut auth = AuthConfig::default();
     if !args.allow_uids.is_empty() {
         auth.allowed_uids = args.allow_uids.clone();
@@ -166,12 +166,12 @@ fn serve_auth(args: &ServeArgs) -> Result<(AuthConfig, Option<Arc<desk_broker::T
             None
         }
         (Some(_), Some(cert), Some(key)) => {
-            let files = desk_broker::TlsFiles {
+            let files = desk_server::TlsFiles {
                 cert: cert.clone(),
                 key: key.clone(),
                 client_ca: args.client_ca.clone(),
             };
-            Some(desk_broker::server_config(&files).context("failed to set up TLS")?)
+            Some(desk_server::server_config(&files).context("failed to set up TLS")?)
         }
         (Some(_), _, _) => anyhow::bail!(
             "TCP listening requires TLS: pass --tls-cert and --tls-key (see `deskbroker certs init`)"
@@ -191,13 +191,13 @@ fn serve_policy(args: &ServeArgs) -> Result<Option<desk_broker::PolicyConfig>> {
 pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     // Private state: everything the broker, SQLite and the log writers create is 0600/0700.
     desk_broker::restrict_umask();
-    match desk_broker::raise_open_file_limit() {
+    match desk_server::raise_open_file_limit() {
         Ok(limit) => tracing::info!(open_file_limit = limit, "open-file limit raised"),
         Err(error) => tracing::warn!(error = %error, "failed to raise the open-file limit"),
     }
-    let limits = desk_broker::ConnectionLimits {
+    let limits = desk_server::ConnectionLimits {
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-        ..desk_broker::ConnectionLimits::default()
+        ..desk_server::ConnectionLimits::default()
     };
     let socket = args.socket.clone().unwrap_or_else(default_socket);
     let (auth, tls) = serve_auth(&args)?;
@@ -288,7 +288,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let tcp = match (args.listen, tls) {
-        (Some(addr), Some(tls)) => Some(tokio::spawn(desk_broker::serve_tls_with(
+        (Some(addr), Some(tls)) => Some(tokio::spawn(desk_server::serve_tls_with(
             addr,
             tls,
             broker.clone(),
@@ -299,7 +299,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     };
     let health = args.health_listen.map(|addr| {
         let served =
-            desk_broker::serve_health(addr, broker.clone(), until_stopped(stopped.clone()));
+            desk_server::serve_health(addr, broker.clone(), until_stopped(stopped.clone()));
         tokio::spawn(async move {
             // Said at once: a probe that cannot connect keeps the pod out of service.
             let result = served.await;
@@ -310,7 +310,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         })
     });
     let served =
-        desk_broker::serve_unix_with(&socket, broker.clone(), limits, until_stopped(stopped)).await;
+        desk_server::serve_unix_with(&socket, broker.clone(), limits, until_stopped(stopped)).await;
     let served_health = match health {
         Some(task) => task.await.context("health server task failed")?,
         None => Ok(()),
@@ -402,7 +402,7 @@ impl LocalBroker {
         let server_broker = broker.clone();
         let server_socket = socket.clone();
         let task = tokio::spawn(async move {
-            desk_broker::serve_unix(&server_socket, server_broker, async {
+            desk_server::serve_unix(&server_socket, server_broker, async {
                 let _ = stopped.await;
             })
             .await

@@ -351,7 +351,7 @@ impl Inner {
 
 impl Broker {
     /// `execute_action` with `approval_id`.
-    pub(crate) async fn execute_approved(
+    pub async fn execute_approved(
         &self,
         session_id: &SessionId,
         request: ApprovedActionRequest,

@@ -1,6 +1,6 @@
 //! `POST /v1/sessions/{id}/approvals`: an approver issues a signed receipt for one exact action.
 //!
-//! Authorization ([`check_approver`], called by `auth.rs` before the handler): a credential of
+//! Authorization ([`check_approver`], called by desk-server's `auth.rs` before the handler): a credential of
 //! the orchestration format with the `approve` scope, whose subject is the policy's
 //! `approver_id`, verified with the policy's `approver_public_key`. A lease token is no such
 //! credential (401), and an approver credential is no lease token: it cannot act, lease or read
@@ -31,7 +31,7 @@ use crate::util::now_ms;
 
 /// The subject of the approver credential that authorized a request.
 #[derive(Debug, Clone)]
-pub(crate) struct Approver(pub(crate) String);
+pub struct Approver(pub(crate) String);
 
 /// An approver credential, whatever the peer (see the module doc).
 pub(crate) fn check_approver(
@@ -212,8 +212,14 @@ impl Inner {
 }
 
 impl Broker {
+    /// Whether `token` is an approver credential of the policy in force (see the module doc):
+    /// the approver it names. Called by desk-server's auth layer before the handler.
+    pub fn check_approver(&self, token: Option<&str>) -> Result<Approver, BrokerError> {
+        check_approver(&self.inner.approvals, token, now_ms())
+    }
+
     /// `approve`.
-    pub(crate) async fn approve(
+    pub async fn approve(
         &self,
         session_id: &SessionId,
         approver: Approver,
@@ -225,14 +231,4 @@ impl Broker {
         })
         .await
     }
-}
-
-/// The handler of `POST /v1/sessions/{id}/approvals`.
-pub(crate) async fn approve_route(
-    axum::extract::State(broker): axum::extract::State<Broker>,
-    id: SessionId,
-    axum::Extension(approver): axum::Extension<Approver>,
-    crate::extract::ApiJson(request): crate::extract::ApiJson<ApprovalRequest>,
-) -> Result<axum::Json<ApprovalReceipt>, BrokerError> {
-    broker.approve(&id, approver, request).await.map(axum::Json)
 }

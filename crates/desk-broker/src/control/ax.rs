@@ -98,7 +98,7 @@ mod tests {
     }
 
     fn code(result: Result<(), BrokerError>) -> Option<ErrorCode> {
-        result.err().map(|error| error.status_and_code().1)
+        result.err().map(|error| error.code())
     }
 
     #[test]

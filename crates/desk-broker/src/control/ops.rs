@@ -15,7 +15,6 @@ use desk_desktop::BackendCapabilities;
 use crate::broker::{Broker, Inner};
 use crate::error::BrokerError;
 use crate::ids::SessionId;
-use crate::routes::ROUTES;
 
 /// Features a client may ask for: `(name, supported, note)`.
 const FEATURES: &[(&str, bool, &str)] = &[
@@ -131,10 +130,9 @@ pub(crate) fn capabilities(desktops: BackendCapabilities) -> Capabilities {
     });
     Capabilities {
         api: "/v1".to_string(),
-        routes: ROUTES
-            .iter()
-            .map(|(method, path)| format!("{method} {path}"))
-            .collect(),
+        // The server's route table fills this in (desk-server's `routes/table.rs`): the core
+        // knows no route.
+        routes: Vec::new(),
         action_types,
         step_types,
         max_program_steps: MAX_PROGRAM_STEPS as u64,
@@ -198,7 +196,7 @@ impl Inner {
 
 impl Broker {
     /// `GET /v1/capabilities`.
-    pub(crate) fn capabilities(&self) -> Capabilities {
+    pub fn capabilities(&self) -> Capabilities {
         let mut document = capabilities(self.inner.factory.capabilities());
         document.features.push(self.screenshot_gate_feature());
         document.features.push(self.inner.approvals.feature());
@@ -207,7 +205,7 @@ impl Broker {
     }
 
     /// `GET /v1/capabilities/{feature}`.
-    pub(crate) fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
+    pub fn feature(&self, name: &str) -> Result<FeatureSupport, BrokerError> {
         if name == SCREENSHOT_GATE
             || name == crate::approval::APPROVAL
             || name == crate::observer::OBSERVER
@@ -246,7 +244,7 @@ impl Broker {
     }
 
     /// `GET /v1/sessions/{id}/control`.
-    pub(crate) async fn control_status(
+    pub async fn control_status(
         &self,
         session_id: &SessionId,
     ) -> Result<ControlStatus, BrokerError> {
@@ -260,7 +258,7 @@ impl Broker {
     }
 
     /// `POST /v1/sessions/{id}/control`.
-    pub(crate) async fn claim_control(
+    pub async fn claim_control(
         &self,
         session_id: &SessionId,
         claim: ControlClaim,
@@ -290,7 +288,7 @@ impl Broker {
     }
 
     /// `POST /v1/sessions/{id}/control/restart`.
-    pub(crate) async fn restart_control(
+    pub async fn restart_control(
         &self,
         session_id: &SessionId,
         claim: ControlClaim,
@@ -314,7 +312,7 @@ impl Broker {
     /// first (durably; a running program halts before its next step and its observation is
     /// discarded), signals the worker (a settle wait in progress ends `interrupted`), then
     /// waits its turn to release held keys and buttons.
-    pub(crate) async fn stop(
+    pub async fn stop(
         &self,
         session_id: &SessionId,
         request: StopRequest,
@@ -367,7 +365,7 @@ impl Broker {
     }
 
     /// `GET /v1/sessions/{id}/capabilities`: the broker's document with the session's control.
-    pub(crate) async fn session_capabilities(
+    pub async fn session_capabilities(
         &self,
         session_id: &SessionId,
     ) -> Result<Capabilities, BrokerError> {

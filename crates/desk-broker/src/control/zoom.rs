@@ -166,7 +166,7 @@ impl Inner {
 
 impl Broker {
     /// `POST /v1/sessions/{id}/zoom`.
-    pub(crate) async fn zoom(
+    pub async fn zoom(
         &self,
         session_id: &SessionId,
         request: ZoomRequest,

@@ -2,9 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::Method;
-
-use super::{Gauges, Metrics, operation};
+use super::{Gauges, Metrics};
 
 fn gauges() -> Gauges {
     Gauges {
@@ -107,69 +105,4 @@ fn waiters_are_counted_while_their_guard_lives() {
         value(&metrics.render(&gauges()), "deskbroker_status_waiters"),
         0.0
     );
-}
-
-#[test]
-fn operations_come_from_the_route_never_the_request() {
-    let cases = [
-        (Method::POST, "/v1/leases", false, ("lease", None)),
-        (
-            Method::POST,
-            "/v1/sessions/s_1/actions",
-            false,
-            ("execute", Some("s_1")),
-        ),
-        (
-            Method::GET,
-            "/v1/sessions/s_1",
-            false,
-            ("status", Some("s_1")),
-        ),
-        (
-            Method::GET,
-            "/v1/sessions/s_1",
-            true,
-            ("status_wait", Some("s_1")),
-        ),
-        (
-            Method::DELETE,
-            "/v1/sessions/s_1",
-            false,
-            ("release", Some("s_1")),
-        ),
-        (
-            Method::GET,
-            "/v1/sessions/s_1/frame-events",
-            false,
-            ("frame_events", Some("s_1")),
-        ),
-        (Method::GET, "/v1/metrics", false, ("metrics", None)),
-        (Method::PUT, "/v1/leases", false, ("unknown", None)),
-        (Method::GET, "/v1/leases/", false, ("unknown", None)),
-        (Method::GET, "/v1/sessions//reset", false, ("unknown", None)),
-        (
-            Method::GET,
-            "/v1/sessions/s_1/reset",
-            false,
-            ("unknown", None),
-        ),
-        (Method::GET, "/v2/metrics", false, ("unknown", None)),
-        (Method::GET, "/", false, ("unknown", None)),
-    ];
-    for (method, path, long_poll, expected) in cases {
-        assert_eq!(
-            operation(&method, path, long_poll),
-            expected,
-            "{method} {path}"
-        );
-    }
-    for (method, path) in crate::ROUTES {
-        let method = Method::from_bytes(method.as_bytes()).unwrap();
-        let path = path.replace("{id}", "s_x");
-        assert_ne!(
-            operation(&method, &path, false).0,
-            "unknown",
-            "{method} {path} has no operation name"
-        );
-    }
 }

@@ -5,12 +5,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook, serve_unix};
+use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook};
 use desk_client::{Client, ClientError};
 use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest, SaveMethod, SessionState};
 use desk_contract::{Action, DisplaySize, ErrorCode};
 use desk_desktop::fake::{FakeHandle, FakeSave};
 use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, ProfileSet};
+use desk_server::serve_unix;
 use tokio::sync::oneshot;
 
 const PROFILE: &str = r#"

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook, serve_unix};
+use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook};
 use desk_cad::corpus::BUDGETS_2D;
 use desk_cad::{DrawingType, Entity, Geometry, Level, Model, Point, Split, Task, TaskId};
 use desk_client::Client;
@@ -15,6 +15,7 @@ use desk_harness::{
     Agent, AgentError, AgentInfo, BoxFuture, ModelSaid, Observation, RolloutOptions, RolloutRecord,
     TaskBrief, TokenUsage, Turn, TurnOutcome, run_rollout,
 };
+use desk_server::serve_unix;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 

@@ -6,13 +6,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook, serve_unix};
+use desk_broker::{BackendRequest, Broker, BrokerConfig, FaultHook};
 use desk_client::Client;
 use desk_contract::{Button, DisplaySize, InputAction, ScreenPoint};
 use desk_desktop::fake::{FakeHandle, FakeSave};
 use desk_desktop::{AppProfile, BackendError, DesktopBackend, FakeDesktop, ProfileSet};
 use desk_harness::{RolloutOptions, RolloutRecord, RolloutStatus, run_rollout};
 use desk_models::{Provider, ToolMode};
+use desk_server::serve_unix;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 

@@ -1,0 +1,169 @@
+//! A Stop that lands while a program's step is inside the desktop (a fake desktop gated on
+//! its second `execute`): the program halts before the next step and drops its observation.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use desk_broker::{BackendRequest, Broker};
+use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
+use desk_contract::{DisplaySize, InputAction, SettlePolicy};
+use desk_desktop::fake::{FakeHandle, FakeSave};
+use desk_desktop::{AppLaunch, BackendError, DesktopBackend, FakeDesktop};
+use desk_server::router;
+use serde_json::json;
+
+use crate::control::{code, post, program};
+use crate::support::{Harness, click, config};
+
+/// A fake desktop whose `execute` number `gate_at` (0-based) tells the test it started and
+/// waits for the test's go-ahead: the moment a Stop lands mid-program.
+struct Gated {
+    inner: FakeDesktop,
+    executed: usize,
+    gate_at: usize,
+    started: mpsc::Sender<()>,
+    proceed: Arc<Mutex<mpsc::Receiver<()>>>,
+}
+
+impl DesktopBackend for Gated {
+    fn display_size(&self) -> DisplaySize {
+        self.inner.display_size()
+    }
+    fn start_app(&mut self, launch: &AppLaunch) -> Result<Handoff, BackendError> {
+        self.inner.start_app(launch)
+    }
+    fn capture(&mut self) -> Result<Frame, BackendError> {
+        self.inner.capture()
+    }
+    fn execute(
+        &mut self,
+        action: &InputAction,
+        settle: SettlePolicy,
+    ) -> Result<ActionOutcome, BackendError> {
+        let outcome = self.inner.execute(action, settle);
+        if self.executed == self.gate_at {
+            let _ = self.started.send(());
+            let _ = self.proceed.lock().unwrap().recv();
+        }
+        self.executed += 1;
+        outcome
+    }
+    fn facts(&mut self) -> Result<DesktopFacts, BackendError> {
+        self.inner.facts()
+    }
+    fn release_held(&mut self) -> Result<Vec<String>, BackendError> {
+        self.inner.release_held()
+    }
+    fn stop_app(&mut self) -> Result<(), BackendError> {
+        self.inner.stop_app()
+    }
+    fn shutdown(&mut self) -> Result<(), BackendError> {
+        self.inner.shutdown()
+    }
+    fn process_ids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+}
+
+#[tokio::test]
+async fn stop_during_a_step_halts_the_program_and_discards_its_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeHandle::default();
+    fake.set_save(FakeSave::AttemptFromArgv);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (proceed_tx, proceed_rx) = mpsc::channel();
+    let proceed = Arc::new(Mutex::new(proceed_rx));
+    let handle = fake.clone();
+    let broker = Broker::open(
+        config(dir.path().to_path_buf()),
+        move |request: &BackendRequest| {
+            let desktop: Box<dyn DesktopBackend> = Box::new(Gated {
+                inner: FakeDesktop::with_handle(request.display, handle.clone()),
+                executed: 0,
+                gate_at: 1,
+                started: started_tx.clone(),
+                proceed: Arc::clone(&proceed),
+            });
+            Ok::<_, BackendError>(desktop)
+        },
+    )
+    .unwrap();
+    let harness = Arc::new(Harness {
+        app: router(broker.clone()),
+        broker,
+        fake,
+        dir,
+    });
+    let id = harness.ready().await;
+    let (_, claimed) = post(&harness, &id, "control", json!({"owner": "a"})).await;
+    let generation = claimed["generation"].as_u64().unwrap();
+    let steps = json!([click(1, 1), click(2, 2), click(3, 3), click(4, 4)]);
+    let body = program(
+        "long",
+        0,
+        steps,
+        json!({"control": {"owner": "a", "generation": generation}}),
+    );
+    let running = {
+        let (harness, id) = (Arc::clone(&harness), id.clone());
+        tokio::spawn(async move { post(&harness, &id, "programs", body).await })
+    };
+    tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+        .await
+        .unwrap();
+    // Step 1 is in the desktop. Stop advances the generation without waiting for it...
+    let stopping = {
+        let (harness, id) = (Arc::clone(&harness), id.clone());
+        tokio::spawn(async move { post(&harness, &id, "stop", json!({})).await })
+    };
+    loop {
+        let (_, control) = harness
+            .call("GET", &format!("/v1/sessions/{id}/control"), None)
+            .await;
+        if control["stopped"] == true {
+            assert_eq!(control["generation"].as_u64(), Some(generation + 1));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // ...then the step finishes, and the program halts before step 2.
+    proceed_tx.send(()).unwrap();
+    let (status, answer) = running.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let receipt = &answer["receipt"];
+    assert_eq!(
+        (receipt["attempted"].as_u64(), receipt["submitted"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(receipt["failing_step"]["step_index"].as_u64(), Some(2));
+    assert_eq!(receipt["failing_step"]["code"], "control_stopped");
+    assert!(
+        answer["screenshot"].is_null(),
+        "the observation of a stopped generation is dropped"
+    );
+    assert!(
+        receipt["observation_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped")
+    );
+    let (status, stopped) = stopping.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{stopped}");
+    assert_eq!(stopped["released_held"], json!([]));
+    assert_eq!(
+        harness.fake.n_inputs(),
+        2,
+        "steps 2 and 3 never reached the desktop"
+    );
+    let again = json!({"control": {"owner": "a", "generation": generation}});
+    let (_, refused) = post(
+        &harness,
+        &id,
+        "programs",
+        program("next", 1, json!([click(5, 5)]), again),
+    )
+    .await;
+    assert_eq!(code(&refused), "control_stopped");
+    assert_eq!(harness.fake.n_inputs(), 2);
+}
