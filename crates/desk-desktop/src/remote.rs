@@ -12,6 +12,10 @@
 //! `<session>/remote-worker.json` so a restarted broker reattaches the same way), else the
 //! operation fails typed with nothing sent; a request whose connection failed after it was
 //! written is never sent again (an `execute` is then an unknown outcome).
+//!
+//! Over 400 lines: the factory and the desktop share the instance record and the holder, and
+//! the desktop forwards every trait method and declares its capabilities beside them; the
+//! connection itself is apart (`remote/connect.rs`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
