@@ -267,10 +267,13 @@ impl Inner {
         let scope = door.scope_now()?;
         let observation = self.controls.observation(session_id, &dir)?;
         let ax = || {
-            self.factory.capabilities().accessibility.then_some(AxContext {
-                observation: observation.as_ref(),
-                scope,
-            })
+            self.factory
+                .capabilities()
+                .accessibility
+                .then_some(AxContext {
+                    observation: observation.as_ref(),
+                    scope,
+                })
         };
         // Steps that name nothing the session replaces are checked at once; image coordinates
         // and observation ids only after the request id is looked up, so that a retry replays
