@@ -27,9 +27,10 @@
 //! the PNG and DXF bytes, error messages) must be identical.
 //!
 //! Re-record (after a deliberate change of the wire):
-//! `DESK_WIRE_RECORD=1 cargo test -p deskbroker --test wire`; to record from another binary
-//! (the fixtures were recorded from the binary built at commit 7fc0c94), also set
-//! `DESK_WIRE_BINARY=/path/to/deskbroker`. Recording removes the old files first.
+//! `DESK_WIRE_RECORD=1 cargo test -p deskbroker --test wire`; to record from another binary,
+//! also set `DESK_WIRE_BINARY=/path/to/deskbroker`. Recording removes the old files first. The
+//! fixtures were recorded from the binary built at commit 7fc0c94; `00-openapi` and
+//! `44-accessibility` were re-recorded for two deliberate changes since (b20734a, 7c9c654).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
