@@ -23,6 +23,8 @@
 //! diagnostics and thread states are already apart).
 
 mod calls;
+#[cfg(test)]
+mod calls_tests;
 mod diag;
 mod thread;
 

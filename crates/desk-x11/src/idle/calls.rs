@@ -3,8 +3,8 @@
 //! which keep the value the call started with) is judged by the time it has left, not the time
 //! it had (`docs/settle.md`, "Dating a call").
 //!
-//! The test watches real threads of the test process sleeping in `epoll_pwait` and `ppoll`
-//! through `idle.rs`'s reader.
+//! Its tests (`calls_tests.rs`) watch real threads of the test process sleeping in `epoll_pwait`
+//! and `ppoll` through `idle.rs`'s reader.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -81,7 +81,7 @@ impl CallClock {
     /// that call. A tid reused by a new thread reads as a new call that began after the old
     /// thread was last seen, which is true.
     pub(crate) fn observe(&mut self, tid: u32, switches: u64, call: &str, now: Instant) -> Slept {
-        let ms = |since: Instant| crate::settle::millis(now.saturating_duration_since(since));
+        let ms = |since: Instant| millis(now.saturating_duration_since(since));
         match self.seen.get_mut(&tid) {
             Some(seen) if seen.switches == switches && seen.call == call => {
                 seen.last = now;
@@ -122,6 +122,12 @@ impl CallClock {
         }
     }
 
+    /// How many threads the clock remembers (tests).
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> usize {
+        self.seen.len()
+    }
+
     /// Forgets the threads no sample saw for `age` (gone, or no longer watched).
     pub(crate) fn forget_older_than(&mut self, age: Duration, now: Instant) {
         self.seen
@@ -129,174 +135,7 @@ impl CallClock {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::mpsc;
-
-    use rustix::event::{Timespec, epoll};
-
-    use super::*;
-    use crate::idle::thread::Wake;
-
-    /// A thread of this process that reports its tid, waits for a go (blocked on a channel,
-    /// no timeout), then sleeps in `sleep` (a 300 ms relative timeout) until the receiver is
-    /// dropped.
-    fn sleeper(sleep: fn()) -> (u32, mpsc::Sender<()>) {
-        let (tid_tx, tid_rx) = mpsc::channel();
-        let (go_tx, go_rx) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            let link = std::fs::read_link("/proc/thread-self").unwrap();
-            let tid: u32 = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
-            tid_tx.send(tid).unwrap();
-            if go_rx.recv().is_ok() {
-                sleep();
-            }
-        });
-        (tid_rx.recv().unwrap(), go_tx)
-    }
-
-    fn in_epoll_pwait() {
-        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
-        let mut events = Vec::<epoll::Event>::with_capacity(1);
-        let timeout = Timespec {
-            tv_sec: 0,
-            tv_nsec: 300_000_000,
-        };
-        let spare = rustix::buffer::spare_capacity(&mut events);
-        epoll::wait(&epoll, spare, Some(&timeout)).unwrap();
-    }
-
-    fn in_ppoll() {
-        let timeout = Timespec {
-            tv_sec: 0,
-            tv_nsec: 300_000_000,
-        };
-        rustix::event::poll(&mut [], Some(&timeout)).unwrap();
-    }
-
-    /// Reads the thread as the settle does.
-    fn observe(tid: u32, calls: &mut CallClock) -> (Wake, Slept, String) {
-        let base = format!("/proc/{}", std::process::id());
-        let path = std::path::PathBuf::from(format!("{base}/task/{tid}"));
-        let read = |path: &std::path::Path| {
-            std::fs::read_to_string(path)
-                .map(Some)
-                .map_err(|error| error.to_string())
-        };
-        let syscall = std::fs::read_to_string(path.join("syscall")).unwrap();
-        let (wake, slept, _) = super::super::read_thread(&base, tid, &path, calls, &read)
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        (wake, slept, syscall)
-    }
-
-    /// Waits until the thread is blocked in the call numbered `nr`.
-    fn wait_for_call(tid: u32, nr: &str) {
-        let path = format!("/proc/{}/task/{tid}/syscall", std::process::id());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !std::fs::read_to_string(&path)
-            .unwrap()
-            .starts_with(&format!("{nr} "))
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the thread never entered call {nr}"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// The time left of a real 300 ms relative timeout falls as the thread sleeps, and its
-    /// judgement against a 150 ms horizon turns from later to soon.
-    fn falls_as_it_sleeps(sleep: fn(), nr: &str) {
-        let (tid, go) = sleeper(sleep);
-        let mut calls = CallClock::default();
-        // Seen blocked on the channel first: the next call's start is then dated.
-        std::thread::sleep(Duration::from_millis(20));
-        let (wake, _, before) = observe(tid, &mut calls);
-        assert_eq!(wake, Wake::Never, "{before}");
-        go.send(()).unwrap();
-        wait_for_call(tid, nr);
-        let (wake, first, syscall) = observe(tid, &mut calls);
-        assert_eq!(wake, Wake::Within(300), "{syscall}");
-        let (most, least) = first.left_ms(300);
-        assert_eq!(most, 300);
-        let least = least.expect("a call seen to begin is dated");
-        assert!(least <= most, "{least} > {most}");
-        assert_eq!(first.due(300, 150), TimerDue::Later, "{first:?}");
-        std::thread::sleep(Duration::from_millis(100));
-        let (wake, later, syscall) = observe(tid, &mut calls);
-        assert_eq!(wake, Wake::Within(300), "the same call: {syscall}");
-        let (most_later, least_later) = later.left_ms(300);
-        assert!(most_later <= 200, "{later:?}");
-        assert!(
-            least_later.is_some_and(|least| least <= most_later),
-            "{later:?}"
-        );
-        assert!(later.at_least_ms >= 100, "{later:?}");
-        std::thread::sleep(Duration::from_millis(60));
-        let (_, last, syscall) = observe(tid, &mut calls);
-        // 160 ms or more into the call, 140 or less left: within the horizon.
-        assert_eq!(last.due(300, 150), TimerDue::Soon, "{last:?} {syscall}");
-        drop(go);
-    }
-
-    #[test]
-    fn an_epoll_wait_timeout_falls_as_the_thread_sleeps() {
-        falls_as_it_sleeps(in_epoll_pwait, "281");
-    }
-
-    #[test]
-    fn a_ppoll_timeout_falls_as_the_thread_sleeps() {
-        falls_as_it_sleeps(in_ppoll, "271");
-    }
-
-    #[test]
-    fn a_call_begun_before_the_first_sample_is_undated() {
-        let (tid, go) = sleeper(in_epoll_pwait);
-        go.send(()).unwrap();
-        wait_for_call(tid, "281");
-        let mut calls = CallClock::default();
-        let (wake, first, _) = observe(tid, &mut calls);
-        assert_eq!(wake, Wake::Within(300));
-        assert_eq!(first.at_most_ms, None);
-        // 300 ms at most left, and nothing known of how little: neither soon nor later.
-        assert_eq!(first.due(300, 150), TimerDue::Undated);
-        assert_eq!(first.due(300, 300), TimerDue::Soon);
-        drop(go);
-    }
-
-    #[test]
-    fn the_clock_dates_calls_from_switches_and_call_lines() {
-        let t0 = Instant::now();
-        let at = |ms| t0 + Duration::from_millis(ms);
-        let mut calls = CallClock::default();
-        let first = calls.observe(7, 10, "7 0x1 0x1 0x64", at(0));
-        assert_eq!(
-            first,
-            Slept {
-                at_least_ms: 0,
-                at_most_ms: None
-            }
-        );
-        let same = calls.observe(7, 10, "7 0x1 0x1 0x64", at(40));
-        assert_eq!((same.at_least_ms, same.at_most_ms), (40, None));
-        assert_eq!(same.left_ms(100), (60, None));
-        // It ran: a new call, begun after the sample at 40.
-        let new = calls.observe(7, 12, "7 0x1 0x1 0x64", at(45));
-        assert_eq!((new.at_least_ms, new.at_most_ms), (0, Some(5)));
-        let on = calls.observe(7, 12, "7 0x1 0x1 0x64", at(95));
-        assert_eq!((on.at_least_ms, on.at_most_ms), (50, Some(55)));
-        assert_eq!(on.left_ms(100), (50, Some(45)));
-        assert_eq!(on.due(400, 300), TimerDue::Later);
-        assert_eq!(on.due(353, 300), TimerDue::Undated);
-        assert_eq!(on.due(350, 300), TimerDue::Soon);
-        // Overdue reads as due now.
-        assert_eq!(on.left_ms(20), (0, Some(0)));
-        calls.forget_older_than(Duration::from_millis(100), at(150));
-        assert_eq!(calls.seen.len(), 1);
-        calls.forget_older_than(Duration::from_millis(50), at(150));
-        assert!(calls.seen.is_empty());
-    }
+/// Whole milliseconds, saturating (as `settle::millis`, which this module does not name).
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
