@@ -41,12 +41,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::local::LocalBroker;
 use host::Footprint;
-use report::SessionResult;
+use report::{SessionResult, ms};
 use script::Expected;
-
-fn ms(elapsed: Duration) -> f64 {
-    elapsed.as_secs_f64() * 1_000.0
-}
 
 fn find_probe(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(path) = explicit {

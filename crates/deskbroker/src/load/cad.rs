@@ -25,21 +25,11 @@ use desk_desktop::{ProfileSet, StateDir};
 use serde_json::{Value, json};
 
 use super::args::{DesktopMix, LoadArgs};
-use super::cad_report::{self, Desk};
+use super::cad_report::{self, Admission, Desk};
 use super::host::{self, Footprint};
-use super::ms;
+use super::report::ms;
 use crate::cli::budget::{BROKER_RESERVE_MIB, cgroup_limit_mib};
 use crate::local::LocalBroker;
-
-/// What the mix asks of the broker's admission.
-pub(super) struct Admission {
-    pub(super) needed_mib: u64,
-    pub(super) budget_mib: u64,
-    pub(super) budget_source: &'static str,
-    pub(super) max_sessions: usize,
-    /// Each profile's memory estimate, MiB.
-    pub(super) per_profile_mib: BTreeMap<String, u64>,
-}
 
 fn admission(args: &LoadArgs, mix: &DesktopMix) -> Result<Admission> {
     let profiles = ProfileSet::builtin()?;

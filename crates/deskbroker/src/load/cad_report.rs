@@ -11,9 +11,18 @@ use desk_contract::DisplaySize;
 use serde_json::{Value, json};
 
 use super::args::DesktopMix;
-use super::cad::Admission;
 use super::host::Footprint;
 use super::report::{Samples, round, table};
+
+/// What the mix asks of the broker's admission.
+pub(super) struct Admission {
+    pub(super) needed_mib: u64,
+    pub(super) budget_mib: u64,
+    pub(super) budget_source: &'static str,
+    pub(super) max_sessions: usize,
+    /// Each profile's memory estimate, MiB.
+    pub(super) per_profile_mib: BTreeMap<String, u64>,
+}
 
 /// One desktop of the run.
 #[derive(Debug, Default)]

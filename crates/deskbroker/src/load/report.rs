@@ -112,6 +112,11 @@ impl Summary {
 }
 
 /// Two decimals, for readable JSON.
+/// A duration in milliseconds, fractional.
+pub(crate) fn ms(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1_000.0
+}
+
 pub(crate) fn round(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }
