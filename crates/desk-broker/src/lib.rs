@@ -54,6 +54,7 @@ mod service_key;
 mod session;
 mod shot_gate;
 mod status;
+mod step;
 mod store;
 mod util;
 mod watch;

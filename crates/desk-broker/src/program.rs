@@ -18,8 +18,7 @@ use desk_contract::api::Screenshot;
 use desk_contract::control::{
     ProgramReceipt, ProgramRequest, ProgramResponse, ProgramStep, StepFailure,
 };
-use desk_contract::desktop::ActionOutcome;
-use desk_contract::{ActionType, ErrorCode, InputAction, ValidatedAction};
+use desk_contract::{ErrorCode, InputAction, ValidatedAction};
 use desk_desktop::DesktopBackend;
 
 use crate::broker::{Broker, Inner};
@@ -29,6 +28,7 @@ use crate::error::BrokerError;
 use crate::fault::FaultHook;
 use crate::ids::{RequestId, SessionId};
 use crate::ledger::{Accepted, Ledger};
+use crate::step::Submitted;
 use crate::store::SessionRow;
 use crate::util::now_ms;
 
@@ -44,28 +44,6 @@ pub(crate) struct Plan {
     pub(crate) intent: String,
     pub(crate) steps: Vec<ValidatedAction>,
     pub(crate) scope: Scope,
-}
-
-/// A step whose input was delivered.
-pub(crate) struct Submitted {
-    pub(crate) step_index: u64,
-    pub(crate) input: InputAction,
-    pub(crate) action_type: ActionType,
-    pub(crate) intent: String,
-    pub(crate) outcome: ActionOutcome,
-    /// Microseconds the desktop took for the step: its input, then its observation.
-    pub(crate) backend_us: u64,
-}
-
-impl Submitted {
-    /// Milliseconds the desktop spent observing after the step's input (settle, capture,
-    /// encode, diagnostic reads), plus `broker_us` the broker then spent on its screenshot.
-    pub(crate) fn observation_ms(&self, broker_us: u64) -> u64 {
-        let observed = self
-            .backend_us
-            .saturating_sub(self.outcome.input_ms.saturating_mul(1000));
-        observed.saturating_add(broker_us) / 1000
-    }
 }
 
 /// An accepted request after its steps ran, before its records are closed.
@@ -177,7 +155,7 @@ impl Inner {
             attempted += 1;
             let step_started = std::time::Instant::now();
             let result = match input {
-                InputAction::Done => backend.capture().map(crate::actions::done_outcome),
+                InputAction::Done => backend.capture().map(crate::step::done_outcome),
                 // A Stop past this generation interrupts the step's settle wait.
                 // Validation mode samples by the session's action index (`--settle-validate-every`).
                 _ => {
@@ -364,7 +342,7 @@ impl Inner {
         let mut receipts = Vec::with_capacity(submitted.len() + 1);
         for step in &submitted {
             ledger.log_step(&step.outcome, step.step_index, &mut failures);
-            receipts.push(crate::actions::step_receipt(
+            receipts.push(crate::step::step_receipt(
                 step,
                 action_index,
                 accepted_at_ms,
@@ -372,7 +350,7 @@ impl Inner {
                 self.config.limits_mode,
             ));
         }
-        receipts.push(crate::actions::step_receipt(
+        receipts.push(crate::step::step_receipt(
             &last,
             action_index,
             accepted_at_ms,
