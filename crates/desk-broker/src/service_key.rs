@@ -120,3 +120,67 @@ impl ServiceKey {
         Ok(key)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    /// A service of the shape the observer's and the watchdog's are.
+    const TEST: ServiceKey = ServiceKey {
+        name: "helper",
+        key_file: "helper.key",
+        public_key_file: "helper.pub",
+        read_public_op: "read the helper's public key",
+        read_key_op: "read the helper key",
+        create_key_op: "create the helper key",
+        write_key_op: "write the helper key",
+        write_public_op: "write the helper's public key",
+        foreign_key: "is another signer's key",
+        refusal: BrokerError::Internal,
+    };
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    #[test]
+    fn a_service_key_is_private_beside_the_state_directory_and_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).expect("state");
+        assert_eq!(TEST.dir(&state), dir.path().join("state.helper"));
+        assert_eq!(TEST.read_public_key(&state).expect("none yet"), None);
+        let key = TEST.load_or_create(&state, &[]).expect("created");
+        assert_eq!(mode(&TEST.dir(&state)), 0o700);
+        assert_eq!(mode(&TEST.dir(&state).join("helper.key")), 0o600);
+        assert_eq!(
+            TEST.read_public_key(&state).expect("read"),
+            Some(key.verifying_key())
+        );
+        // Loaded again, the same key.
+        let again = TEST.load_or_create(&state, &[]).expect("loaded");
+        assert_eq!(again.verifying_key(), key.verifying_key());
+        // A key equal to another signer's is refused, with the service's words.
+        let error = TEST
+            .load_or_create(&state, &[&key.verifying_key()])
+            .expect_err("another signer's key");
+        assert!(
+            matches!(&error, BrokerError::Internal(message) if message.ends_with("is another signer's key")),
+            "{error:?}"
+        );
+        // A public key file of another key is refused.
+        std::fs::remove_file(TEST.public_key_path(&state)).expect("remove");
+        SigningKey::generate()
+            .expect("key")
+            .verifying_key()
+            .write(&TEST.public_key_path(&state))
+            .expect("write");
+        assert!(TEST.load_or_create(&state, &[]).is_err());
+    }
+}

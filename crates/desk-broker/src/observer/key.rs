@@ -61,39 +61,27 @@ pub fn load_or_create(
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt as _;
-
     use super::*;
 
+    /// The shared shape is tested in `service_key.rs`; here, what is the observer's own: its
+    /// directory and files, and that it refuses each of the other signers' keys.
     #[test]
-    fn the_observer_key_is_private_beside_the_state_directory_and_its_own() {
+    fn the_observer_key_lives_in_state_observer_and_refuses_the_other_signers_keys() {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
         std::fs::create_dir(&state).expect("state");
         assert_eq!(observer_dir(&state), dir.path().join("state.observer"));
         let key = load_or_create(&state, &[]).expect("created");
-        let mode = |path: &Path| {
-            std::fs::metadata(path)
-                .expect("metadata")
-                .permissions()
-                .mode()
-                & 0o777
-        };
-        assert_eq!(mode(&observer_dir(&state)), 0o700);
-        assert_eq!(mode(&observer_dir(&state).join(OBSERVER_KEY_FILE)), 0o600);
+        assert!(observer_dir(&state).join(OBSERVER_KEY_FILE).is_file());
         assert_eq!(
-            read_public_key(&state).expect("read"),
-            Some(key.verifying_key())
+            public_key_path(&state),
+            observer_dir(&state).join(OBSERVER_PUBLIC_KEY_FILE)
         );
-        let again = load_or_create(&state, &[]).expect("loaded");
-        assert_eq!(again.verifying_key(), key.verifying_key());
-        assert!(load_or_create(&state, &[key.verifying_key()]).is_err());
-        std::fs::remove_file(public_key_path(&state)).expect("remove");
-        SigningKey::generate()
-            .expect("key")
-            .verifying_key()
-            .write(&public_key_path(&state))
-            .expect("write");
-        assert!(load_or_create(&state, &[]).is_err());
+        let other = SigningKey::generate().expect("key").verifying_key();
+        for others in [vec![key.verifying_key()], vec![other, key.verifying_key()]] {
+            let error = load_or_create(&state, &others).expect_err("another signer's key");
+            assert!(matches!(error, BrokerError::Internal(_)), "{error:?}");
+        }
+        assert!(load_or_create(&state, &[other]).is_ok());
     }
 }
