@@ -12,6 +12,8 @@ use desk_contract::{DisplaySize, InputAction, SettlePolicy};
 
 use crate::control::{BackendCapabilities, SessionControl};
 use crate::error::BackendError;
+#[cfg(doc)]
+use crate::error::Unsupported;
 
 /// Everything needed to start the target app for one attempt, resolved from a profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +63,8 @@ pub trait DesktopBackend: Send {
     /// [`DesktopBackend::execute`] for the control `generation`: a Stop that advances past it
     /// ([`SessionControl::signal_stop`] on [`DesktopBackend::control`]) ends the settle wait
     /// early with `interrupted`. A backend that cannot be interrupted
-    /// ([`BackendCapabilities::interrupt`] false) settles as usual, which is the default.
+    /// ([`BackendCapabilities::interrupt`] false) settles as usual, which is the default: a
+    /// real answer for such a backend, not a refusal (the step runs in full).
     fn execute_for(
         &mut self,
         action: &InputAction,
@@ -88,7 +91,8 @@ pub trait DesktopBackend: Send {
     fn process_ids(&self) -> Vec<u32>;
 
     /// The workspace as measured at the last handoff; `None` for a backend without processes
-    /// of its own (the fake).
+    /// of its own (the fake, a remote worker), which is the default: no capability goes with it,
+    /// and `None` is the true answer "nothing measured here", not a refusal.
     fn workspace_facts(&self) -> Option<desk_contract::desktop::WorkspaceFacts> {
         None
     }
@@ -96,62 +100,45 @@ pub trait DesktopBackend: Send {
     /// Reads the display's clipboard as UTF-8 text, at most `max_output_bytes` of it (checked
     /// by the caller, `desk_contract::clipboard`). Sends no input. An error changes nothing.
     /// A backend without a clipboard ([`BackendCapabilities::clipboard`] false) refuses with
-    /// [`BackendError::ClipboardUnavailable`].
-    fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError> {
-        let _ = max_output_bytes;
-        Err(BackendError::ClipboardUnavailable(
-            "this desktop backend has no clipboard".to_string(),
-        ))
-    }
+    /// [`BackendError::unsupported`]`(`[`Unsupported::Clipboard`]`)`.
+    fn clipboard_read(&mut self, max_output_bytes: u64) -> Result<ClipboardText, BackendError>;
 
     /// Replaces the display's clipboard text (checked by the caller: no NUL, within the
     /// ceiling). Sends no input. An error for which
     /// [`BackendError::input_may_have_been_sent`] is true leaves the clipboard unknown; the
     /// caller never retries it. A backend without a clipboard refuses with
-    /// [`BackendError::ClipboardUnavailable`].
-    fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError> {
-        let _ = text;
-        Err(BackendError::ClipboardUnavailable(
-            "this desktop backend has no clipboard".to_string(),
-        ))
-    }
+    /// [`BackendError::unsupported`]`(`[`Unsupported::Clipboard`]`)`.
+    fn clipboard_write(&mut self, text: &str) -> Result<ClipboardWritten, BackendError>;
 
     /// Reads the app's accessibility tree within `limits` (a new current observation). A
     /// backend without accessibility ([`BackendCapabilities::accessibility`] false) refuses
-    /// with [`BackendError::AccessibilityUnavailable`].
+    /// with [`BackendError::unsupported`]`(`[`Unsupported::Accessibility`]`)`.
     fn accessibility(
         &mut self,
         limits: desk_contract::a11y::AxLimits,
-    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
-        let _ = limits;
-        Err(BackendError::AccessibilityUnavailable(
-            "this desktop backend has no accessibility".to_string(),
-        ))
-    }
+    ) -> Result<desk_contract::a11y::AxTree, BackendError>;
 
     /// The app's top-level windows. A backend without windows of its own
     /// ([`BackendCapabilities::windows`] false) has none: an empty list.
-    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
-        Ok(Vec::new())
-    }
+    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError>;
 
-    /// What this desktop offers beyond the common methods; the refusing defaults above go
-    /// with `false`. The default declares nothing.
-    fn capabilities(&self) -> BackendCapabilities {
-        BackendCapabilities::NONE
-    }
+    /// What this desktop offers beyond the common methods; every backend declares it, and its
+    /// answers to the methods above agree with it.
+    fn capabilities(&self) -> BackendCapabilities;
 
     /// The desktop's out-of-band control (Stop's generation, the lease deadline), which the
     /// broker keeps beside the session so that using it never waits for this backend's lock;
     /// it controls this desktop for its whole life. The default signals nothing
-    /// ([`crate::UnsignalledControl`]: not interruptible, no deadline).
+    /// ([`crate::UnsignalledControl`]), the true control of a desktop that declares neither
+    /// [`BackendCapabilities::interrupt`] nor [`BackendCapabilities::lease_deadline`].
     fn control(&self) -> Arc<dyn SessionControl> {
         Arc::new(crate::control::UnsignalledControl)
     }
 
     /// Lets go of the desktop without stopping it, so that a later broker can reattach to it
     /// (see the broker's `BackendFactory::reattach`). A backend that cannot outlive this process
-    /// shuts down instead, which is the default.
+    /// shuts down instead, which is the default: the true answer of a backend that declares
+    /// [`BackendCapabilities::detach`] false (the desktop is gone either way, never leaked).
     fn detach(&mut self) {
         if let Err(error) = self.shutdown() {
             tracing::warn!(%error, "failed to shut down a desktop that cannot be detached");

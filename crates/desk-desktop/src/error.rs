@@ -110,7 +110,30 @@ pub enum BackendError {
     ResourceLimit(String),
 }
 
+/// A service a backend may lack ([`crate::BackendCapabilities`] false), named by
+/// [`BackendError::unsupported`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsupported {
+    /// `clipboard_read` and `clipboard_write` ([`crate::BackendCapabilities::clipboard`]).
+    Clipboard,
+    /// `accessibility` ([`crate::BackendCapabilities::accessibility`]).
+    Accessibility,
+}
+
 impl BackendError {
+    /// The refusal of a backend that declares it lacks `feature`: nothing was sent and
+    /// nothing changed. The one place this text is written.
+    pub fn unsupported(feature: Unsupported) -> BackendError {
+        match feature {
+            Unsupported::Clipboard => BackendError::ClipboardUnavailable(
+                "this desktop backend has no clipboard".to_string(),
+            ),
+            Unsupported::Accessibility => BackendError::AccessibilityUnavailable(
+                "this desktop backend has no accessibility".to_string(),
+            ),
+        }
+    }
+
     /// Whether input may have reached the desktop before this error. When an `execute` fails
     /// with such an error, its outcome is unknown and it must never be replayed.
     pub fn input_may_have_been_sent(&self) -> bool {

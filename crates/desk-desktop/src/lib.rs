@@ -27,7 +27,7 @@ pub use backend::{AppLaunch, DesktopBackend};
 pub use control::{
     BackendCapabilities, RecordedControl, SessionControl, UnsignalledControl, WorkspaceControl,
 };
-pub use error::BackendError;
+pub use error::{BackendError, Unsupported};
 pub use factory::{BackendFactory, BackendRequest, FakeFactory, LocalFactory};
 pub use fake::FakeDesktop;
 pub use launcher::{LocalDesktop, LocalDesktopConfig, OPENBOX_CONFIG};

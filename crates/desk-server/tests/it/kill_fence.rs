@@ -16,7 +16,7 @@ use desk_broker::{BackendRequest, Broker};
 use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
 use desk_contract::{DisplaySize, InputAction, SettlePolicy};
 use desk_desktop::fake::{FakeHandle, FakeSave};
-use desk_desktop::{AppLaunch, BackendError, DesktopBackend, FakeDesktop};
+use desk_desktop::{AppLaunch, BackendError, DesktopBackend, FakeDesktop, Unsupported};
 use desk_evidence::record::SessionKilled;
 use desk_evidence::{RecordBody, VerifyingKey};
 use desk_server::router;
@@ -69,6 +69,32 @@ impl DesktopBackend for Gated {
     }
     fn process_ids(&self) -> Vec<u32> {
         Vec::new()
+    }
+    /// Declares nothing beyond the common methods (as before the trait had no defaults): the
+    /// clipboard and accessibility refuse, and there are no windows to list.
+    fn clipboard_read(
+        &mut self,
+        _max_output_bytes: u64,
+    ) -> Result<desk_contract::clipboard::ClipboardText, BackendError> {
+        Err(BackendError::unsupported(Unsupported::Clipboard))
+    }
+    fn clipboard_write(
+        &mut self,
+        _text: &str,
+    ) -> Result<desk_contract::clipboard::ClipboardWritten, BackendError> {
+        Err(BackendError::unsupported(Unsupported::Clipboard))
+    }
+    fn accessibility(
+        &mut self,
+        _limits: desk_contract::a11y::AxLimits,
+    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
+        Err(BackendError::unsupported(Unsupported::Accessibility))
+    }
+    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
+        Ok(Vec::new())
+    }
+    fn capabilities(&self) -> desk_desktop::BackendCapabilities {
+        desk_desktop::BackendCapabilities::NONE
     }
 }
 
