@@ -27,8 +27,8 @@ use desk_policy::ClipboardMode;
 use crate::broker::{Broker, Inner};
 use crate::door::Need;
 use crate::error::BrokerError;
-use crate::evidence;
 use crate::ids::SessionId;
+use crate::ledger::records;
 use crate::store::SessionRow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,28 +112,6 @@ fn desktop_error(direction: Direction, error: BackendError) -> BrokerError {
 }
 
 impl Inner {
-    /// Logs and records one finished or refused access; a failed record fails the request.
-    fn record_clipboard(
-        &self,
-        session: &SessionRow,
-        mut record: ClipboardAccess,
-        error: Option<&BrokerError>,
-    ) -> Result<(), BrokerError> {
-        if let Some(error) = error {
-            record.error_code = Some(error.code().as_str().to_string());
-        }
-        tracing::info!(
-            session_id = %session.id,
-            direction = %record.direction,
-            outcome = %record.outcome,
-            code = record.error_code.as_deref(),
-            byte_length = record.byte_length,
-            truncated = record.truncated,
-            "clipboard"
-        );
-        evidence::clipboard_access(self.evidence(), session, record)
-    }
-
     /// The checks before the desktop is asked, in order; records a refusal.
     fn admit_clipboard(
         &self,
@@ -153,7 +131,7 @@ impl Inner {
         match checked {
             Ok(scope) => Ok(scope),
             Err(error) => {
-                self.record_clipboard(session, access(direction, "refused"), Some(&error))?;
+                records::clipboard(self, session, access(direction, "refused"), Some(&error))?;
                 Err(error)
             }
         }
@@ -203,12 +181,17 @@ impl Inner {
                 record.byte_length = Some(text.byte_length);
                 record.sha256 = Some(desk_evidence::sha256_hex(text.text.as_bytes()));
                 record.truncated = Some(text.truncated);
-                self.record_clipboard(session, record, None)?;
+                records::clipboard(self, session, record, None)?;
                 Ok(text)
             }
             Err(error) => {
                 self.fail_if_desktop_died(session_id, &error);
-                self.record_clipboard(session, access(Direction::Read, "failed"), Some(&error))?;
+                records::clipboard(
+                    self,
+                    session,
+                    access(Direction::Read, "failed"),
+                    Some(&error),
+                )?;
                 Err(error)
             }
         }
@@ -246,7 +229,7 @@ impl Inner {
             record
         };
         // Evidence first: a write the journal cannot record is not asked of the desktop.
-        evidence::clipboard_access(self.evidence(), session, described("requested"))?;
+        records::clipboard_requested(self, session, described("requested"))?;
         let result = desktop.and_then(|backend| {
             backend
                 .clipboard_write(&request.text)
@@ -254,7 +237,7 @@ impl Inner {
         });
         match result {
             Ok(written) => {
-                self.record_clipboard(session, described("done"), None)?;
+                records::clipboard(self, session, described("done"), None)?;
                 Ok(written)
             }
             Err(error) => {
@@ -263,7 +246,7 @@ impl Inner {
                     ErrorCode::ClipboardOutcomeUnknown => "unknown",
                     _ => "failed",
                 };
-                self.record_clipboard(session, described(outcome), Some(&error))?;
+                records::clipboard(self, session, described(outcome), Some(&error))?;
                 Err(error)
             }
         }

@@ -3,6 +3,7 @@
 //! records keep (journal, evidence, row). A failed evidence record leaves the row as it was.
 //! Kept by the same rule: a kill's `session_killed` before the row says `killed`, and a reset's
 //! handoff frame file, launch receipt and first `screenshot` before the row says `ready`.
+//! A clipboard access changes no row: its `clipboard_access` records are all it leaves.
 
 use desk_contract::api::ResetResponse;
 
@@ -12,7 +13,8 @@ use crate::error::BrokerError;
 use crate::evidence;
 use crate::frames;
 use crate::session::{Failure, Lifecycle};
-use desk_evidence::record::SessionKilled;
+use crate::store::SessionRow;
+use desk_evidence::record::{ClipboardAccess, SessionKilled};
 
 /// A frame handed out by a screenshot or a zoom (`png`, as handed out): the next sequence, the
 /// lease renewed, its `screenshot` record, then the row. Returns the frame's sequence.
@@ -146,4 +148,39 @@ pub(crate) fn handed_off(
     *door.session_mut() = session;
     door.renew();
     door.commit()
+}
+
+/// A clipboard write about to be asked of the desktop: its `requested` record first, so a write
+/// the journal cannot record is never asked.
+pub(crate) fn clipboard_requested(
+    inner: &Inner,
+    session: &SessionRow,
+    record: ClipboardAccess,
+) -> Result<(), BrokerError> {
+    evidence::clipboard_access(inner.evidence(), session, record)
+}
+
+/// A finished or refused clipboard access (`error`: the refusal or failure, whose code the
+/// record names): logged and recorded; a failed record fails the request.
+pub(crate) fn clipboard(
+    inner: &Inner,
+    session: &SessionRow,
+    mut record: ClipboardAccess,
+    error: Option<&BrokerError>,
+) -> Result<(), BrokerError> {
+    if let Some(error) = error {
+        record.error_code = Some(error.code().as_str().to_string());
+    }
+    // The target it always had, so log filters keep working.
+    tracing::info!(
+        target: "desk_broker::clipboard",
+        session_id = %session.id,
+        direction = %record.direction,
+        outcome = %record.outcome,
+        code = record.error_code.as_deref(),
+        byte_length = record.byte_length,
+        truncated = record.truncated,
+        "clipboard"
+    );
+    evidence::clipboard_access(inner.evidence(), session, record)
 }
