@@ -25,6 +25,7 @@ pub(crate) mod issue;
 mod receipt;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use desk_contract::a11y::{AxLimits, AxTree};
@@ -43,6 +44,9 @@ pub(crate) const APPROVAL: &str = "approval";
 /// The policy's approvals and what the check needs of each session: its last observation.
 pub(crate) struct ApprovalGate {
     approvals: Option<Approvals>,
+    /// The state directory of the broker whose observer judges input (`BrokerConfig::observer`);
+    /// `None`: no observer, the broker's own snapshot decides.
+    observer: Option<PathBuf>,
     /// Per session, the last accessibility tree the broker read (a snapshot handed out, or its
     /// own before an input): what semantic steps are judged against.
     observed: Mutex<HashMap<SessionId, AxTree>>,
@@ -95,8 +99,18 @@ impl ApprovalGate {
     pub(crate) fn new(approvals: Option<Approvals>) -> ApprovalGate {
         ApprovalGate {
             approvals,
+            observer: None,
             observed: Mutex::default(),
             allowed: Mutex::default(),
+        }
+    }
+
+    /// This gate, judging input from the signed view of the observer of the broker on
+    /// `state_dir` when one is given (`None`: from the broker's own snapshot).
+    pub(crate) fn with_observer(self, state_dir: Option<PathBuf>) -> ApprovalGate {
+        ApprovalGate {
+            observer: state_dir,
+            ..self
         }
     }
 
@@ -238,18 +252,16 @@ impl ApprovalGate {
         // The snapshot is the session's current observation now, in the worker and here.
         observed(&tree)?;
         self.observed(session_id, &tree);
-        // With an observer (`serve` runs one: `observer.rs`), the verdict comes from its signed
-        // view of the app, not the worker's; no fresh, verified view refuses the input. For a
-        // pointer step the observer's walk is aimed at its one point (it reads only what may be
-        // there: issue 29's observer cost); keys and text take the whole tree.
-        let (tree, scope) = match crate::observer::client::view(session_id, aim(&places), record) {
+        // With an observer (`BrokerConfig::observer`: `serve` runs one), the verdict comes from
+        // its signed view of the app, not the worker's; no fresh, verified view refuses the
+        // input. For a pointer step the observer's walk is aimed at its one point (it reads only
+        // what may be there: issue 29's observer cost); keys and text take the whole tree.
+        let (tree, scope) = match &self.observer {
             None => (tree, None),
-            Some(Ok(view)) => view,
-            Some(Err(error)) => {
-                return Err(unverified(
-                    "the input",
-                    &format!("no signed observer view: {error}"),
-                ));
+            Some(state_dir) => {
+                crate::observer::client::view(state_dir, session_id, aim(&places), record).map_err(
+                    |error| unverified("the input", &format!("no signed observer view: {error}")),
+                )?
             }
         };
         tracing::debug!(

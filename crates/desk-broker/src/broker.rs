@@ -209,6 +209,7 @@ impl Broker {
                 store.save_session(&session)?;
             }
         }
+        let observer = config.observer.then(|| config.state_dir.clone());
         let inner = Inner {
             config: BrokerConfig { limits, ..config },
             factory: Arc::new(factory),
@@ -219,7 +220,8 @@ impl Broker {
             admission: Arc::default(),
             journals,
             shot_gates: policy.shot_gates()?,
-            approvals: crate::approval::ApprovalGate::new(policy.approvals()?),
+            approvals: crate::approval::ApprovalGate::new(policy.approvals()?)
+                .with_observer(observer),
             policy,
             controls: crate::control::Controls::default(),
             draining: std::sync::atomic::AtomicBool::new(false),

@@ -72,6 +72,11 @@ pub struct BrokerConfig {
     /// ([`ArtifactValidators::structural`]); the `deskbroker` binary adds the scorer's DXF
     /// reader (desk-cad), which desk-broker does not link.
     pub validators: ArtifactValidators,
+    /// Whether an observer runs for this broker (`deskbroker serve` starts one: its
+    /// `observer.rs`): the high-risk hit-test (`approval.rs`) then judges input from the
+    /// observer's signed view of the app (`observer/client.rs`) and refuses it when there is
+    /// none. Default off: the worker's snapshot decides.
+    pub observer: bool,
 }
 
 /// Limits the watchdog process enforces on every session besides its lease expiry; `None` is
@@ -117,7 +122,7 @@ impl BrokerConfig {
     /// Defaults: 1920x1080, 30 minute leases, reaper every 5 s, 8 sessions, no memory budget,
     /// 32 requests waiting
     /// per session, default profile `librecad`, default settle policy, fault hook from
-    /// `DESKBROKER_FAULT`.
+    /// `DESKBROKER_FAULT`, no observer.
     pub fn new(state_dir: impl Into<PathBuf>, profiles: ProfileSet) -> BrokerConfig {
         BrokerConfig {
             state_dir: state_dir.into(),
@@ -140,6 +145,7 @@ impl BrokerConfig {
             limits: SessionLimits::default(),
             workspace_reader: None,
             validators: ArtifactValidators::structural(),
+            observer: false,
         }
     }
 }

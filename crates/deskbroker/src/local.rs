@@ -70,6 +70,8 @@ pub(crate) enum Desktops {
     Remote(desk_desktop::RemoteWorker),
 }
 
+// Each argument is one decision its two callers (`serve`, `LocalBroker`) make apart.
+#[allow(clippy::too_many_arguments)]
 fn build_broker_with(
     args: &BrokerArgs,
     auth: AuthConfig,
@@ -78,6 +80,7 @@ fn build_broker_with(
     policy: Option<desk_broker::PolicyConfig>,
     session_limits: desk_broker::SessionLimits,
     capacity: Option<(usize, Option<u64>)>,
+    observer: bool,
 ) -> Result<Broker> {
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
@@ -102,6 +105,7 @@ fn build_broker_with(
         Some(std::env::current_exe().context("failed to locate the deskbroker executable")?);
     config.validators = crate::validators::broker_validators();
     config.limits = session_limits;
+    config.observer = observer;
     if let Some((max_sessions, memory_budget_mib)) = capacity {
         config.max_sessions = max_sessions;
         config.memory_budget_mib = memory_budget_mib;
@@ -269,6 +273,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
             policy,
             session_limits,
             Some(capacity),
+            // `serve` starts the observer (`spawn_observer` below).
+            true,
         )
     })
     .await??;
@@ -392,6 +398,7 @@ impl LocalBroker {
                 policy,
                 desk_broker::SessionLimits::default(),
                 capacity,
+                false,
             )
         })
         .await??;

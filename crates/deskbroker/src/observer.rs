@@ -67,7 +67,9 @@ fn own_identity(state_dir: &std::path::Path) -> Result<&'static str> {
 }
 
 /// Starts `deskbroker observer` for the broker's state directory in its own process group;
-/// its output goes to `<state_dir>/observer.log`. It exits when this broker does.
+/// its output goes to `<state_dir>/observer.log`. It exits when this broker does. The broker
+/// was built with `BrokerConfig::observer` on, so its high-risk hit-test needs this observer's
+/// signed view.
 pub(crate) fn spawn_observer(config: &desk_broker::BrokerConfig) -> Result<()> {
     use std::os::unix::process::CommandExt as _;
     let state_dir = &config.state_dir;
@@ -90,8 +92,6 @@ pub(crate) fn spawn_observer(config: &desk_broker::BrokerConfig) -> Result<()> {
         .spawn()
         .context("failed to start the observer")?;
     tracing::info!(pid = child.id(), "observer started");
-    // From now on the high-risk hit-test needs the observer's signed view.
-    desk_broker::observer::client::enable(state_dir);
     std::thread::spawn(move || child.wait());
     Ok(())
 }

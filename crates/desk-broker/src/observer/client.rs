@@ -14,15 +14,14 @@
 //!
 //! Every failure is `insufficient_data`: whatever needs the observer's view is blocked.
 //!
-//! [`enable`] marks that this process's broker runs an observer (`serve` calls it once it started
-//! one): from then on the high-risk hit-test (`approval.rs`) judges input from the observer's
-//! signed view ([`view`]) and refuses it when there is none.
+//! A broker whose config says an observer runs (`BrokerConfig::observer`: `serve` sets it and
+//! starts one) has the high-risk hit-test (`approval.rs`) judge input from the observer's signed
+//! view ([`view`]) and refuse it when there is none.
 
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use desk_contract::ErrorCode;
@@ -257,32 +256,20 @@ pub(crate) fn observe(
     Ok(verified)
 }
 
-/// The state directory whose observer `serve` started, once [`enable`]d.
-static ENABLED: OnceLock<PathBuf> = OnceLock::new();
-
-/// Marks that an observer runs for the broker on `state_dir` (called by `serve` after starting
-/// it); the first call wins.
-pub fn enable(state_dir: &Path) {
-    let _ = ENABLED.set(state_dir.to_path_buf());
-}
-
-/// The observer's fresh, verified and stored view of `session` as a tree for the hit-test, when
-/// an observer was [`enable`]d, journaled by `record` first (`None`: none, the caller judges as
-/// before), with its scope: aimed at `point` when one is given (a pointer step's; the tree
-/// then decides that point only), else whole. An observer that is gone, an answer that does
-/// not verify, is stale or has another scope, and an `insufficient_data` observation are
-/// `Some(Err(_))`.
+/// The fresh, verified and stored view of `session` by the observer of the broker on
+/// `state_dir`, as a tree for the hit-test, journaled by `record` first, with its scope: aimed
+/// at `point` when one is given (a pointer step's; the tree then decides that point only), else
+/// whole. An observer that is gone, an answer that does not verify, is stale or has another
+/// scope, and an `insufficient_data` observation are errors.
 pub(crate) fn view(
+    state_dir: &Path,
     session: &crate::ids::SessionId,
     point: Option<[u32; 2]>,
     record: Recorder<'_>,
-) -> Option<Result<(desk_contract::a11y::AxTree, Option<ObservationScope>), BrokerError>> {
-    let state_dir = ENABLED.get()?;
+) -> Result<(desk_contract::a11y::AxTree, Option<ObservationScope>), BrokerError> {
     let session_dir = desk_desktop::StateDir::new(state_dir).session(session.as_str());
-    Some(
-        observe(state_dir, &session_dir, session.as_str(), point, record)
-            .map(|verified| (verified.observation.tree(), verified.observation.scope)),
-    )
+    observe(state_dir, &session_dir, session.as_str(), point, record)
+        .map(|verified| (verified.observation.tree(), verified.observation.scope))
 }
 
 /// The signed bytes of a stored observation of the session, as stored.
