@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use crate::accessibility::ready;
 use crate::ax_fixture::{gtk_installed, write_profile};
 use crate::probe::act;
-use crate::support::{Broker, approvals_policy, signed_policy_args, xvfb_available};
+use crate::support::{Broker, approvals_policy, signed_policy_args, tree_of, xvfb_available};
 
 const APPROVER_SEED: [u8; 32] = [41; 32];
 
@@ -181,6 +181,37 @@ fn presses(log: &Path) -> usize {
     events(log, "pressed")
 }
 
+/// Waits up to 3 s for the fixture's first press.
+async fn wait_for_press(log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while presses(log) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The approver's receipt for `request` on `session` (it must be issued).
+fn approve(socket: &Path, session: &str, approver: &str, request: &Value) -> Value {
+    let path = format!("/v1/sessions/{session}/approvals");
+    let (status, receipt) = call(socket, "POST", &path, approver, Some(request));
+    assert_eq!(status, 200, "{receipt}");
+    receipt
+}
+
+/// An action request that runs `action` under the approval `approval_id`.
+fn approved(request_id: &str, index: u64, action: &Value, approval_id: &str) -> Value {
+    json!({"request_id": request_id, "expected_action_index": index,
+           "approval_id": approval_id, "action": action})
+}
+
+/// Asserts an answer is the refusal `status` with error `code`.
+fn assert_refused((status, body): &(u16, Value), want: u16, code: &str) {
+    assert_eq!(
+        (*status, body["code"].as_str()),
+        (want, Some(code)),
+        "{body}"
+    );
+}
+
 /// A broker with the policy and the fixture, a ready session and its lease token.
 async fn setup(
     root: &Path,
@@ -249,23 +280,11 @@ async fn a_crash_after_the_invocation_leaves_the_session_frozen_and_nothing_is_r
         setup(root.path(), &log, 45, Some("kill_after_input")).await;
     let socket = broker.socket.clone();
     let approver = credential_of(APPROVER_SEED, "release-approver", Scope::Approve);
-    let tree = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let tree = tree_of(&client, &session).await;
     let request = approval(&tree, node(&tree, "button", "Press me"));
-    let (status, receipt) = call(
-        &socket,
-        "POST",
-        &format!("/v1/sessions/{session}/approvals"),
-        &approver,
-        Some(&request),
-    );
-    assert_eq!(status, 200, "{receipt}");
-    let approval_id = receipt["payload"]["approval_id"].clone();
-    let exact = json!({"request_id": "crash-1", "expected_action_index": 0,
-                       "approval_id": approval_id, "action": request["action"]});
+    let receipt = approve(&socket, &session, &approver, &request);
+    let approval_id = receipt["payload"]["approval_id"].as_str().unwrap();
+    let exact = approved("crash-1", 0, &request["action"], approval_id);
     let actions = format!("/v1/sessions/{session}/actions");
     let (lost, token, path, at) = (
         exact.clone(),
@@ -284,10 +303,7 @@ async fn a_crash_after_the_invocation_leaves_the_session_frozen_and_nothing_is_r
         Some(9),
         "the broker must die by SIGKILL"
     );
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while presses(&log) == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_press(&log).await;
     assert_eq!(
         presses(&log),
         1,
@@ -303,13 +319,11 @@ async fn a_crash_after_the_invocation_leaves_the_session_frozen_and_nothing_is_r
     let (status, retry) = call(&socket, "POST", &actions, &lease_token, Some(&exact));
     assert_ne!(status, 200, "{retry}");
     assert_eq!(retry["code"], "input_outcome_unknown", "{retry}");
-    let other = json!({"request_id": "crash-2", "expected_action_index": 1,
-                       "approval_id": approval_id, "action": request["action"]});
-    let (status, body) = call(&socket, "POST", &actions, &lease_token, Some(&other));
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (422, Some("approval_required")),
-        "{body}"
+    let other = approved("crash-2", 1, &request["action"], approval_id);
+    assert_refused(
+        &call(&socket, "POST", &actions, &lease_token, Some(&other)),
+        422,
+        "approval_required",
     );
     let now = client.status(&session).await.unwrap();
     assert_eq!(
@@ -340,11 +354,7 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     let approvals = format!("/v1/sessions/{session}/approvals");
     let actions = format!("/v1/sessions/{session}/actions");
 
-    let tree = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let tree = tree_of(&client, &session).await;
     let button = node(&tree, "button", "Press me");
     let request = approval(&tree, button);
 
@@ -370,21 +380,14 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     }
     // An element that is not high-risk needs no approval.
     let entry = node(&tree, "text", "Name");
-    let (status, body) = call(
-        &socket,
-        "POST",
-        &approvals,
-        &approver,
-        Some(&approval(&tree, entry)),
-    );
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (400, Some("invalid_params")),
-        "{body}"
+    let not_high_risk = approval(&tree, entry);
+    assert_refused(
+        &call(&socket, "POST", &approvals, &approver, Some(&not_high_risk)),
+        400,
+        "invalid_params",
     );
 
-    let (status, receipt) = call(&socket, "POST", &approvals, &approver, Some(&request));
-    assert_eq!(status, 200, "{receipt}");
+    let receipt = approve(&socket, &session, &approver, &request);
     let payload = &receipt["payload"];
     let approval_id = payload["approval_id"].as_str().unwrap().to_string();
     assert_eq!(payload["session_id"], session.as_str());
@@ -416,10 +419,6 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     ));
 
     // The approver cannot act or look.
-    let approved = |request_id: &str, index: u64, action: &Value, approval_id: &str| {
-        json!({"request_id": request_id, "expected_action_index": index,
-               "approval_id": approval_id, "action": action})
-    };
     let exact = approved("exec-1", 0, &action, &approval_id);
     let (status, _) = call(&socket, "POST", &actions, &approver, Some(&exact));
     assert_eq!(status, 401, "the approver's credential is no lease token");
@@ -435,17 +434,11 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     // A mismatched action: another node of the same observation.
     let other =
         json!({"type": "ax_press", "observation_id": tree.observation_id, "node": entry.index});
-    let (status, body) = call(
-        &socket,
-        "POST",
-        &actions,
-        lease_token,
-        Some(&approved("exec-0", 0, &other, &approval_id)),
-    );
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (422, Some("approval_required")),
-        "{body}"
+    let mismatched = approved("exec-0", 0, &other, &approval_id);
+    assert_refused(
+        &call(&socket, "POST", &actions, lease_token, Some(&mismatched)),
+        422,
+        "approval_required",
     );
     assert_eq!(presses(&log), 0);
 
@@ -461,32 +454,22 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     );
     assert_eq!(answer["program"]["action_index"], 0);
     println!("approved action executed in {executed_ms} ms (two observations included)");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while presses(&log) == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_press(&log).await;
     assert_eq!(presses(&log), 1);
     // The effect the readback saw includes the fixture's label.
-    let after = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let after = tree_of(&client, &session).await;
     node(&after, "label", "Presses: 1");
 
     // Replays: a new request with the consumed approval is refused, the same request replays.
-    let (status, body) = call(
+    let answer = call(
         &socket,
         "POST",
         &actions,
         lease_token,
         Some(&approved("exec-2", 1, &action, &approval_id)),
     );
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (422, Some("approval_required")),
-        "{body}"
-    );
+    assert_refused(&answer, 422, "approval_required");
+    let body = answer.1;
     assert!(
         body["message"].as_str().unwrap().contains("consumed"),
         "{body}"
@@ -495,61 +478,38 @@ async fn an_approved_exact_action_runs_once_and_everything_else_is_refused() {
     assert_eq!(status, 200, "{replayed}");
     assert_eq!(replayed["program"]["idempotent_replay"], true);
     assert_eq!(replayed["state"], "CONFIRMED");
-    let (status, body) = call(
-        &socket,
-        "POST",
-        &actions,
-        lease_token,
-        Some(&approved(
-            "exec-3",
-            1,
-            &action,
-            "apr-00000000000000000000000000000000",
-        )),
-    );
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (404, Some("not_found")),
-        "{body}"
+    let unknown = approved("exec-3", 1, &action, "apr-00000000000000000000000000000000");
+    assert_refused(
+        &call(&socket, "POST", &actions, lease_token, Some(&unknown)),
+        404,
+        "not_found",
     );
 
     // Expired: a fresh approval, used after its 2 s.
-    let tree = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let tree = tree_of(&client, &session).await;
     let request = approval(&tree, node(&tree, "button", "Press me"));
-    let (status, receipt) = call(&socket, "POST", &approvals, &approver, Some(&request));
-    assert_eq!(status, 200, "{receipt}");
+    let receipt = approve(&socket, &session, &approver, &request);
     let late_id = receipt["payload"]["approval_id"]
         .as_str()
         .unwrap()
         .to_string();
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    let (status, body) = call(
+    let answer = call(
         &socket,
         "POST",
         &actions,
         lease_token,
         Some(&approved("exec-4", 1, &request["action"], &late_id)),
     );
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (422, Some("approval_required")),
-        "{body}"
-    );
+    assert_refused(&answer, 422, "approval_required");
+    let body = answer.1;
     assert!(
         body["message"].as_str().unwrap().contains("expired"),
         "{body}"
     );
 
     // A raw click on the button is still refused (T-E17).
-    let tree = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let tree = tree_of(&client, &session).await;
     let rect = node(&tree, "button", "Press me").bounds.unwrap();
     let click = json!({"type": "click", "x": rect.x + rect.width as i32 / 2,
                        "y": rect.y + rect.height as i32 / 2, "intent": "press it raw"});

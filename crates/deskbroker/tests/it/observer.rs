@@ -16,6 +16,7 @@
 //!
 //! Prints the observer's CPU time per observation and the observation's tree time.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use desk_broker::observer::{Observation, ObservationOutcome, ObservationScope};
@@ -28,7 +29,7 @@ use sha2::Digest as _;
 use crate::accessibility::ready;
 use crate::ax_fixture::{gtk_installed, write_profile};
 use crate::probe::act;
-use crate::support::{Broker, approvals_policy, xvfb_available};
+use crate::support::{Broker, approvals_policy, tree_of, xvfb_available};
 
 async fn observer_supported(client: &Client) -> bool {
     client
@@ -38,6 +39,27 @@ async fn observer_supported(client: &Client) -> bool {
         .features
         .iter()
         .any(|feature| feature.feature == "observer" && feature.supported)
+}
+
+/// Waits up to 15 s for the broker to list its observer as supported.
+async fn wait_for_observer(client: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !observer_supported(client).await {
+        assert!(Instant::now() < deadline, "the observer never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits up to 5 s for the fixture's log at `log` to say it is ready.
+async fn wait_for_fixture(log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .contains("\"ready\"")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn decode(bytes: &[u8], key: &VerifyingKey) -> Observation {
@@ -84,24 +106,13 @@ async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
     let broker = Broker::start(root.path(), None, &log);
     let client = broker.client();
     let state = root.path().join("state");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !observer_supported(&client).await {
-        assert!(Instant::now() < deadline, "the observer never came up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_observer(&client).await;
     let key = VerifyingKey::read(&desk_broker::observer::key::public_key_path(&state)).unwrap();
     let evidence = VerifyingKey::read(&desk_broker::public_key_path(&state)).unwrap();
     assert_ne!(key, evidence, "the observer signs with a key of its own");
 
     let session = ready(&client, "axfixture").await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"ready\"")
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_fixture(&log).await;
     // The agent's frame: a move's answer.
     let moved = act(
         &client,
@@ -140,11 +151,7 @@ async fn the_observer_signs_what_it_saw_and_blocks_when_gone() {
         );
     }
     // The button, with the bounds the worker's own tree gives.
-    let worker = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    let worker = tree_of(&client, &session).await;
     let theirs = worker
         .nodes
         .iter()
@@ -327,25 +334,10 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let broker = Broker::start_with(root.path(), None, &log, &args);
     let client = broker.client();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !observer_supported(&client).await {
-        assert!(Instant::now() < deadline, "the observer never came up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_observer(&client).await;
     let session = ready(&client, "axfixture").await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"ready\"")
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let tree = client
-        .accessibility(&session, None, None)
-        .await
-        .unwrap()
-        .tree;
+    wait_for_fixture(&log).await;
+    let tree = tree_of(&client, &session).await;
     let (bx, by) = center(&tree, "button", "Press me");
     let (ex, ey) = center(&tree, "text", "Name");
     let before = stored_observations(&broker, &session);
@@ -354,16 +346,16 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
     ))
     .unwrap();
     let seen = observation_files(&broker, &session);
-    let click = |id: &'static str, x: i64, y: i64| {
+    let click = |id: &'static str, index: u64, (x, y): (i64, i64)| {
         act(
             &client,
             &session,
             id,
-            0,
+            index,
             json!({"type": "click", "x": x, "y": y, "intent": "click"}),
         )
     };
-    let refused = click("click-button", bx, by).await;
+    let refused = click("click-button", 0, (bx, by)).await;
     assert!(
         matches!(&refused, Err(ClientError::Api(body)) if body.code == ErrorCode::ApprovalRequired),
         "{refused:?}"
@@ -383,7 +375,7 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
             .any(|element| element.role == "button" && element.name == "Press me")
     );
     let seen = observation_files(&broker, &session);
-    click("click-entry", ex, ey).await.unwrap();
+    click("click-entry", 0, (ex, ey)).await.unwrap();
     assert_eq!(stored_observations(&broker, &session), before + 2);
     let aimed = aimed_since(&broker, &session, &seen, &key, (ex, ey));
     assert!(aimed.elements.iter().any(|element| element.role == "text"));
@@ -405,14 +397,7 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
     .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let presses_before = std::fs::read_to_string(&log).unwrap_or_default().len();
-    let blocked = act(
-        &client,
-        &session,
-        "click-entry-2",
-        1,
-        json!({"type": "click", "x": ex, "y": ey, "intent": "click"}),
-    )
-    .await;
+    let blocked = click("click-entry-2", 1, (ex, ey)).await;
     match &blocked {
         Err(ClientError::Api(body)) => {
             assert_eq!(body.code, ErrorCode::InsufficientData, "{}", body.message);
@@ -435,7 +420,7 @@ async fn the_hit_test_judges_from_the_observers_view_and_blocks_without_it() {
 /// observation changed afterwards is refused by export, named.
 fn bundle_binds_the_observations(
     broker: &Broker,
-    root: &std::path::Path,
+    root: &Path,
     session: &str,
     observer: &VerifyingKey,
 ) {
@@ -509,11 +494,7 @@ async fn observer_cost_on_librecad() {
     let root = tempfile::tempdir().unwrap();
     let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
     let client = broker.client();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !observer_supported(&client).await {
-        assert!(Instant::now() < deadline, "the observer never came up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_observer(&client).await;
     let session = ready(&client, "librecad").await;
     let moved = act(
         &client,

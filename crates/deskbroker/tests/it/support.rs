@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use desk_client::Client;
+use desk_contract::a11y::AxTree;
 
 /// Whether real-desktop tests can run. Without Xvfb they print `skipped: Xvfb/openbox not
 /// found` and pass, unless `DESK_REQUIRE_XVFB=1` (CI), where a missing Xvfb fails.
@@ -507,4 +508,13 @@ approvals:
     - {{role: button, name_pattern: "^press me$"}}
 "#
     )
+}
+
+/// The session's current accessibility tree, as the broker reads it.
+pub(crate) async fn tree_of(client: &Client, session: &str) -> AxTree {
+    client
+        .accessibility(session, None, None)
+        .await
+        .unwrap()
+        .tree
 }
