@@ -8,6 +8,7 @@ mod clipboard;
 mod control;
 mod control_stop;
 mod fair;
+mod gated;
 mod invalid;
 mod kill;
 mod kill_fence;
