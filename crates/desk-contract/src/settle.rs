@@ -81,6 +81,15 @@ crate::wire_enum! {
     }
 }
 
+impl SettleRule {
+    /// Whether the idle rule decided: [`SettleRule::AppIdle`], or the same rule with a timer it
+    /// could not date ([`SettleRule::AppIdleUndatedTimer`]; which of the two depends on when
+    /// the app's threads began their calls, not on the screen).
+    pub fn is_app_idle(self) -> bool {
+        matches!(self, SettleRule::AppIdle | SettleRule::AppIdleUndatedTimer)
+    }
+}
+
 /// The decision at one sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettleDecision {

@@ -41,12 +41,7 @@ pub fn check_settle(
         .min(policy.quiet_without_change_ms);
     let max = u64::from(policy.max_ms);
     let rule_fits = match report.outcome {
-        SettleOutcome::Stable => {
-            matches!(
-                report.rule,
-                SettleRule::AppIdle | SettleRule::AppIdleUndatedTimer | SettleRule::QuietTimer
-            )
-        }
+        SettleOutcome::Stable => report.rule.is_app_idle() || report.rule == SettleRule::QuietTimer,
         SettleOutcome::StillChanging => report.rule == SettleRule::MaxWait,
         _ => report.rule == SettleRule::NotSettled,
     };

@@ -1,6 +1,6 @@
 //! Capture, settle and facts on a real display.
 
-use desk_contract::settle::{SettleOutcome, SettleRule};
+use desk_contract::settle::SettleOutcome;
 use desk_contract::validate::InputAction;
 use desk_test_support::PROBE_RGB;
 
@@ -52,13 +52,9 @@ fn settle_is_stable_on_static_screen() {
     assert_eq!(outcome.settle.outcome, SettleOutcome::Stable);
     assert!(outcome.settle.post_action_visual_stable);
     // Nothing runs on the display (the probe is a thread of this test, not watched): the
-    // idle rule decides, well before the 400 ms of the quiet-time rule.
-    assert_eq!(
-        outcome.settle.rule,
-        SettleRule::AppIdle,
-        "{:?}",
-        outcome.settle
-    );
+    // idle rule decides, well before the 400 ms of the quiet-time rule (dated or not: a thread
+    // of the window manager may have begun its call before the first sample).
+    assert!(outcome.settle.rule.is_app_idle(), "{:?}", outcome.settle);
     println!("static screen settled after {} ms", outcome.settle.wait_ms);
     assert_eq!(outcome.settle.changed_pixels, 0);
     assert!(outcome.settle.n_samples >= 1);
