@@ -1,49 +1,18 @@
 //! A Stop that lands while a program's step is inside the desktop (a fake desktop gated on
 //! its second `execute`): the program halts before the next step and drops its observation.
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::http::StatusCode;
-use desk_broker::{BackendRequest, Broker};
-use desk_desktop::fake::{FakeHandle, FakeSave};
-use desk_desktop::{BackendError, DesktopBackend, FakeDesktop};
-use desk_server::router;
 use serde_json::json;
 
 use crate::control::{code, post, program};
-use crate::gated::Gated;
-use crate::support::{Harness, click, config};
+use crate::gated::gated_harness;
+use crate::support::click;
 
 #[tokio::test]
 async fn stop_during_a_step_halts_the_program_and_discards_its_observation() {
-    let dir = tempfile::tempdir().unwrap();
-    let fake = FakeHandle::default();
-    fake.set_save(FakeSave::AttemptFromArgv);
-    let (started_tx, started_rx) = mpsc::channel();
-    let (proceed_tx, proceed_rx) = mpsc::channel();
-    let proceed = Arc::new(Mutex::new(proceed_rx));
-    let handle = fake.clone();
-    let broker = Broker::open(
-        config(dir.path().to_path_buf()),
-        move |request: &BackendRequest| {
-            let desktop: Box<dyn DesktopBackend> = Box::new(Gated {
-                inner: FakeDesktop::with_handle(request.display, handle.clone()),
-                executed: 0,
-                gate_at: 1,
-                started: started_tx.clone(),
-                proceed: Arc::clone(&proceed),
-            });
-            Ok::<_, BackendError>(desktop)
-        },
-    )
-    .unwrap();
-    let harness = Arc::new(Harness {
-        app: router(broker.clone()),
-        broker,
-        fake,
-        dir,
-    });
+    let (harness, started_rx, proceed_tx) = gated_harness(1);
     let id = harness.ready().await;
     let (_, claimed) = post(&harness, &id, "control", json!({"owner": "a"})).await;
     let generation = claimed["generation"].as_u64().unwrap();

@@ -1,13 +1,19 @@
 //! [`Gated`]: a fake desktop that stops inside its `execute` number `gate_at` until the test
 //! says go, shared by the tests that need a request caught inside the desktop (a Stop
-//! mid-program in `control_stop.rs`, a kill mid-action in `kill_fence.rs`).
+//! mid-program in `control_stop.rs`, a kill mid-action in `kill_fence.rs`), and
+//! [`gated_harness`], a broker whose every desktop is one.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use desk_broker::{BackendRequest, Broker};
 use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
 use desk_contract::{DisplaySize, InputAction, SettlePolicy};
+use desk_desktop::fake::{FakeHandle, FakeSave};
 use desk_desktop::{AppLaunch, BackendError, DesktopBackend, FakeDesktop, Unsupported};
+use desk_server::router;
+
+use crate::support::{Harness, config};
 
 /// A fake desktop whose `execute` number `gate_at` (0-based) tells the test it started and
 /// waits for the test's go-ahead: the moment a Stop lands mid-program.
@@ -83,4 +89,40 @@ impl DesktopBackend for Gated {
     fn capabilities(&self) -> desk_desktop::BackendCapabilities {
         desk_desktop::BackendCapabilities::NONE
     }
+}
+
+/// A broker over the router whose desktops are [`Gated`] at `execute` number `gate_at`, on a
+/// fake that saves its attempt file; with the receiver told when the gated step started and
+/// the sender that lets it go on.
+pub(crate) fn gated_harness(
+    gate_at: usize,
+) -> (Arc<Harness>, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeHandle::default();
+    fake.set_save(FakeSave::AttemptFromArgv);
+    let (started_tx, started_rx) = mpsc::channel();
+    let (proceed_tx, proceed_rx) = mpsc::channel();
+    let proceed = Arc::new(Mutex::new(proceed_rx));
+    let handle = fake.clone();
+    let broker = Broker::open(
+        config(dir.path().to_path_buf()),
+        move |request: &BackendRequest| {
+            let desktop: Box<dyn DesktopBackend> = Box::new(Gated {
+                inner: FakeDesktop::with_handle(request.display, handle.clone()),
+                executed: 0,
+                gate_at,
+                started: started_tx.clone(),
+                proceed: Arc::clone(&proceed),
+            });
+            Ok::<_, BackendError>(desktop)
+        },
+    )
+    .unwrap();
+    let harness = Arc::new(Harness {
+        app: router(broker.clone()),
+        broker,
+        fake,
+        dir,
+    });
+    (harness, started_rx, proceed_tx)
 }

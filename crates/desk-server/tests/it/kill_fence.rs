@@ -6,22 +6,17 @@
 //! past the bound writes after the kill removed the directory is removed when the kill is
 //! applied.
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use desk_broker::kill::KILL_FENCE_BOUND;
-use desk_broker::{BackendRequest, Broker};
-use desk_desktop::fake::{FakeHandle, FakeSave};
-use desk_desktop::{BackendError, DesktopBackend, FakeDesktop};
 use desk_evidence::record::SessionKilled;
 use desk_evidence::{RecordBody, VerifyingKey};
-use desk_server::router;
 use serde_json::json;
 
-use crate::gated::Gated;
-use crate::support::{Harness, click, config};
+use crate::gated::gated_harness;
+use crate::support::{Harness, click};
 
 /// A fake desktop whose first `execute` tells the test it started and waits for its go-ahead.
 fn public_key(harness: &Harness) -> VerifyingKey {
@@ -40,33 +35,7 @@ fn spooled(harness: &Harness, id: &str) -> Option<SessionKilled> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kill_with_the_fence_held_goes_on_after_the_bound_and_the_action_is_in_doubt() {
-    let dir = tempfile::tempdir().unwrap();
-    let fake = FakeHandle::default();
-    fake.set_save(FakeSave::AttemptFromArgv);
-    let (started_tx, started_rx) = mpsc::channel();
-    let (proceed_tx, proceed_rx) = mpsc::channel();
-    let proceed = Arc::new(Mutex::new(proceed_rx));
-    let handle = fake.clone();
-    let broker = Broker::open(
-        config(dir.path().to_path_buf()),
-        move |request: &BackendRequest| {
-            let desktop: Box<dyn DesktopBackend> = Box::new(Gated {
-                inner: FakeDesktop::with_handle(request.display, handle.clone()),
-                executed: 0,
-                gate_at: 0,
-                started: started_tx.clone(),
-                proceed: Arc::clone(&proceed),
-            });
-            Ok::<_, BackendError>(desktop)
-        },
-    )
-    .unwrap();
-    let harness = Arc::new(Harness {
-        app: router(broker.clone()),
-        broker,
-        fake,
-        dir,
-    });
+    let (harness, started_rx, proceed_tx) = gated_harness(0);
     let id = harness.ready().await;
 
     // Action 0 is journaled and inside the desktop...
