@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::control::{code, post, program};
-use crate::gated::gated_harness;
+use crate::hooked::gated_harness;
 use crate::support::click;
 
 #[tokio::test]

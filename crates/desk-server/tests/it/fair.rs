@@ -7,102 +7,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use desk_broker::{BackendRequest, BrokerConfig};
-use desk_contract::desktop::{ActionOutcome, DesktopFacts, Frame, Handoff};
-use desk_contract::{DisplaySize, InputAction, SettlePolicy};
-use desk_desktop::fake::{FakeHandle, FakeSave};
-use desk_desktop::{AppLaunch, BackendError, DesktopBackend, FakeDesktop, Unsupported};
-use desk_server::router;
+use desk_broker::BrokerConfig;
 use serde_json::Value;
 
-use crate::support::{Harness, click, config};
+use crate::hooked::{Moment, hooked_harness};
+use crate::support::{Harness, click};
 
-/// A fake desktop whose captures and actions take `DELAY` while `slow` is set, and further
-/// wait while `held` is set, so that requests on its session queue up.
-struct SlowDesktop {
-    inner: FakeDesktop,
-    slow: Arc<AtomicBool>,
-    held: Arc<AtomicBool>,
-    n_started: Arc<AtomicUsize>,
-}
-
+/// How long a slow desktop's captures and actions take while `slow` is set.
 const DELAY: Duration = Duration::from_millis(50);
 
-impl SlowDesktop {
-    fn pause(&self) {
-        if self.slow.load(Ordering::SeqCst) {
-            self.n_started.fetch_add(1, Ordering::SeqCst);
-            std::thread::sleep(DELAY);
-            while self.held.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-    }
-}
-
-impl DesktopBackend for SlowDesktop {
-    fn display_size(&self) -> DisplaySize {
-        self.inner.display_size()
-    }
-    fn start_app(&mut self, launch: &AppLaunch) -> Result<Handoff, BackendError> {
-        self.inner.start_app(launch)
-    }
-    fn capture(&mut self) -> Result<Frame, BackendError> {
-        self.pause();
-        self.inner.capture()
-    }
-    fn execute(
-        &mut self,
-        action: &InputAction,
-        settle: SettlePolicy,
-    ) -> Result<ActionOutcome, BackendError> {
-        self.pause();
-        self.inner.execute(action, settle)
-    }
-    fn facts(&mut self) -> Result<DesktopFacts, BackendError> {
-        self.inner.facts()
-    }
-    fn release_held(&mut self) -> Result<Vec<String>, BackendError> {
-        self.inner.release_held()
-    }
-    fn stop_app(&mut self) -> Result<(), BackendError> {
-        self.inner.stop_app()
-    }
-    fn shutdown(&mut self) -> Result<(), BackendError> {
-        self.inner.shutdown()
-    }
-    fn process_ids(&self) -> Vec<u32> {
-        self.inner.process_ids()
-    }
-    /// Declares nothing beyond the common methods (as before the trait had no defaults): the
-    /// clipboard and accessibility refuse, and there are no windows to list.
-    fn clipboard_read(
-        &mut self,
-        _max_output_bytes: u64,
-    ) -> Result<desk_contract::clipboard::ClipboardText, BackendError> {
-        Err(BackendError::unsupported(Unsupported::Clipboard))
-    }
-    fn clipboard_write(
-        &mut self,
-        _text: &str,
-    ) -> Result<desk_contract::clipboard::ClipboardWritten, BackendError> {
-        Err(BackendError::unsupported(Unsupported::Clipboard))
-    }
-    fn accessibility(
-        &mut self,
-        _limits: desk_contract::a11y::AxLimits,
-    ) -> Result<desk_contract::a11y::AxTree, BackendError> {
-        Err(BackendError::unsupported(Unsupported::Accessibility))
-    }
-    fn windows(&mut self) -> Result<Vec<desk_contract::desktop::AppWindowInfo>, BackendError> {
-        Ok(Vec::new())
-    }
-    fn capabilities(&self) -> desk_desktop::BackendCapabilities {
-        desk_desktop::BackendCapabilities::NONE
-    }
-}
-
-/// The switches of a harness's slow desktops.
+/// The switches of a harness's slow desktops: while `slow` is set their captures and actions
+/// take `DELAY`, and further wait while `held` is set, so that requests on a session queue up.
 #[derive(Default)]
 struct Switches {
     slow: Arc<AtomicBool>,
@@ -111,33 +26,25 @@ struct Switches {
 }
 
 fn slow_harness(switches: &Switches, adjust: impl FnOnce(&mut BrokerConfig)) -> Harness {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path().to_path_buf());
-    adjust(&mut config);
-    let fake = FakeHandle::default();
-    fake.set_save(FakeSave::AttemptFromArgv);
-    let handle = fake.clone();
     let (slow, held, n_started) = (
         Arc::clone(&switches.slow),
         Arc::clone(&switches.held),
         Arc::clone(&switches.n_started),
     );
-    let broker = desk_broker::Broker::open(config, move |request: &BackendRequest| {
-        let desktop: Box<dyn DesktopBackend> = Box::new(SlowDesktop {
-            inner: FakeDesktop::with_handle(request.display, handle.clone()),
-            slow: Arc::clone(&slow),
-            held: Arc::clone(&held),
-            n_started: Arc::clone(&n_started),
-        });
-        Ok::<_, BackendError>(desktop)
+    hooked_harness(adjust, move || {
+        let (slow, held, n_started) =
+            (Arc::clone(&slow), Arc::clone(&held), Arc::clone(&n_started));
+        Box::new(move |moment| {
+            if moment == Moment::AfterExecute || !slow.load(Ordering::SeqCst) {
+                return;
+            }
+            n_started.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(DELAY);
+            while held.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
     })
-    .unwrap();
-    Harness {
-        app: router(broker.clone()),
-        broker,
-        fake,
-        dir,
-    }
 }
 
 /// More requests than tokio's default blocking pool has threads (512).

@@ -15,7 +15,7 @@ use desk_evidence::record::SessionKilled;
 use desk_evidence::{RecordBody, VerifyingKey};
 use serde_json::json;
 
-use crate::gated::gated_harness;
+use crate::hooked::gated_harness;
 use crate::support::{Harness, click};
 
 /// A fake desktop whose first `execute` tells the test it started and waits for its go-ahead.

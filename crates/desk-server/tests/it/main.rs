@@ -8,7 +8,7 @@ mod clipboard;
 mod control;
 mod control_stop;
 mod fair;
-mod gated;
+mod hooked;
 mod invalid;
 mod kill;
 mod kill_fence;
