@@ -70,18 +70,30 @@ pub(crate) enum Desktops {
     Remote(desk_desktop::RemoteWorker),
 }
 
-// Each argument is one decision its two callers (`serve`, `LocalBroker`) make apart.
-#[allow(clippy::too_many_arguments)]
-fn build_broker_with(
-    args: &BrokerArgs,
+/// What a caller of [`build_broker_with`] decides apart from the flags: `serve` and
+/// [`LocalBroker`] choose each differently.
+struct BrokerPlan {
     auth: AuthConfig,
     desktops: Desktops,
     sandboxed: bool,
     policy: Option<desk_broker::PolicyConfig>,
     session_limits: desk_broker::SessionLimits,
+    /// The most sessions and the memory budget in MiB, when not the defaults.
     capacity: Option<(usize, Option<u64>)>,
+    /// Whether an observer is started beside the broker.
     observer: bool,
-) -> Result<Broker> {
+}
+
+fn build_broker_with(args: &BrokerArgs, plan: BrokerPlan) -> Result<Broker> {
+    let BrokerPlan {
+        auth,
+        desktops,
+        sandboxed,
+        policy,
+        session_limits,
+        capacity,
+        observer,
+    } = plan;
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let mut profiles = ProfileSet::builtin()?;
     if let Some(dir) = &args.profiles {
@@ -267,14 +279,16 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
     let broker = tokio::task::spawn_blocking(move || {
         build_broker_with(
             &broker_args,
-            auth,
-            desktops,
-            sandboxed,
-            policy,
-            session_limits,
-            Some(capacity),
-            // `serve` starts the observer (`spawn_observer` below).
-            true,
+            BrokerPlan {
+                auth,
+                desktops,
+                sandboxed,
+                policy,
+                session_limits,
+                capacity: Some(capacity),
+                // `serve` starts the observer (`spawn_observer` below).
+                observer: true,
+            },
         )
     })
     .await??;
@@ -392,13 +406,15 @@ impl LocalBroker {
         let broker = tokio::task::spawn_blocking(move || {
             build_broker_with(
                 &broker_args,
-                AuthConfig::default(),
-                Desktops::Backend(Backend::Local),
-                sandboxed,
-                policy,
-                desk_broker::SessionLimits::default(),
-                capacity,
-                false,
+                BrokerPlan {
+                    auth: AuthConfig::default(),
+                    desktops: Desktops::Backend(Backend::Local),
+                    sandboxed,
+                    policy,
+                    session_limits: desk_broker::SessionLimits::default(),
+                    capacity,
+                    observer: false,
+                },
             )
         })
         .await??;
