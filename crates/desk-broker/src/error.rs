@@ -211,6 +211,11 @@ impl BrokerError {
                 source: BackendError::SandboxUnavailable(_) | BackendError::LimitsUnavailable(_),
                 ..
             } => ErrorCode::SandboxUnavailable,
+            // The host was busy, not the sandbox unavailable: retry later, like a full queue.
+            BrokerError::Desktop {
+                source: BackendError::StartTimedOut(_),
+                ..
+            } => ErrorCode::SessionBusy,
             BrokerError::Desktop {
                 source: BackendError::WorkspaceUnverified(_),
                 ..
@@ -266,7 +271,8 @@ impl BrokerError {
     pub fn to_body(&self) -> ErrorBody {
         let code = self.code();
         let message = if let BrokerError::Desktop {
-            source: source @ BackendError::AccessibilityUnavailable(_),
+            source:
+                source @ (BackendError::AccessibilityUnavailable(_) | BackendError::StartTimedOut(_)),
             operation,
         } = self
         {

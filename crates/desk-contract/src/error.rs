@@ -46,7 +46,9 @@ crate::wire_enum! {
         /// storage); the action was refused and nothing reached the desktop.
         JournalUnavailable = "journal_unavailable",
         /// The session already has as many requests waiting as the broker queues per session; this
-        /// one was refused and changed nothing. Retry later (with the same request id).
+        /// one was refused and changed nothing. Retry later (with the same request id). A reset
+        /// answers it too when the host was too busy to start the session's desktop within its
+        /// bound: what started was stopped and the session stays leased.
         SessionBusy = "session_busy",
         /// The session sandbox could not be built (the kernel or bubblewrap refused namespaces);
         /// or the session's resource limits (cgroups) cannot be applied; nothing ran. An operator

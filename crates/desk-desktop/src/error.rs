@@ -38,6 +38,12 @@ pub enum BackendError {
     /// The session sandbox could not be built (the kernel or bwrap refused it); nothing ran.
     #[error("sandbox unavailable: {0}")]
     SandboxUnavailable(String),
+    /// The host was too busy to start the desktop within its bound: a sandbox start waited
+    /// too long for its turn, bwrap did not report or complete the sandbox in time, or a
+    /// process entering it did not appear (`sandbox::start_gate`). The sandbox is available;
+    /// what was started was stopped, and a later reset may succeed.
+    #[error("the host did not start the desktop in time (busy): {0}")]
+    StartTimedOut(String),
     /// The session's resource limits cannot be applied on this host (no cgroup v1 `memory` or
     /// `pids` hierarchy, or no group can be made in it: a broker that is not root); the
     /// message names the controller and why. Nothing ran. Only the operator's

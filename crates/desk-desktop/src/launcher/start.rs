@@ -28,6 +28,7 @@ use super::{
 use crate::error::BackendError;
 use crate::sandbox::{
     INSIDE_BUS_DIR, INSIDE_RUN_DIR, Identities, Role, SAFE_PATH, SandboxPolicy, SandboxStart,
+    start_gate,
 };
 use crate::worker_client::WorkerClient;
 
@@ -76,11 +77,24 @@ impl LocalDesktop {
         )?;
         let log = log_file(&self.config.session_dir.log_file("sandbox"))?;
         command.stderr(log).process_group(0);
+        // One start per core at a time (`sandbox::start_gate`); the start's own bound counts
+        // from here.
+        let queued = Instant::now();
+        let slot = start_gate::host_gate().enter(start_gate::SLOT_WAIT)?;
+        let started = Instant::now();
         let child = self.spawn("sandbox", command)?;
         let stdout = child.stdout.take().ok_or_else(|| {
             BackendError::DesktopFailed("bwrap stdout was not captured".to_string())
         })?;
         let sandbox = start.finish(stdout);
+        drop(slot);
+        tracing::info!(
+            session_dir = %self.config.session_dir.path().display(),
+            wait_ms = u64::try_from(started.duration_since(queued).as_millis()).unwrap_or(u64::MAX),
+            start_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            ok = sandbox.is_ok(),
+            "sandbox start"
+        );
         let sandbox = match sandbox {
             Ok(sandbox) => sandbox,
             Err(error) => {

@@ -166,6 +166,7 @@ fn statuses_agree_with_the_error_mapping() {
         BrokerError::Internal(text()),
         desktop(BackendError::DesktopFailed(text())),
         desktop(BackendError::SandboxUnavailable(text())),
+        desktop(BackendError::StartTimedOut(text())),
         desktop(BackendError::LimitsUnavailable(text())),
         desktop(BackendError::WorkspaceUnverified(vec![text()])),
         desktop(BackendError::AccessibilityUnavailable(text())),
