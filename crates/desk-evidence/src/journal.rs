@@ -34,6 +34,7 @@ use desk_contract::desktop::{LimitsMode, SandboxMode};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use crate::durable::{self, Durable};
 use crate::error::{EvidenceError, RecordProblem};
 use crate::files;
 use crate::record::{NOT_INJECTED, Record, RecordBody, ZERO_SHA256};
@@ -463,6 +464,47 @@ impl EvidenceWriter {
         at_ms: u64,
         body: RecordBody,
     ) -> Result<VerifiedRecord, EvidenceError> {
+        self.append_alongside(at_ms, body, &[]).0
+    }
+
+    /// [`EvidenceWriter::append`], flushing the journal in one durable batch
+    /// ([`crate::durable::sync_each`]) with `alongside`: files the caller already wrote and
+    /// that must be durable before the same answer (the input logs a receipt digests, the
+    /// frame a `screenshot` record names). The step then waits for about one disk flush instead
+    /// of one per file. Returns the record's result and one result per `alongside` file, in
+    /// order; every `alongside` file is flushed even when the record is refused or fails, and
+    /// only the journal's own failure poisons the writer.
+    pub fn append_alongside(
+        &mut self,
+        at_ms: u64,
+        body: RecordBody,
+        alongside: &[Durable<'_>],
+    ) -> (
+        Result<VerifiedRecord, EvidenceError>,
+        Vec<Result<(), EvidenceError>>,
+    ) {
+        let line = match self.signed_line(at_ms, body) {
+            Ok(line) => line,
+            Err(error) => return (Err(error), durable::sync_each(alongside)),
+        };
+        let (record, line) = line;
+        let (result, others) = self.write_and_read_back(&record, &line, alongside);
+        match result {
+            Ok(verified) => (Ok(verified), others),
+            Err(error) => {
+                self.poisoned = Some(error.to_string());
+                (Err(error), others)
+            }
+        }
+    }
+
+    /// The next record for `body`, checked against the chain, and its signed line. A refused
+    /// record never touches the file, so it does not poison the writer.
+    fn signed_line(
+        &self,
+        at_ms: u64,
+        body: RecordBody,
+    ) -> Result<(Record, Vec<u8>), EvidenceError> {
         if let Some(reason) = &self.poisoned {
             return Err(EvidenceError::Append {
                 path: self.path.clone(),
@@ -478,7 +520,6 @@ impl EvidenceWriter {
             limits: self.limits,
             body,
         };
-        // Refused records never touch the file, so they do not poison the writer.
         self.chain
             .check(&record)
             .map_err(|problem| EvidenceError::Append {
@@ -488,20 +529,34 @@ impl EvidenceWriter {
         let envelope = Envelope::sign(&record.to_payload()?, &self.key)?;
         let mut line = envelope.canonical_bytes()?;
         line.push(b'\n');
-        match self.write_and_read_back(&record, &line) {
-            Ok(verified) => Ok(verified),
-            Err(error) => {
-                self.poisoned = Some(error.to_string());
-                Err(error)
-            }
-        }
+        Ok((record, line))
     }
 
+    /// Writes `line`, flushes it with `alongside`, reads it back and verifies it; the second
+    /// value holds `alongside`'s results (all flushed, whatever happens to the line).
     fn write_and_read_back(
         &mut self,
         record: &Record,
         line: &[u8],
-    ) -> Result<VerifiedRecord, EvidenceError> {
+        alongside: &[Durable<'_>],
+    ) -> (
+        Result<VerifiedRecord, EvidenceError>,
+        Vec<Result<(), EvidenceError>>,
+    ) {
+        if let Err(error) = self.write_line(line) {
+            return (Err(error), durable::sync_each(alongside));
+        }
+        let mut batch = Vec::with_capacity(alongside.len() + 1);
+        batch.push(Durable::data(&self.file, &self.path));
+        batch.extend_from_slice(alongside);
+        let mut results = durable::sync_each(&batch);
+        let others = results.split_off(1);
+        let synced = results.pop().unwrap_or(Ok(()));
+        (synced.and_then(|()| self.read_back(record, line)), others)
+    }
+
+    /// Checks the file is as this writer left it, then appends `line` (not yet flushed).
+    fn write_line(&mut self, line: &[u8]) -> Result<(), EvidenceError> {
         let path = &self.path;
         let offset = self.end_offset;
         let actual_end = self
@@ -517,10 +572,14 @@ impl EvidenceWriter {
         self.check_content(offset)?;
         self.file
             .write_all(line)
-            .map_err(|error| EvidenceError::io("write", path, error))?;
-        self.file
-            .sync_data()
-            .map_err(|error| EvidenceError::io("fsync", path, error))?;
+            .map_err(|error| EvidenceError::io("write", path, error))
+    }
+
+    /// Reads the flushed `line` back from disk at the writer's end, verifies it against
+    /// `record`, and advances the chain past it.
+    fn read_back(&mut self, record: &Record, line: &[u8]) -> Result<VerifiedRecord, EvidenceError> {
+        let path = &self.path;
+        let offset = self.end_offset;
         let mut read_back = vec![0_u8; line.len()];
         self.file
             .read_exact_at(&mut read_back, offset)

@@ -5,6 +5,8 @@
 //! - [`sign`]: RFC 8785 canonical bytes, Ed25519 keys, the `{payload, signature_b64}` envelope.
 //! - [`record`] and [`journal`]: the hash-chained NDJSON journal and its durable
 //!   write-then-read-back writer.
+//! - [`durable`]: durable batches: several written files fsynced concurrently, so a step
+//!   waits for about one disk flush instead of one per file.
 //! - [`bundle`]: export of a session into a bundle with a signed manifest, and its verification
 //!   with nothing but a public key.
 //!
@@ -14,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bundle;
+pub mod durable;
 mod error;
 mod files;
 pub mod journal;
