@@ -1,7 +1,8 @@
 //! Measures capture+encode (MIT-SHM GetImage, BGRX to RGB, PNG fast, SHA-256) on a 1920x1080
 //! Xvfb painted with a synthetic UI-like screen (flat panels, text-like strokes, a gradient).
 //!
-//! `cargo run --release -p desk-x11 --example capture_bench -- [frames]`
+//! `cargo run --release -p desk-x11 --example capture_bench -- [frames] [--display :N]`; with
+//! `--display` it measures that running display as it is (say, LibreCAD's) instead.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use x11rb::connection::Connection;
@@ -71,27 +72,102 @@ fn paint(display: &str) {
     std::mem::forget(conn);
 }
 
-fn main() {
-    let n_frames: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(100);
-    let Some(xvfb) = desk_test_support::Xvfb::start(u32::from(WIDTH), u32::from(HEIGHT)) else {
-        return;
+/// Writes the root window of `display` as raw BGRX (1920x1080) to `path`.
+fn dump(display: &str, path: &str) {
+    let (conn, screen_idx) = x11rb::connect(Some(display)).unwrap();
+    let root = conn.setup().roots[screen_idx].root;
+    let image = conn
+        .get_image(ImageFormat::Z_PIXMAP, root, 0, 0, WIDTH, HEIGHT, u32::MAX)
+        .unwrap()
+        .reply()
+        .unwrap();
+    std::fs::write(path, &image.data).unwrap();
+}
+
+/// Encodes a raw BGRX dump (1920x1080) `n_frames` times: encode wall and CPU time, no X.
+fn encode_raw(path: &str, n_frames: usize) {
+    let pixels = std::fs::read(path).unwrap();
+    let frame = desk_x11::RawFrame::from_bgrx(u32::from(WIDTH), u32::from(HEIGHT), pixels).unwrap();
+    // `--count` leaves the clocks alone (rustix's vDSO lookup fails under valgrind), for counting
+    // instructions with `valgrind --tool=callgrind`.
+    let count_only = std::env::args().any(|arg| arg == "--count");
+    let cpu = || {
+        if count_only {
+            return 0.0;
+        }
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        now.tv_sec as f64 * 1e3 + now.tv_nsec as f64 / 1e6
     };
-    paint(xvfb.display());
-    let stats = desk_x11::bench_capture(Some(xvfb.display()), n_frames).unwrap();
+    let mut walls = Vec::new();
+    let (mut cpu_total, mut png_bytes) = (0.0, 0);
+    for _ in 0..n_frames {
+        let (started, cpu_started) = (std::time::Instant::now(), cpu());
+        let png = frame.encode_png().unwrap();
+        walls.push(started.elapsed().as_secs_f64() * 1e3);
+        cpu_total += cpu() - cpu_started;
+        png_bytes = png.len();
+    }
+    walls.sort_by(f64::total_cmp);
     println!(
-        "{}x{} via {} over {} frames: capture+encode median {:.2} ms, p95 {:.2} ms \
-         (capture median {:.2} ms, encode+hash median {:.2} ms), png {} KiB",
-        WIDTH,
-        HEIGHT,
+        "{path}: encode median {:.3} ms, min {:.3} ms, cpu {:.3} ms/frame, png {png_bytes} bytes",
+        walls[walls.len() / 2],
+        walls[0],
+        cpu_total / n_frames as f64
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n_frames: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(100);
+    // `--display :N` measures a display that is already running (say, LibreCAD's) as it is.
+    let display = args
+        .iter()
+        .position(|arg| arg == "--display")
+        .and_then(|idx| args.get(idx + 1));
+    let flag = |name: &str| {
+        args.iter()
+            .position(|arg| arg == name)
+            .and_then(|idx| args.get(idx + 1))
+    };
+    if let Some(path) = flag("--raw") {
+        encode_raw(path, n_frames);
+        return;
+    }
+    if let (Some(display), Some(path)) = (display, flag("--dump")) {
+        dump(display, path);
+        return;
+    }
+    let xvfb;
+    let display = match display {
+        Some(display) => display.as_str(),
+        None => {
+            let Some(started) = desk_test_support::Xvfb::start(u32::from(WIDTH), u32::from(HEIGHT))
+            else {
+                return;
+            };
+            xvfb = started;
+            paint(xvfb.display());
+            xvfb.display()
+        }
+    };
+    let stats = desk_x11::bench_capture(Some(display), n_frames).unwrap();
+    let ms = |duration: std::time::Duration| duration.as_secs_f64() * 1e3;
+    println!(
+        "{display} via {} over {} frames: cold capture+encode median {:.2} ms, p95 {:.2} ms \
+         (server copy {:.2} ms, encode+hash {:.2} ms on {:.2} cores); incremental ({}/{} bands \
+         reused) median {:.2} ms, p95 {:.2} ms (encode+hash {:.2} ms); png {} bytes",
         stats.capture_path,
         stats.n_frames,
-        stats.total_median.as_secs_f64() * 1e3,
-        stats.total_p95.as_secs_f64() * 1e3,
-        stats.capture_median.as_secs_f64() * 1e3,
-        stats.encode_median.as_secs_f64() * 1e3,
-        stats.png_bytes / 1024
+        ms(stats.total_median),
+        ms(stats.total_p95),
+        ms(stats.capture_median),
+        ms(stats.encode_median),
+        stats.encode_parallelism,
+        stats.n_reused_bands,
+        stats.n_bands,
+        ms(stats.incremental_median),
+        ms(stats.incremental_p95),
+        ms(stats.incremental_encode_median),
+        stats.png_bytes
     );
 }

@@ -1,11 +1,11 @@
 //! Screen capture: raw BGRX frames through MIT-SHM (or core `GetImage` when SHM is missing or
-//! fails), PNG encoding, hashing, and a capture+encode benchmark.
+//! fails), PNG encoding and hashing; the capture+encode benchmark is `capture/measure.rs`.
 //!
 //! Invariant: a [`RawFrame`] always holds `width * height` pixels of 4 bytes (B, G, R, pad) with
 //! no row padding; every conversion and comparison relies on it. Over 400 lines: the frame, its
 //! two capture paths and the encoder share that invariant and read best in one place.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use desk_contract::sha256_hex;
 use x11rb::connection::{Connection, RequestConnection};
@@ -19,6 +19,10 @@ use crate::shm::ShmMapping;
 mod cache;
 mod deflate;
 mod encode;
+mod measure;
+
+pub use measure::CaptureStats;
+pub(crate) use measure::measure_capture;
 
 /// A raw screen image: 4 bytes per pixel (B, G, R, pad), rows packed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,95 +408,6 @@ fn attach_shm(conn: &RustConnection, width: u16, height: u16) -> Result<ShmState
         .check()
         .map_err(X11Error::reply("shm attach"))?;
     Ok(ShmState { segment, mapping })
-}
-
-/// Timing of capture+encode over several frames.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CaptureStats {
-    /// Frames measured.
-    pub n_frames: usize,
-    /// The capture path used.
-    pub capture_path: &'static str,
-    /// Median raw capture time.
-    pub capture_median: Duration,
-    /// Median PNG encode time (conversion included).
-    pub encode_median: Duration,
-    /// Median capture+encode time, every band deflated (no reuse of the previous frame's).
-    pub total_median: Duration,
-    /// 95th percentile capture+encode time, every band deflated.
-    pub total_p95: Duration,
-    /// Median capture+encode time with the previous frame's unchanged bands reused (the
-    /// product path), on the measured screen.
-    pub incremental_median: Duration,
-    /// 95th percentile capture+encode time with unchanged bands reused.
-    pub incremental_p95: Duration,
-    /// Bands reused in the last incremental frame, of `n_bands`.
-    pub n_reused_bands: usize,
-    /// Bands of a frame.
-    pub n_bands: usize,
-    /// Size of the last PNG.
-    pub png_bytes: usize,
-}
-
-/// Measures capture+encode over `n_frames` frames (at least one).
-pub(crate) fn measure_capture(
-    conn: &RustConnection,
-    capturer: &mut Capturer,
-    n_frames: usize,
-) -> Result<CaptureStats, X11Error> {
-    let n_frames = n_frames.max(1);
-    let (mut captures, mut encodes, mut totals) = (Vec::new(), Vec::new(), Vec::new());
-    let mut png_bytes = 0;
-    // Capture (straight from the SHM segment) + PNG + SHA-256, every band deflated.
-    for _ in 0..n_frames {
-        let started = Instant::now();
-        let (png, _) = capturer.capture_png_with(conn, false)?;
-        let _hash = sha256_hex(&png);
-        png_bytes = png.len();
-        totals.push(started.elapsed());
-    }
-    // The product path: the same with the unchanged bands of the previous frame reused (a first
-    // frame, not measured, fills the cache).
-    capturer.encode_cache.clear();
-    capturer.capture_png_with(conn, true)?;
-    let mut incrementals = Vec::new();
-    for _ in 0..n_frames {
-        let started = Instant::now();
-        let (png, _) = capturer.capture_png_with(conn, true)?;
-        let _hash = sha256_hex(&png);
-        incrementals.push(started.elapsed());
-    }
-    let n_reused_bands = capturer.encode_cache.n_reused();
-    // The breakdown: a raw capture (copied out of the segment) and its encode, separately.
-    for _ in 0..n_frames {
-        let started = Instant::now();
-        let raw = capturer.capture_raw(conn)?;
-        let captured = Instant::now();
-        let png = raw.encode_png()?;
-        let _hash = sha256_hex(&png);
-        captures.push(captured - started);
-        encodes.push(captured.elapsed());
-        capturer.recycle(raw);
-    }
-    Ok(CaptureStats {
-        n_frames,
-        capture_path: capturer.path_name(),
-        capture_median: percentile(&mut captures, 50),
-        encode_median: percentile(&mut encodes, 50),
-        total_median: percentile(&mut totals, 50),
-        total_p95: percentile(&mut totals, 95),
-        incremental_median: percentile(&mut incrementals, 50),
-        incremental_p95: percentile(&mut incrementals, 95),
-        n_reused_bands,
-        n_bands: encode::n_bands(u32::from(capturer.height)),
-        png_bytes,
-    })
-}
-
-fn percentile(samples: &mut [Duration], percent: usize) -> Duration {
-    samples.sort();
-    let idx = (samples.len().saturating_sub(1) * percent).div_ceil(100);
-    samples.get(idx).copied().unwrap_or_default()
 }
 
 #[cfg(test)]

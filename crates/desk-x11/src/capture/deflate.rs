@@ -35,6 +35,12 @@ const HEADER: [u8; 51] = [
 const HEADER_TAIL: u64 = 15;
 const HEADER_TAIL_BITS: u32 = 5;
 
+/// Runs of zero bytes up to this long are written as literal zeros (2 bits each, cheaper than
+/// the shortest matches).
+const MAX_LITERAL_RUN: u64 = 5;
+// The literal zero is the 2-bit code 0, which `flush_run` writes as plain zero bits.
+const _: () = assert!(LENGTHS[0] == 2 && CODES[0] == 0);
+
 /// The end-of-block symbol.
 const END_OF_BLOCK: usize = 256;
 /// Adler-32's modulus.
@@ -123,9 +129,12 @@ pub(super) struct BandEncoder {
     n_bits: u32,
     // Zero bytes read but not yet written to the deflate stream.
     run: u64,
+    // Adler-32's two sums, reduced lazily: `adler_a` below 2^20 and `adler_b` below 2^44
+    // between reductions.
     adler_a: u32,
-    adler_b: u32,
-    // Zero bytes read but not yet folded into `adler_b`.
+    adler_b: u64,
+    // Zero bytes read but not yet folded into `adler_b` (at most a band's filtered bytes, below
+    // 2^23).
     adler_zeros: u64,
     n_filtered: u64,
 }
@@ -176,14 +185,26 @@ impl BandEncoder {
         self.put(u64::from(CODES[sym]), u32::from(LENGTHS[sym]));
     }
 
-    /// Writes the pending run of zero bytes: a literal zero, then matches at distance 1.
+    /// Writes the pending run of zero bytes: up to `MAX_LITERAL_RUN` of them as literals (each
+    /// the 2-bit code 0, so the run is that many zero bits, written without a branch), a longer
+    /// one as a literal zero and matches at distance 1.
+    #[inline(always)]
     fn flush_run(&mut self) {
-        if self.run == 0 {
-            return;
-        }
-        self.literal(0);
-        let mut rest = self.run - 1;
+        let run = self.run;
         self.run = 0;
+        if run <= MAX_LITERAL_RUN {
+            // `run` is at most 5: 10 bits.
+            self.put(0, 2 * run as u32);
+        } else {
+            self.flush_long_run(run);
+        }
+    }
+
+    /// Writes a run of more than `MAX_LITERAL_RUN` zero bytes.
+    #[inline(never)]
+    fn flush_long_run(&mut self, run: u64) {
+        self.literal(0);
+        let mut rest = run - 1;
         let (long_bits, long_len) = MATCHES[258];
         while rest >= 258 {
             self.put(u64::from(long_bits), long_len);
@@ -200,15 +221,12 @@ impl BandEncoder {
         }
     }
 
+    /// Folds the pending zero bytes into `adler_b` (each adds `adler_a`), without a branch:
+    /// below 2^20 times below 2^23 added to below 2^40 stays below 2^44.
+    #[inline(always)]
     fn fold_adler_zeros(&mut self) {
-        // `adler_a` stays below 2^20 between reductions, so the product fits.
-        if self.adler_zeros > 0 {
-            let zeros = self.adler_zeros % u64::from(ADLER_MOD);
-            let b =
-                (u64::from(self.adler_b) + zeros * u64::from(self.adler_a)) % u64::from(ADLER_MOD);
-            self.adler_b = u32::try_from(b).unwrap_or(0);
-            self.adler_zeros = 0;
-        }
+        self.adler_b += self.adler_zeros * u64::from(self.adler_a);
+        self.adler_zeros = 0;
     }
 
     /// Reads `n` zero bytes.
@@ -239,12 +257,12 @@ impl BandEncoder {
         let pair_weighted = (pairs.wrapping_mul(0x0003_0002_0001) >> 32) & 0xffff;
         let weighted = 2 * pair_weighted - odd_sum;
         let (mut a, mut b) = (self.adler_a, self.adler_b);
-        b += 6 * a + weighted as u32;
+        b += u64::from(6 * a) + weighted;
         a += sum as u32;
         // Reduced lazily: below 2^20, `a` adds at most 6 * (2^20 + 1530) to `b` per call.
-        if a >= 1 << 20 || b >= 1 << 31 {
+        if a >= 1 << 20 || b >= 1 << 40 {
             a %= ADLER_MOD;
-            b %= ADLER_MOD;
+            b %= u64::from(ADLER_MOD);
         }
         self.adler_a = a;
         self.adler_b = b;
@@ -285,17 +303,18 @@ impl BandEncoder {
     }
 
     /// Reads up to 24 bytes (any values).
+    #[inline(always)]
     pub(super) fn bytes(&mut self, data: &[u8]) {
         debug_assert!(data.len() <= 24);
         self.fold_adler_zeros();
         let (mut a, mut b) = (self.adler_a, self.adler_b);
         for &byte in data {
             a += u32::from(byte);
-            b += a;
+            b += u64::from(a);
         }
         // At most 24 bytes with `a` below 2^20: no overflow.
         self.adler_a = a % ADLER_MOD;
-        self.adler_b = b % ADLER_MOD;
+        self.adler_b = b % u64::from(ADLER_MOD);
         self.n_filtered += data.len() as u64;
         let mut chunks = data.chunks_exact(8);
         for chunk in &mut chunks {
@@ -332,7 +351,7 @@ impl BandEncoder {
         self.flush_run();
         self.fold_adler_zeros();
         self.adler_a %= ADLER_MOD;
-        self.adler_b %= ADLER_MOD;
+        self.adler_b %= u64::from(ADLER_MOD);
         self.put(
             u64::from(CODES[END_OF_BLOCK]),
             u32::from(LENGTHS[END_OF_BLOCK]),
@@ -349,7 +368,7 @@ impl BandEncoder {
         }
         Segment {
             bytes: self.out,
-            adler: (self.adler_b << 16) | self.adler_a,
+            adler: (u32::try_from(self.adler_b).unwrap_or(0) << 16) | self.adler_a,
             n_filtered: self.n_filtered,
         }
     }

@@ -11,6 +11,7 @@
 
 use std::ops::Range;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::deflate::{BandEncoder, Segment, adler_combine};
 use crate::error::X11Error;
@@ -151,6 +152,7 @@ impl<'a> Frame<'a> {
 /// Equal blocks of 64 pixels (compared with `memcmp`) and equal pixel pairs are read as zeros
 /// without converting anything. (A whole-row comparison first costs more than it saves: on a
 /// changed row it rescans the prefix that the block comparisons scan again.)
+#[inline(always)]
 fn encode_row(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
     encoder.bytes(&[UP_FILTER]);
     let mut current_blocks = current.chunks_exact(BLOCK_BYTES);
@@ -176,6 +178,7 @@ const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 /// Feeds pixels two at a time (a last odd pixel alone): the bytewise difference of the BGRX
 /// words, reordered to R, G, B.
+#[inline(always)]
 fn encode_pairs(encoder: &mut BandEncoder, current: &[u8], previous: &[u8]) {
     let mut current_pairs = current.chunks_exact(8);
     let mut previous_pairs = previous.chunks_exact(8);
@@ -217,49 +220,62 @@ fn word(chunk: &[u8]) -> u64 {
     }
 }
 
-/// Runs `task` on every index below `n_items`, in contiguous groups on up to `n_threads`
-/// threads (this one runs the first group; a group whose thread cannot start runs here too), and
-/// returns the results in index order.
+/// Runs `task` on every index below `n_items` on up to `n_threads` threads (this one included;
+/// a thread that cannot start leaves its share to the others) and returns the results in index
+/// order. Each thread takes the next index not yet taken, so a frame whose busy bands sit
+/// together (a toolbar on top, a flat canvas below) still keeps every thread busy to the end.
 pub(super) fn parallel_map<T: Send>(
     n_items: usize,
     n_threads: usize,
     task: impl Fn(usize) -> T + Sync,
 ) -> Result<Vec<T>, X11Error> {
-    let n_groups = n_threads.clamp(1, n_items.max(1));
-    let group =
-        |group_idx: usize| n_items * group_idx / n_groups..n_items * (group_idx + 1) / n_groups;
-    if n_groups == 1 {
+    let n_workers = n_threads.clamp(1, n_items.max(1));
+    if n_workers == 1 {
         return Ok((0..n_items).map(&task).collect());
     }
-    let task = &task;
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let idx = next.fetch_add(1, Ordering::Relaxed);
+            if idx >= n_items {
+                return done;
+            }
+            done.push((idx, task(idx)));
+        }
+    };
+    let work = &work;
+    let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(n_items).collect();
     std::thread::scope(|scope| {
-        let spawned: Vec<_> = (1..n_groups)
-            .map(|group_idx| {
-                let items = group(group_idx);
-                let handle = std::thread::Builder::new()
+        let spawned: Vec<_> = (1..n_workers)
+            .filter_map(|_| {
+                std::thread::Builder::new()
                     .name("png-band".into())
-                    .spawn_scoped(scope, {
-                        let items = items.clone();
-                        move || items.map(task).collect::<Vec<T>>()
-                    })
-                    .ok();
-                (items, handle)
+                    .spawn_scoped(scope, work)
+                    .ok()
             })
             .collect();
-        let mut results: Vec<T> = Vec::with_capacity(n_items);
-        results.extend(group(0).map(task));
-        for (items, handle) in spawned {
-            match handle {
-                Some(handle) => results.extend(
-                    handle
-                        .join()
-                        .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
-                ),
-                None => results.extend(items.map(task)),
+        let mut place = |done: Vec<(usize, T)>| {
+            for (idx, result) in done {
+                if let Some(slot) = slots.get_mut(idx) {
+                    *slot = Some(result);
+                }
             }
+        };
+        place(work());
+        for handle in spawned {
+            place(
+                handle
+                    .join()
+                    .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
+            );
         }
-        Ok(results)
-    })
+        Ok::<(), X11Error>(())
+    })?;
+    slots
+        .into_iter()
+        .collect::<Option<Vec<T>>>()
+        .ok_or_else(|| X11Error::Capture("a png band was not encoded".into()))
 }
 
 /// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.

@@ -169,6 +169,27 @@ fn long_zero_runs_and_flat_frames_round_trip() {
 }
 
 #[test]
+fn zero_runs_of_every_length_round_trip() {
+    // Row k repeats row k - 1 except one channel of every k-th pixel, so its filtered bytes are
+    // zero runs of 3k - 1 bytes between single differences: every run length from 2 to 359
+    // (around the literal/match boundary and past 258), with random rows around them.
+    let (width, height) = (241, 121);
+    let mut bgrx = random_frame(width, height, 31);
+    let row_bytes = usize::try_from(width * 4).unwrap();
+    for k in 1..usize::try_from(height).unwrap() {
+        let (above, row) = bgrx.split_at_mut(k * row_bytes);
+        let row = &mut row[..row_bytes];
+        row.copy_from_slice(&above[(k - 1) * row_bytes..]);
+        for x in (0..usize::try_from(width).unwrap()).step_by(k) {
+            row[x * 4 + k % 3] ^= 0x5a;
+        }
+    }
+    for n_threads in [1, 2] {
+        check_round_trip(&bgrx, width, height, n_threads);
+    }
+}
+
+#[test]
 fn the_png_does_not_depend_on_the_thread_count() {
     let (width, height) = (1283, 811);
     let bgrx = ui_frame(width, height, 7);
