@@ -208,6 +208,17 @@ impl Default for RunPlan {
     }
 }
 
+/// The order rollouts start in: the positions of `items` by `budget_s` (each task's wall-time
+/// budget) from longest to shortest, equal budgets in their given order. With `--jobs N` the
+/// long tasks (3D, 1,800 s budget) start first and the short ones fill the jobs that finish
+/// early, so the jobs end closer together than in corpus order, where a run's last 3D task
+/// started last and ran alone while the other job idled. Results are still kept in task order.
+pub fn start_order<T>(items: &[T], budget_s: impl Fn(&T) -> u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&index| std::cmp::Reverse(budget_s(&items[index])));
+    order
+}
+
 /// Sum of rollout durations over wall time, rounded to two decimals (0 for an empty run).
 pub(crate) fn speedup(sum_rollout_ms: u64, wall_ms: u64) -> f64 {
     if wall_ms == 0 {
@@ -239,6 +250,13 @@ mod tests {
             Shard::parse("4/4").unwrap().select(&[1, 2]),
             Vec::<u32>::new()
         );
+    }
+
+    #[test]
+    fn long_budgets_start_first_and_ties_keep_their_order() {
+        let budgets = [900_u64, 900, 1800, 900, 1800, 1800];
+        assert_eq!(start_order(&budgets, |b| *b), vec![2, 4, 5, 0, 1, 3]);
+        assert_eq!(start_order(&[] as &[u64], |b| *b), Vec::<usize>::new());
     }
 
     #[test]

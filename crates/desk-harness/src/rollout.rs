@@ -55,6 +55,14 @@ pub struct RolloutOptions {
     pub require_sandbox: bool,
 }
 
+/// The contract's wall time for a task of `kind`, in seconds.
+pub(crate) fn wall_time_ceiling_s(kind: DrawingType) -> u64 {
+    match kind {
+        DrawingType::TwoD => WALL_TIME_2D_S,
+        DrawingType::ThreeD => WALL_TIME_3D_S,
+    }
+}
+
 /// Effective budgets: the task's declared action budget clamped to [`MAX_ACTIONS`], and the
 /// contract's wall time for the drawing type (900 s for 2D, 1,800 s for 3D).
 pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBudgets, Duration) {
@@ -63,10 +71,7 @@ pub fn effective_budgets(task: &Task, options: &RolloutOptions) -> (EffectiveBud
     if let Some(lower) = options.max_actions {
         max_actions = max_actions.min(lower);
     }
-    let ceiling_s = match task.drawing_type {
-        DrawingType::TwoD => WALL_TIME_2D_S,
-        DrawingType::ThreeD => WALL_TIME_3D_S,
-    };
+    let ceiling_s = wall_time_ceiling_s(task.drawing_type);
     // The contract fixes wall time per drawing type; the declared value is only recorded.
     let mut wall_time = Duration::from_secs(ceiling_s);
     if let Some(lower) = options.wall_time {

@@ -100,8 +100,8 @@ pub async fn run_suite(
 }
 
 /// Runs every task with up to `plan.jobs` rollouts at once, each on its own session, and writes
-/// the records, `summary.json` and `report.html`. Agents are built and rollouts started in task
-/// order; progress (`progress.rs`) reports each rollout as it ends, and results are summarized
+/// the records, `summary.json` and `report.html`. Agents are built and rollouts started longest
+/// budget first (`plan::start_order`), in task order within a budget; progress (`progress.rs`) reports each rollout as it ends, and results are summarized
 /// in task order, so the records equal a sequential run's except for timings. A local failure stops new rollouts; those already
 /// running finish (and release their sessions) before it is returned.
 pub async fn run_suite_with(
@@ -119,7 +119,11 @@ pub async fn run_suite_with(
     let mut running: Vec<Running> = Vec::new();
     let mut finished: Vec<Option<RolloutRecord>> = vec![None; tasks.len()];
     let mut failure = None;
-    for (task_idx, task) in tasks.iter().enumerate() {
+    let order = crate::plan::start_order(tasks, |task| {
+        crate::rollout::wall_time_ceiling_s(task.drawing_type)
+    });
+    // `order` is a permutation of the tasks' positions.
+    for (task_idx, task) in order.into_iter().map(|idx| (idx, &tasks[idx])) {
         // A slot frees when a rollout ends; report every finished one meanwhile.
         let permit = loop {
             drain_finished(&mut running, &mut finished, &mut failure, &mut progress).await;
