@@ -19,10 +19,7 @@ use crate::shm::ShmMapping;
 mod cache;
 mod deflate;
 mod encode;
-mod measure;
-
-pub use measure::CaptureStats;
-pub(crate) use measure::measure_capture;
+pub(crate) mod measure;
 
 /// A raw screen image: 4 bytes per pixel (B, G, R, pad), rows packed.
 #[derive(Debug, Clone, PartialEq, Eq)]

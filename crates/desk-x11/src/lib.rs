@@ -30,7 +30,8 @@ mod shm;
 mod window;
 mod worker;
 
-pub use capture::{CaptureStats, Capturer, RawFrame, epoch_ms, sha256_hex};
+pub use capture::measure::CaptureStats;
+pub use capture::{Capturer, RawFrame, epoch_ms, sha256_hex};
 pub use desk_worker_io::ListenArgs;
 pub use error::X11Error;
 pub use fault::WORKER_FAULT_ENV;
@@ -63,6 +64,6 @@ fn bench_session(mut session: X11Session, n_frames: usize) -> Result<CaptureStat
 impl X11Session {
     /// Measures capture+encode on this session's display.
     pub fn bench(&mut self, n_frames: usize) -> Result<CaptureStats, X11Error> {
-        capture::measure_capture(&self.conn, &mut self.capturer, n_frames)
+        capture::measure::measure_capture(&self.conn, &mut self.capturer, n_frames)
     }
 }
