@@ -29,6 +29,7 @@ mod faults;
 mod freecad;
 mod freecad_entry_paths;
 mod freecad_planted;
+mod freecad_status;
 mod identity;
 mod interrupt;
 mod kill_frozen_broker;
