@@ -163,8 +163,46 @@ pub(crate) fn action_receipt(
     })
 }
 
-/// `screenshot`: the frame handed out by a reset or a screenshot, stored as
-/// `frames/<sequence>.png` before its record is written.
+/// [`action_receipt`] for a delivered action whose input logs were written but not yet
+/// flushed (`logs`, `logs::Written::durable`): the receipt digests them, and they and the
+/// receipt are flushed in one durable batch. Every file of `logs` is flushed whatever happens
+/// to the receipt; the second value is whether they all reached the disk.
+pub(crate) fn action_receipt_alongside(
+    evidence: Evidence<'_>,
+    session: &SessionRow,
+    index: u64,
+    end: ActionEnd<'_>,
+    logs: &[desk_evidence::durable::Durable<'_>],
+) -> (
+    Result<(), BrokerError>,
+    Result<(), desk_evidence::EvidenceError>,
+) {
+    let mut flushed = None;
+    let receipt = with_journal(evidence, session, "execute_action", |journal| {
+        let (settle_outcome, error_code, screenshot_sha256) = match end {
+            ActionEnd::Delivered {
+                settle_outcome,
+                screenshot_sha256,
+            } => (settle_outcome, None, screenshot_sha256),
+            ActionEnd::InDoubt => ("in_doubt", Some("input_outcome_unknown"), None),
+            ActionEnd::NotInjected { error_code } => (NOT_INJECTED, Some(error_code), None),
+        };
+        let (receipt, others) =
+            journal.receipt_alongside(index, settle_outcome, error_code, screenshot_sha256, logs);
+        flushed = Some(others.into_iter().collect());
+        receipt
+    });
+    // The journal could not even be opened: the logs are still flushed before the answer.
+    let flushed = flushed.unwrap_or_else(|| desk_evidence::durable::sync_all(logs));
+    (receipt, flushed)
+}
+
+/// `screenshot`: the frame handed out by a reset or a screenshot, written as
+/// `frames/<sequence>.png` (staged, renamed) before its record is written; the frame, its
+/// directory entry and the record are flushed in one durable batch (`desk_evidence::durable`),
+/// so all three are durable before this returns (one disk wait instead of three). A frame whose
+/// flush failed fails the hook after its record was written, like a crash after the record: the
+/// answer is not sent.
 pub(crate) fn screenshot(
     evidence: Evidence<'_>,
     session: &SessionRow,
@@ -173,13 +211,17 @@ pub(crate) fn screenshot(
 ) -> Result<(), BrokerError> {
     with_journal(evidence, session, "screenshot", |journal| {
         let name = format!("{sequence}.png");
-        let staged = journal.stage(&name, png)?;
-        journal.commit_staged(&staged, desk_evidence::bundle::FRAMES_DIR, &name)?;
-        journal.append(RecordBody::Screenshot(Screenshot {
-            sequence,
-            sha256: desk_evidence::sha256_hex(png),
-            size: png.len() as u64,
-        }))
+        let placed = journal.place_unsynced(desk_evidence::bundle::FRAMES_DIR, &name, png)?;
+        let (appended, frame) = journal.append_alongside(
+            RecordBody::Screenshot(Screenshot {
+                sequence,
+                sha256: desk_evidence::sha256_hex(png),
+                size: png.len() as u64,
+            }),
+            &placed.durable(),
+        );
+        appended?;
+        frame.into_iter().collect()
     })
 }
 

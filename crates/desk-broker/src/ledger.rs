@@ -7,6 +7,11 @@
 //! 4. the frame file, 5. the event logs, 6. the evidence receipt, 7. journal `complete` —
 //!    [`Ledger::delivered`].
 //!
+//! Disk waits (`docs/evidence.md`, "Disk waits"): steps 1 and 2 are written at once and both
+//! are durable before input; the event logs (5) are written, then flushed in one durable batch
+//! with the receipt (6) that digests them; the journal row (7) commits after that batch
+//! returned, so it is still last. Three serialized waits for six flushes.
+//!
 //! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
 //! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
 //! then `unknown` and the session `error`). Once input was delivered the action counts: a failed
@@ -19,6 +24,9 @@
 //! an identical retry replays the cached response and sends nothing. A frame that could not be
 //! stored is cached inside the journal row instead, so the replay still carries it; an action
 //! whose receipt could not be written stays open in the evidence chain (accepted, never closed).
+//!
+//! Over 400 lines: every step and every exit of one action's records stays in this one file, so
+//! their order (and what each exit leaves on disk) reads in one place.
 
 use std::time::Instant;
 
@@ -35,7 +43,7 @@ use crate::evidence::{self, ActionEnd};
 use crate::frames::{self, CarriesShot};
 use crate::ids::RequestId;
 use crate::journal::{JournalEntry, JournalStatus};
-use crate::logs::{EventLogs, FrameTiming};
+use crate::logs::{EventLogs, FrameTiming, Written};
 use crate::session::{Failure, Lifecycle};
 use crate::store::SessionRow;
 pub(crate) mod records;
@@ -105,46 +113,76 @@ impl<'a> Ledger<'a> {
     ) -> Result<Ledger<'a>, BrokerError> {
         session.lifecycle = running;
         inner.renew(&mut session);
+        let entry = JournalEntry {
+            session_id: session.id.clone(),
+            action_index,
+            request_id: accepted.request_id.clone(),
+            request_digest: accepted.request_digest,
+            action_type: accepted.action_type.to_string(),
+            intent: accepted.intent.to_string(),
+            status: JournalStatus::Pending,
+            response: None,
+        };
+        // Steps 1 and 2 run at once (`desk_evidence::durable::join`): both are durable before
+        // this returns, so before any input; neither needs the other on disk first. A crash
+        // between them leaves either a `pending` row (the restart closes it in doubt; nothing
+        // was sent) or an `action_accepted` without a row (the next acceptance at that index
+        // withdraws it with `not_injected`), the same two states the sequential order could
+        // leave.
         let started = Instant::now();
-        inner.store.begin_action(
-            &session,
-            &JournalEntry {
-                session_id: session.id.clone(),
-                action_index,
-                request_id: accepted.request_id.clone(),
-                request_digest: accepted.request_digest,
-                action_type: accepted.action_type.to_string(),
-                intent: accepted.intent.to_string(),
-                status: JournalStatus::Pending,
-                response: None,
-            },
-        )?;
-        let begin_action_us = micros(started);
-        let started = Instant::now();
+        let ((stored, begin_action_us), (evidenced, evidence_accepted_us)) =
+            desk_evidence::durable::join(
+                || {
+                    let result = inner.store.begin_action(&session, &entry);
+                    (result, micros(started))
+                },
+                || {
+                    let result = evidence::action_accepted(
+                        inner.evidence(),
+                        &session,
+                        action_index,
+                        accepted.request_id.as_str(),
+                        &accepted.request,
+                        accepted.action_type,
+                        accepted.intent,
+                    );
+                    (result, micros(started))
+                },
+            );
         let mut ledger = Ledger {
             inner,
             session,
             action_index,
             fence: None,
         };
-        if let Err(error) = evidence::action_accepted(
-            inner.evidence(),
-            &ledger.session,
-            action_index,
-            accepted.request_id.as_str(),
-            &accepted.request,
-            accepted.action_type,
-            accepted.intent,
-        ) {
-            ledger.session.lifecycle = ledger.session.lifecycle.withdraw()?;
-            inner.store.discard_action(&ledger.session, action_index)?;
-            return Err(error);
+        match (stored, evidenced) {
+            (Ok(()), Ok(())) => {}
+            (Ok(()), Err(error)) => {
+                ledger.session.lifecycle = ledger.session.lifecycle.withdraw()?;
+                inner.store.discard_action(&ledger.session, action_index)?;
+                return Err(error);
+            }
+            (Err(error), evidenced) => {
+                // No row: nothing will be sent. An `action_accepted` that did get written is
+                // withdrawn now (best effort; the next acceptance would withdraw it too).
+                if evidenced.is_ok() {
+                    let _ = evidence::action_receipt(
+                        inner.evidence(),
+                        &ledger.session,
+                        action_index,
+                        ActionEnd::NotInjected {
+                            error_code: error.code().as_str(),
+                        },
+                    );
+                }
+                return Err(error);
+            }
         }
         tracing::debug!(
             session_id = %ledger.session.id,
             action_index,
             begin_action_us,
-            evidence_accepted_us = micros(started),
+            evidence_accepted_us,
             "action timing: accepted"
         );
         Ok(ledger)
@@ -331,24 +369,32 @@ impl<'a> Ledger<'a> {
                 previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
             }
         });
-        if let Err(error) = EventLogs::new(&session_dir).append_step(
+        // Written now, flushed below with the receipt that digests them (one durable batch).
+        let written = match EventLogs::new(&session_dir).write_step(
             outcome,
             Origin::Action,
             Some(self.action_index),
             step_index,
             timing,
         ) {
-            self.observation_failed(response, "event_log", &error);
-        }
+            Ok(written) => written,
+            Err(error) => {
+                self.observation_failed(response, "event_log", &error);
+                Written::default()
+            }
+        };
         let event_logs_us = micros(logs_started);
         // A kill past kill::KILL_FENCE_BOUND did not wait for this broker: in doubt, not complete.
         let layout = self.inner.config.layout();
         if let Some(cut) = crate::kill::read_tombstone(&layout, &self.session.id) {
+            if let Err(error) = written.sync() {
+                tracing::error!(session_id = %self.session.id, %error, "failed to flush the input logs of an action a kill cut");
+            }
             let why = format!("killed while its records were written: {}", cut.reason);
             return Err(self.in_doubt(BackendError::OutcomeUnknown(why)));
         }
         let receipt_started = Instant::now();
-        if let Err(error) = evidence::action_receipt(
+        let (receipt, logs_flushed) = evidence::action_receipt_alongside(
             self.inner.evidence(),
             &self.session,
             self.action_index,
@@ -358,12 +404,24 @@ impl<'a> Ledger<'a> {
                     .screenshot()
                     .map(|screenshot| screenshot.sha256.as_str()),
             },
-        ) {
+            &written.durable(),
+        );
+        if let Err(error) = logs_flushed {
+            let error = crate::logs::flush_failed(error);
+            if !response
+                .observation_failures()
+                .iter()
+                .any(|name| name == "event_log")
+            {
+                self.observation_failed(response, "event_log", &error);
+            }
+        }
+        if let Err(error) = receipt {
             // The journal below still makes the action exactly-once; the evidence chain keeps
             // it open (accepted, no receipt), which is what an auditor should see.
             self.observation_failed(response, "evidence", &error);
         }
-        let evidence_receipt_us = micros(receipt_started);
+        let receipt_batch_us = micros(receipt_started);
         // A replay reads the frame file; without one the PNG stays in the cached row. The
         // base64 is set aside while the row is serialized, not copied (a 1080p frame's is
         // about 700 KB).
@@ -391,7 +449,7 @@ impl<'a> Ledger<'a> {
             records_us = micros(started),
             frame_store_us,
             event_logs_us,
-            evidence_receipt_us,
+            receipt_batch_us,
             cache_commit_us = micros(commit_started),
             "action timing: delivered"
         );

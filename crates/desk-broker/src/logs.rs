@@ -22,7 +22,10 @@
 //! (same records) until the next logged frame, whose row embeds them first, as the inputs
 //! accepted since the prior screenshot.
 //!
-//! Invariant: both files are append-only after reset truncates them; each append is fsynced.
+//! Invariant: both files are append-only after reset truncates them; each append is flushed
+//! (`fdatasync`) before the answer that follows it: at once by [`EventLogs::append_step`], or,
+//! on an action's path, by the ledger in one durable batch with the receipt that digests them
+//! ([`EventLogs::write_step`]; `docs/evidence.md`, "Disk waits").
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -34,6 +37,7 @@ use desk_contract::events::{
 };
 
 use desk_desktop::SessionDir;
+use desk_evidence::durable::Durable;
 
 use crate::error::BrokerError;
 
@@ -60,16 +64,52 @@ pub(crate) struct EventLogs {
     pending_path: PathBuf,
 }
 
-fn append_lines(path: &Path, lines: &str) -> Result<(), BrokerError> {
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(BrokerError::io("open the event log", path))?;
-    file.write_all(lines.as_bytes())
-        .map_err(BrokerError::io("append to the event log", path))?;
-    file.sync_data()
-        .map_err(BrokerError::io("fsync the event log", path))
+/// The log files one step appended to, written and not yet flushed: the caller flushes them
+/// ([`Written::durable`]) in the durable batch of the record that digests them, or at once with
+/// [`Written::sync`].
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    files: Vec<(File, PathBuf)>,
+}
+
+impl Written {
+    /// What must be flushed: each appended file's bytes. No directory: `init` flushed the
+    /// session directory with both logs in it, and `frame_events.pending`, the one file an
+    /// append may create, is a scratch list whose loss a power failure may cost (its events
+    /// are in `events.json` too).
+    pub(crate) fn durable(&self) -> Vec<Durable<'_>> {
+        self.files
+            .iter()
+            .map(|(file, path)| Durable::data(file, path))
+            .collect()
+    }
+
+    /// Flushes every appended file now (one durable batch).
+    pub(crate) fn sync(&self) -> Result<(), BrokerError> {
+        desk_evidence::durable::sync_all(&self.durable()).map_err(flush_failed)
+    }
+
+    fn append(&mut self, path: &Path, lines: &str) -> Result<(), BrokerError> {
+        let mut file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(BrokerError::io("open the event log", path))?;
+        file.write_all(lines.as_bytes())
+            .map_err(BrokerError::io("append to the event log", path))?;
+        self.files.push((file, path.to_path_buf()));
+        Ok(())
+    }
+}
+
+/// A failed flush of an event log, as the error an unbatched `fdatasync` gave.
+pub(crate) fn flush_failed(error: desk_evidence::EvidenceError) -> BrokerError {
+    match error {
+        desk_evidence::EvidenceError::Io { path, source, .. } => {
+            BrokerError::io("fsync the event log", path)(source)
+        }
+        other => BrokerError::Internal(format!("fsync the event log: {other}")),
+    }
 }
 
 impl EventLogs {
@@ -128,6 +168,22 @@ impl EventLogs {
         step_index: Option<u64>,
         timing: Option<FrameTiming>,
     ) -> Result<(), BrokerError> {
+        self.write_step(outcome, origin, action_index, step_index, timing)?
+            .sync()
+    }
+
+    /// [`EventLogs::append_step`] without the flush: returns the files written, which the
+    /// caller must flush before it answers (the ledger flushes them with the action's receipt,
+    /// which digests them, in one durable batch).
+    pub(crate) fn write_step(
+        &self,
+        outcome: &ActionOutcome,
+        origin: Origin,
+        action_index: Option<u64>,
+        step_index: Option<u64>,
+        timing: Option<FrameTiming>,
+    ) -> Result<Written, BrokerError> {
+        let mut written = Written::default();
         let serialize = BrokerError::json("serialize an event record");
         let released_at_ms = match (outcome.events.last(), &outcome.frame) {
             (Some(event), _) => event.timestamp_ms,
@@ -168,10 +224,10 @@ impl EventLogs {
         }
         let Some(timing) = timing else {
             if !event_lines.is_empty() {
-                append_lines(&self.events_path, &event_lines)?;
-                append_lines(&self.pending_path, &event_lines)?;
+                written.append(&self.events_path, &event_lines)?;
+                written.append(&self.pending_path, &event_lines)?;
             }
-            return Ok(());
+            return Ok(written);
         };
         let mut waiting = Vec::new();
         for line in read_or_empty(&self.pending_path)?.lines() {
@@ -201,15 +257,15 @@ impl EventLogs {
             .map_err(BrokerError::json("serialize a frame events row"))?;
         row_line.push('\n');
         if !event_lines.is_empty() {
-            append_lines(&self.events_path, &event_lines)?;
+            written.append(&self.events_path, &event_lines)?;
         }
-        append_lines(&self.frame_events_path, &row_line)?;
+        written.append(&self.frame_events_path, &row_line)?;
         match std::fs::remove_file(&self.pending_path) {
             Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(BrokerError::io(
                 "remove the pending frame events",
                 &self.pending_path,
             )(error)),
-            _ => Ok(()),
+            _ => Ok(written),
         }
     }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use desk_desktop::SessionDir;
+use desk_evidence::durable::{self, Durable};
 use desk_evidence::record::{ActionReceipt, LogDigest, NOT_INJECTED, SessionStarted};
 use desk_evidence::{EvidenceError, EvidenceWriter, RecordBody, SigningKey};
 use sha2::{Digest as _, Sha256};
@@ -77,6 +78,25 @@ impl LogHasher {
     }
 }
 
+/// A file written into the evidence directory by [`SessionJournal::place_unsynced`], not yet
+/// flushed, with its directory (whose new entry must be flushed too).
+pub(super) struct Placed {
+    file: File,
+    path: PathBuf,
+    directory: File,
+    directory_path: PathBuf,
+}
+
+impl Placed {
+    /// The two flushes that make the file durable under its name: its bytes and its directory.
+    pub(super) fn durable(&self) -> [Durable<'_>; 2] {
+        [
+            Durable::data(&self.file, &self.path),
+            Durable::directory(&self.directory, &self.directory_path),
+        ]
+    }
+}
+
 /// One session's open journal and what the broker needs to know about it.
 pub(super) struct SessionJournal {
     pub(super) writer: EvidenceWriter,
@@ -109,9 +129,25 @@ impl SessionJournal {
     }
 
     pub(super) fn append(&mut self, body: RecordBody) -> Result<(), EvidenceError> {
-        self.writer.append(now_ms(), body.clone())?;
-        self.observe(&body);
-        Ok(())
+        self.append_alongside(body, &[]).0
+    }
+
+    /// [`SessionJournal::append`] in one durable batch with `alongside` (files already written
+    /// that must be durable before the same answer): `EvidenceWriter::append_alongside`. The
+    /// second value holds one result per `alongside` file; each is flushed whatever happens to
+    /// the record.
+    pub(super) fn append_alongside(
+        &mut self,
+        body: RecordBody,
+        alongside: &[Durable<'_>],
+    ) -> (Result<(), EvidenceError>, Vec<Result<(), EvidenceError>>) {
+        let (appended, others) = self
+            .writer
+            .append_alongside(now_ms(), body.clone(), alongside);
+        if appended.is_ok() {
+            self.observe(&body);
+        }
+        (appended.map(|_| ()), others)
     }
 
     /// Digests of both logs as they are now: the live ones, or the copies a kill kept in the
@@ -139,27 +175,80 @@ impl SessionJournal {
         error_code: Option<&str>,
         screenshot_sha256: Option<&str>,
     ) -> Result<(), EvidenceError> {
-        let (events, frame_events) = self.log_digests()?;
-        self.append(RecordBody::ActionReceipt(ActionReceipt {
-            index,
-            settle_outcome: settle_outcome.to_string(),
-            error_code: error_code.map(str::to_string),
-            screenshot_sha256: screenshot_sha256.map(str::to_string),
-            events,
-            frame_events,
-        }))
+        self.receipt_alongside(index, settle_outcome, error_code, screenshot_sha256, &[])
+            .0
+    }
+
+    /// [`SessionJournal::receipt`] in one durable batch with `alongside` (the input logs it
+    /// digests, written but not yet flushed); every `alongside` file is flushed even when the
+    /// receipt fails.
+    pub(super) fn receipt_alongside(
+        &mut self,
+        index: u64,
+        settle_outcome: &str,
+        error_code: Option<&str>,
+        screenshot_sha256: Option<&str>,
+        alongside: &[Durable<'_>],
+    ) -> (Result<(), EvidenceError>, Vec<Result<(), EvidenceError>>) {
+        let (events, frame_events) = match self.log_digests() {
+            Ok(digests) => digests,
+            Err(error) => return (Err(error), durable::sync_each(alongside)),
+        };
+        self.append_alongside(
+            RecordBody::ActionReceipt(ActionReceipt {
+                index,
+                settle_outcome: settle_outcome.to_string(),
+                error_code: error_code.map(str::to_string),
+                screenshot_sha256: screenshot_sha256.map(str::to_string),
+                events,
+                frame_events,
+            }),
+            alongside,
+        )
     }
 
     /// Writes `bytes` to `relative` below the session's evidence directory: first to a synced
     /// staging file, renamed into place by [`SessionJournal::commit_staged`].
     pub(super) fn stage(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, EvidenceError> {
+        let (file, path) = self.stage_unsynced(name, bytes)?;
+        file.sync_data().map_err(io_error("fsync", &path))?;
+        Ok(path)
+    }
+
+    /// Writes `bytes` to a staging file named `name`, not yet flushed: the caller renames it
+    /// into place ([`SessionJournal::place_unsynced`]) and flushes both in the record's durable
+    /// batch.
+    fn stage_unsynced(&self, name: &str, bytes: &[u8]) -> Result<(File, PathBuf), EvidenceError> {
         let staging = self.directory.join(STAGING_DIR);
         create_private_dir(&self.directory, &staging)?;
         let path = staging.join(name);
         let mut file = crate::private::create_file(&path).map_err(io_error("create", &path))?;
         file.write_all(bytes).map_err(io_error("write", &path))?;
-        file.sync_data().map_err(io_error("fsync", &path))?;
-        Ok(path)
+        Ok((file, path))
+    }
+
+    /// Writes `bytes` as `<relative_dir>/<name>` below the session's evidence directory through
+    /// a staging file and a rename (a partial file never carries the name), without flushing:
+    /// returns the file and its directory, open, for the durable batch of the record that names
+    /// them, and their paths. The rename is durable once the directory is flushed.
+    pub(super) fn place_unsynced(
+        &self,
+        relative_dir: &str,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Placed, EvidenceError> {
+        let (file, staged) = self.stage_unsynced(name, bytes)?;
+        let directory_path = self.directory.join(relative_dir);
+        create_private_dir(&self.directory, &directory_path)?;
+        let path = directory_path.join(name);
+        std::fs::rename(&staged, &path).map_err(io_error("rename", &path))?;
+        let directory = File::open(&directory_path).map_err(io_error("open", &directory_path))?;
+        Ok(Placed {
+            file,
+            path,
+            directory,
+            directory_path,
+        })
     }
 
     pub(super) fn commit_staged(
