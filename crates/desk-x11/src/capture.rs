@@ -20,6 +20,8 @@ mod cache;
 mod deflate;
 mod encode;
 pub(crate) mod measure;
+mod parallel;
+mod staged;
 
 /// A raw screen image: 4 bytes per pixel (B, G, R, pad), rows packed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,7 +252,8 @@ impl Capturer {
     }
 
     /// Captures and PNG-encodes one frame; with MIT-SHM the encoder reads the shared segment
-    /// directly (no copy of the frame). Bands unchanged since the last frame this capturer
+    /// directly (no copy of the frame), and from two bands up the server fills it in two parts
+    /// (one grab) while the encode starts on the first (`capture/staged.rs`). Bands unchanged since the last frame this capturer
     /// encoded reuse their deflate segments (same PNG bytes as a cold encode). Returns the PNG
     /// and the capture time.
     pub fn capture_png(&mut self, conn: &RustConnection) -> Result<(Vec<u8>, u64), X11Error> {
@@ -270,6 +273,31 @@ impl Capturer {
         incremental: bool,
     ) -> Result<(Vec<u8>, u64), X11Error> {
         let (width, height) = (u32::from(self.width), u32::from(self.height));
+        if let Some(state) = &self.shm {
+            // From two bands up the server copies the frame in two parts and the encode starts
+            // on the first while the second is copied (`capture/staged.rs`).
+            let target = staged::Target {
+                root: self.root,
+                width: self.width,
+                height: self.height,
+                segment: state.segment,
+                mapping: &state.mapping,
+            };
+            let cache = incremental.then_some(&mut self.encode_cache);
+            match staged::capture_png(conn, &target, cache) {
+                Some(Ok((png, arrived))) => {
+                    let age_ms = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(0);
+                    return Ok((png, epoch_ms().saturating_sub(age_ms)));
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "mit-shm capture failed, falling back to GetImage");
+                    if let Some(state) = self.shm.take() {
+                        let _ = conn.shm_detach(state.segment);
+                    }
+                }
+                None => {}
+            }
+        }
         if let Some(state) = &self.shm {
             match self.shm_get(conn, state) {
                 Ok(captured_at_ms) => {

@@ -2,8 +2,10 @@
 //! MIT-SHM `GetImage`.
 //!
 //! Invariants: the mapping is read-only on our side, lives exactly as long as [`ShmMapping`], and
-//! is only read between a `GetImage` reply and the next request that could make the server
-//! write to it (the worker is single-threaded, so nothing else issues such a request).
+//! a part of it is only read between the `GetImage` reply that filled that part and the next
+//! request that could make the server write to it (the worker is single-threaded, so nothing
+//! else issues such a request); a capture in two parts reads the first part's bytes
+//! ([`ShmMapping::head`]) while the server still fills the second, disjoint part.
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
@@ -56,6 +58,22 @@ impl ShmMapping {
         // that outlives the returned borrow. The X server writes into it only while processing
         // a ShmGetImage request, and we read only after that request's reply arrived.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.len) }
+    }
+}
+
+impl ShmMapping {
+    /// The first `len` mapped bytes (`None` past the end), without a view of the rest. Call
+    /// only after the reply of the `GetImage` that filled them, see the module invariants.
+    pub(crate) fn head(&self, len: usize) -> Option<&[u8]> {
+        if len > self.len {
+            return None;
+        }
+        // SAFETY: `ptr` is a live, page-aligned mapping of `self.len` readable bytes (type
+        // invariant), of which the first `len` are viewed, for no longer than `self` lives. The
+        // X server writes into them only while processing a ShmGetImage request that covers
+        // them, and we read only after that request's reply arrived; the bytes after `len` may
+        // be written meanwhile and are not part of the view.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), len) })
     }
 }
 

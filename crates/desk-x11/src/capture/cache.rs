@@ -6,7 +6,8 @@
 //! the band layout is the same and a band's segment depends only on the bytes compared.
 
 use super::deflate::Segment;
-use super::encode::{Frame, assemble, default_threads, encode_png, parallel_map};
+use super::encode::{Frame, assemble, band_rows, default_threads, encode_png, n_bands};
+use super::parallel::staged_map;
 use crate::error::X11Error;
 
 /// The previous frame and its encoded bands.
@@ -31,58 +32,90 @@ impl EncodeCache {
         height: u32,
     ) -> Result<Vec<u8>, X11Error> {
         let frame = Frame::new(pixels, width, height)?;
-        let bands = frame.bands();
-        let n_bands = bands.len();
+        self.encode_staged(width, height, (frame, 0), || Ok(frame))
+    }
+
+    /// [`EncodeCache::encode`] for a frame that arrives in two parts (see
+    /// [`encode_png_staged`](super::encode::encode_png_staged)): `early` is the first part and
+    /// the number of bands inside it, `rest` waits for the whole frame. Each band is compared
+    /// and, when changed, deflated in one pass.
+    pub(super) fn encode_staged<'f>(
+        &mut self,
+        width: u32,
+        height: u32,
+        early: (Frame<'f>, usize),
+        rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
+    ) -> Result<Vec<u8>, X11Error> {
+        let (early, n_early) = early;
+        let n_bands = n_bands(height);
+        let bands = band_rows(height);
         let n_threads = default_threads(width, height);
         let cached = (self.width == width && self.height == height)
             .then(|| Frame::new(&self.pixels, width, height).ok())
             .flatten()
             .filter(|_| self.segments.len() == n_bands);
-        let changed: Vec<bool> = match &cached {
-            Some(cached) => parallel_map(n_bands, n_threads, |band_idx| {
-                let rows = bands[band_idx].clone();
-                let input = rows.start.saturating_sub(1)..rows.end;
-                frame.rows(input.clone()) != cached.rows(input)
-            })?,
-            None => vec![true; n_bands],
+        let was_cached = cached.is_some();
+        // A band's segment, or `None` when its input (its rows and the row above) did not change.
+        let band = |frame: &Frame<'_>, band_idx: usize| {
+            let rows = bands.get(band_idx)?.clone();
+            let input = rows.start.saturating_sub(1)..rows.end;
+            if cached
+                .as_ref()
+                .is_some_and(|cached| frame.rows(input.clone()) == cached.rows(input))
+            {
+                return None;
+            }
+            Some(frame.encode_band(rows, band_idx + 1 == n_bands))
         };
-        let dirty: Vec<usize> = (0..n_bands).filter(|band_idx| changed[*band_idx]).collect();
-        let fresh = parallel_map(dirty.len(), n_threads, |dirty_idx| {
-            let band_idx = dirty[dirty_idx];
-            frame.encode_band(bands[band_idx].clone(), band_idx + 1 == n_bands)
-        });
-        let fresh = match fresh {
-            Ok(fresh) => fresh,
+        let staged = staged_map(
+            n_bands,
+            n_threads,
+            n_early,
+            rest,
+            &|band_idx| band(&early, band_idx),
+            |frame, band_idx| band(frame, band_idx),
+        );
+        let (fresh, frame) = match staged {
+            Ok(done) => done,
             Err(error) => {
-                self.segments.clear();
+                self.clear();
                 return Err(error);
             }
         };
-        self.n_reused = n_bands - dirty.len();
-        if cached.is_some() {
-            let row_bytes = frame.row_bytes;
-            for (band_idx, segment) in dirty.into_iter().zip(fresh) {
-                let rows = bands[band_idx].clone();
-                let bytes = rows.start * row_bytes..rows.end * row_bytes;
-                match (self.pixels.get_mut(bytes), self.segments.get_mut(band_idx)) {
-                    (Some(target), Some(slot)) => {
-                        target.copy_from_slice(frame.rows(rows));
-                        *slot = segment;
-                    }
-                    // Unreachable (the cached frame has this frame's size); never assemble
-                    // from a partial cache.
-                    _ => {
-                        self.clear();
-                        return encode_png(pixels, width, height);
-                    }
-                }
-            }
-        } else {
+        self.n_reused = fresh.iter().filter(|segment| segment.is_none()).count();
+        if !was_cached {
             self.width = width;
             self.height = height;
             self.pixels.clear();
             self.pixels.extend_from_slice(frame.pixels);
-            self.segments = fresh;
+            self.segments.clear();
+        }
+        let row_bytes = frame.row_bytes;
+        for (band_idx, segment) in fresh.into_iter().enumerate() {
+            let Some(segment) = segment else { continue };
+            let rows = bands.get(band_idx).cloned().unwrap_or_default();
+            let bytes = rows.start * row_bytes..rows.end * row_bytes;
+            if !was_cached {
+                self.segments.push(segment);
+                continue;
+            }
+            match (self.pixels.get_mut(bytes), self.segments.get_mut(band_idx)) {
+                (Some(target), Some(slot)) => {
+                    target.copy_from_slice(frame.rows(rows));
+                    *slot = segment;
+                }
+                // Unreachable (the cached frame has this frame's size); never assemble from a
+                // partial cache.
+                _ => {
+                    self.clear();
+                    return encode_png(frame.pixels, width, height);
+                }
+            }
+        }
+        if self.segments.len() != n_bands {
+            // Unreachable (a fresh frame's bands are all encoded); never assemble a partial list.
+            self.clear();
+            return encode_png(frame.pixels, width, height);
         }
         assemble(width, height, self.segments.iter())
     }

@@ -11,9 +11,9 @@
 
 use std::ops::Range;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::deflate::{BandEncoder, Segment, adler_combine};
+use super::parallel::{parallel_map, staged_map};
 use crate::error::X11Error;
 
 /// PNG's filter type byte for Up.
@@ -50,6 +50,56 @@ pub(crate) fn encode_png_on_threads(
     assemble(width, height, segments.iter())
 }
 
+/// The bands of a frame of `height` rows (see [`Frame::bands`]).
+pub(super) fn band_rows(height: u32) -> Vec<Range<usize>> {
+    rows_in_bands(usize::try_from(height).unwrap_or(0))
+}
+
+fn rows_in_bands(n_rows: usize) -> Vec<Range<usize>> {
+    (0..n_rows)
+        .step_by(BAND_ROWS)
+        .map(|start| start..(start + BAND_ROWS).min(n_rows))
+        .collect()
+}
+
+/// Encodes a frame that arrives in two parts, like [`encode_png`]: `early` holds its first rows
+/// and says how many bands lie inside them, which start on the other threads while this one
+/// waits for the whole frame (`rest`). Same bytes as [`encode_png`] on the whole frame.
+pub(super) fn encode_png_staged<'f>(
+    width: u32,
+    height: u32,
+    early: (Frame<'f>, usize),
+    rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
+) -> Result<Vec<u8>, X11Error> {
+    let (early, n_early) = early;
+    let bands = band_rows(height);
+    let n_bands = bands.len();
+    let band = |frame: &Frame<'_>, band_idx: usize| {
+        let rows = bands.get(band_idx).cloned().unwrap_or_default();
+        frame.encode_band(rows, band_idx + 1 == n_bands)
+    };
+    let (segments, _) = staged_map(
+        n_bands,
+        default_threads(width, height),
+        n_early,
+        rest,
+        &|band_idx| band(&early, band_idx),
+        |frame, band_idx| band(frame, band_idx),
+    )?;
+    assemble(width, height, segments.iter())
+}
+
+/// Where a capture in two parts splits a frame of `height` rows: the first part's rows (a band
+/// boundary) and its bands, a quarter of them (rounded up), or `None` below two bands. A quarter:
+/// the first part is waited for with every core idle, the rest is copied by the X server while
+/// one thread encodes the first part (about as long, from the measured copy and encode times).
+pub(super) fn early_part(height: u32) -> Option<(u32, usize)> {
+    let n_bands = n_bands(height);
+    let n_early = n_bands.div_ceil(4);
+    let rows = u32::try_from(n_early * BAND_ROWS).ok()?;
+    (n_bands >= 2 && rows < height).then_some((rows, n_early))
+}
+
 /// How many bands a frame of `height` rows has.
 pub(crate) fn n_bands(height: u32) -> usize {
     usize::try_from(height).map_or(0, |rows| rows.div_ceil(BAND_ROWS))
@@ -69,6 +119,7 @@ fn n_cores() -> usize {
 }
 
 /// A checked view of a frame's pixels.
+#[derive(Clone, Copy)]
 pub(super) struct Frame<'a> {
     // Invariant: `pixels.len() == row_bytes * n_rows`, `row_bytes` a multiple of 4.
     pub(super) pixels: &'a [u8],
@@ -106,10 +157,7 @@ impl<'a> Frame<'a> {
 
     /// The bands: `BAND_ROWS` rows each, the last one the rest.
     pub(super) fn bands(&self) -> Vec<Range<usize>> {
-        (0..self.n_rows)
-            .step_by(BAND_ROWS)
-            .map(|start| start..(start + BAND_ROWS).min(self.n_rows))
-            .collect()
+        rows_in_bands(self.n_rows)
     }
 
     /// The bytes of rows `rows`.
@@ -218,64 +266,6 @@ fn word(chunk: &[u8]) -> u64 {
         [b0, b1, b2, b3, b4, b5, b6, b7] => u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
         _ => 0,
     }
-}
-
-/// Runs `task` on every index below `n_items` on up to `n_threads` threads (this one included;
-/// a thread that cannot start leaves its share to the others) and returns the results in index
-/// order. Each thread takes the next index not yet taken, so a frame whose busy bands sit
-/// together (a toolbar on top, a flat canvas below) still keeps every thread busy to the end.
-pub(super) fn parallel_map<T: Send>(
-    n_items: usize,
-    n_threads: usize,
-    task: impl Fn(usize) -> T + Sync,
-) -> Result<Vec<T>, X11Error> {
-    let n_workers = n_threads.clamp(1, n_items.max(1));
-    if n_workers == 1 {
-        return Ok((0..n_items).map(&task).collect());
-    }
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let idx = next.fetch_add(1, Ordering::Relaxed);
-            if idx >= n_items {
-                return done;
-            }
-            done.push((idx, task(idx)));
-        }
-    };
-    let work = &work;
-    let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(n_items).collect();
-    std::thread::scope(|scope| {
-        let spawned: Vec<_> = (1..n_workers)
-            .filter_map(|_| {
-                std::thread::Builder::new()
-                    .name("png-band".into())
-                    .spawn_scoped(scope, work)
-                    .ok()
-            })
-            .collect();
-        let mut place = |done: Vec<(usize, T)>| {
-            for (idx, result) in done {
-                if let Some(slot) = slots.get_mut(idx) {
-                    *slot = Some(result);
-                }
-            }
-        };
-        place(work());
-        for handle in spawned {
-            place(
-                handle
-                    .join()
-                    .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
-            );
-        }
-        Ok::<(), X11Error>(())
-    })?;
-    slots
-        .into_iter()
-        .collect::<Option<Vec<T>>>()
-        .ok_or_else(|| X11Error::Capture("a png band was not encoded".into()))
 }
 
 /// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.

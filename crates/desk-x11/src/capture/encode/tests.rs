@@ -4,6 +4,7 @@
 
 use super::super::cache::EncodeCache;
 use super::super::deflate::{ADLER_MOD, adler_combine};
+use super::super::parallel::staged_map;
 use super::*;
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -280,5 +281,73 @@ fn adler_combine_matches_the_whole() {
             naive_adler(&data),
             "split at {split}"
         );
+    }
+}
+
+#[test]
+fn a_frame_in_two_parts_gives_the_same_png_and_cache() {
+    let (width, height) = (1001, 300);
+    let bgrx = ui_frame(width, height, 21);
+    let (early_rows, n_early) = early_part(height).unwrap();
+    assert_eq!(n_early, 3);
+    let early_len = usize::try_from(early_rows * width * 4).unwrap();
+    let early = (
+        Frame::new(&bgrx[..early_len], width, early_rows).unwrap(),
+        n_early,
+    );
+    let whole = || Frame::new(&bgrx, width, height);
+    let png = encode_png_staged(width, height, early, whole).unwrap();
+    assert!(png == encode_png_on_threads(&bgrx, width, height, 1).unwrap());
+    let mut cache = EncodeCache::default();
+    assert!(cache.encode_staged(width, height, early, whole).unwrap() == png);
+    assert!(cache.encode_staged(width, height, early, whole).unwrap() == png);
+    assert_eq!(cache.n_reused(), n_bands(height));
+    // The rest failing: its error, no PNG, and a cache that starts over.
+    let failed = || Err(X11Error::Capture("no rest".into()));
+    assert!(encode_png_staged(width, height, early, failed).is_err());
+    assert!(cache.encode_staged(width, height, early, failed).is_err());
+    assert!(cache.encode(&bgrx, width, height).unwrap() == png);
+    assert_eq!(cache.n_reused(), 0);
+}
+
+#[test]
+fn staged_map_runs_early_items_before_the_rest_arrives() {
+    for n_threads in [1, 2, 4] {
+        let started = std::sync::atomic::AtomicUsize::new(0);
+        let early = |idx: usize| {
+            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            idx * 10
+        };
+        let (results, rest) = staged_map(
+            7,
+            n_threads,
+            3,
+            || {
+                if n_threads > 1 {
+                    // Another thread takes the early items meanwhile.
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                        assert!(std::time::Instant::now() < deadline);
+                        std::thread::yield_now();
+                    }
+                }
+                Ok(5)
+            },
+            &early,
+            |rest, idx| idx * 10 + rest,
+        )
+        .unwrap();
+        assert_eq!(rest, 5);
+        // Early items may also run after the rest arrived, through `early`.
+        assert_eq!(results, [0, 10, 20, 35, 45, 55, 65]);
+        let failed = staged_map(
+            7,
+            n_threads,
+            3,
+            || Err::<usize, _>(X11Error::Capture("x".into())),
+            &early,
+            |_, idx| idx,
+        );
+        assert!(failed.is_err());
     }
 }
