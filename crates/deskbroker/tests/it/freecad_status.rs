@@ -3,7 +3,7 @@
 //! timer seconds after the action that showed it (after that action's settle) is still on the
 //! screen, pixel for pixel, once the timer has run out. Both of FreeCAD's ways are covered: the
 //! start's Addon Manager warning (`MainWindow::showStatus`: the status bar's own 5 s timer and
-//! the orange colour's), and TechDraw's "Selected: attempt.Annotation." after a click on an
+//! the orange colour's; it shows around the handoff, so the test looks for it first), and TechDraw's "Selected: attempt.Annotation." after a click on an
 //! annotation (`MainWindow::showMessage(text, 3000)`: the action label's timer). Without the
 //! profile's pinning both bands change after the wait (checked by hand with the previous profile
 //! in the broker's profile directory).
@@ -79,20 +79,30 @@ async fn freecad_status_bar_messages_outlast_their_timers() {
         .unwrap();
     let mut index = 0u64;
 
-    // The start's warning (orange, #ffaa00) is on the status bar at the handoff, shown before
-    // it: after 5.5 s its 5 s timers have run out.
-    let at_handoff = &reset.screenshot.png_base64;
-    let orange = count_in_band(at_handoff, 1000, |r, g, b| {
-        r > 200 && (120..200).contains(&g) && b < 80
-    });
+    // The start's warning (orange, #ffaa00): FreeCAD shows it before the handoff or, on some
+    // starts, up to a few seconds after it (measured on oracle rollouts). Looked for every
+    // half second, up to 8 s; then its 5 s timers run out within 5.5 s.
+    let orange = |png: &str| {
+        count_in_band(png, 1000, |r, g, b| {
+            r > 200 && (120..200).contains(&g) && b < 80
+        })
+    };
+    let mut shown = reset.screenshot.png_base64.clone();
+    for _ in 0..16 {
+        if orange(&shown) > 200 {
+            break;
+        }
+        let look = json!({"type": "wait", "milliseconds": 500, "intent": "look for the warning"});
+        shown = png(&step(&client, session, &mut index, look).await).to_string();
+    }
     assert!(
-        orange > 200,
-        "FreeCAD's start warning is not on the status bar at the handoff ({orange} orange px)"
+        orange(&shown) > 200,
+        "FreeCAD's start warning did not show on the status bar within 8 s of the handoff"
     );
     let wait = json!({"type": "wait", "milliseconds": 5500, "intent": "past 5 s"});
     let waited = step(&client, session, &mut index, wait).await;
     assert!(
-        status_band(png(&waited)) == status_band(at_handoff),
+        status_band(png(&waited)) == status_band(&shown),
         "the start's warning changed after its 5 s timer"
     );
 
