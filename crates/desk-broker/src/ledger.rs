@@ -10,7 +10,8 @@
 //! Disk waits (`docs/evidence.md`, "Disk waits"): steps 1 and 2 are written at once and both
 //! are durable before input; the event logs (5) are written, then flushed in one durable batch
 //! with the receipt (6) that digests them; the journal row (7) commits after that batch
-//! returned, so it is still last. Three serialized waits for six flushes.
+//! returned, so it is still last. Three serialized waits for six flushes. A program's earlier
+//! steps' logs ([`Ledger::log_step`]) join its exit's batch (each file flushed once).
 //!
 //! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
 //! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
@@ -98,6 +99,9 @@ pub(crate) struct Ledger<'a> {
     /// The shared hold on the session's kill lock from [`Ledger::fence_kills`], released with
     /// the ledger.
     fence: Option<std::fs::File>,
+    /// The input logs of a program's earlier steps ([`Ledger::log_step`]), written and not yet
+    /// flushed: the exit's receipt flushes them in its durable batch.
+    logged: std::sync::Mutex<Vec<Written>>,
 }
 
 impl<'a> Ledger<'a> {
@@ -154,6 +158,7 @@ impl<'a> Ledger<'a> {
             session,
             action_index,
             fence: None,
+            logged: std::sync::Mutex::new(Vec::new()),
         };
         match (stored, evidenced) {
             (Ok(()), Ok(())) => {}
@@ -246,32 +251,44 @@ impl<'a> Ledger<'a> {
     }
 
     /// Logs the input of step `step_index` of a program that is not its last submitted step
-    /// (its frame is not handed out: its inputs wait for the final frame's row). A failed
-    /// write is named in `failures`; the step counts.
+    /// (its frame is not handed out: its inputs wait for the final frame's row). Written now,
+    /// flushed with the receipt of the program's exit ([`Ledger::delivered`],
+    /// [`Ledger::in_doubt`]) in one durable batch. A failed write is named in `failures`; the
+    /// step counts.
     pub(crate) fn log_step(
         &self,
         outcome: &ActionOutcome,
         step_index: u64,
         failures: &mut Vec<String>,
     ) {
-        if let Err(error) = EventLogs::new(&self.session.dir()).append_step(
+        match EventLogs::new(&self.session.dir()).write_step(
             outcome,
             Origin::Action,
             Some(self.action_index),
             Some(step_index),
             None,
         ) {
-            tracing::error!(
-                session_id = %self.session.id,
-                action_index = self.action_index,
-                step_index,
-                %error,
-                "a program step's input log failed; the step counts"
-            );
-            if !failures.iter().any(|name| name == "event_log") {
-                failures.push("event_log".to_string());
+            Ok(written) => self.logged_steps().push(written),
+            Err(error) => {
+                tracing::error!(
+                    session_id = %self.session.id,
+                    action_index = self.action_index,
+                    step_index,
+                    %error,
+                    "a program step's input log failed; the step counts"
+                );
+                if !failures.iter().any(|name| name == "event_log") {
+                    failures.push("event_log".to_string());
+                }
             }
         }
+    }
+
+    /// The logs [`Ledger::log_step`] wrote and no receipt has flushed yet.
+    fn logged_steps(&self) -> std::sync::MutexGuard<'_, Vec<Written>> {
+        self.logged
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Fences off kills until the ledger is closed (a shared hold on the kill lock,
@@ -294,12 +311,18 @@ impl<'a> Ledger<'a> {
     /// Input may have been sent without a known outcome: an `in doubt` receipt (best effort),
     /// the row `unknown`, the session `error` with `input_outcome_unknown`.
     pub(crate) fn in_doubt(mut self, error: BackendError) -> BrokerError {
-        let _ = evidence::action_receipt(
+        let logged = std::mem::take(&mut *self.logged_steps());
+        let logs = Written::durable_all(&logged);
+        let (_, flushed) = evidence::action_receipt_alongside(
             self.inner.evidence(),
             &self.session,
             self.action_index,
             ActionEnd::InDoubt,
+            &logs,
         );
+        if let Err(error) = flushed {
+            tracing::error!(session_id = %self.session.id, %error, "failed to flush the input logs of an action in doubt");
+        }
         let failure = BrokerError::OutcomeUnknown {
             action_index: self.action_index,
             source: Some(error),
@@ -387,6 +410,7 @@ impl<'a> Ledger<'a> {
         // A kill past kill::KILL_FENCE_BOUND did not wait for this broker: in doubt, not complete.
         let layout = self.inner.config.layout();
         if let Some(cut) = crate::kill::read_tombstone(&layout, &self.session.id) {
+            // in_doubt flushes the earlier steps' logs with its receipt; these are the last's.
             if let Err(error) = written.sync() {
                 tracing::error!(session_id = %self.session.id, %error, "failed to flush the input logs of an action a kill cut");
             }
@@ -394,6 +418,8 @@ impl<'a> Ledger<'a> {
             return Err(self.in_doubt(BackendError::OutcomeUnknown(why)));
         }
         let receipt_started = Instant::now();
+        let logged = std::mem::take(&mut *self.logged_steps());
+        let logs = Written::durable_all(logged.iter().chain(std::iter::once(&written)));
         let (receipt, logs_flushed) = evidence::action_receipt_alongside(
             self.inner.evidence(),
             &self.session,
@@ -404,7 +430,7 @@ impl<'a> Ledger<'a> {
                     .screenshot()
                     .map(|screenshot| screenshot.sha256.as_str()),
             },
-            &written.durable(),
+            &logs,
         );
         if let Err(error) = logs_flushed {
             let error = crate::logs::flush_failed(error);

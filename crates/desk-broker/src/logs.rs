@@ -84,6 +84,24 @@ impl Written {
             .collect()
     }
 
+    /// The flushes of several steps' appends, one per file (an `fdatasync` of a file flushes
+    /// every earlier append to it, so a file several steps appended to is flushed once), and
+    /// none for a file a later step removed (`frame_events.pending`, once a frame's row took
+    /// its events): nothing of it is kept.
+    pub(crate) fn durable_all<'w>(
+        written: impl IntoIterator<Item = &'w Written>,
+    ) -> Vec<Durable<'w>> {
+        let mut batch: Vec<Durable<'w>> = Vec::new();
+        for durable in written.into_iter().flat_map(Written::durable) {
+            if !batch.iter().any(|seen| seen.path == durable.path)
+                && std::fs::symlink_metadata(durable.path).is_ok()
+            {
+                batch.push(durable);
+            }
+        }
+        batch
+    }
+
     /// Flushes every appended file now (one durable batch).
     pub(crate) fn sync(&self) -> Result<(), BrokerError> {
         desk_evidence::durable::sync_all(&self.durable()).map_err(flush_failed)
