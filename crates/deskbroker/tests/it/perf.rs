@@ -31,6 +31,8 @@ fn perf_measures_every_row_with_and_without_the_sandbox() {
     );
     for row in [
         "capture+PNG, in-process",
+        "  X server copy alone (one ShmGetImage)",
+        "  encode+SHA-256 alone",
         "capture+PNG via worker pipe",
         "click→settled frame via worker (total)",
         "LibreCAD reset → verified handoff",
