@@ -36,9 +36,9 @@ use crate::session::X11Session;
 /// dozen objects (4-16 ms typically on FreeCAD 0.20.2); a busy main loop (FreeCAD recomputing
 /// or updating its panels after a selection) delayed it past 250 ms often enough to end one
 /// dev-split rollout in ~2, so this waits for the app rather than refusing. 2 s was not enough
-/// on a 2-core host at load 10: with the oracle's fixed waits gone, the first input after a
+/// on a 2-core host at load 10-22: with the oracle's fixed waits gone, the first input after a
 /// handoff or a workbench switch (FreeCAD registering its new toolbars on the bus) was refused
-/// unverified in 3 of 6 rollouts. Waiting longer only delays a refusal, never admits blind.
+/// unverified in 8 of 13 rollouts. Waiting longer only delays a refusal, never admits blind.
 pub(crate) const LIVE_BOUND: Duration = Duration::from_secs(6);
 /// How long the scan after a settle may take; without an answer in time there is no view and
 /// the next input is checked live.
