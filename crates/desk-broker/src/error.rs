@@ -267,14 +267,14 @@ impl BrokerError {
     }
 
     /// The body sent to clients: the reason for a refusal, a fixed message for a failure whose
-    /// cause stays in the log ([`BrokerError::hides_cause`]).
+    /// cause stays in the log ([`BrokerError::hides_cause`]). A desktop's refusal the client
+    /// can act on (`destination_prohibited`, `ax_observation_stale`, `accessibility_unavailable`,
+    /// a busy start, …) carries the worker's reason: "refused unverified" and "lies on the
+    /// app's Python console" call for different next steps.
     pub fn to_body(&self) -> ErrorBody {
         let code = self.code();
-        let message = if let BrokerError::Desktop {
-            source:
-                source @ (BackendError::AccessibilityUnavailable(_) | BackendError::StartTimedOut(_)),
-            operation,
-        } = self
+        let message = if let BrokerError::Desktop { source, operation } = self
+            && !self.hides_cause()
         {
             format!("{source} (during {operation})")
         } else if !self.hides_cause() {

@@ -1,6 +1,7 @@
 //! Unit tests of the pure helpers, request digests, error bodies and event-log records.
 
 use desk_contract::ErrorCode;
+use desk_desktop::BackendError;
 use serde_json::json;
 
 use crate::error::BrokerError;
@@ -84,6 +85,37 @@ fn server_errors_hide_their_cause() {
     let refused = BrokerError::LeaseExpired("s_1".into()).to_body();
     assert_eq!(refused.code, ErrorCode::LeaseExpired);
     assert!(refused.message.contains("s_1"));
+}
+
+#[test]
+fn a_desktop_refusal_carries_the_workers_reason_and_a_desktop_failure_hides_it() {
+    let reason = "the input's destination inside the app could not be checked against the \
+                  profile's prohibited panels (live check: timed out); refused unverified";
+    let refused = BrokerError::Desktop {
+        operation: "execute_action",
+        source: BackendError::DestinationProhibited(reason.to_string()),
+    }
+    .to_body();
+    assert_eq!(refused.code, ErrorCode::DestinationProhibited);
+    assert_eq!(refused.message, format!("{reason} (during execute_action)"));
+    let stale = BrokerError::Desktop {
+        operation: "execute_program",
+        source: BackendError::AxStale("element 7 changed".into()),
+    }
+    .to_body();
+    assert_eq!(stale.code, ErrorCode::AxObservationStale);
+    assert!(
+        stale.message.contains("element 7 changed"),
+        "{}",
+        stale.message
+    );
+    let failed = BrokerError::Desktop {
+        operation: "execute_action",
+        source: BackendError::Worker("/secret/worker.sock: broken pipe".into()),
+    }
+    .to_body();
+    assert_eq!(failed.code, ErrorCode::DesktopFailed);
+    assert!(!failed.message.contains("secret"), "{}", failed.message);
 }
 
 #[test]

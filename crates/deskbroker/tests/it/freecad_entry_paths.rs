@@ -489,14 +489,19 @@ async fn the_worker_refuses_input_into_the_docked_python_console() {
                     ErrorCode::DestinationProhibited,
                     "{what}: {body:?}"
                 );
+                // The answer carries the worker's reason: the console was found by name.
+                assert!(
+                    body.message.contains("the app's docked Python console"),
+                    "{what}: {body:?}"
+                );
                 refusals.push(started.elapsed().as_millis());
             }
             other => panic!("{what} must be refused with destination_prohibited: {other:?}"),
         }
     }
     assert_eq!(driver.index, index, "refused input takes no action index");
-    // Each refusal named the rule (the answer's message is generic; the worker logs the
-    // reason): the console was found, not refused as unverified.
+    // Each refusal named the rule in the worker's log too: the console was found, not refused
+    // as unverified.
     let log =
         std::fs::read_to_string(broker.session_dir(&driver.session).join("worker.log")).unwrap();
     let named = log
