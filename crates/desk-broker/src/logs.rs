@@ -23,7 +23,7 @@
 //! accepted since the prior screenshot.
 //!
 //! Invariant: both files are append-only after reset truncates them; each append is flushed
-//! (`fdatasync`) before the answer that follows it: at once by [`EventLogs::append_step`], or,
+//! (`fdatasync`) before the answer that follows it: at once by [`EventLogs::append`], or,
 //! on an action's path, by the ledger in one durable batch with the receipt that digests them
 //! ([`EventLogs::write_step`]; `docs/evidence.md`, "Disk waits").
 
@@ -173,24 +173,12 @@ impl EventLogs {
         action_index: Option<u64>,
         timing: Option<FrameTiming>,
     ) -> Result<(), BrokerError> {
-        self.append_step(outcome, origin, action_index, None, timing)
-    }
-
-    /// [`EventLogs::append`] for step `step_index` of the input program `action_index`: every
-    /// record carries the step's index.
-    pub(crate) fn append_step(
-        &self,
-        outcome: &ActionOutcome,
-        origin: Origin,
-        action_index: Option<u64>,
-        step_index: Option<u64>,
-        timing: Option<FrameTiming>,
-    ) -> Result<(), BrokerError> {
-        self.write_step(outcome, origin, action_index, step_index, timing)?
+        self.write_step(outcome, origin, action_index, None, timing)?
             .sync()
     }
 
-    /// [`EventLogs::append_step`] without the flush: returns the files written, which the
+    /// [`EventLogs::append`] for step `step_index` of the input program `action_index` (every
+    /// record carries the step's index), without the flush: returns the files written, which the
     /// caller must flush before it answers (the ledger flushes them with the action's receipt,
     /// which digests them, in one durable batch).
     pub(crate) fn write_step(
