@@ -9,33 +9,18 @@ use std::time::Instant;
 
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
-use desk_contract::api::{LeaseRequest, ResetRequest};
+
 use desk_contract::desktop::WindowRole;
 use serde_json::json;
 
 use crate::librecad::librecad_available;
 use crate::probe::act;
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, lease_and_reset, xvfb_available};
 
 pub(crate) async fn ready(client: &Client, profile: &str) -> String {
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "a11y".into(),
-            attempt_id: format!("a11y-{profile}"),
-            profile: Some(profile.into()),
-        })
+    lease_and_reset(client, "a11y", &format!("a11y-{profile}"), profile)
         .await
-        .unwrap();
-    client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
-    lease.session_id
+        .0
 }
 
 fn code(error: ClientError) -> ErrorCode {

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
-use desk_contract::api::{LeaseRequest, ResetRequest};
+
 use desk_desktop::launcher::{recorded_display, recorded_processes};
 use serde_json::{Value, json};
 use x11rb::connection::Connection;
@@ -27,7 +27,7 @@ use x11rb::rust_connection::{DefaultStream, RustConnection};
 
 use crate::librecad::librecad_available;
 use crate::probe::act;
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, lease_and_reset, xvfb_available};
 
 /// Opens the session's display as an outside observer: its socket on the host, or inside the
 /// sandbox's `/tmp` seen through `/proc/PID/root`; with the session's X cookie when it has one.
@@ -279,24 +279,7 @@ async fn system_chords_clicks_and_drags_outside_the_app_escape_nothing() {
     let root_dir = tempfile::tempdir().unwrap();
     let broker = Broker::start(root_dir.path(), None, &root_dir.path().join("probe.ndjson"));
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "escape".into(),
-            attempt_id: "escape-gui".into(),
-            profile: Some("librecad".into()),
-        })
-        .await
-        .unwrap();
-    let session = lease.session_id;
-    let reset = client
-        .reset(
-            &session,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
+    let (session, reset) = lease_and_reset(&client, "escape", "escape-gui", "librecad").await;
     assert!(reset.window.maximized, "LibreCAD maximized at handoff");
     let (width, height) = (
         i32::try_from(reset.screenshot.width).unwrap(),

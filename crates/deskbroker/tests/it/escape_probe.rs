@@ -14,11 +14,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use desk_contract::api::{LeaseRequest, ResetRequest, SaveMethod};
+use desk_contract::api::SaveMethod;
 use desk_test_support::Xvfb;
 use serde_json::Value;
 
-use crate::support::{Broker, display_socket, probe_binary, xvfb_available};
+use crate::support::{Broker, display_socket, lease_and_reset, probe_binary, xvfb_available};
 
 /// What one probe run reported, and how many connections the host's listener accepted.
 struct Outcome {
@@ -232,30 +232,15 @@ timeout_ms = 20000
 
 /// Leases and resets session `n` with the escape probe.
 async fn leased_and_reset(client: &desk_client::Client, n: u32) -> String {
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "escape".into(),
-            attempt_id: format!("escape-{n}"),
-            profile: Some("escape-probe".into()),
-        })
-        .await
-        .unwrap();
     let started = std::time::Instant::now();
-    let reset = client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
+    let (session, reset) =
+        lease_and_reset(client, "escape", &format!("escape-{n}"), "escape-probe").await;
     println!(
-        "reset {n} with the escape probe: {} ms",
+        "lease and reset {n} with the escape probe: {} ms",
         started.elapsed().as_millis()
     );
     assert!(reset.window.maximized, "the probe's window was handed off");
-    lease.session_id
+    session
 }
 
 /// A running session as another session's probe aims at it, seen from the host.

@@ -9,11 +9,11 @@ use std::time::Instant;
 use base64::Engine as _;
 use desk_client::ClientError;
 use desk_contract::ErrorCode;
-use desk_contract::api::{LeaseRequest, ResetRequest};
+
 use serde_json::json;
 
 use crate::probe::act;
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, lease_and_reset, xvfb_available};
 
 pub(crate) fn freecad_available() -> bool {
     let found = Command::new("sh")
@@ -78,26 +78,10 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
     let root = tempfile::tempdir().unwrap();
     let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "freecad".into(),
-            attempt_id: "freecad-1".into(),
-            profile: Some("freecad".into()),
-        })
-        .await
-        .unwrap();
     let started = Instant::now();
-    let reset = client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
+    let (session, reset) = lease_and_reset(&client, "freecad", "freecad-1", "freecad").await;
     println!(
-        "freecad reset to handoff: {} ms (broker says {} ms)",
+        "freecad lease and reset to handoff: {} ms (broker says {} ms for the reset)",
         started.elapsed().as_millis(),
         reset.elapsed_ms
     );
@@ -111,11 +95,11 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
     // macro menu and toolbar, add-on manager, parameter editor and customize dialog.
     assert_eq!(reset.window.title, "FreeCAD - attempt.FCStd");
 
-    panels_offer_no_console_or_report_view(&client, &lease.session_id).await;
+    panels_offer_no_console_or_report_view(&client, &session).await;
 
     // The empty attempt document re-saved by the checkpoint gesture proves no save: the `fcstd`
     // validator wants a stored shape or a TechDraw page.
-    let refused = client.checkpoint(&lease.session_id).await.unwrap_err();
+    let refused = client.checkpoint(&session).await.unwrap_err();
     assert!(
         matches!(refused, ClientError::Api(ref body)
             if body.code == ErrorCode::ArtifactInvalid && body.message.contains("save not proven")),
@@ -132,19 +116,13 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
         json!({"type": "wait", "milliseconds": 2000, "intent": "let the page open"}),
     ];
     for (offset, step) in (4u64..).zip(steps) {
-        act(
-            &client,
-            &lease.session_id,
-            &format!("page-{offset}"),
-            offset,
-            step,
-        )
-        .await
-        .unwrap();
+        act(&client, &session, &format!("page-{offset}"), offset, step)
+            .await
+            .unwrap();
     }
-    let checkpoint = client.checkpoint(&lease.session_id).await.unwrap();
+    let checkpoint = client.checkpoint(&session).await.unwrap();
     assert_ne!(checkpoint.sha256, checkpoint.reset_sha256, "Ctrl+S saved");
-    let artifact = client.artifact(&lease.session_id).await.unwrap();
+    let artifact = client.artifact(&session).await.unwrap();
     assert_eq!(artifact.filename, "attempt.FCStd");
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(&artifact.bytes_base64)
@@ -177,5 +155,5 @@ async fn freecad_resets_maximized_locked_down_and_checkpoints_a_valid_fcstd() {
         "freecadcmd could not open the checkpoint: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    client.release(&lease.session_id).await.unwrap();
+    client.release(&session).await.unwrap();
 }

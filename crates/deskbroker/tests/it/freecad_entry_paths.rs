@@ -21,13 +21,13 @@ use std::time::Instant;
 
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
-use desk_contract::api::{ActionResponse, LeaseRequest, ResetRequest};
+use desk_contract::api::ActionResponse;
 use desk_contract::control::ProgramRequest;
 use serde_json::{Value, json};
 
 use crate::freecad::freecad_available;
 use crate::probe::act;
-use crate::support::{Broker, png_pixels, xvfb_available};
+use crate::support::{Broker, lease_and_reset, png_pixels, xvfb_available};
 
 /// Titles of the windows the profile prohibits (`freecad.toml`'s `[[window.prohibited]]`).
 const PROHIBITED_TITLES: &[&str] = &[
@@ -52,32 +52,17 @@ pub(crate) struct Driver {
 impl Driver {
     pub(crate) async fn lease(broker: &Broker, profile: &str) -> Driver {
         let client = broker.client();
-        let lease = client
-            .lease(&LeaseRequest {
-                task_id: "entry-paths".into(),
-                attempt_id: format!("{profile}-1"),
-                profile: Some(profile.into()),
-            })
-            .await
-            .unwrap();
         let started = Instant::now();
-        let reset = client
-            .reset(
-                &lease.session_id,
-                &ResetRequest {
-                    request_id: "reset-1".into(),
-                },
-            )
-            .await
-            .unwrap();
+        let (session, reset) =
+            lease_and_reset(&client, "entry-paths", &format!("{profile}-1"), profile).await;
         println!(
-            "{profile}: reset to handoff {} ms",
+            "{profile}: lease and reset to handoff {} ms",
             started.elapsed().as_millis()
         );
         assert_eq!(reset.window.title, "FreeCAD - attempt.FCStd");
         Driver {
             client,
-            session: lease.session_id,
+            session,
             index: 0,
             ids: 0,
         }

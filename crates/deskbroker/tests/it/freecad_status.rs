@@ -9,12 +9,12 @@
 //! in the broker's profile directory).
 
 use desk_client::Client;
-use desk_contract::api::{ActionResponse, LeaseRequest, ResetRequest};
+use desk_contract::api::ActionResponse;
 use serde_json::{Value, json};
 
 use crate::freecad::freecad_available;
 use crate::probe::act;
-use crate::support::{Broker, png_pixels, xvfb_available};
+use crate::support::{Broker, lease_and_reset, png_pixels, xvfb_available};
 
 /// Rows of the status bar at the bottom of the pinned 1280x800 test desktop.
 const STATUS_BAND: std::ops::Range<usize> = 776..800;
@@ -59,24 +59,9 @@ async fn freecad_status_bar_messages_outlast_their_timers() {
     let root = tempfile::tempdir().unwrap();
     let broker = Broker::start(root.path(), None, &root.path().join("probe.ndjson"));
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "freecad-status".into(),
-            attempt_id: "freecad-status-1".into(),
-            profile: Some("freecad".into()),
-        })
-        .await
-        .unwrap();
-    let session = lease.session_id.as_str();
-    let reset = client
-        .reset(
-            session,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
+    let (session, reset) =
+        lease_and_reset(&client, "freecad-status", "freecad-status-1", "freecad").await;
+    let session = session.as_str();
     let mut index = 0u64;
 
     // The start's warning (orange, #ffaa00): FreeCAD shows it before the handoff or, on some

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use desk_client::{Client, ClientError};
 use desk_contract::ErrorCode;
-use desk_contract::api::{ActionRequest, LeaseRequest, ResetRequest};
+use desk_contract::api::ActionRequest;
 use serde_json::{Value, json};
 
-use crate::support::{Broker, xvfb_available};
+use crate::support::{Broker, lease_and_reset, xvfb_available};
 
 /// The probe's log, one JSON object per received X event.
 pub(crate) fn probe_events(log: &Path) -> Vec<Value> {
@@ -128,23 +128,7 @@ pub(crate) async fn leased_probe(broker: &Broker, attempt: &str) -> String {
 /// settled handoff.
 pub(crate) async fn leased_profile(broker: &Broker, profile: &str, attempt: &str) -> String {
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "probe".into(),
-            attempt_id: attempt.into(),
-            profile: Some(profile.into()),
-        })
-        .await
-        .unwrap();
-    let reset = client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap();
+    let (session, reset) = lease_and_reset(&client, "probe", attempt, profile).await;
     assert!(
         reset.window.maximized,
         "probe window must be maximized at handoff"
@@ -156,7 +140,7 @@ pub(crate) async fn leased_profile(broker: &Broker, profile: &str, attempt: &str
     assert_eq!(settle.outcome, desk_contract::SettleOutcome::Stable);
     assert!(settle.post_action_visual_stable);
     assert!(settle.n_samples > 0 && settle.wait_ms > 0, "{settle:?}");
-    lease.session_id
+    session
 }
 
 #[tokio::test(flavor = "multi_thread")]

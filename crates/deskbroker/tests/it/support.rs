@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use desk_client::Client;
 use desk_contract::a11y::AxTree;
+use desk_contract::api::{LeaseRequest, ResetRequest, ResetResponse};
 
 /// Whether real-desktop tests can run. Without Xvfb they print `skipped: Xvfb/openbox not
 /// found` and pass, unless `DESK_REQUIRE_XVFB=1` (CI), where a missing Xvfb fails.
@@ -517,4 +518,32 @@ pub(crate) async fn tree_of(client: &Client, session: &str) -> AxTree {
         .await
         .unwrap()
         .tree
+}
+
+/// Leases a session of `profile` (task `task_id`, attempt `attempt_id`) and resets it with
+/// request id `reset-1`: the session id and the reset's answer (a refused reset panics).
+pub(crate) async fn lease_and_reset(
+    client: &Client,
+    task_id: &str,
+    attempt_id: &str,
+    profile: &str,
+) -> (String, ResetResponse) {
+    let lease = client
+        .lease(&LeaseRequest {
+            task_id: task_id.into(),
+            attempt_id: attempt_id.into(),
+            profile: Some(profile.into()),
+        })
+        .await
+        .unwrap();
+    let reset = client
+        .reset(
+            &lease.session_id,
+            &ResetRequest {
+                request_id: "reset-1".into(),
+            },
+        )
+        .await
+        .unwrap();
+    (lease.session_id, reset)
 }
