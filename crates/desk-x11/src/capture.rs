@@ -19,6 +19,7 @@ use crate::shm::ShmMapping;
 mod cache;
 mod deflate;
 mod encode;
+mod framing;
 pub(crate) mod measure;
 mod parallel;
 mod staged;
@@ -118,6 +119,31 @@ impl RawFrame {
 /// deflated in parallel bands (see `capture/encode.rs`).
 pub(crate) fn encode_bgrx_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
     encode::encode_png(pixels, width, height)
+}
+
+/// A captured frame's PNG with its SHA-256, hashed while it was encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedPng {
+    /// The PNG's bytes.
+    pub png: Vec<u8>,
+    /// Their SHA-256 in lowercase hex (what [`sha256_hex`] gives).
+    pub sha256: String,
+    /// Milliseconds since the Unix epoch at capture.
+    pub captured_at_ms: u64,
+}
+
+impl CapturedPng {
+    fn new(png: framing::Png, captured_at_ms: u64) -> CapturedPng {
+        let sha256 = match &png.sha256 {
+            Some(sha256) => framing::hex(sha256),
+            None => sha256_hex(&png.bytes),
+        };
+        CapturedPng {
+            png: png.bytes,
+            sha256,
+            captured_at_ms,
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -253,10 +279,11 @@ impl Capturer {
 
     /// Captures and PNG-encodes one frame; with MIT-SHM the encoder reads the shared segment
     /// directly (no copy of the frame), and from two bands up the server fills it in two parts
-    /// (one grab) while the encode starts on the first (`capture/staged.rs`). Bands unchanged since the last frame this capturer
-    /// encoded reuse their deflate segments (same PNG bytes as a cold encode). Returns the PNG
+    /// (one grab) while the encode starts on the first (`capture/staged.rs`). Bands unchanged
+    /// since the last frame this capturer encoded reuse their deflate segments (same PNG bytes
+    /// as a cold encode). Returns the PNG, its SHA-256 (hashed band by band during the encode)
     /// and the capture time.
-    pub fn capture_png(&mut self, conn: &RustConnection) -> Result<(Vec<u8>, u64), X11Error> {
+    pub fn capture_png(&mut self, conn: &RustConnection) -> Result<CapturedPng, X11Error> {
         self.capture_png_with(conn, true)
     }
 
@@ -271,7 +298,7 @@ impl Capturer {
         &mut self,
         conn: &RustConnection,
         incremental: bool,
-    ) -> Result<(Vec<u8>, u64), X11Error> {
+    ) -> Result<CapturedPng, X11Error> {
         let (width, height) = (u32::from(self.width), u32::from(self.height));
         if let Some(state) = &self.shm {
             // From two bands up the server copies the frame in two parts and the encode starts
@@ -284,10 +311,10 @@ impl Capturer {
                 mapping: &state.mapping,
             };
             let cache = incremental.then_some(&mut self.encode_cache);
-            match staged::capture_png(conn, &target, cache) {
+            match staged::capture_png(conn, &target, cache, true) {
                 Some(Ok((png, arrived))) => {
                     let age_ms = u64::try_from(arrived.elapsed().as_millis()).unwrap_or(0);
-                    return Ok((png, epoch_ms().saturating_sub(age_ms)));
+                    return Ok(CapturedPng::new(png, epoch_ms().saturating_sub(age_ms)));
                 }
                 Some(Err(error)) => {
                     tracing::warn!(%error, "mit-shm capture failed, falling back to GetImage");
@@ -308,11 +335,12 @@ impl Capturer {
                         .get(..len)
                         .ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
                     let png = if incremental {
-                        self.encode_cache.encode(pixels, width, height)?
+                        self.encode_cache
+                            .encode_hashed(pixels, width, height, true)?
                     } else {
-                        encode_bgrx_png(pixels, width, height)?
+                        encode::encode_png_hashed(pixels, width, height, true)?
                     };
-                    return Ok((png, captured_at_ms));
+                    return Ok(CapturedPng::new(png, captured_at_ms));
                 }
                 Err(error) => {
                     tracing::warn!(%error, "mit-shm capture failed, falling back to GetImage");
@@ -324,11 +352,12 @@ impl Capturer {
         }
         let raw = self.capture_core(conn)?;
         let png = if incremental {
-            self.encode_png(&raw)?
+            self.encode_cache
+                .encode_hashed(&raw.pixels, raw.width, raw.height, true)?
         } else {
-            raw.encode_png()?
+            encode::encode_png_hashed(&raw.pixels, raw.width, raw.height, true)?
         };
-        Ok((png, raw.captured_at_ms()))
+        Ok(CapturedPng::new(png, raw.captured_at_ms()))
     }
 
     fn capture_core(&self, conn: &RustConnection) -> Result<RawFrame, X11Error> {

@@ -31,7 +31,7 @@ mod window;
 mod worker;
 
 pub use capture::measure::CaptureStats;
-pub use capture::{Capturer, RawFrame, epoch_ms, sha256_hex};
+pub use capture::{CapturedPng, Capturer, RawFrame, epoch_ms, sha256_hex};
 pub use desk_worker_io::ListenArgs;
 pub use error::X11Error;
 pub use fault::WORKER_FAULT_ENV;

@@ -222,12 +222,25 @@ impl X11Session {
         height: u32,
         captured_at_ms: u64,
     ) -> Result<Frame, X11Error> {
+        let sha256 = sha256_hex(&png);
+        self.hashed_frame(png, sha256, width, height, captured_at_ms)
+    }
+
+    /// [`X11Session::frame`] with the PNG's SHA-256 already taken.
+    fn hashed_frame(
+        &self,
+        png: Vec<u8>,
+        sha256: String,
+        width: u32,
+        height: u32,
+        captured_at_ms: u64,
+    ) -> Result<Frame, X11Error> {
         let app_maximized = match self.app {
             Some(app) => self.windows().maximized(app.window).unwrap_or(false),
             None => false,
         };
         Ok(Frame {
-            sha256: sha256_hex(&png),
+            sha256,
             png,
             width,
             height,
@@ -238,9 +251,15 @@ impl X11Session {
 
     /// Answers `capture`: encodes straight from the capture buffer.
     pub fn capture(&mut self) -> Result<Frame, X11Error> {
-        let (png, captured_at_ms) = self.capturer.capture_png(&self.conn)?;
+        let captured = self.capturer.capture_png(&self.conn)?;
         let (width, height) = (self.display.width, self.display.height);
-        self.frame(png, width, height, captured_at_ms)
+        self.hashed_frame(
+            captured.png,
+            captured.sha256,
+            width,
+            height,
+            captured.captured_at_ms,
+        )
     }
 
     /// Answers `facts`.

@@ -6,7 +6,8 @@
 //! the band layout is the same and a band's segment depends only on the bytes compared.
 
 use super::deflate::Segment;
-use super::encode::{Frame, assemble, band_rows, default_threads, encode_png, n_bands};
+use super::encode::{Frame, band_rows, default_threads, encode_png_hashed, n_bands};
+use super::framing::{Png, PngWriter};
 use super::parallel::staged_map;
 use crate::error::X11Error;
 
@@ -23,29 +24,41 @@ pub(crate) struct EncodeCache {
 }
 
 impl EncodeCache {
-    /// Encodes like [`encode_png`], deflating only the bands whose input changed since
-    /// the last call, and remembers this frame.
+    /// Encodes like [`encode_png`](super::encode::encode_png), deflating only the bands whose
+    /// input changed since the last call, and remembers this frame.
     pub(crate) fn encode(
         &mut self,
         pixels: &[u8],
         width: u32,
         height: u32,
     ) -> Result<Vec<u8>, X11Error> {
+        Ok(self.encode_hashed(pixels, width, height, false)?.bytes)
+    }
+
+    /// [`EncodeCache::encode`], with the PNG's SHA-256 when `hash` is set.
+    pub(crate) fn encode_hashed(
+        &mut self,
+        pixels: &[u8],
+        width: u32,
+        height: u32,
+        hash: bool,
+    ) -> Result<Png, X11Error> {
         let frame = Frame::new(pixels, width, height)?;
-        self.encode_staged(width, height, (frame, 0), || Ok(frame))
+        self.encode_staged(width, height, (frame, 0), || Ok(frame), hash)
     }
 
     /// [`EncodeCache::encode`] for a frame that arrives in two parts (see
     /// [`encode_png_staged`](super::encode::encode_png_staged)): `early` is the first part and
     /// the number of bands inside it, `rest` waits for the whole frame. Each band is compared
-    /// and, when changed, deflated in one pass.
+    /// and, when changed, deflated in one pass; the PNG is hashed when `hash` is set.
     pub(super) fn encode_staged<'f>(
         &mut self,
         width: u32,
         height: u32,
         early: (Frame<'f>, usize),
         rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
-    ) -> Result<Vec<u8>, X11Error> {
+        hash: bool,
+    ) -> Result<Png, X11Error> {
         let (early, n_early) = early;
         let n_bands = n_bands(height);
         let bands = band_rows(height);
@@ -55,6 +68,18 @@ impl EncodeCache {
             .flatten()
             .filter(|_| self.segments.len() == n_bands);
         let was_cached = cached.is_some();
+        let cached_segments = &self.segments;
+        let mut writer = PngWriter::new(width, height, n_bands, hash);
+        // Written in band order as the bands are done; a reused band's segment is the cached
+        // one (there is a cached frame whenever a band is reused).
+        let mut write = |fresh: &Option<Segment>| match fresh {
+            Some(segment) => writer.band(segment),
+            None => {
+                if let Some(segment) = cached_segments.get(writer.n_written()) {
+                    writer.band(segment);
+                }
+            }
+        };
         // A band's segment, or `None` when its input (its rows and the row above) did not change.
         let band = |frame: &Frame<'_>, band_idx: usize| {
             let rows = bands.get(band_idx)?.clone();
@@ -74,6 +99,7 @@ impl EncodeCache {
             rest,
             &|band_idx| band(&early, band_idx),
             |frame, band_idx| band(frame, band_idx),
+            &mut write,
         );
         let (fresh, frame) = match staged {
             Ok(done) => done,
@@ -108,16 +134,16 @@ impl EncodeCache {
                 // partial cache.
                 _ => {
                     self.clear();
-                    return encode_png(frame.pixels, width, height);
+                    return encode_png_hashed(frame.pixels, width, height, hash);
                 }
             }
         }
         if self.segments.len() != n_bands {
-            // Unreachable (a fresh frame's bands are all encoded); never assemble a partial list.
+            // Unreachable (a fresh frame's bands are all encoded); never keep a partial list.
             self.clear();
-            return encode_png(frame.pixels, width, height);
+            return encode_png_hashed(frame.pixels, width, height, hash);
         }
-        assemble(width, height, self.segments.iter())
+        writer.finish()
     }
 
     /// How many bands the last [`EncodeCache::encode`] reused.

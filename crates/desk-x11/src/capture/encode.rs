@@ -1,18 +1,21 @@
 //! The capture path's PNG encoder: BGRX pixels to a lossless 8-bit RGB PNG with the Up filter on
 //! every row, the filter fused with the BGRX → RGB conversion in one pass over the frame, and the
 //! rows split into bands of `BAND_ROWS` rows deflated in parallel (`deflate.rs`) as segments of
-//! one zlib stream; `cache.rs` reuses the segments of bands whose pixels did not change.
+//! one zlib stream, each band framed as its own IDAT chunk (and hashed) as soon as it and the
+//! bands above it are done (`framing.rs`); `cache.rs` reuses the segments of bands whose pixels did
+//! not change.
 //!
 //! Invariants: bands are independent (a band's first row is filtered against the previous band's
 //! last row, read-only, and no match crosses a band) and their layout depends only on the frame's
 //! height, so the same pixels give the same PNG bytes whatever the thread count and whether or
 //! not a cache was used; the zlib trailer's Adler-32 is combined from the bands' own and covers
-//! every filtered byte; the output is one IHDR, one IDAT and one IEND.
+//! every filtered byte; the output is one IHDR, one IDAT per band and one IEND.
 
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use super::deflate::{BandEncoder, Segment, adler_combine};
+use super::deflate::{BandEncoder, Segment};
+use super::framing::{Png, PngWriter};
 use super::parallel::{parallel_map, staged_map};
 use crate::error::X11Error;
 
@@ -23,31 +26,42 @@ const UP_FILTER: u8 = 2;
 const BAND_ROWS: usize = 32;
 /// Frames of at least this many pixels are encoded on every core (at least two threads).
 const PARALLEL_MIN_PIXELS: u64 = 1_000_000;
-/// The PNG signature.
-const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-/// The zlib header: deflate with a 32 KiB window, "fastest" level, no dictionary.
-const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
 /// Encodes `width * height` BGRX pixels as an RGB PNG, on as many threads as the machine has
 /// cores (at least two from a megapixel up, one below).
 pub(crate) fn encode_png(pixels: &[u8], width: u32, height: u32) -> Result<Vec<u8>, X11Error> {
-    encode_png_on_threads(pixels, width, height, default_threads(width, height))
+    Ok(encode_png_hashed(pixels, width, height, false)?.bytes)
 }
 
-/// [`encode_png`] on `n_threads` threads (at least one).
+/// [`encode_png`], with the PNG's SHA-256 when `hash` is set.
+pub(crate) fn encode_png_hashed(
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    hash: bool,
+) -> Result<Png, X11Error> {
+    encode_png_on_threads(pixels, width, height, default_threads(width, height), hash)
+}
+
+/// [`encode_png_hashed`] on `n_threads` threads (at least one).
 pub(crate) fn encode_png_on_threads(
     pixels: &[u8],
     width: u32,
     height: u32,
     n_threads: usize,
-) -> Result<Vec<u8>, X11Error> {
+    hash: bool,
+) -> Result<Png, X11Error> {
     let frame = Frame::new(pixels, width, height)?;
     let bands = frame.bands();
     let n_bands = bands.len();
-    let segments = parallel_map(n_bands, n_threads, |band_idx| {
-        frame.encode_band(bands[band_idx].clone(), band_idx + 1 == n_bands)
-    })?;
-    assemble(width, height, segments.iter())
+    let mut writer = PngWriter::new(width, height, n_bands, hash);
+    parallel_map(
+        n_bands,
+        n_threads,
+        |band_idx| frame.encode_band(bands[band_idx].clone(), band_idx + 1 == n_bands),
+        |segment| writer.band(segment),
+    )?;
+    writer.finish()
 }
 
 /// The bands of a frame of `height` rows (see [`Frame::bands`]).
@@ -64,13 +78,15 @@ fn rows_in_bands(n_rows: usize) -> Vec<Range<usize>> {
 
 /// Encodes a frame that arrives in two parts, like [`encode_png`]: `early` holds its first rows
 /// and says how many bands lie inside them, which start on the other threads while this one
-/// waits for the whole frame (`rest`). Same bytes as [`encode_png`] on the whole frame.
+/// waits for the whole frame (`rest`). Same bytes as [`encode_png`] on the whole frame, and
+/// their SHA-256 when `hash` is set.
 pub(super) fn encode_png_staged<'f>(
     width: u32,
     height: u32,
     early: (Frame<'f>, usize),
     rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
-) -> Result<Vec<u8>, X11Error> {
+    hash: bool,
+) -> Result<Png, X11Error> {
     let (early, n_early) = early;
     let bands = band_rows(height);
     let n_bands = bands.len();
@@ -78,15 +94,17 @@ pub(super) fn encode_png_staged<'f>(
         let rows = bands.get(band_idx).cloned().unwrap_or_default();
         frame.encode_band(rows, band_idx + 1 == n_bands)
     };
-    let (segments, _) = staged_map(
+    let mut writer = PngWriter::new(width, height, n_bands, hash);
+    staged_map(
         n_bands,
         default_threads(width, height),
         n_early,
         rest,
         &|band_idx| band(&early, band_idx),
         |frame, band_idx| band(frame, band_idx),
+        |segment| writer.band(segment),
     )?;
-    assemble(width, height, segments.iter())
+    writer.finish()
 }
 
 /// Where a capture in two parts splits a frame of `height` rows: the first part's rows (a band
@@ -266,56 +284,6 @@ fn word(chunk: &[u8]) -> u64 {
         [b0, b1, b2, b3, b4, b5, b6, b7] => u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
         _ => 0,
     }
-}
-
-/// Lays out the PNG: signature, IHDR, one IDAT (zlib header, the segments, the Adler-32), IEND.
-pub(super) fn assemble<'s>(
-    width: u32,
-    height: u32,
-    segments: impl Iterator<Item = &'s Segment> + Clone,
-) -> Result<Vec<u8>, X11Error> {
-    let n_deflate: usize = segments.clone().map(|segment| segment.bytes.len()).sum();
-    let idat_len = ZLIB_HEADER.len() + n_deflate + 4;
-    if idat_len > 0x7fff_ffff {
-        return Err(X11Error::Capture(format!(
-            "png data of {idat_len} bytes is too large"
-        )));
-    }
-    // The Adler-32 of nothing is 1; combining with it leaves any checksum unchanged.
-    let adler = segments.clone().fold(1, |adler, segment| {
-        adler_combine(adler, segment.adler, segment.n_filtered)
-    });
-    let mut png = Vec::with_capacity(SIGNATURE.len() + 25 + 12 + idat_len + 12);
-    png.extend_from_slice(&SIGNATURE);
-    let mut header = [0u8; 13];
-    header[..4].copy_from_slice(&width.to_be_bytes());
-    header[4..8].copy_from_slice(&height.to_be_bytes());
-    // Bit depth 8, color type 2 (RGB), deflate, adaptive filtering, no interlace.
-    header[8..].copy_from_slice(&[8, 2, 0, 0, 0]);
-    write_chunk(&mut png, b"IHDR", &[&header]);
-    let mut idat: Vec<&[u8]> = Vec::with_capacity(64);
-    idat.push(&ZLIB_HEADER);
-    idat.extend(segments.map(|segment| segment.bytes.as_slice()));
-    let trailer = adler.to_be_bytes();
-    idat.push(&trailer);
-    debug_assert_eq!(idat.iter().map(|part| part.len()).sum::<usize>(), idat_len);
-    write_chunk(&mut png, b"IDAT", &idat);
-    write_chunk(&mut png, b"IEND", &[]);
-    Ok(png)
-}
-
-/// Appends one chunk whose data is `parts` laid end to end (their total checked by the caller
-/// to fit PNG's 31-bit length).
-fn write_chunk(png: &mut Vec<u8>, kind: &[u8; 4], parts: &[&[u8]]) {
-    let len: usize = parts.iter().map(|part| part.len()).sum();
-    png.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_be_bytes());
-    let crc_start = png.len();
-    png.extend_from_slice(kind);
-    for part in parts {
-        png.extend_from_slice(part);
-    }
-    let crc = crc32fast::hash(png.get(crc_start..).unwrap_or_default());
-    png.extend_from_slice(&crc.to_be_bytes());
 }
 
 #[cfg(test)]

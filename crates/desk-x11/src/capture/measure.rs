@@ -3,15 +3,16 @@
 //! MIT-SHM segment in two parts and the encode overlaps the second), cold (every band deflated)
 //! and incremental (the unchanged bands of the previous frame reused, the product path); and its
 //! two parts one after the other, on alternate frames: the X server's copy in one `ShmGetImage`
-//! round trip, then the encode (conversion, filter, deflate, PNG framing and SHA-256) of the
-//! segment. The encode's process CPU time over its wall time says how well it used the cores.
+//! round trip, then the encode (conversion, filter, deflate, PNG framing and SHA-256, the hash
+//! taken band by band during the encode as the product path does) of the segment. The encode's
+//! process CPU time over its wall time says how well it used the cores.
 
 use std::time::{Duration, Instant};
 
 use rustix::time::{ClockId, clock_gettime};
 use x11rb::rust_connection::RustConnection;
 
-use super::{Capturer, encode, encode_bgrx_png, sha256_hex};
+use super::{Capturer, encode};
 use crate::error::X11Error;
 
 /// Timing of capture+encode over several frames.
@@ -72,8 +73,7 @@ fn sample(
     incremental: bool,
 ) -> Result<Sample, X11Error> {
     let started = Instant::now();
-    let (png, _) = capturer.capture_png_with(conn, incremental)?;
-    let _hash = sha256_hex(&png);
+    let _captured = capturer.capture_png_with(conn, incremental)?;
     let total = started.elapsed();
     let (width, height) = (u32::from(capturer.width), u32::from(capturer.height));
     let started = Instant::now();
@@ -96,18 +96,19 @@ fn sample(
         (None, None) => return Err(X11Error::Capture("no frame captured".to_string())),
     };
     let png = if incremental {
-        capturer.encode_cache.encode(pixels, width, height)?
+        capturer
+            .encode_cache
+            .encode_hashed(pixels, width, height, true)?
     } else {
-        encode_bgrx_png(pixels, width, height)?
+        encode::encode_png_hashed(pixels, width, height, true)?
     };
-    let _hash = sha256_hex(&png);
     let encode_cpu = process_cpu().saturating_sub(cpu_before);
     Ok(Sample {
         total,
         copy: copied - started,
         encode: copied.elapsed(),
         encode_cpu,
-        png_bytes: png.len(),
+        png_bytes: png.bytes.len(),
     })
 }
 

@@ -1,23 +1,27 @@
 //! The encoder's threads: a map over a frame's bands on up to as many threads as asked, each
 //! taking the next band not yet taken, and its staged form for a frame that arrives in two
-//! parts (`staged.rs`), whose first bands start while the rest is still being copied.
+//! parts (`staged.rs`), whose first bands start while the rest is still being copied. Finished
+//! results are handed on in index order while later ones are still computed (`framing.rs` frames
+//! and hashes them there), by whichever thread finds the next one ready.
 //!
-//! Invariant: results come back in index order whatever thread computed them, so the bands'
-//! order (and the PNG's bytes) never depends on scheduling.
+//! Invariant: results come back, and are handed on, in index order whatever thread computed
+//! them, so the bands' order (and the PNG's bytes) never depends on scheduling.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::error::X11Error;
 
 /// Runs `task` on every index below `n_items` on up to `n_threads` threads (this one included;
-/// a thread that cannot start leaves its share to the others) and returns the results in index
-/// order. Each thread takes the next index not yet taken, so a frame whose busy bands sit
-/// together (a toolbar on top, a flat canvas below) still keeps every thread busy to the end.
-pub(super) fn parallel_map<T: Send>(
+/// a thread that cannot start leaves its share to the others), hands each result to `drain` in
+/// index order and returns them in index order. Each thread takes the next index not yet taken,
+/// so a frame whose busy bands sit together (a toolbar on top, a flat canvas below) still keeps
+/// every thread busy to the end.
+pub(super) fn parallel_map<T: Send + Sync>(
     n_items: usize,
     n_threads: usize,
     task: impl Fn(usize) -> T + Sync,
+    drain: impl FnMut(&T) + Send,
 ) -> Result<Vec<T>, X11Error> {
     let (results, ()) = staged_map(
         n_items,
@@ -26,6 +30,7 @@ pub(super) fn parallel_map<T: Send>(
         || Ok(()),
         &task,
         |(), idx| task(idx),
+        drain,
     )?;
     Ok(results)
 }
@@ -33,45 +38,67 @@ pub(super) fn parallel_map<T: Send>(
 /// Like [`parallel_map`] for input that arrives in two parts: the items below `n_early` need
 /// only the first part and start at once (`early`) on the other threads, while this thread
 /// waits for the rest (`rest`); every later item runs once `rest` returned, with its value
-/// (`late`). Returns the results in index order and `rest`'s value. When `rest` fails nothing
-/// more starts and its error is returned.
-pub(super) fn staged_map<T: Send, R: Send + Sync>(
+/// (`late`). Each result goes to `drain` in index order, exactly once, as soon as it and every
+/// earlier one are done, on whichever thread finished it (one at a time). Returns the results
+/// in index order and `rest`'s value. When `rest` fails nothing more starts and its error is
+/// returned.
+pub(super) fn staged_map<T: Send + Sync, R: Send + Sync>(
     n_items: usize,
     n_threads: usize,
     n_early: usize,
     rest: impl FnOnce() -> Result<R, X11Error>,
     early: &(dyn Fn(usize) -> T + Sync),
     late: impl Fn(&R, usize) -> T + Sync,
+    drain: impl FnMut(&T) + Send,
 ) -> Result<(Vec<T>, R), X11Error> {
     let n_workers = n_threads.clamp(1, n_items.max(1));
     let next = AtomicUsize::new(0);
     // `Some` once the rest arrived, `None` when it failed.
     let ready: OnceLock<Option<R>> = OnceLock::new();
+    let slots: Vec<OnceLock<T>> = std::iter::repeat_with(OnceLock::new)
+        .take(n_items)
+        .collect();
+    let drainer = Mutex::new(Drainer {
+        next: 0,
+        drain,
+        slots: &slots,
+    });
+    // Hands on the results ready in index order, unless another thread is at it; a result
+    // set while that thread held the lock is handed on by whoever looks next (at the latest
+    // after the join below).
+    let advance = || {
+        loop {
+            let Ok(mut drainer) = drainer.try_lock() else {
+                return;
+            };
+            drainer.run();
+            let cursor = drainer.next;
+            drop(drainer);
+            if slots.get(cursor).is_none_or(|slot| slot.get().is_none()) {
+                return;
+            }
+        }
+    };
     let work = || {
-        let mut done = Vec::new();
         loop {
             let idx = next.fetch_add(1, Ordering::Relaxed);
             if idx >= n_items {
-                return done;
+                return;
             }
-            if idx < n_early {
-                done.push((idx, early(idx)));
+            let result = if idx < n_early {
+                early(idx)
             } else if let Some(rest) = ready.wait() {
-                done.push((idx, late(rest, idx)));
+                late(rest, idx)
             } else {
-                return done;
+                return;
+            };
+            if let Some(slot) = slots.get(idx) {
+                let _ = slot.set(result);
             }
+            advance();
         }
     };
     let work = &work;
-    let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(n_items).collect();
-    let mut place = |done: Vec<(usize, T)>| {
-        for (idx, result) in done {
-            if let Some(slot) = slots.get_mut(idx) {
-                *slot = Some(result);
-            }
-        }
-    };
     let arrived = std::thread::scope(|scope| {
         let spawned: Vec<_> = (1..n_workers)
             .filter_map(|_| {
@@ -85,7 +112,7 @@ pub(super) fn staged_map<T: Send, R: Send + Sync>(
         let arrived = match arrived {
             Ok(value) => {
                 let _ = ready.set(Some(value));
-                place(work());
+                work();
                 Ok(())
             }
             Err(error) => {
@@ -93,23 +120,52 @@ pub(super) fn staged_map<T: Send, R: Send + Sync>(
                 Err(error)
             }
         };
+        let mut panicked = false;
         for handle in spawned {
-            place(
-                handle
-                    .join()
-                    .map_err(|_| X11Error::Capture("a png band encoder panicked".into()))?,
-            );
+            panicked |= handle.join().is_err();
+        }
+        if panicked {
+            return Err(X11Error::Capture("a png band encoder panicked".into()));
         }
         arrived
     });
     arrived?;
+    let mut drainer = drainer
+        .into_inner()
+        .map_err(|_| X11Error::Capture("a png band writer panicked".into()))?;
+    drainer.run();
+    let n_drained = drainer.next;
+    drop(drainer);
     let rest = ready
         .into_inner()
         .flatten()
         .ok_or_else(|| X11Error::Capture("a frame's rest did not arrive".into()))?;
     let results = slots
         .into_iter()
+        .map(OnceLock::into_inner)
         .collect::<Option<Vec<T>>>()
+        .filter(|_| n_drained == n_items)
         .ok_or_else(|| X11Error::Capture("a png band was not encoded".into()))?;
     Ok((results, rest))
 }
+
+/// The consumer of results in index order and how far it got.
+struct Drainer<'s, T, D> {
+    // Invariant: every result below `next` was handed to `drain`, once, in order.
+    next: usize,
+    drain: D,
+    slots: &'s [OnceLock<T>],
+}
+
+impl<T, D: FnMut(&T)> Drainer<'_, T, D> {
+    /// Hands on every result ready from `next` on, in order.
+    fn run(&mut self) {
+        while let Some(result) = self.slots.get(self.next).and_then(OnceLock::get) {
+            (self.drain)(result);
+            self.next += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

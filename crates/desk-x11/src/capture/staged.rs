@@ -18,6 +18,7 @@ use x11rb::rust_connection::RustConnection;
 
 use super::cache::EncodeCache;
 use super::encode::{Frame, early_part, encode_png_staged};
+use super::framing::Png;
 use crate::error::X11Error;
 use crate::shm::ShmMapping;
 
@@ -31,15 +32,22 @@ pub(super) struct Target<'a> {
 }
 
 /// Captures and encodes a frame in two parts, through `cache` when given; `None` when the frame
-/// is too small to split (the caller captures it in one request). Returns the PNG and the
-/// capture time (when the second reply arrived).
+/// is too small to split (the caller captures it in one request). Returns the PNG (hashed when
+/// `hash` is set) and the capture time (when the second reply arrived).
 pub(super) fn capture_png(
     conn: &RustConnection,
     target: &Target<'_>,
     cache: Option<&mut EncodeCache>,
-) -> Option<Result<(Vec<u8>, Instant), X11Error>> {
+    hash: bool,
+) -> Option<Result<(Png, Instant), X11Error>> {
     let (early_rows, n_early) = early_part(u32::from(target.height))?;
-    Some(capture_in_parts(conn, target, (early_rows, n_early), cache))
+    Some(capture_in_parts(
+        conn,
+        target,
+        (early_rows, n_early),
+        cache,
+        hash,
+    ))
 }
 
 fn capture_in_parts(
@@ -47,7 +55,8 @@ fn capture_in_parts(
     target: &Target<'_>,
     (early_rows, n_early): (u32, usize),
     cache: Option<&mut EncodeCache>,
-) -> Result<(Vec<u8>, Instant), X11Error> {
+    hash: bool,
+) -> Result<(Png, Instant), X11Error> {
     let (width, height) = (u32::from(target.width), u32::from(target.height));
     let row_bytes = usize::from(target.width) * 4;
     let early_len = usize::try_from(early_rows).unwrap_or(usize::MAX) * row_bytes;
@@ -75,8 +84,8 @@ fn capture_in_parts(
         .ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
     let early = (Frame::new(early_pixels, width, early_rows)?, n_early);
     let png = match cache {
-        Some(cache) => cache.encode_staged(width, height, early, rest),
-        None => encode_png_staged(width, height, early, rest),
+        Some(cache) => cache.encode_staged(width, height, early, rest, hash),
+        None => encode_png_staged(width, height, early, rest, hash),
     }?;
     Ok((png, arrived.get()))
 }

@@ -4,7 +4,6 @@
 
 use super::super::cache::EncodeCache;
 use super::super::deflate::{ADLER_MOD, adler_combine};
-use super::super::parallel::staged_map;
 use super::*;
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
@@ -80,13 +79,43 @@ fn decode_png(png: &[u8]) -> (u32, u32, Vec<u8>) {
     (info.width, info.height, buffer)
 }
 
-/// Undoes the Up filter after a strict zlib inflate (miniz_oxide checks the Adler-32).
+/// The PNG's chunks (type and data) in order, each CRC checked.
+fn chunks(png: &[u8]) -> Vec<([u8; 4], &[u8])> {
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let mut chunks = Vec::new();
+    let mut at = 8;
+    while at < png.len() {
+        let len = usize::try_from(u32::from_be_bytes(png[at..at + 4].try_into().unwrap())).unwrap();
+        let kind: [u8; 4] = png[at + 4..at + 8].try_into().unwrap();
+        let data = &png[at + 8..at + 8 + len];
+        let crc = u32::from_be_bytes(png[at + 8 + len..at + 12 + len].try_into().unwrap());
+        assert_eq!(
+            crc,
+            crc32fast::hash(&png[at + 4..at + 8 + len]),
+            "crc of a chunk"
+        );
+        chunks.push((kind, data));
+        at += 12 + len;
+    }
+    assert_eq!(at, png.len());
+    chunks
+}
+
+/// Undoes the Up filter after a strict zlib inflate (miniz_oxide checks the Adler-32) of the
+/// IDAT chunks laid end to end; checks the layout: IHDR, one IDAT per band, IEND.
 fn decode_zlib(png: &[u8], width: u32, height: u32) -> Vec<u8> {
-    // Signature (8) + IHDR (25), then the IDAT's length and type.
-    let idat_len = usize::try_from(u32::from_be_bytes(png[33..37].try_into().unwrap())).unwrap();
-    assert_eq!(&png[37..41], b"IDAT");
-    let zlib = &png[41..41 + idat_len];
-    let filtered = miniz_oxide::inflate::decompress_to_vec_zlib(zlib).unwrap();
+    let chunks = chunks(png);
+    let kinds: Vec<&[u8; 4]> = chunks.iter().map(|(kind, _)| kind).collect();
+    let mut expected_kinds = vec![b"IHDR"];
+    expected_kinds.extend(std::iter::repeat_n(b"IDAT", n_bands(height)));
+    expected_kinds.push(b"IEND");
+    assert_eq!(kinds, expected_kinds);
+    let zlib: Vec<u8> = chunks
+        .iter()
+        .filter(|(kind, _)| kind == b"IDAT")
+        .flat_map(|(_, data)| data.iter().copied())
+        .collect();
+    let filtered = miniz_oxide::inflate::decompress_to_vec_zlib(&zlib).unwrap();
     let row_len = usize::try_from(width * 3).unwrap();
     assert_eq!(
         filtered.len(),
@@ -104,13 +133,32 @@ fn decode_zlib(png: &[u8], width: u32, height: u32) -> Vec<u8> {
             rgb.push(byte.wrapping_add(above));
         }
     }
-    assert_eq!(&png[png.len() - 12..png.len() - 8], &[0, 0, 0, 0]);
-    assert_eq!(&png[png.len() - 8..png.len() - 4], b"IEND");
     rgb
 }
 
+/// The PNG of `bgrx` on `n_threads` threads, not hashed.
+fn on_threads(bgrx: &[u8], width: u32, height: u32, n_threads: usize) -> Vec<u8> {
+    encode_png_on_threads(bgrx, width, height, n_threads, false)
+        .unwrap()
+        .bytes
+}
+
+/// Checks that a hashed PNG has the unhashed one's bytes and their SHA-256.
+fn check_hashed(png: &Png, unhashed: &[u8]) {
+    assert!(png.bytes == unhashed, "hashing changed the bytes");
+    let sha256 = png.sha256.as_ref().expect("a hash");
+    assert_eq!(
+        super::super::framing::hex(sha256),
+        crate::capture::sha256_hex(unhashed)
+    );
+}
+
 fn check_round_trip(bgrx: &[u8], width: u32, height: u32, n_threads: usize) {
-    let png = encode_png_on_threads(bgrx, width, height, n_threads).unwrap();
+    let png = on_threads(bgrx, width, height, n_threads);
+    check_hashed(
+        &encode_png_on_threads(bgrx, width, height, n_threads, true).unwrap(),
+        &png,
+    );
     let expected = expected_rgb(bgrx);
     let (decoded_width, decoded_height, rgb) = decode_png(&png);
     assert_eq!((decoded_width, decoded_height), (width, height));
@@ -196,7 +244,7 @@ fn the_png_does_not_depend_on_the_thread_count() {
     let bgrx = ui_frame(width, height, 7);
     let png = encode_png(&bgrx, width, height).unwrap();
     for n_threads in [1, 2, 3, 8] {
-        assert!(png == encode_png_on_threads(&bgrx, width, height, n_threads).unwrap());
+        assert!(png == on_threads(&bgrx, width, height, n_threads));
     }
     assert_eq!(decode_png(&png).2, expected_rgb(&bgrx));
     assert_eq!(decode_zlib(&png, width, height), expected_rgb(&bgrx));
@@ -221,7 +269,7 @@ fn the_cache_reuses_unchanged_bands_and_gives_the_cold_bytes() {
     let mut bgrx = ui_frame(width, height, 11);
     let check = |cache: &mut EncodeCache, bgrx: &[u8]| {
         let png = cache.encode(bgrx, width, height).unwrap();
-        assert!(png == encode_png_on_threads(bgrx, width, height, 1).unwrap());
+        assert!(png == on_threads(bgrx, width, height, 1));
         assert_eq!(decode_zlib(&png, width, height), expected_rgb(bgrx));
     };
     check(&mut cache, &bgrx);
@@ -296,58 +344,40 @@ fn a_frame_in_two_parts_gives_the_same_png_and_cache() {
         n_early,
     );
     let whole = || Frame::new(&bgrx, width, height);
-    let png = encode_png_staged(width, height, early, whole).unwrap();
-    assert!(png == encode_png_on_threads(&bgrx, width, height, 1).unwrap());
+    let png = encode_png_staged(width, height, early, whole, false)
+        .unwrap()
+        .bytes;
+    assert!(png == on_threads(&bgrx, width, height, 1));
+    check_hashed(
+        &encode_png_staged(width, height, early, whole, true).unwrap(),
+        &png,
+    );
     let mut cache = EncodeCache::default();
-    assert!(cache.encode_staged(width, height, early, whole).unwrap() == png);
-    assert!(cache.encode_staged(width, height, early, whole).unwrap() == png);
+    check_hashed(
+        &cache
+            .encode_staged(width, height, early, whole, true)
+            .unwrap(),
+        &png,
+    );
+    assert_eq!(cache.n_reused(), 0);
+    // Every band reused: the cached segments, framed and hashed the same.
+    check_hashed(
+        &cache
+            .encode_staged(width, height, early, whole, true)
+            .unwrap(),
+        &png,
+    );
     assert_eq!(cache.n_reused(), n_bands(height));
+    let unhashed = cache.encode_staged(width, height, early, whole, false);
+    assert!(unhashed.unwrap().sha256.is_none());
     // The rest failing: its error, no PNG, and a cache that starts over.
     let failed = || Err(X11Error::Capture("no rest".into()));
-    assert!(encode_png_staged(width, height, early, failed).is_err());
-    assert!(cache.encode_staged(width, height, early, failed).is_err());
+    assert!(encode_png_staged(width, height, early, failed, true).is_err());
+    assert!(
+        cache
+            .encode_staged(width, height, early, failed, true)
+            .is_err()
+    );
     assert!(cache.encode(&bgrx, width, height).unwrap() == png);
     assert_eq!(cache.n_reused(), 0);
-}
-
-#[test]
-fn staged_map_runs_early_items_before_the_rest_arrives() {
-    for n_threads in [1, 2, 4] {
-        let started = std::sync::atomic::AtomicUsize::new(0);
-        let early = |idx: usize| {
-            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            idx * 10
-        };
-        let (results, rest) = staged_map(
-            7,
-            n_threads,
-            3,
-            || {
-                if n_threads > 1 {
-                    // Another thread takes the early items meanwhile.
-                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                    while started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-                        assert!(std::time::Instant::now() < deadline);
-                        std::thread::yield_now();
-                    }
-                }
-                Ok(5)
-            },
-            &early,
-            |rest, idx| idx * 10 + rest,
-        )
-        .unwrap();
-        assert_eq!(rest, 5);
-        // Early items may also run after the rest arrived, through `early`.
-        assert_eq!(results, [0, 10, 20, 35, 45, 55, 65]);
-        let failed = staged_map(
-            7,
-            n_threads,
-            3,
-            || Err::<usize, _>(X11Error::Capture("x".into())),
-            &early,
-            |_, idx| idx,
-        );
-        assert!(failed.is_err());
-    }
 }
