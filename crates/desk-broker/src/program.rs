@@ -80,7 +80,8 @@ impl Inner {
         }
     }
 
-    /// Accepts `plan` as the session's next action (journal `pending`, evidence), then runs
+    /// Accepts `plan` as the session's next action (journal `pending`, evidence; the census
+    /// beside them), then runs
     /// its steps in order, each only while `plan.scope` is current. An error before the first
     /// step's input withdraws the acceptance; input in doubt fails the session
     /// (`input_outcome_unknown`); a later step's failure ends the run with the submitted steps.
@@ -90,15 +91,45 @@ impl Inner {
         session: SessionRow,
         plan: &Plan,
     ) -> Result<Ran<'a>, BrokerError> {
-        let started = std::time::Instant::now();
         let session_id = session.id.clone();
         let dir = session.dir();
         let (running, action_index) = session.lifecycle.accept(plan.expected_action_index)?;
         self.check_session_dir(&session)?;
-        // The census before any input (`watchdog/census.rs`): a prohibited process ends the
-        // session instead.
-        self.census_before_input(&session)?;
         let accepted_at_ms = now_ms();
+        let accepted = Accepted {
+            request_id: &plan.request_id,
+            request: plan.evidence_request.clone(),
+            request_digest: plan.digest.clone(),
+            action_type: plan.journal_type,
+            intent: &plan.intent,
+        };
+        // The census before any input (`watchdog/census.rs`) is taken while the ledger opens:
+        // it only reads `/proc` and the session's files, the ledger waits on the disk, and both
+        // end before any input. A prohibited process ends the session instead: the accepted
+        // records are withdrawn first (as for any refusal before input), then the kill runs,
+        // so its receipt names no action in flight.
+        let opening = std::time::Instant::now();
+        let (opened, violation, census_us) = self.beside_census(&dir, || {
+            Ledger::open(self, session, running, action_index, accepted)
+        });
+        let opened_us = opening.elapsed().as_micros();
+        let ledger = match (opened, violation) {
+            (Ok(ledger), None) => ledger,
+            (Err(error), None) => return Err(error),
+            (opened, Some(violation)) => {
+                if let Ok(ledger) = opened {
+                    let refusal = BrokerError::SessionKilled {
+                        session_id: session_id.to_string(),
+                        reason: "the census found a prohibited process".to_string(),
+                    };
+                    let withdrawn = ledger.withdrawn(refusal);
+                    if withdrawn.code() != ErrorCode::SessionKilled {
+                        tracing::error!(%session_id, action_index, error = %withdrawn, "an action refused by the census was not withdrawn; the kill names it in doubt");
+                    }
+                }
+                return Err(self.census_kill(&session_id, violation));
+            }
+        };
         tracing::info!(
             %session_id,
             action_index,
@@ -108,16 +139,6 @@ impl Inner {
             intent = plan.intent,
             "action accepted"
         );
-        let accepted = Accepted {
-            request_id: &plan.request_id,
-            request: plan.evidence_request.clone(),
-            request_digest: plan.digest.clone(),
-            action_type: plan.journal_type,
-            intent: &plan.intent,
-        };
-        let census_us = started.elapsed().as_micros();
-        let ledger = Ledger::open(self, session, running, action_index, accepted)?;
-        let opened_us = started.elapsed().as_micros();
         let mut submitted: Vec<Submitted> = Vec::new();
         let mut attempted = 0;
         let mut failing = None;
@@ -170,7 +191,7 @@ impl Inner {
                 action_index,
                 step_index,
                 census_us,
-                ledger_open_us = opened_us - census_us,
+                accept_us = opened_us,
                 backend_us,
                 settle_ms = result.as_ref().map(|outcome| outcome.settle.wait_ms).unwrap_or(0),
                 "action timing: step"
@@ -362,7 +383,8 @@ impl Inner {
         let (screenshot, observation_error) = match (&revoked, &last.outcome.frame) {
             (Some(refusal), _) => (None, Some(format!("stopped: {refusal}"))),
             (None, Some(frame)) => {
-                let mut screenshot: Screenshot = crate::broker::screenshot(frame, sequence);
+                // Its base64 is encoded by the ledger, beside the receipt's disk wait.
+                let mut screenshot: Screenshot = crate::frames::unencoded(frame, sequence);
                 self.controls
                     .identify(session_id, dir, &mut screenshot, display)?;
                 (Some(screenshot), None)

@@ -1,8 +1,9 @@
 //! The census in the broker's processes (`desk_desktop::census`): the watchdog takes it of
-//! every live session each round, the broker before every action's input; a process the
-//! session's rules do not allow, seen twice 50 ms apart, ends the session through the one kill
-//! path with the limit `prohibited_process` and the process (program, command line, parent)
-//! in the signed terminal receipt.
+//! every live session each round, the broker before every action's input (while the action's
+//! ledger opens, `program.rs`; a violation withdraws the accepted action before the kill); a
+//! process the session's rules do not allow, seen twice 50 ms apart, ends the session through
+//! the one kill path with the limit `prohibited_process` and the process (program, command
+//! line, parent) in the signed terminal receipt.
 
 use desk_desktop::census::{CensusRules, Violation, confirmed_violation};
 use desk_desktop::{SessionDir, StateDir};
@@ -11,7 +12,6 @@ use desk_evidence::record::ProhibitedProcess;
 use crate::error::BrokerError;
 use crate::ids::SessionId;
 use crate::kill::{KillOutcome, KillSource, kill_session};
-use crate::store::SessionRow;
 
 /// The longest reason a kill takes (`kill::check_reason`).
 const MAX_REASON: usize = 256;
@@ -66,6 +66,18 @@ pub(crate) fn enforce(
     let Some(violation) = confirmed_violation(session_dir, &rules) else {
         return Ok(None);
     };
+    kill_for(state, key, session_id, violation, by).map(Some)
+}
+
+/// Kills the session for `violation`, a confirmed census violation (`by`: `watchdog` or
+/// `broker`).
+fn kill_for(
+    state: &StateDir,
+    key: impl FnOnce() -> Result<crate::kill::Signer, BrokerError>,
+    session_id: &SessionId,
+    violation: Violation,
+    by: &'static str,
+) -> Result<KillOutcome, BrokerError> {
     let process = prohibited(violation);
     let reason = reason(&process);
     tracing::warn!(%session_id, by, %reason, why = process.why, "census found a prohibited process");
@@ -73,39 +85,49 @@ pub(crate) fn enforce(
         by,
         process: Box::new(process),
     };
-    kill_session(state, &key()?, session_id, &reason, &source).map(Some)
+    kill_session(state, &key()?, session_id, &reason, &source)
 }
 
 impl crate::broker::Inner {
-    /// The census before an action's input: a prohibited process in the session's sandbox
-    /// ends the session (`session_killed`, nothing sent) instead of the action.
-    pub(crate) fn census_before_input(&self, session: &SessionRow) -> Result<(), BrokerError> {
-        let session_dir = session.dir();
-        if CensusRules::read(&session_dir).is_none() {
-            return Ok(());
-        }
+    /// Runs `work` (an action's ledger opening) while the census before its input is taken
+    /// beside it (reads only): `work`'s result, a confirmed violation (`None` when nothing
+    /// prohibited runs or the session has no census: no rules recorded, no sandbox, and then
+    /// no thread is started) and how long the census took (µs).
+    pub(crate) fn beside_census<T: Send>(
+        &self,
+        session_dir: &SessionDir,
+        work: impl FnOnce() -> T + Send,
+    ) -> (T, Option<Violation>, u64) {
+        let Some(rules) = CensusRules::read(session_dir) else {
+            return (work(), None, 0);
+        };
+        let (done, (violation, census_us)) = desk_evidence::durable::join(work, || {
+            let started = std::time::Instant::now();
+            let violation = confirmed_violation(session_dir, &rules);
+            let census_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            (violation, census_us)
+        });
+        (done, violation, census_us)
+    }
+
+    /// Ends the session for `violation` (found by [`Self::census_before_input`]) through the
+    /// one kill path: `session_killed` (nothing sent), or the kill's own error.
+    pub(crate) fn census_kill(&self, session_id: &SessionId, violation: Violation) -> BrokerError {
         let key = || {
             crate::kill::Signer::evidence(
                 &self.config.state_dir,
                 self.config.evidence.signing_key.as_deref(),
             )
         };
-        let outcome = enforce(
-            &self.config.layout(),
-            key,
-            &session.id,
-            &session_dir,
-            "broker",
-        )?;
-        let reason = match outcome {
-            None => return Ok(()),
-            Some(KillOutcome::Killed(receipt)) => receipt.reason,
-            Some(KillOutcome::AlreadyKilled(tombstone)) => tombstone.reason,
+        let reason = match kill_for(&self.config.layout(), key, session_id, violation, "broker") {
+            Ok(KillOutcome::Killed(receipt)) => receipt.reason,
+            Ok(KillOutcome::AlreadyKilled(tombstone)) => tombstone.reason,
+            Err(error) => return error,
         };
-        Err(BrokerError::SessionKilled {
-            session_id: session.id.to_string(),
+        BrokerError::SessionKilled {
+            session_id: session_id.to_string(),
             reason,
-        })
+        }
     }
 }
 

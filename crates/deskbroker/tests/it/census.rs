@@ -287,6 +287,12 @@ async fn with_the_watchdog_stopped_the_census_before_an_action_ends_the_session(
     )
     .expect("a terminal receipt");
     assert_census_receipt(&receipt, "broker");
+    // The census ran beside the action's acceptance; the accepted action was withdrawn
+    // before the kill, so the kill names no action in flight.
+    assert_eq!(receipt.action_in_doubt, None, "{receipt:?}");
+    // The census ran beside the action's acceptance; the accepted action was withdrawn
+    // before the kill, so the kill names no action in flight.
+    assert_eq!(receipt.action_in_doubt, None, "{receipt:?}");
     let _ = child.kill();
     let _ = child.wait();
 }
