@@ -44,22 +44,22 @@ impl EncodeCache {
         hash: bool,
     ) -> Result<Png, X11Error> {
         let frame = Frame::new(pixels, width, height)?;
-        self.encode_staged(width, height, (frame, 0), || Ok(frame), hash)
+        self.encode_staged(width, height, (|| Ok(frame), 0), || Ok(frame), hash)
     }
 
     /// [`EncodeCache::encode`] for a frame that arrives in two parts (see
-    /// [`encode_png_staged`](super::encode::encode_png_staged)): `early` is the first part and
-    /// the number of bands inside it, `rest` waits for the whole frame. Each band is compared
+    /// [`encode_png_staged`](super::encode::encode_png_staged)): `early` waits for the first
+    /// part and says how many bands lie inside it, `rest` waits for the whole frame. Each band is compared
     /// and, when changed, deflated in one pass; the PNG is hashed when `hash` is set.
     pub(super) fn encode_staged<'f>(
         &mut self,
         width: u32,
         height: u32,
-        early: (Frame<'f>, usize),
+        early: (impl FnOnce() -> Result<Frame<'f>, X11Error>, usize),
         rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
         hash: bool,
     ) -> Result<Png, X11Error> {
-        let (early, n_early) = early;
+        let (first, n_early) = early;
         let n_bands = n_bands(height);
         let bands = band_rows(height);
         let n_threads = default_threads(width, height);
@@ -96,9 +96,9 @@ impl EncodeCache {
             n_bands,
             n_threads,
             n_early,
-            rest,
-            &|band_idx| band(&early, band_idx),
-            |frame, band_idx| band(frame, band_idx),
+            (first, rest),
+            band,
+            band,
             &mut write,
         );
         let (fresh, frame) = match staged {

@@ -76,18 +76,18 @@ fn rows_in_bands(n_rows: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Encodes a frame that arrives in two parts, like [`encode_png`]: `early` holds its first rows
-/// and says how many bands lie inside them, which start on the other threads while this one
-/// waits for the whole frame (`rest`). Same bytes as [`encode_png`] on the whole frame, and
+/// Encodes a frame that arrives in two parts, like [`encode_png`]: `early` waits for its first
+/// rows and says how many bands lie inside them, which start on the other threads while this
+/// one waits for the whole frame (`rest`). Same bytes as [`encode_png`] on the whole frame, and
 /// their SHA-256 when `hash` is set.
 pub(super) fn encode_png_staged<'f>(
     width: u32,
     height: u32,
-    early: (Frame<'f>, usize),
+    early: (impl FnOnce() -> Result<Frame<'f>, X11Error>, usize),
     rest: impl FnOnce() -> Result<Frame<'f>, X11Error>,
     hash: bool,
 ) -> Result<Png, X11Error> {
-    let (early, n_early) = early;
+    let (first, n_early) = early;
     let bands = band_rows(height);
     let n_bands = bands.len();
     let band = |frame: &Frame<'_>, band_idx: usize| {
@@ -99,9 +99,9 @@ pub(super) fn encode_png_staged<'f>(
         n_bands,
         default_threads(width, height),
         n_early,
-        rest,
-        &|band_idx| band(&early, band_idx),
-        |frame, band_idx| band(frame, band_idx),
+        (first, rest),
+        band,
+        band,
         |segment| writer.band(segment),
     )?;
     writer.finish()

@@ -27,33 +27,38 @@ pub(super) fn parallel_map<T: Send + Sync>(
         n_items,
         n_threads,
         n_items,
-        || Ok(()),
-        &task,
+        (|| Ok(()), || Ok(())),
+        |(), idx| task(idx),
         |(), idx| task(idx),
         drain,
     )?;
     Ok(results)
 }
 
-/// Like [`parallel_map`] for input that arrives in two parts: the items below `n_early` need
-/// only the first part and start at once (`early`) on the other threads, while this thread
-/// waits for the rest (`rest`); every later item runs once `rest` returned, with its value
-/// (`late`). Each result goes to `drain` in index order, exactly once, as soon as it and every
-/// earlier one are done, on whichever thread finished it (one at a time). Returns the results
-/// in index order and `rest`'s value. When `rest` fails nothing more starts and its error is
-/// returned.
-pub(super) fn staged_map<T: Send + Sync, R: Send + Sync>(
+/// Like [`parallel_map`] for input that arrives in two parts, `first` and `rest`, each waited
+/// for on this thread: the items below `n_early` need only the first part and run (`early`)
+/// on the other threads, started before the first part is waited for, while this thread
+/// waits for the rest; every later item runs once `rest` returned, with its value (`late`).
+/// Each result goes to `drain` in index order, exactly once, as soon as it and every earlier
+/// one are done, on whichever thread finished it (one at a time). Returns the results in index
+/// order and `rest`'s value. When a part fails nothing more starts and its error is returned;
+/// `rest` is called even when `first` failed.
+pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
     n_items: usize,
     n_threads: usize,
     n_early: usize,
-    rest: impl FnOnce() -> Result<R, X11Error>,
-    early: &(dyn Fn(usize) -> T + Sync),
+    (first, rest): (
+        impl FnOnce() -> Result<F, X11Error>,
+        impl FnOnce() -> Result<R, X11Error>,
+    ),
+    early: impl Fn(&F, usize) -> T + Sync,
     late: impl Fn(&R, usize) -> T + Sync,
     drain: impl FnMut(&T) + Send,
 ) -> Result<(Vec<T>, R), X11Error> {
     let n_workers = n_threads.clamp(1, n_items.max(1));
     let next = AtomicUsize::new(0);
-    // `Some` once the rest arrived, `None` when it failed.
+    // `Some` once the first part or the rest arrived, `None` when it failed.
+    let first_ready: OnceLock<Option<F>> = OnceLock::new();
     let ready: OnceLock<Option<R>> = OnceLock::new();
     let slots: Vec<OnceLock<T>> = std::iter::repeat_with(OnceLock::new)
         .take(n_items)
@@ -86,7 +91,10 @@ pub(super) fn staged_map<T: Send + Sync, R: Send + Sync>(
                 return;
             }
             let result = if idx < n_early {
-                early(idx)
+                match first_ready.wait() {
+                    Some(first) => early(first, idx),
+                    None => return,
+                }
             } else if let Some(rest) = ready.wait() {
                 late(rest, idx)
             } else {
@@ -108,7 +116,17 @@ pub(super) fn staged_map<T: Send + Sync, R: Send + Sync>(
                     .ok()
             })
             .collect();
-        let arrived = rest();
+        let arrived = match first() {
+            Ok(value) => {
+                let _ = first_ready.set(Some(value));
+                rest()
+            }
+            Err(error) => {
+                let _ = first_ready.set(None);
+                let _ = rest();
+                Err(error)
+            }
+        };
         let arrived = match arrived {
             Ok(value) => {
                 let _ = ready.set(Some(value));

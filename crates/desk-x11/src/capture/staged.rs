@@ -6,6 +6,8 @@
 //! other client's request runs between them and the two parts are one consistent screen, as a
 //! single request's; the first part is read only after its reply and the whole frame only after
 //! the second reply (`ShmMapping::head`); the second reply is always awaited before returning.
+//! The encoder's other threads start before the first reply is awaited, so their start-up
+//! (a thread, and on a VM an idle virtual CPU woken) overlaps the server's copy.
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -62,9 +64,17 @@ fn capture_in_parts(
     let early_len = usize::try_from(early_rows).unwrap_or(usize::MAX) * row_bytes;
     let n_bytes = usize::from(target.height) * row_bytes;
     let (first, second) = request_parts(conn, target, early_rows, early_len)?;
-    // The second reply is awaited whatever the first one was.
-    let first = wait(first, early_len);
     let arrived = Cell::new(Instant::now());
+    // Waited for by the encoder on this thread, after it started the others; the second reply
+    // is awaited whatever the first one was.
+    let early = || {
+        wait(first, early_len)?;
+        let pixels = target
+            .mapping
+            .head(early_len)
+            .ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
+        Frame::new(pixels, width, early_rows)
+    };
     let rest = || {
         wait(second, n_bytes - early_len)?;
         arrived.set(Instant::now());
@@ -74,18 +84,9 @@ fn capture_in_parts(
             .ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
         Frame::new(pixels, width, height)
     };
-    if let Err(error) = first {
-        let _ = rest();
-        return Err(error);
-    }
-    let early_pixels = target
-        .mapping
-        .head(early_len)
-        .ok_or_else(|| X11Error::Shm("shm mapping too small".to_string()))?;
-    let early = (Frame::new(early_pixels, width, early_rows)?, n_early);
     let png = match cache {
-        Some(cache) => cache.encode_staged(width, height, early, rest, hash),
-        None => encode_png_staged(width, height, early, rest, hash),
+        Some(cache) => cache.encode_staged(width, height, (early, n_early), rest, hash),
+        None => encode_png_staged(width, height, (early, n_early), rest, hash),
     }?;
     Ok((png, arrived.get()))
 }

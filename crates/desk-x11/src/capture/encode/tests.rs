@@ -340,7 +340,7 @@ fn a_frame_in_two_parts_gives_the_same_png_and_cache() {
     assert_eq!(n_early, 3);
     let early_len = usize::try_from(early_rows * width * 4).unwrap();
     let early = (
-        Frame::new(&bgrx[..early_len], width, early_rows).unwrap(),
+        || Frame::new(&bgrx[..early_len], width, early_rows),
         n_early,
     );
     let whole = || Frame::new(&bgrx, width, height);
@@ -373,6 +373,7 @@ fn a_frame_in_two_parts_gives_the_same_png_and_cache() {
     // The rest failing: its error, no PNG, and a cache that starts over.
     let failed = || Err(X11Error::Capture("no rest".into()));
     assert!(encode_png_staged(width, height, early, failed, true).is_err());
+    assert!(encode_png_staged(width, height, (failed, n_early), whole, true).is_err());
     assert!(
         cache
             .encode_staged(width, height, early, failed, true)
