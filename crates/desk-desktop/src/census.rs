@@ -31,8 +31,9 @@ mod rules;
 mod scan;
 
 pub use check::check;
+pub(crate) use check::check_with;
 pub use resolve::resolve_program;
-pub(crate) use resolve::{below, resolve_in};
+pub(crate) use resolve::{Resolved, below, resolve_in, resolve_kept};
 pub use rules::{
     AllowedExecutable, CensusRules, ExeIdentity, ScanError, Seen, Snapshot, Violation, Wrapper,
 };

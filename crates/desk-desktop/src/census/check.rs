@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{
     CensusRules, DESKTOP_CHILDREN, DESKTOP_PROGRAMS, ExeIdentity, HOLDER_ADOPTS, LAUNCH_STAGES,
-    Seen, Snapshot, Violation, resolve_in,
+    Resolved, Seen, Snapshot, Violation, resolve_kept,
 };
 
 /// Where an allowed process belongs.
@@ -28,20 +28,16 @@ struct Checker<'a> {
     rules: &'a CensusRules,
     by_pid: BTreeMap<u32, &'a Seen>,
     places: BTreeMap<u32, Result<Place, String>>,
-    resolved: BTreeMap<String, Option<String>>,
+    /// [`resolve_kept`]'s answers by name.
+    resolved: Resolved,
 }
 
 impl Checker<'_> {
     fn resolve(&mut self, program: &str) -> Option<String> {
         let root = self.snapshot.root.as_deref();
-        self.resolved
-            .entry(program.to_string())
+        resolve_kept(root, program, &mut self.resolved)
             // An absolute path the sandbox does not show stays as written (nothing runs it).
-            .or_insert_with(|| {
-                resolve_in(root, program)
-                    .or_else(|| program.starts_with('/').then(|| program.to_string()))
-            })
-            .clone()
+            .or_else(|| program.starts_with('/').then(|| program.to_string()))
     }
 
     /// The app's rule for `exe`: its `max`.
@@ -179,6 +175,17 @@ impl Checker<'_> {
 /// The processes of `snapshot` that `rules` (and the desktop's own rules above) do not allow,
 /// in pid order; a process over its executable's `max` is a violation from the newest on.
 pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
+    check_with(snapshot, rules, Resolved::new()).0
+}
+
+/// [`check`], its program names resolved from `resolved` where it has them (names resolved
+/// earlier inside the same sandbox root), and every name it resolved, returned with the
+/// violations.
+pub(crate) fn check_with(
+    snapshot: &Snapshot,
+    rules: &CensusRules,
+    resolved: Resolved,
+) -> (Vec<Violation>, Resolved) {
     let mut checker = Checker {
         snapshot,
         rules,
@@ -188,7 +195,7 @@ pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
             .map(|seen| (seen.pid, seen))
             .collect(),
         places: BTreeMap::new(),
-        resolved: BTreeMap::new(),
+        resolved,
     };
     let mut violations = Vec::new();
     // Instances per (group, program): the app's tree and each desktop helper.
@@ -228,7 +235,7 @@ pub fn check(snapshot: &Snapshot, rules: &CensusRules) -> Vec<Violation> {
         }
     }
     violations.sort_by_key(|violation| violation.pid);
-    violations
+    (violations, checker.resolved)
 }
 
 fn violation(checker: &Checker<'_>, seen: &Seen, why: String) -> Violation {

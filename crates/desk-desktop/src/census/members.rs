@@ -43,7 +43,7 @@ use std::os::fd::AsFd as _;
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::ScanError;
+use super::{Resolved, ScanError};
 
 /// At most this many sandboxes are tracked at once (more: all are forgotten and start again).
 const MAX_TRACKED: usize = 256;
@@ -66,6 +66,9 @@ struct Tracker {
     mountinfo: File,
     /// Members by pid inside the namespace: host pid and start time.
     members: BTreeMap<u32, (u32, u64)>,
+    /// Program names resolved inside the sandbox's root since tracking began
+    /// ([`resolutions`]).
+    resolved: Resolved,
 }
 
 static TRACKED: Mutex<BTreeMap<u32, Tracker>> = Mutex::new(BTreeMap::new());
@@ -203,6 +206,7 @@ impl Tracker {
             holder_start,
             mountinfo,
             members,
+            resolved: Resolved::new(),
         })
     }
 
@@ -268,6 +272,30 @@ pub(super) fn members(holder: u32, namespace: &Path) -> Result<(Vec<u32>, Way), 
         all.insert(holder, tracker);
     }
     Ok((pids, Way::Full))
+}
+
+/// The program names resolved inside the sandbox of `holder` since its tracking began, for a
+/// scan that found its members the tracked way (empty when it is not tracked). They hold as
+/// long as the tracking does: the holder is the same process, so the root is the same, and a
+/// mount or unmount anywhere in its mount namespace ends the tracking (the next scan is a full
+/// one, which starts again with none). What a name resolves to depends only on that root's
+/// mounts and on `/usr` and the top-level links bwrap makes, which are read-only; were a link
+/// on the way changed in place anyway, the kept answer is the one every scan since tracking
+/// began gave, and the process's program is still compared with the file at that path each
+/// scan (`ExeIdentity`), so keeping it allows nothing an earlier scan did not.
+pub(super) fn resolutions(holder: u32) -> Resolved {
+    tracked()
+        .get(&holder)
+        .map(|tracker| tracker.resolved.clone())
+        .unwrap_or_default()
+}
+
+/// Keeps `resolved` (names resolved by a scan of `holder`'s sandbox) for its next tracked
+/// scans, when the sandbox is tracked.
+pub(super) fn keep_resolutions(holder: u32, resolved: Resolved) {
+    if let Some(tracker) = tracked().get_mut(&holder) {
+        tracker.resolved = resolved;
+    }
 }
 
 /// Forgets the sandbox of `holder` (it ended).

@@ -176,6 +176,11 @@ fn tracked_members_equal_the_full_scan_and_an_entered_process_is_found() {
     assert_eq!(way, Way::Full, "the first census is a full scan");
     let (second, way) = namespace.members();
     assert_eq!((second, way), (vec![holder], Way::Tracked));
+    // Names resolved by a scan are kept while the tracking lasts.
+    let kept = Resolved::from([("sh".to_string(), Some("/usr/bin/sh".to_string()))]);
+    keep_resolutions(holder, kept.clone());
+    assert_eq!(namespace.members().1, Way::Tracked);
+    assert_eq!(resolutions(holder), kept);
 
     // Entered from outside: its parent (nsenter) is not in the namespace.
     let mut nsenter = namespace.enter(&["--pid", "sleep", "120"]);
@@ -187,6 +192,11 @@ fn tracked_members_equal_the_full_scan_and_an_entered_process_is_found() {
         way,
         Way::Full,
         "a pid not recorded falls back to the full scan"
+    );
+    assert_eq!(
+        resolutions(holder),
+        Resolved::new(),
+        "a full scan starts the tracking again with no names kept"
     );
     let (found, way) = namespace.members();
     assert!(found.contains(&entered));
@@ -248,6 +258,9 @@ fn tracked_members_equal_the_full_scan_and_an_entered_process_is_found() {
         assert_eq!(way, Way::Full);
         assert!(found.contains(&hidden_pid), "{found:?} lacks {hidden_pid}");
     }
+    // Untracked: no names are kept.
+    keep_resolutions(holder, kept);
+    assert_eq!(resolutions(holder), Resolved::new());
     let _ = hidden.kill();
     let _ = hidden.wait();
 }

@@ -1,6 +1,7 @@
 //! Where a program name leads: on the host ([`resolve_program`]) or inside a sandbox whose root
 //! the host reaches at a path ([`resolve_in`]), links followed inside that root.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::sandbox::SAFE_PATH;
@@ -45,6 +46,22 @@ pub(crate) fn resolve_in(root: Option<&Path>, program: &str) -> Option<String> {
         .filter_map(|candidate| walk_inside(root, candidate))
         .find(|inside| std::fs::metadata(below(root, inside)).is_ok_and(|meta| meta.is_file()))
         .map(|inside| inside.display().to_string())
+}
+
+/// Names already resolved inside one sandbox's root ([`resolve_in`]'s answers by name), kept
+/// between the tracked scans of that sandbox (`census/members.rs`).
+pub(crate) type Resolved = BTreeMap<String, Option<String>>;
+
+/// [`resolve_in`], answered from `resolved` when the name is there (else resolved and kept).
+pub(crate) fn resolve_kept(
+    root: Option<&Path>,
+    program: &str,
+    resolved: &mut Resolved,
+) -> Option<String> {
+    resolved
+        .entry(program.to_string())
+        .or_insert_with(|| resolve_in(root, program))
+        .clone()
 }
 
 /// `inside` (a path inside the sandbox) as the host reaches it below `root`.

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use std::path::Path;
 
-use super::members::{Way, forget, full_scan, members, stat};
+use super::members::{Way, forget, full_scan, keep_resolutions, members, resolutions, stat};
 use super::{
-    CensusRules, ExeIdentity, ScanError, Seen, Snapshot, Violation, Wrapper, below, check,
-    resolve_in,
+    CensusRules, ExeIdentity, Resolved, ScanError, Seen, Snapshot, Violation, Wrapper, below,
+    check_with, resolve_kept,
 };
 use crate::launcher::recorded_processes;
 use crate::layout::SessionDir;
@@ -82,8 +82,8 @@ pub(crate) fn cmdline(pid: u32) -> String {
 }
 
 /// The program a launcher wrapper (`nsenter … -- env -C DIR -- PROGRAM …`) names, resolved
-/// inside the sandbox.
-fn wrapper_program(pid: u32, root: &Path) -> Option<String> {
+/// inside the sandbox (from `resolved` when that name was resolved before).
+fn wrapper_program(pid: u32, root: &Path, resolved: &mut Resolved) -> Option<String> {
     let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let args: Vec<&[u8]> = bytes.split(|byte| *byte == 0).collect();
     let env = args.iter().position(|arg| *arg == b"env")?;
@@ -94,7 +94,7 @@ fn wrapper_program(pid: u32, root: &Path) -> Option<String> {
         _ => return None,
     };
     let program = std::str::from_utf8(program).ok()?;
-    resolve_in(Some(root), program)
+    resolve_kept(Some(root), program, resolved)
 }
 
 /// The sandbox holder's host pid recorded in `desktop.json`.
@@ -177,13 +177,19 @@ fn scan_with(
         .filter(|process| process.pid != holder)
         .collect();
     let wrapper_died = recorded.iter().any(|process| !process.is_alive());
+    // Names resolved by the earlier scans of this tracking (`members::resolutions`); a full
+    // scan resolves every name again.
+    let mut resolved = match way {
+        Way::Tracked => resolutions(holder),
+        Way::Full => Resolved::new(),
+    };
     let wrappers = recorded
         .into_iter()
         .filter(|process| process.is_alive())
         .map(|process| {
             let wrapper = Wrapper {
                 role: process.role.clone(),
-                program: wrapper_program(process.pid, &root),
+                program: wrapper_program(process.pid, &root, &mut resolved),
             };
             (process.pid, wrapper)
         })
@@ -196,7 +202,8 @@ fn scan_with(
         wrapper_died,
         processes,
     };
-    let mut violations = check(&snapshot, rules);
+    let (mut violations, resolved) = check_with(&snapshot, rules, resolved);
+    keep_resolutions(holder, resolved);
     for violation in &mut violations {
         violation.cmdline = cmdline(violation.pid);
     }
