@@ -46,6 +46,9 @@ pub struct ProbeOptions {
     /// Repaint once, in the flicker color, this many ms after each button press: a timer of
     /// the event loop (the loop blocks in `ppoll` until it is due), like a click animation.
     pub paint_after_press_ms: Option<u64>,
+    /// After each button press, compute on the CPU this many ms (no call, no sleep), then
+    /// repaint once in the flicker color: a long operation that paints only when it ends.
+    pub compute_after_press_ms: Option<u64>,
 }
 
 impl Default for ProbeOptions {
@@ -59,6 +62,7 @@ impl Default for ProbeOptions {
             repaint_ms: None,
             repaint_after_press: false,
             paint_after_press_ms: None,
+            compute_after_press_ms: None,
         }
     }
 }
@@ -89,6 +93,9 @@ pub fn run(
             None => unruly::next_event(&conn, window, repaint_ms, &mut flicker)?,
         };
         pressed |= matches!(event, Event::ButtonPress(_));
+        if let (Some(ms), Event::ButtonPress(_)) = (options.compute_after_press_ms, &event) {
+            unruly::compute_then_paint(&conn, window, ms)?;
+        }
         let clipped = clipboard.handle(&conn, &keyboard, &event)?;
         let record = match event {
             Event::MappingNotify(notify) if notify.request == Mapping::KEYBOARD => {

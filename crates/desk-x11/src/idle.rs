@@ -74,6 +74,9 @@ pub(crate) struct Sample {
     pub(crate) threads: Vec<ThreadSample>,
     /// What kept the desktop busy, for the debug log.
     pub(crate) busy: Option<String>,
+    /// A thread of an app (not of the X server) was on a CPU or runnable (state `R`, or in
+    /// no call): the app is computing, and the quiet-time rule waits for it (`settle.rs`).
+    pub(crate) running: bool,
 }
 
 /// One thread in a [`Sample`].
@@ -283,25 +286,39 @@ impl IdleWatch {
 
     /// Samples the watched processes; `Err` names the signal that could not be read.
     ///
-    /// Stops at the first busy thread (the sample then only says "busy"); sockets are read
-    /// last, when every thread sleeps: a busy desktop costs a few `/proc` reads per sample.
+    /// Stops at the first busy thread of an app (the sample then only says "busy", and whether
+    /// that thread was running); a busy X server is noted and the apps are read on. Sockets
+    /// are read last, when every thread sleeps: a busy desktop costs a few `/proc` reads per
+    /// sample.
     pub(crate) fn sample(&mut self) -> Result<Sample, String> {
         let diag = self.diag.as_mut().ok_or("socket queues cannot be read")?;
         let mut threads = Vec::new();
         let mut alive = Vec::with_capacity(self.pids.len());
+        // A busy X server does not end the sample: an app may be computing behind it.
+        let mut server_busy = None;
         for &pid in &self.pids {
             let server = Some(pid) == self.server;
             match read_threads(pid, server, &mut self.calls, &mut threads)? {
                 Threads::Gone => {}
                 Threads::Asleep => alive.push(pid),
-                Threads::Busy(reason) => {
+                Threads::Busy { reason, .. } if server => server_busy = Some(reason),
+                Threads::Busy { reason, running } => {
                     return Ok(Sample {
                         asleep: false,
                         threads,
                         busy: Some(reason),
+                        running,
                     });
                 }
             }
+        }
+        if let Some(reason) = server_busy {
+            return Ok(Sample {
+                asleep: false,
+                threads,
+                busy: Some(reason),
+                running: false,
+            });
         }
         let queues = diag.unix_queues()?;
         let mut busy = None;
@@ -319,6 +336,7 @@ impl IdleWatch {
             asleep: busy.is_none(),
             threads,
             busy,
+            running: false,
         })
     }
 }
@@ -350,8 +368,8 @@ enum Threads {
     Gone,
     /// Every thread sleeps in a call whose timeout is known.
     Asleep,
-    /// Why it is not asleep.
-    Busy(String),
+    /// Why it is not asleep, and whether a thread of an app was running.
+    Busy { reason: String, running: bool },
 }
 
 /// Appends the threads of `/proc/<pid>` to `threads`, stopping at the first that is not
@@ -400,8 +418,11 @@ fn read_threads(
                     undated,
                 });
             }
-            Some(Err(why)) => {
-                return Ok(Threads::Busy(format!("thread {tid} of pid {pid} {why}")));
+            Some(Err(NotAsleep { why, running })) => {
+                return Ok(Threads::Busy {
+                    reason: format!("thread {tid} of pid {pid} {why}"),
+                    running: running && !server,
+                });
             }
         }
     }
@@ -409,7 +430,15 @@ fn read_threads(
 }
 
 /// One thread read by [`read_thread`].
-type ThreadRead = Option<Result<(Wake, Slept, u64), String>>;
+type ThreadRead = Option<Result<(Wake, Slept, u64), NotAsleep>>;
+
+/// Why a thread is not asleep in a call with a known timeout.
+#[derive(Debug)]
+struct NotAsleep {
+    why: String,
+    /// On a CPU or runnable: state `R`, or in no call at all.
+    running: bool,
+}
 
 /// Reads one thread of the process at `base` (`path` is its task directory) and dates its
 /// call: `None` when it is gone, `Err` saying why it is not asleep in a call with a known
@@ -430,7 +459,10 @@ fn read_thread(
     if state.state != 'S' {
         let (switches, state) = (state.switches, state.state);
         calls.observe(tid, switches, &format!("state {state}"), Instant::now());
-        return Ok(Some(Err(format!("is in state {state}"))));
+        return Ok(Some(Err(NotAsleep {
+            why: format!("is in state {state}"),
+            running: state == 'R',
+        })));
     }
     let Some(syscall) = read(&path.join("syscall"))? else {
         return Ok(None);
@@ -443,9 +475,15 @@ fn read_thread(
             }
             Some(Wake::Unknown | Wake::Pointer { .. }) => {
                 let call = syscall.split_whitespace().next().unwrap_or("?");
-                Err(format!("waits in call {call}"))
+                Err(NotAsleep {
+                    why: format!("waits in call {call}"),
+                    running: false,
+                })
             }
-            None => Err("is running".to_owned()),
+            None => Err(NotAsleep {
+                why: "is running".to_owned(),
+                running: true,
+            }),
         },
     ))
 }
@@ -519,6 +557,7 @@ mod tests {
             asleep: true,
             threads,
             busy: None,
+            running: false,
         }
     }
 

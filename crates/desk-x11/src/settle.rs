@@ -157,6 +157,8 @@ pub(crate) fn wait_for_idle(
     // When the current quiet window began, with every thread then.
     let mut idle_since: Option<(Instant, QuietWindow)> = None;
     let mut last_busy: Option<String> = None;
+    // The latest sample found an app thread computing (`Sample::running`).
+    let mut app_running = false;
     let mut n_samples = 0u32;
     let mut next_poll = started + IDLE_POLL;
     // Time spent reading the idle signals, and how often: their cost on the desktop's cores.
@@ -188,6 +190,7 @@ pub(crate) fn wait_for_idle(
             let sample = watch.sample();
             sampling += sampled_at.elapsed();
             n_polls = n_polls.saturating_add(1);
+            app_running = matches!(&sample, Ok(sample) if sample.running);
             match sample {
                 Ok(sample) if sample.asleep => match &idle_since {
                     Some((since, window)) => match window.judge(&sample) {
@@ -222,6 +225,14 @@ pub(crate) fn wait_for_idle(
                 SettleRule::AppIdleUndatedTimer
             }
             (true, _) => SettleRule::AppIdle,
+            // A quiet screen while the app computes is not settled: a long operation (a boolean
+            // of solids, a recompute) paints only when it ends. Up to `max_ms`, then the quiet
+            // screen is taken as it is.
+            (false, SettleDecision::Settled)
+                if app_running && elapsed_ms < u64::from(policy.max_ms) =>
+            {
+                continue;
+            }
             (false, SettleDecision::Settled) => SettleRule::QuietTimer,
             (false, SettleDecision::GiveUp) => {
                 let frame = capturer.capture_raw(conn)?;

@@ -45,6 +45,13 @@ fn main() {
                     std::process::exit(2);
                 }
             },
+            "--compute-after-press-ms" => match value.parse() {
+                Ok(ms) => options.compute_after_press_ms = Some(ms),
+                Err(_) => {
+                    eprintln!("--compute-after-press-ms takes milliseconds, got {value:?}");
+                    std::process::exit(2);
+                }
+            },
             "--repaint-ms" => match value.parse() {
                 Ok(interval) => options.repaint_ms = Some(interval),
                 Err(_) => {

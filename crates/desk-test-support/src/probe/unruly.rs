@@ -1,6 +1,7 @@
 //! The probe's unruly behaviours, for handoff and settle tests: a maximum size that keeps a
-//! maximized window from covering the work area, a window that repaints itself forever, and
-//! one that repaints once on a timer after each press.
+//! maximized window from covering the work area, a window that repaints itself forever, one
+//! that repaints once on a timer after each press, and one that computes after each press and
+//! repaints when done.
 
 use std::time::{Duration, Instant};
 
@@ -99,12 +100,7 @@ pub(super) fn next_event_or_paint(
         let timeout = match *paint_at {
             Some(at) if at <= Instant::now() => {
                 *paint_at = None;
-                conn.change_window_attributes(
-                    window,
-                    &ChangeWindowAttributesAux::new().background_pixel(FLICKER_PIXEL),
-                )?;
-                conn.clear_area(false, window, 0, 0, 0, 0)?;
-                conn.flush()?;
+                paint_flicker(conn, window)?;
                 continue;
             }
             Some(at) => Some(rustix::time::Timespec::try_from(at - Instant::now())?),
@@ -120,4 +116,29 @@ pub(super) fn next_event_or_paint(
             Err(error) => return Err(error.into()),
         }
     }
+}
+
+/// Computes on the CPU for `ms` (the thread stays runnable: no call, no sleep), then paints
+/// the window in the flicker color once, as a long operation that paints when it ends.
+pub(super) fn compute_then_paint(
+    conn: &RustConnection,
+    window: u32,
+    ms: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let until = Instant::now() + Duration::from_millis(ms);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    paint_flicker(conn, window)
+}
+
+/// Paints the window in the flicker color.
+fn paint_flicker(conn: &RustConnection, window: u32) -> Result<(), Box<dyn std::error::Error>> {
+    conn.change_window_attributes(
+        window,
+        &ChangeWindowAttributesAux::new().background_pixel(FLICKER_PIXEL),
+    )?;
+    conn.clear_area(false, window, 0, 0, 0, 0)?;
+    conn.flush()?;
+    Ok(())
 }

@@ -1,7 +1,7 @@
-//! The call clock's tests (`calls.rs`): real threads of the test process sleeping in
-//! `epoll_pwait` and `ppoll`, read through `idle.rs`'s reader as the settle reads them. Apart
-//! from `calls.rs` so that the clock itself names neither the reader nor the settle (no module
-//! cycle).
+//! The call clock's tests (`calls.rs`), and a running thread's: real threads of the test
+//! process sleeping in `epoll_pwait` and `ppoll` or computing, read through `idle.rs`'s reader
+//! as the settle reads them. Apart from `calls.rs` so that the clock itself names neither the
+//! reader nor the settle (no module cycle).
 
 use std::time::{Duration, Instant};
 
@@ -173,4 +173,36 @@ fn the_clock_dates_calls_from_switches_and_call_lines() {
     assert_eq!(calls.tracked(), 1);
     calls.forget_older_than(Duration::from_millis(50), at(150));
     assert!(calls.tracked() == 0);
+}
+
+fn spin_for_a_second() {
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// A thread computing on a CPU is read as running (what holds the quiet-time rule in
+/// `settle.rs`); one blocked on the channel is asleep.
+#[test]
+fn a_thread_on_a_cpu_is_read_as_running_and_a_blocked_one_as_asleep() {
+    let (tid, go) = sleeper(spin_for_a_second);
+    let base = format!("/proc/{}", std::process::id());
+    let path = std::path::PathBuf::from(format!("{base}/task/{tid}"));
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .map(Some)
+            .map_err(|error| error.to_string())
+    };
+    let mut calls = CallClock::default();
+    std::thread::sleep(Duration::from_millis(20));
+    let blocked = read_thread(&base, tid, &path, &mut calls, &read).unwrap();
+    assert!(matches!(blocked, Some(Ok(_))), "{blocked:?}");
+    go.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let spinning = read_thread(&base, tid, &path, &mut calls, &read).unwrap();
+    assert!(
+        matches!(&spinning, Some(Err(busy)) if busy.running),
+        "{spinning:?}"
+    );
 }

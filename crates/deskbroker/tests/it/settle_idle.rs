@@ -4,7 +4,9 @@
 //! `--paint-after-press-ms 150` its event loop blocks in `ppoll` with the time left as its
 //! timeout after each press, then repaints the window in another color: an app with a timer
 //! due soon is not idle, so the settled frame must already show the repaint. Without a timer
-//! the same click settles by the idle rule, well before the quiet-time rule could.
+//! the same click settles by the idle rule, well before the quiet-time rule could. With
+//! `--compute-after-press-ms` it computes on the CPU before it repaints, and the quiet-time
+//! rule waits for it.
 
 use desk_client::Client;
 use desk_contract::settle::SettleOutcome;
@@ -151,4 +153,34 @@ async fn validation_mode_sees_a_repaint_past_the_timer_horizon() {
         .expect("validation");
     assert_eq!(validation.changed_pixels, 0, "{validation:?}");
     assert!(validation.same_but_caret());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quiet_screen_while_the_app_computes_is_not_settled() {
+    if !xvfb_available() {
+        return;
+    }
+    // After the press the probe computes 700 ms on the CPU, then repaints: a long operation
+    // (a boolean of solids) that paints only when it ends. The screen stays quiet past both
+    // quiet-time horizons (250 ms after a change, 400 ms without one), so the quiet-time rule
+    // alone would hand back the old frame; an app thread that runs holds it.
+    let root = tempfile::tempdir().unwrap();
+    let (_broker, client, session) =
+        timer_session(root.path(), &["--compute-after-press-ms", "700"]).await;
+    let click = json!({"type": "click", "x": 400, "y": 400, "intent": "a long operation"});
+    let response = act(&client, &session, "compute-1", 0, click).await.unwrap();
+    let settle = &response.receipt.settle;
+    println!("click with 700 ms of computing before the repaint: {settle:?}");
+    assert_eq!(settle.outcome, SettleOutcome::Stable, "{settle:?}");
+    assert_eq!(
+        color_at(&response, 400, 400),
+        REPAINT_RGB,
+        "the settled frame shows the repaint after the computation: {settle:?}"
+    );
+    assert!(settle.wait_ms >= 700, "{settle:?}");
+    // Nothing computes after a move: the idle rule settles it.
+    let quiet = json!({"type": "move", "x": 420, "y": 420, "intent": "nothing to compute"});
+    let response = act(&client, &session, "compute-2", 1, quiet).await.unwrap();
+    let settle = &response.receipt.settle;
+    assert!(settle.rule.is_app_idle(), "{settle:?}");
 }
