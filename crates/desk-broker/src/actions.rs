@@ -15,7 +15,7 @@
 use desk_contract::api::{ActionRequest, ActionResponse};
 use desk_contract::{InputAction, validate_action};
 
-use crate::broker::{Broker, Inner};
+use crate::broker::{Broker, Inner, screenshot};
 use crate::door::{Door, Need};
 use crate::error::BrokerError;
 use crate::frames;
@@ -128,8 +128,7 @@ impl Inner {
         let sequence = ledger.session().last_sequence + 1;
         let shot_started = std::time::Instant::now();
         let mut screenshot = match (&revoked, step.outcome.frame.as_ref()) {
-            // Its base64 is encoded by the ledger, beside the receipt's disk wait.
-            (None, Some(frame)) => Some(frames::unencoded(frame, sequence)),
+            (None, Some(frame)) => Some(screenshot(frame, sequence)),
             _ => None,
         };
         if let Some(screenshot) = screenshot.as_mut() {

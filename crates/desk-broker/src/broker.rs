@@ -396,7 +396,18 @@ impl Inner {
 pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
     Screenshot {
         png_base64: b64::encode(&frame.png),
-        ..crate::frames::unencoded(frame, sequence)
+        width: frame.width,
+        height: frame.height,
+        sequence,
+        timestamp_ms: frame.captured_at_ms,
+        app_maximized: frame.app_maximized,
+        sha256: frame.sha256.clone(),
+        // Given by `Controls::identify` where the screenshot is handed out.
+        screenshot_id: None,
+        image_content_rect: None,
+        image_global_bounds: None,
+        zoom: None,
+        gate: None,
     }
 }
 

@@ -10,7 +10,6 @@
 use desk_contract::api::{ActionResponse, ResetResponse, Screenshot};
 use desk_contract::b64;
 use desk_contract::control::ProgramResponse;
-use desk_contract::desktop::Frame;
 use desk_desktop::SessionDir;
 
 use crate::error::BrokerError;
@@ -58,27 +57,6 @@ impl CarriesShot for ProgramResponse {
     }
     fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
         self.screenshot.as_mut()
-    }
-}
-
-/// The client-facing screenshot of `frame` with `sequence`, its `png_base64` still empty: an
-/// action's ledger encodes it while its receipt's batch waits on the disk
-/// (`Ledger::delivered`); `broker::screenshot` encodes it at once.
-pub(crate) fn unencoded(frame: &Frame, sequence: u64) -> Screenshot {
-    Screenshot {
-        png_base64: String::new(),
-        width: frame.width,
-        height: frame.height,
-        sequence,
-        timestamp_ms: frame.captured_at_ms,
-        app_maximized: frame.app_maximized,
-        sha256: frame.sha256.clone(),
-        // Given by `Controls::identify` where the screenshot is handed out.
-        screenshot_id: None,
-        image_content_rect: None,
-        image_global_bounds: None,
-        zoom: None,
-        gate: None,
     }
 }
 

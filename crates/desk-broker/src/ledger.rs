@@ -11,9 +11,8 @@
 //! are durable before input; the event logs (5) are written, then flushed in one durable batch
 //! with the receipt (6) that digests them; the journal row (7) commits after that batch
 //! returned, so it is still last. Three serialized waits for six flushes. A program's earlier
-//! steps' logs ([`Ledger::log_step`]) join its exit's batch (each file flushed once). Beside
-//! the waits of step 1 and 2 runs the census (`program.rs`); beside the batch of step 5 and 6,
-//! the screenshot's base64 encoding (its answer is built without it, `frames::unencoded`).
+//! steps' logs ([`Ledger::log_step`]) join its exit's batch (each file flushed once). The
+//! census before input runs beside the waits of steps 1 and 2 (`program.rs`).
 //!
 //! Exits: [`Ledger::not_injected`] (the backend sent nothing: receipt, then the row is
 //! discarded and the index given back), [`Ledger::in_doubt`] (input may have been sent: receipt,
@@ -33,11 +32,11 @@
 
 use std::time::Instant;
 
+use desk_contract::ErrorCode;
 use desk_contract::api::ActionResponse;
 use desk_contract::control::ProgramResponse;
 use desk_contract::desktop::ActionOutcome;
 use desk_contract::events::Origin;
-use desk_contract::{ErrorCode, b64};
 use desk_desktop::BackendError;
 
 use crate::broker::Inner;
@@ -422,37 +421,18 @@ impl<'a> Ledger<'a> {
         let receipt_started = Instant::now();
         let logged = std::mem::take(&mut *self.logged_steps());
         let logs = Written::durable_all(logged.iter().chain(std::iter::once(&written)));
-        let screenshot_sha256 = response
-            .screenshot()
-            .map(|screenshot| screenshot.sha256.clone());
-        let receipt = || {
-            evidence::action_receipt_alongside(
-                self.inner.evidence(),
-                &self.session,
-                self.action_index,
-                ActionEnd::Delivered {
-                    settle_outcome: outcome.settle.outcome.as_str(),
-                    screenshot_sha256: screenshot_sha256.as_deref(),
-                },
-                &logs,
-            )
-        };
-        // The screenshot's base64 (about 700 KB for a 1080p frame) is encoded while the batch
-        // waits on the disk; the answer and the row below carry it as before.
-        let unencoded = response
-            .screenshot()
-            .is_some_and(|screenshot| screenshot.png_base64.is_empty());
-        let ((receipt, logs_flushed), encoded) = match shot {
-            Some((_, frame)) if unencoded => {
-                let (batch, encoded) =
-                    desk_evidence::durable::join(receipt, || b64::encode(&frame.png));
-                (batch, Some(encoded))
-            }
-            _ => (receipt(), None),
-        };
-        if let (Some(encoded), Some(screenshot)) = (encoded, response.screenshot_mut()) {
-            screenshot.png_base64 = encoded;
-        }
+        let (receipt, logs_flushed) = evidence::action_receipt_alongside(
+            self.inner.evidence(),
+            &self.session,
+            self.action_index,
+            ActionEnd::Delivered {
+                settle_outcome: outcome.settle.outcome.as_str(),
+                screenshot_sha256: response
+                    .screenshot()
+                    .map(|screenshot| screenshot.sha256.as_str()),
+            },
+            &logs,
+        );
         if let Err(error) = logs_flushed {
             let error = crate::logs::flush_failed(error);
             if !response

@@ -383,8 +383,7 @@ impl Inner {
         let (screenshot, observation_error) = match (&revoked, &last.outcome.frame) {
             (Some(refusal), _) => (None, Some(format!("stopped: {refusal}"))),
             (None, Some(frame)) => {
-                // Its base64 is encoded by the ledger, beside the receipt's disk wait.
-                let mut screenshot: Screenshot = crate::frames::unencoded(frame, sequence);
+                let mut screenshot: Screenshot = crate::broker::screenshot(frame, sequence);
                 self.controls
                     .identify(session_id, dir, &mut screenshot, display)?;
                 (Some(screenshot), None)
