@@ -1,8 +1,8 @@
 //! The PNG around the encoder's segments, written band by band: the signature and IHDR, one
 //! IDAT chunk per band (the zlib header in the first, the Adler-32 trailer in the last), IEND,
-//! and, when asked, the SHA-256 of the bytes written so far. The encoder's threads feed it the
-//! bands in order as soon as they are done (`parallel.rs`), so the framing, the copy into the
-//! PNG and the hash overlap the deflate of the later bands instead of following it.
+//! and, when asked, the SHA-256 of the bytes written so far. The encoder's calling thread feeds
+//! it the bands in order between its own bands (`parallel.rs`), so the framing, the copy into
+//! the PNG and the hash overlap the deflate of the later bands instead of following it.
 //!
 //! Invariants: the bands arrive in index order, each exactly once, so the chunks, the combined
 //! Adler-32 and the hash never depend on which thread encoded what; every IDAT chunk is at most

@@ -2,13 +2,14 @@
 //! taking the next band not yet taken, and its staged form for a frame that arrives in two
 //! parts (`staged.rs`), whose first bands start while the rest is still being copied. Finished
 //! results are handed on in index order while later ones are still computed (`framing.rs` frames
-//! and hashes them there), by whichever thread finds the next one ready.
+//! and hashes them there), by the calling thread between its own items, so the other threads
+//! only compute and a thread preempted by other load never holds the others up mid-hand-on.
 //!
 //! Invariant: results come back, and are handed on, in index order whatever thread computed
 //! them, so the bands' order (and the PNG's bytes) never depends on scheduling.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use crate::error::X11Error;
 
@@ -21,7 +22,7 @@ pub(super) fn parallel_map<T: Send + Sync>(
     n_items: usize,
     n_threads: usize,
     task: impl Fn(usize) -> T + Sync,
-    drain: impl FnMut(&T) + Send,
+    drain: impl FnMut(&T),
 ) -> Result<Vec<T>, X11Error> {
     let (results, ()) = staged_map(
         n_items,
@@ -39,8 +40,8 @@ pub(super) fn parallel_map<T: Send + Sync>(
 /// for on this thread: the items below `n_early` need only the first part and run (`early`)
 /// on the other threads, started before the first part is waited for, while this thread
 /// waits for the rest; every later item runs once `rest` returned, with its value (`late`).
-/// Each result goes to `drain` in index order, exactly once, as soon as it and every earlier
-/// one are done, on whichever thread finished it (one at a time). Returns the results in index
+/// Each result goes to `drain` in index order, exactly once, on this thread, as soon as it and
+/// every earlier one are done and this thread is between items. Returns the results in index
 /// order and `rest`'s value. When a part fails nothing more starts and its error is returned;
 /// `rest` is called even when `first` failed.
 pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
@@ -53,7 +54,7 @@ pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
     ),
     early: impl Fn(&F, usize) -> T + Sync,
     late: impl Fn(&R, usize) -> T + Sync,
-    drain: impl FnMut(&T) + Send,
+    drain: impl FnMut(&T),
 ) -> Result<(Vec<T>, R), X11Error> {
     let n_workers = n_threads.clamp(1, n_items.max(1));
     let next = AtomicUsize::new(0);
@@ -63,47 +64,34 @@ pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
     let slots: Vec<OnceLock<T>> = std::iter::repeat_with(OnceLock::new)
         .take(n_items)
         .collect();
-    let drainer = Mutex::new(Drainer {
+    let mut drainer = Drainer {
         next: 0,
         drain,
         slots: &slots,
-    });
-    // Hands on the results ready in index order, unless another thread is at it; a result
-    // set while that thread held the lock is handed on by whoever looks next (at the latest
-    // after the join below).
-    let advance = || {
-        loop {
-            let Ok(mut drainer) = drainer.try_lock() else {
-                return;
-            };
-            drainer.run();
-            let cursor = drainer.next;
-            drop(drainer);
-            if slots.get(cursor).is_none_or(|slot| slot.get().is_none()) {
-                return;
+    };
+    // Computes item `idx` into its slot; `false` when a part it needs failed.
+    let run = |idx: usize| {
+        let result = if idx < n_early {
+            match first_ready.wait() {
+                Some(first) => early(first, idx),
+                None => return false,
             }
+        } else if let Some(rest) = ready.wait() {
+            late(rest, idx)
+        } else {
+            return false;
+        };
+        if let Some(slot) = slots.get(idx) {
+            let _ = slot.set(result);
         }
+        true
     };
     let work = || {
         loop {
             let idx = next.fetch_add(1, Ordering::Relaxed);
-            if idx >= n_items {
+            if idx >= n_items || !run(idx) {
                 return;
             }
-            let result = if idx < n_early {
-                match first_ready.wait() {
-                    Some(first) => early(first, idx),
-                    None => return,
-                }
-            } else if let Some(rest) = ready.wait() {
-                late(rest, idx)
-            } else {
-                return;
-            };
-            if let Some(slot) = slots.get(idx) {
-                let _ = slot.set(result);
-            }
-            advance();
         }
     };
     let work = &work;
@@ -130,7 +118,17 @@ pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
         let arrived = match arrived {
             Ok(value) => {
                 let _ = ready.set(Some(value));
-                work();
+                // This thread hands on what is ready between its own items, the other threads
+                // only compute: a thread preempted in the middle of `drain` would hold up the
+                // join below.
+                loop {
+                    let idx = next.fetch_add(1, Ordering::Relaxed);
+                    if idx >= n_items || !run(idx) {
+                        break;
+                    }
+                    drainer.run();
+                }
+                drainer.run();
                 Ok(())
             }
             Err(error) => {
@@ -148,9 +146,6 @@ pub(super) fn staged_map<T: Send + Sync, F: Send + Sync, R: Send + Sync>(
         arrived
     });
     arrived?;
-    let mut drainer = drainer
-        .into_inner()
-        .map_err(|_| X11Error::Capture("a png band writer panicked".into()))?;
     drainer.run();
     let n_drained = drainer.next;
     drop(drainer);
