@@ -69,12 +69,7 @@ pub(super) fn next_event(
             } else {
                 probe_pixel()
             };
-            conn.change_window_attributes(
-                window,
-                &ChangeWindowAttributesAux::new().background_pixel(pixel),
-            )?;
-            conn.clear_area(false, window, 0, 0, 0, 0)?;
-            conn.flush()?;
+            paint(conn, window, pixel)?;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -100,7 +95,7 @@ pub(super) fn next_event_or_paint(
         let timeout = match *paint_at {
             Some(at) if at <= Instant::now() => {
                 *paint_at = None;
-                paint_flicker(conn, window)?;
+                paint(conn, window, FLICKER_PIXEL)?;
                 continue;
             }
             Some(at) => Some(rustix::time::Timespec::try_from(at - Instant::now())?),
@@ -129,14 +124,14 @@ pub(super) fn compute_then_paint(
     while Instant::now() < until {
         std::hint::spin_loop();
     }
-    paint_flicker(conn, window)
+    paint(conn, window, FLICKER_PIXEL)
 }
 
-/// Paints the window in the flicker color.
-fn paint_flicker(conn: &RustConnection, window: u32) -> Result<(), Box<dyn std::error::Error>> {
+/// Paints the window in `pixel`.
+fn paint(conn: &RustConnection, window: u32, pixel: u32) -> Result<(), Box<dyn std::error::Error>> {
     conn.change_window_attributes(
         window,
-        &ChangeWindowAttributesAux::new().background_pixel(FLICKER_PIXEL),
+        &ChangeWindowAttributesAux::new().background_pixel(pixel),
     )?;
     conn.clear_area(false, window, 0, 0, 0, 0)?;
     conn.flush()?;

@@ -49,8 +49,8 @@ fn in_ppoll() {
     rustix::event::poll(&mut [], Some(&timeout)).unwrap();
 }
 
-/// Reads the thread as the settle does.
-fn observe(tid: u32, calls: &mut CallClock) -> (Wake, Slept, String) {
+/// Reads thread `tid` of this process as the settle does.
+fn read_own(tid: u32, calls: &mut CallClock) -> super::ThreadRead {
     let base = format!("/proc/{}", std::process::id());
     let path = std::path::PathBuf::from(format!("{base}/task/{tid}"));
     let read = |path: &std::path::Path| {
@@ -58,11 +58,14 @@ fn observe(tid: u32, calls: &mut CallClock) -> (Wake, Slept, String) {
             .map(Some)
             .map_err(|error| error.to_string())
     };
-    let syscall = std::fs::read_to_string(path.join("syscall")).unwrap();
-    let (wake, slept, _) = read_thread(&base, tid, &path, calls, &read)
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    read_thread(&base, tid, &path, calls, &read).unwrap()
+}
+
+/// Reads the thread as the settle does: asleep, with its `syscall` file.
+fn observe(tid: u32, calls: &mut CallClock) -> (Wake, Slept, String) {
+    let path = format!("/proc/{}/task/{tid}/syscall", std::process::id());
+    let syscall = std::fs::read_to_string(path).unwrap();
+    let (wake, slept, _) = read_own(tid, calls).unwrap().unwrap();
     (wake, slept, syscall)
 }
 
@@ -187,20 +190,13 @@ fn spin_for_a_second() {
 #[test]
 fn a_thread_on_a_cpu_is_read_as_running_and_a_blocked_one_as_asleep() {
     let (tid, go) = sleeper(spin_for_a_second);
-    let base = format!("/proc/{}", std::process::id());
-    let path = std::path::PathBuf::from(format!("{base}/task/{tid}"));
-    let read = |path: &std::path::Path| {
-        std::fs::read_to_string(path)
-            .map(Some)
-            .map_err(|error| error.to_string())
-    };
     let mut calls = CallClock::default();
     std::thread::sleep(Duration::from_millis(20));
-    let blocked = read_thread(&base, tid, &path, &mut calls, &read).unwrap();
+    let blocked = read_own(tid, &mut calls);
     assert!(matches!(blocked, Some(Ok(_))), "{blocked:?}");
     go.send(()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
-    let spinning = read_thread(&base, tid, &path, &mut calls, &read).unwrap();
+    let spinning = read_own(tid, &mut calls);
     assert!(
         matches!(&spinning, Some(Err(busy)) if busy.running),
         "{spinning:?}"

@@ -19,23 +19,7 @@ async fn reset_profile(
     String,
     Result<desk_contract::api::ResetResponse, desk_client::ClientError>,
 ) {
-    let lease = client
-        .lease(&desk_contract::api::LeaseRequest {
-            task_id: profile.into(),
-            attempt_id: "a1".into(),
-            profile: Some(profile.into()),
-        })
-        .await
-        .unwrap();
-    let reset = client
-        .reset(
-            &lease.session_id,
-            &desk_contract::api::ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await;
-    (lease.session_id, reset)
+    crate::support::lease_then_reset(client, profile, "a1", profile).await
 }
 
 /// The sandbox shows an app only where the profile says: a program outside every bound

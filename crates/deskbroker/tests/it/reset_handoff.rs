@@ -4,9 +4,8 @@
 
 use desk_client::ClientError;
 use desk_contract::ErrorCode;
-use desk_contract::api::{LeaseRequest, ResetRequest};
 
-use crate::support::{Broker, probe_binary, xvfb_available};
+use crate::support::{Broker, lease_then_reset, probe_binary, xvfb_available};
 
 /// Writes profile `name` into `profiles` (before the broker starts): the probe window with
 /// `flags`.
@@ -26,24 +25,9 @@ fn probe_profile_with(profiles: &std::path::Path, name: &str, flags: &[&str]) {
 
 async fn reset_error(broker: &Broker, profile: &str) -> ErrorCode {
     let client = broker.client();
-    let lease = client
-        .lease(&LeaseRequest {
-            task_id: "handoff".into(),
-            attempt_id: profile.into(),
-            profile: Some(profile.into()),
-        })
-        .await
-        .unwrap();
-    let refused = client
-        .reset(
-            &lease.session_id,
-            &ResetRequest {
-                request_id: "reset-1".into(),
-            },
-        )
-        .await
-        .unwrap_err();
-    client.release(&lease.session_id).await.unwrap();
+    let (session, reset) = lease_then_reset(&client, "handoff", profile, profile).await;
+    let refused = reset.unwrap_err();
+    client.release(&session).await.unwrap();
     match refused {
         ClientError::Api(body) => body.code,
         other => panic!("expected an API error, got {other:?}"),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use desk_client::Client;
+use desk_client::{Client, ClientError};
 use desk_contract::a11y::AxTree;
 use desk_contract::api::{LeaseRequest, ResetRequest, ResetResponse};
 
@@ -520,14 +520,14 @@ pub(crate) async fn tree_of(client: &Client, session: &str) -> AxTree {
         .tree
 }
 
-/// Leases a session of `profile` (task `task_id`, attempt `attempt_id`) and resets it with
-/// request id `reset-1`: the session id and the reset's answer (a refused reset panics).
-pub(crate) async fn lease_and_reset(
+/// Leases a session of `profile` (task `task_id`, attempt `attempt_id`) and asks for its reset
+/// with request id `reset-1`: the session id and the reset's answer or refusal.
+pub(crate) async fn lease_then_reset(
     client: &Client,
     task_id: &str,
     attempt_id: &str,
     profile: &str,
-) -> (String, ResetResponse) {
+) -> (String, Result<ResetResponse, ClientError>) {
     let lease = client
         .lease(&LeaseRequest {
             task_id: task_id.into(),
@@ -543,7 +543,17 @@ pub(crate) async fn lease_and_reset(
                 request_id: "reset-1".into(),
             },
         )
-        .await
-        .unwrap();
+        .await;
     (lease.session_id, reset)
+}
+
+/// [`lease_then_reset`] whose reset must succeed.
+pub(crate) async fn lease_and_reset(
+    client: &Client,
+    task_id: &str,
+    attempt_id: &str,
+    profile: &str,
+) -> (String, ResetResponse) {
+    let (session, reset) = lease_then_reset(client, task_id, attempt_id, profile).await;
+    (session, reset.unwrap())
 }
