@@ -81,8 +81,7 @@ impl Inner {
     }
 
     /// Accepts `plan` as the session's next action (journal `pending`, evidence; the census
-    /// beside them), then runs
-    /// its steps in order, each only while `plan.scope` is current. An error before the first
+    /// beside them), then runs its steps in order, each only while `plan.scope` is current. An error before the first
     /// step's input withdraws the acceptance; input in doubt fails the session
     /// (`input_outcome_unknown`); a later step's failure ends the run with the submitted steps.
     pub(crate) fn run_plan<'a>(

@@ -5,7 +5,13 @@ use sha2::{Digest as _, Sha256};
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    digest_hex(&Sha256::digest(bytes).into())
+}
+
+/// Lowercase hex of a SHA-256 already taken (e.g. hashed while the bytes were written), spelled
+/// as [`sha256_hex`] spells it.
+pub fn digest_hex(digest: &[u8; 32]) -> String {
+    hex::encode(digest)
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ pub struct CapturedPng {
 impl CapturedPng {
     fn new(png: framing::Png, captured_at_ms: u64) -> CapturedPng {
         let sha256 = match &png.sha256 {
-            Some(sha256) => framing::hex(sha256),
+            Some(sha256) => desk_contract::digest::digest_hex(sha256),
             None => sha256_hex(&png.bytes),
         };
         CapturedPng {

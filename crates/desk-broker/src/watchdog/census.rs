@@ -110,7 +110,7 @@ impl crate::broker::Inner {
         (done, violation, census_us)
     }
 
-    /// Ends the session for `violation` (found by [`Self::census_before_input`]) through the
+    /// Ends the session for `violation` (found by [`Self::beside_census`]) through the
     /// one kill path: `session_killed` (nothing sent), or the kill's own error.
     pub(crate) fn census_kill(&self, session_id: &SessionId, violation: Violation) -> BrokerError {
         let key = || {

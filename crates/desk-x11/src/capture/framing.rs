@@ -132,8 +132,3 @@ impl PngWriter {
         self.n_hashed = self.png.len();
     }
 }
-
-/// Lowercase hex of a SHA-256 (as `sha256_hex` writes it).
-pub(crate) fn hex(sha256: &[u8; 32]) -> String {
-    hex::encode(sha256)
-}

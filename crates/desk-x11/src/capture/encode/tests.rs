@@ -148,7 +148,7 @@ fn check_hashed(png: &Png, unhashed: &[u8]) {
     assert!(png.bytes == unhashed, "hashing changed the bytes");
     let sha256 = png.sha256.as_ref().expect("a hash");
     assert_eq!(
-        super::super::framing::hex(sha256),
+        desk_contract::digest::digest_hex(sha256),
         crate::capture::sha256_hex(unhashed)
     );
 }
