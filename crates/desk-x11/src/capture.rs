@@ -121,7 +121,8 @@ pub(crate) fn encode_bgrx_png(pixels: &[u8], width: u32, height: u32) -> Result<
     encode::encode_png(pixels, width, height)
 }
 
-/// A captured frame's PNG with its SHA-256, hashed while it was encoded.
+/// A captured frame's PNG with its SHA-256, hashed while it was encoded: the one shape every
+/// frame the worker hands out is built from ([`Capturer::capture_png`], [`Capturer::encode_png`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapturedPng {
     /// The PNG's bytes.
@@ -136,6 +137,7 @@ impl CapturedPng {
     fn new(png: framing::Png, captured_at_ms: u64) -> CapturedPng {
         let sha256 = match &png.sha256 {
             Some(sha256) => desk_contract::digest::digest_hex(sha256),
+            // Not reached: every caller asks the encode for the hash; the digest is right anyway.
             None => sha256_hex(&png.bytes),
         };
         CapturedPng {
@@ -288,10 +290,13 @@ impl Capturer {
     }
 
     /// PNG-encodes `frame` like [`Capturer::capture_png`], reusing the unchanged bands of the
-    /// last frame this capturer encoded.
-    pub fn encode_png(&mut self, frame: &RawFrame) -> Result<Vec<u8>, X11Error> {
-        self.encode_cache
-            .encode(&frame.pixels, frame.width, frame.height)
+    /// last frame this capturer encoded. Returns the PNG, its SHA-256 (hashed band by band
+    /// during the encode, like the capture's) and the frame's capture time.
+    pub fn encode_png(&mut self, frame: &RawFrame) -> Result<CapturedPng, X11Error> {
+        let png =
+            self.encode_cache
+                .encode_hashed(&frame.pixels, frame.width, frame.height, true)?;
+        Ok(CapturedPng::new(png, frame.captured_at_ms))
     }
 
     fn capture_png_with(

@@ -209,13 +209,10 @@ impl X11Session {
                     )))
                 } else {
                     match settled.png {
-                        // Encoded during the quiet wait from identical pixels.
-                        Some(png) => self.frame(
-                            png,
-                            settled.frame.width(),
-                            settled.frame.height(),
-                            settled.frame.captured_at_ms(),
-                        ),
+                        // Encoded (and hashed) during the quiet wait from identical pixels.
+                        Some(png) => {
+                            Ok(self.frame(png, settled.frame.width(), settled.frame.height()))
+                        }
                         None => self.encode(&settled.frame),
                     }
                 };

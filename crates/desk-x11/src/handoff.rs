@@ -167,7 +167,7 @@ impl X11Session {
         let (mut wait_ms, mut n_samples) = (0u64, 0u32);
         let mut previous: Option<RawFrame> = None;
         let mut attempt = 1;
-        let settled = loop {
+        let mut settled = loop {
             let reference = previous.as_ref().unwrap_or(&first);
             let settled = wait_for_stable(&self.conn, &mut self.capturer, policy, reference, None)?;
             wait_ms = wait_ms.saturating_add(settled.wait_ms);
@@ -192,13 +192,8 @@ impl X11Session {
             self.capturer.recycle(replaced);
         }
         let window = self.windows().facts(main.window, Some(pid))?;
-        let frame = match settled.png.clone() {
-            Some(png) => self.frame(
-                png,
-                settled.frame.width(),
-                settled.frame.height(),
-                settled.frame.captured_at_ms(),
-            )?,
+        let frame = match settled.png.take() {
+            Some(png) => self.frame(png, settled.frame.width(), settled.frame.height()),
             None => self.encode(&settled.frame)?,
         };
         Ok(Handoff {

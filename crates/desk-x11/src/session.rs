@@ -12,7 +12,7 @@ use x11rb::protocol::xproto::Window;
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
-use crate::capture::{Capturer, RawFrame, sha256_hex};
+use crate::capture::{CapturedPng, Capturer, RawFrame};
 use crate::error::X11Error;
 use crate::fault::WorkerFault;
 use crate::held::Held;
@@ -209,57 +209,34 @@ impl X11Session {
 
     /// Encodes a raw frame into a contract [`Frame`], reading the app's maximized state; the
     /// bands unchanged since the last frame this worker encoded reuse their deflate segments
-    /// (the same bytes as a cold encode).
+    /// (the same bytes as a cold encode), and the PNG is hashed during its encode.
     pub fn encode(&mut self, raw: &RawFrame) -> Result<Frame, X11Error> {
         let png = self.capturer.encode_png(raw)?;
-        self.frame(png, raw.width(), raw.height(), raw.captured_at_ms())
+        Ok(self.frame(png, raw.width(), raw.height()))
     }
 
-    pub(crate) fn frame(
-        &self,
-        png: Vec<u8>,
-        width: u32,
-        height: u32,
-        captured_at_ms: u64,
-    ) -> Result<Frame, X11Error> {
-        let sha256 = sha256_hex(&png);
-        self.hashed_frame(png, sha256, width, height, captured_at_ms)
-    }
-
-    /// [`X11Session::frame`] with the PNG's SHA-256 already taken.
-    fn hashed_frame(
-        &self,
-        png: Vec<u8>,
-        sha256: String,
-        width: u32,
-        height: u32,
-        captured_at_ms: u64,
-    ) -> Result<Frame, X11Error> {
+    /// The contract [`Frame`] of a `width` x `height` PNG hashed during its encode (its
+    /// SHA-256 is taken as it is, never computed again), reading the app's maximized state.
+    pub(crate) fn frame(&self, png: CapturedPng, width: u32, height: u32) -> Frame {
         let app_maximized = match self.app {
             Some(app) => self.windows().maximized(app.window).unwrap_or(false),
             None => false,
         };
-        Ok(Frame {
-            sha256,
-            png,
+        Frame {
+            sha256: png.sha256,
+            png: png.png,
             width,
             height,
-            captured_at_ms,
+            captured_at_ms: png.captured_at_ms,
             app_maximized,
-        })
+        }
     }
 
     /// Answers `capture`: encodes straight from the capture buffer.
     pub fn capture(&mut self) -> Result<Frame, X11Error> {
         let captured = self.capturer.capture_png(&self.conn)?;
         let (width, height) = (self.display.width, self.display.height);
-        self.hashed_frame(
-            captured.png,
-            captured.sha256,
-            width,
-            height,
-            captured.captured_at_ms,
-        )
+        Ok(self.frame(captured, width, height))
     }
 
     /// Answers `facts`.

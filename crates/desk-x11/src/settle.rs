@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use desk_contract::settle::{SettleDecision, SettleOutcome, SettlePolicy, SettleRule};
 use x11rb::rust_connection::RustConnection;
 
-use crate::capture::{Capturer, RawFrame};
+use crate::capture::{CapturedPng, Capturer, RawFrame};
 use crate::error::X11Error;
 use crate::idle::{IdleWatch, Judgement, QuietWindow};
 
@@ -63,8 +63,9 @@ pub(crate) struct Settled {
     pub(crate) wait_ms: u64,
     /// Frames sampled.
     pub(crate) n_samples: u32,
-    /// The PNG of `frame`'s pixels when it was encoded during the quiet wait.
-    pub(crate) png: Option<Vec<u8>>,
+    /// The PNG of `frame`'s pixels (hashed during its encode, with `frame`'s capture time)
+    /// when it was encoded during the quiet wait.
+    pub(crate) png: Option<CapturedPng>,
 }
 
 /// Waits for the screen to stop changing, starting from `first` (the frame before the wait);
@@ -85,7 +86,7 @@ pub(crate) fn wait_for_stable(
     // Invariant: when `Some`, the PNG of the latest sample's pixels. Settling means the content
     // stopped changing, so the frame finally returned usually has exactly these pixels and its
     // encoding, done while waiting for quiet, is off the critical path.
-    let mut encoded: Option<Vec<u8>> = None;
+    let mut encoded: Option<CapturedPng> = None;
     loop {
         let now = Instant::now();
         if next_sample > now {
@@ -124,13 +125,18 @@ pub(crate) fn wait_for_stable(
         if let Some(replaced) = previous.take() {
             capturer.recycle(replaced);
         }
+        // Encoded from an earlier sample with the same pixels: this sample's capture time.
+        let png = encoded.map(|png| CapturedPng {
+            captured_at_ms: sample.captured_at_ms(),
+            ..png
+        });
         return Ok(Settled {
             outcome,
             rule,
             frame: sample,
             wait_ms: elapsed_ms,
             n_samples,
-            png: encoded,
+            png,
         });
     }
 }

@@ -25,17 +25,8 @@ pub(crate) struct EncodeCache {
 
 impl EncodeCache {
     /// Encodes like [`encode_png`](super::encode::encode_png), deflating only the bands whose
-    /// input changed since the last call, and remembers this frame.
-    pub(crate) fn encode(
-        &mut self,
-        pixels: &[u8],
-        width: u32,
-        height: u32,
-    ) -> Result<Vec<u8>, X11Error> {
-        Ok(self.encode_hashed(pixels, width, height, false)?.bytes)
-    }
-
-    /// [`EncodeCache::encode`], with the PNG's SHA-256 when `hash` is set.
+    /// input changed since the last call, and remembers this frame; with the PNG's SHA-256
+    /// (hashed during the encode) when `hash` is set.
     pub(crate) fn encode_hashed(
         &mut self,
         pixels: &[u8],
@@ -47,7 +38,7 @@ impl EncodeCache {
         self.encode_staged(width, height, (|| Ok(frame), 0), || Ok(frame), hash)
     }
 
-    /// [`EncodeCache::encode`] for a frame that arrives in two parts (see
+    /// [`EncodeCache::encode_hashed`] for a frame that arrives in two parts (see
     /// [`encode_png_staged`](super::encode::encode_png_staged)): `early` waits for the first
     /// part and says how many bands lie inside it, `rest` waits for the whole frame. Each band is compared
     /// and, when changed, deflated in one pass; the PNG is hashed when `hash` is set.
@@ -146,7 +137,7 @@ impl EncodeCache {
         writer.finish()
     }
 
-    /// How many bands the last [`EncodeCache::encode`] reused.
+    /// How many bands the last encode reused.
     pub(crate) fn n_reused(&self) -> usize {
         self.n_reused
     }

@@ -10,7 +10,9 @@ use crate::desk::{desk, desk_with, probe_rules};
 
 #[test]
 fn await_app_finds_probe_by_pid_and_maximizes_it() {
-    let Some(desk) = desk(1280, 800) else { return };
+    let Some(mut desk) = desk(1280, 800) else {
+        return;
+    };
     let handoff = &desk.handoff;
     assert_eq!(handoff.window.pid, Some(std::process::id()));
     assert_eq!(handoff.window.class, "deskprobe");
@@ -20,6 +22,14 @@ fn await_app_finds_probe_by_pid_and_maximizes_it() {
     assert_eq!(handoff.window.rect.width, 1280);
     assert!(handoff.frame.app_maximized);
     assert!(handoff.settle.post_action_visual_stable);
+    // The settle at the handoff samples a static screen for its quiet time, so the frame is
+    // the one encoded (and hashed) during that wait: its digest is of exactly its bytes, and
+    // those are the screen's.
+    assert_eq!(
+        handoff.frame.sha256,
+        desk_x11::sha256_hex(&handoff.frame.png)
+    );
+    assert_eq!(handoff.frame.png, desk.session.capture().unwrap().png);
     let facts = desk.session.facts().unwrap();
     assert_eq!(
         facts.app_window.unwrap().window_id,

@@ -73,6 +73,8 @@ fn settled_frame_is_the_exact_screen_after_settling() {
     });
     let fresh = desk.session.capture().unwrap();
     let frame = outcome.frame.expect("a frame");
+    // Its SHA-256, taken from the encode, is the digest of exactly its bytes.
+    assert_eq!(frame.sha256, desk_x11::sha256_hex(&frame.png));
     assert_eq!(frame.sha256, fresh.sha256);
     assert_eq!(frame.png, fresh.png);
 }

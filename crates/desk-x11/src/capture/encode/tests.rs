@@ -267,10 +267,13 @@ fn the_cache_reuses_unchanged_bands_and_gives_the_cold_bytes() {
     let n_bands = usize::try_from(height).unwrap().div_ceil(BAND_ROWS);
     let mut cache = EncodeCache::default();
     let mut bgrx = ui_frame(width, height, 11);
+    // Hashed during the incremental encode (what `Capturer::encode_png` gives the settled
+    // frame): the cold bytes, and the SHA-256 of exactly those bytes, reused bands or not.
     let check = |cache: &mut EncodeCache, bgrx: &[u8]| {
-        let png = cache.encode(bgrx, width, height).unwrap();
-        assert!(png == on_threads(bgrx, width, height, 1));
-        assert_eq!(decode_zlib(&png, width, height), expected_rgb(bgrx));
+        let cold = on_threads(bgrx, width, height, 1);
+        let png = cache.encode_hashed(bgrx, width, height, true).unwrap();
+        check_hashed(&png, &cold);
+        assert_eq!(decode_zlib(&png.bytes, width, height), expected_rgb(bgrx));
     };
     check(&mut cache, &bgrx);
     assert_eq!(cache.n_reused(), 0);
@@ -290,14 +293,19 @@ fn the_cache_reuses_unchanged_bands_and_gives_the_cold_bytes() {
     assert_eq!(cache.n_reused(), n_bands - 1);
     // Another size starts over; so does a cleared cache.
     let small = ui_frame(33, 17, 12);
-    let png = cache.encode(&small, 33, 17).unwrap();
-    assert_eq!(decode_zlib(&png, 33, 17), expected_rgb(&small));
+    let png = cache.encode_hashed(&small, 33, 17, false).unwrap();
+    assert!(png.sha256.is_none());
+    assert_eq!(decode_zlib(&png.bytes, 33, 17), expected_rgb(&small));
     assert_eq!(cache.n_reused(), 0);
     cache.clear();
     check(&mut cache, &bgrx);
     assert_eq!(cache.n_reused(), 0);
     // Bad input is refused and leaves the cache usable.
-    assert!(cache.encode(&bgrx[..100], width, height).is_err());
+    assert!(
+        cache
+            .encode_hashed(&bgrx[..100], width, height, true)
+            .is_err()
+    );
     check(&mut cache, &bgrx);
     assert_eq!(cache.n_reused(), n_bands);
 }
@@ -379,6 +387,9 @@ fn a_frame_in_two_parts_gives_the_same_png_and_cache() {
             .encode_staged(width, height, early, failed, true)
             .is_err()
     );
-    assert!(cache.encode(&bgrx, width, height).unwrap() == png);
+    check_hashed(
+        &cache.encode_hashed(&bgrx, width, height, true).unwrap(),
+        &png,
+    );
     assert_eq!(cache.n_reused(), 0);
 }
