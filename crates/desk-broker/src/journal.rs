@@ -127,11 +127,12 @@ impl Store {
         request_id: &RequestId,
     ) -> Result<Option<JournalEntry>, BrokerError> {
         self.lock()
-            .query_row(
+            .prepare_cached(
                 "SELECT action_index, request_digest, action_type, intent, status, response \
                  FROM actions WHERE session_id = ?1 AND request_id = ?2",
-                params![session_id, request_id],
-                |row| {
+            )
+            .and_then(|mut statement| {
+                statement.query_row(params![session_id, request_id], |row| {
                     Ok(JournalEntry {
                         session_id: session_id.clone(),
                         action_index: from_sql(row.get(0)?),
@@ -142,8 +143,8 @@ impl Store {
                         status: JournalStatus::parse(&row.get::<_, String>(4)?),
                         response: row.get(5)?,
                     })
-                },
-            )
+                })
+            })
             .optional()
             .map_err(BrokerError::store("look up an action"))
     }
@@ -170,11 +171,13 @@ impl Store {
             .transaction()
             .map_err(BrokerError::store("journal an action"))?;
         let now = to_sql(now_ms());
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO actions (session_id, action_index, request_id, request_digest, \
              action_type, intent, status, response, created_at_ms, updated_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
-            params![
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
                 entry.session_id,
                 to_sql(entry.action_index),
                 entry.request_id,
@@ -183,8 +186,8 @@ impl Store {
                 entry.intent,
                 JournalStatus::Pending.as_str(),
                 now,
-            ],
-        )
+            ])
+        })
         .map_err(BrokerError::store("journal an action"))?;
         save_session_on(&tx, session)?;
         tx.commit().map_err(BrokerError::store("journal an action"))
@@ -201,17 +204,19 @@ impl Store {
         let tx = connection
             .transaction()
             .map_err(BrokerError::store("journal an outcome"))?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE actions SET status = ?3, response = ?4, updated_at_ms = ?5 \
              WHERE session_id = ?1 AND action_index = ?2",
-            params![
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
                 session.id,
                 to_sql(action_index),
                 status.as_str(),
                 response,
                 to_sql(now_ms())
-            ],
-        )
+            ])
+        })
         .map_err(BrokerError::store("journal an outcome"))?;
         save_session_on(&tx, session)?;
         tx.commit()

@@ -9,7 +9,8 @@
 //!
 //! Disk waits (`docs/evidence.md`, "Disk waits"): steps 1 and 2 are written at once and both
 //! are durable before input; the event logs (5) are written, then flushed in one durable batch
-//! with the receipt (6) that digests them; the journal row (7) commits after that batch
+//! with the receipt (6) that digests them, while the frame file (4, not flushed: `frames.rs`)
+//! is written beside them on a second thread; the journal row (7) commits after both
 //! returned, so it is still last. Three serialized waits for six flushes. A program's earlier
 //! steps' logs ([`Ledger::log_step`]) join its exit's batch (each file flushed once). The
 //! census before input runs beside the waits of steps 1 and 2 (`program.rs`).
@@ -90,6 +91,17 @@ pub(crate) struct Accepted<'a> {
     /// `click`, ... for a single action, `program` for a program.
     pub(crate) action_type: &'a str,
     pub(crate) intent: &'a str,
+}
+
+/// How steps 5 and 6 of a delivered action ended ([`Ledger::receipt_batch`]).
+enum Batch {
+    /// The logs and the receipt were written (each failure named apart); how long each took.
+    Closed {
+        event_logs_us: u64,
+        receipt_batch_us: u64,
+    },
+    /// A kill cut the action while its records were written: it closes in doubt, why.
+    Cut(String),
 }
 
 /// The records of one accepted action, open until one of its exits.
@@ -354,6 +366,76 @@ impl<'a> Ledger<'a> {
         response.observation_failures().push(id.to_string());
     }
 
+    /// Steps 5 and 6 of a delivered action: its input logs written, then flushed in one
+    /// durable batch with the receipt that digests them (and the earlier steps' logs of a
+    /// program). A failed log write, flush or receipt is pushed to `failures` (`event_log`,
+    /// `evidence`); the action still counts. A kill that came past `kill::KILL_FENCE_BOUND`
+    /// is [`Batch::Cut`]: the last step's logs are flushed and no receipt is written.
+    fn receipt_batch(
+        &self,
+        outcome: &ActionOutcome,
+        step_index: Option<u64>,
+        timing: Option<FrameTiming>,
+        screenshot_sha256: Option<&str>,
+        failures: &mut Vec<(&'static str, BrokerError)>,
+    ) -> Batch {
+        let logs_started = Instant::now();
+        // Written now, flushed below with the receipt that digests them (one durable batch).
+        let written = match EventLogs::new(&self.session.dir()).write_step(
+            outcome,
+            Origin::Action,
+            Some(self.action_index),
+            step_index,
+            timing,
+        ) {
+            Ok(written) => written,
+            Err(error) => {
+                failures.push(("event_log", error));
+                Written::default()
+            }
+        };
+        let event_logs_us = micros(logs_started);
+        // A kill past kill::KILL_FENCE_BOUND did not wait for this broker: in doubt, not complete.
+        let layout = self.inner.config.layout();
+        if let Some(cut) = crate::kill::read_tombstone(&layout, &self.session.id) {
+            // in_doubt flushes the earlier steps' logs with its receipt; these are the last's.
+            if let Err(error) = written.sync() {
+                tracing::error!(session_id = %self.session.id, %error, "failed to flush the input logs of an action a kill cut");
+            }
+            return Batch::Cut(format!(
+                "killed while its records were written: {}",
+                cut.reason
+            ));
+        }
+        let receipt_started = Instant::now();
+        let logged = std::mem::take(&mut *self.logged_steps());
+        let logs = Written::durable_all(logged.iter().chain(std::iter::once(&written)));
+        let (receipt, logs_flushed) = evidence::action_receipt_alongside(
+            self.inner.evidence(),
+            &self.session,
+            self.action_index,
+            ActionEnd::Delivered {
+                settle_outcome: outcome.settle.outcome.as_str(),
+                screenshot_sha256,
+            },
+            &logs,
+        );
+        if let Err(error) = logs_flushed
+            && !failures.iter().any(|(id, _)| *id == "event_log")
+        {
+            failures.push(("event_log", crate::logs::flush_failed(error)));
+        }
+        if let Err(error) = receipt {
+            // The journal below still makes the action exactly-once; the evidence chain keeps
+            // it open (accepted, no receipt), which is what an auditor should see.
+            failures.push(("evidence", error));
+        }
+        Batch::Closed {
+            event_logs_us,
+            receipt_batch_us: micros(receipt_started),
+        }
+    }
+
     /// Steps 4–7 for a delivered action whose answer is `response` (its screenshot carries the
     /// bytes of `outcome.frame`). `done` ends the session's actions. The input counts: a failed
     /// frame file, event-log write or evidence receipt is named in the receipt's
@@ -375,15 +457,9 @@ impl<'a> Ledger<'a> {
             .screenshot()
             .map(|screenshot| screenshot.sequence)
             .zip(outcome.frame.as_ref());
-        let frame_stored = match shot {
-            Some((sequence, frame)) => frames::store(&session_dir, sequence, &frame.png),
-            None => Ok(()),
-        };
-        if let Err(error) = &frame_stored {
-            self.observation_failed(response, "frame_store", error);
-        }
-        let frame_store_us = micros(started);
-        let logs_started = Instant::now();
+        let screenshot_sha256 = response
+            .screenshot()
+            .map(|screenshot| screenshot.sha256.clone());
         let timing = shot.map(|(sequence, frame)| {
             let handoff_ms = self.session.handoff_ms.unwrap_or(frame.captured_at_ms);
             FrameTiming {
@@ -393,62 +469,46 @@ impl<'a> Ledger<'a> {
                 previous_frame_ms: self.session.last_frame_ms.unwrap_or(handoff_ms),
             }
         });
-        // Written now, flushed below with the receipt that digests them (one durable batch).
-        let written = match EventLogs::new(&session_dir).write_step(
-            outcome,
-            Origin::Action,
-            Some(self.action_index),
-            step_index,
-            timing,
-        ) {
-            Ok(written) => written,
-            Err(error) => {
-                self.observation_failed(response, "event_log", &error);
-                Written::default()
-            }
+        // Step 4 (the frame file, which is not flushed: `frames.rs`) is written beside steps 5
+        // and 6 (the logs and the durable batch of the receipt that digests them): neither
+        // reads the other, and both end before the row (step 7).
+        let ((frame_stored, frame_store_us), (batch, failures, batch_us)) =
+            desk_evidence::durable::join(
+                || {
+                    let stored = match shot {
+                        Some((sequence, frame)) => {
+                            frames::store(&session_dir, sequence, &frame.png)
+                        }
+                        None => Ok(()),
+                    };
+                    (stored, micros(started))
+                },
+                || {
+                    let mut failures = Vec::new();
+                    let batch = self.receipt_batch(
+                        outcome,
+                        step_index,
+                        timing,
+                        screenshot_sha256.as_deref(),
+                        &mut failures,
+                    );
+                    (batch, failures, micros(started))
+                },
+            );
+        // Named in the order the records are listed: frame, logs, evidence.
+        if let Err(error) = &frame_stored {
+            self.observation_failed(response, "frame_store", error);
+        }
+        for (id, error) in &failures {
+            self.observation_failed(response, id, error);
+        }
+        let (event_logs_us, receipt_batch_us) = match batch {
+            Batch::Closed {
+                event_logs_us,
+                receipt_batch_us,
+            } => (event_logs_us, receipt_batch_us),
+            Batch::Cut(why) => return Err(self.in_doubt(BackendError::OutcomeUnknown(why))),
         };
-        let event_logs_us = micros(logs_started);
-        // A kill past kill::KILL_FENCE_BOUND did not wait for this broker: in doubt, not complete.
-        let layout = self.inner.config.layout();
-        if let Some(cut) = crate::kill::read_tombstone(&layout, &self.session.id) {
-            // in_doubt flushes the earlier steps' logs with its receipt; these are the last's.
-            if let Err(error) = written.sync() {
-                tracing::error!(session_id = %self.session.id, %error, "failed to flush the input logs of an action a kill cut");
-            }
-            let why = format!("killed while its records were written: {}", cut.reason);
-            return Err(self.in_doubt(BackendError::OutcomeUnknown(why)));
-        }
-        let receipt_started = Instant::now();
-        let logged = std::mem::take(&mut *self.logged_steps());
-        let logs = Written::durable_all(logged.iter().chain(std::iter::once(&written)));
-        let (receipt, logs_flushed) = evidence::action_receipt_alongside(
-            self.inner.evidence(),
-            &self.session,
-            self.action_index,
-            ActionEnd::Delivered {
-                settle_outcome: outcome.settle.outcome.as_str(),
-                screenshot_sha256: response
-                    .screenshot()
-                    .map(|screenshot| screenshot.sha256.as_str()),
-            },
-            &logs,
-        );
-        if let Err(error) = logs_flushed {
-            let error = crate::logs::flush_failed(error);
-            if !response
-                .observation_failures()
-                .iter()
-                .any(|name| name == "event_log")
-            {
-                self.observation_failed(response, "event_log", &error);
-            }
-        }
-        if let Err(error) = receipt {
-            // The journal below still makes the action exactly-once; the evidence chain keeps
-            // it open (accepted, no receipt), which is what an auditor should see.
-            self.observation_failed(response, "evidence", &error);
-        }
-        let receipt_batch_us = micros(receipt_started);
         // A replay reads the frame file; without one the PNG stays in the cached row. The
         // base64 is set aside while the row is serialized, not copied (a 1080p frame's is
         // about 700 KB).
@@ -477,6 +537,7 @@ impl<'a> Ledger<'a> {
             frame_store_us,
             event_logs_us,
             receipt_batch_us,
+            batch_us,
             cache_commit_us = micros(commit_started),
             "action timing: delivered"
         );

@@ -320,7 +320,7 @@ impl Store {
     ) -> Result<Vec<String>, BrokerError> {
         let connection = self.lock();
         let mut statement = connection
-            .prepare("SELECT token_sha256 FROM lease_tokens WHERE session_id = ?1")
+            .prepare_cached("SELECT token_sha256 FROM lease_tokens WHERE session_id = ?1")
             .map_err(BrokerError::store("read lease tokens"))?;
         let rows = statement
             .query_map([session_id], |row| row.get::<_, String>(0))
@@ -350,11 +350,8 @@ pub(crate) fn session_on(
     session_id: &SessionId,
 ) -> Result<Option<SessionRow>, BrokerError> {
     connection
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
-            [session_id],
-            row_to_session,
-        )
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"))
+        .and_then(|mut statement| statement.query_row([session_id], row_to_session))
         .optional()
         .map_err(BrokerError::store("read a session"))
 }
@@ -364,15 +361,18 @@ pub(crate) fn save_session_on(
     session: &SessionRow,
 ) -> Result<(), BrokerError> {
     let stored = session.lifecycle.to_stored();
+    // Cached: every action's two journal commits run it (`journal.rs`).
     connection
-        .execute(
+        .prepare_cached(
             "UPDATE sessions SET state = ?2, expires_at_ms = ?3, expired = ?4, \
              next_action_index = ?5, last_sequence = ?6, reset_request_id = ?7, \
              reset_response = ?8, reset_sha = ?9, attempt_path = ?10, handoff_ms = ?11, \
              last_frame_ms = ?12, checkpoint_sha = ?13, checkpoint_size = ?14, \
              checkpoint_method = ?15, last_error_code = ?16, last_error_message = ?17 \
              WHERE id = ?1",
-            params![
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
                 session.id,
                 stored.state.as_str(),
                 to_sql(session.expires_at_ms),
@@ -390,8 +390,8 @@ pub(crate) fn save_session_on(
                 session.checkpoint_method,
                 stored.error_code,
                 stored.error_message,
-            ],
-        )
+            ])
+        })
         .map_err(BrokerError::store("update a session"))?;
     Ok(())
 }
