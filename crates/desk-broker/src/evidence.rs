@@ -202,12 +202,14 @@ pub(crate) fn action_receipt_alongside(
 /// directory entry and the record are flushed in one durable batch (`desk_evidence::durable`),
 /// so all three are durable before this returns (one disk wait instead of three). A frame whose
 /// flush failed fails the hook after its record was written, like a crash after the record: the
-/// answer is not sent.
+/// answer is not sent. `sha256` is the digest the frame came with (the worker's, hashed during
+/// its encode, as in the action's receipt; a zoom's, taken once by the broker), not taken again.
 pub(crate) fn screenshot(
     evidence: Evidence<'_>,
     session: &SessionRow,
     sequence: u64,
     png: &[u8],
+    sha256: &str,
 ) -> Result<(), BrokerError> {
     with_journal(evidence, session, "screenshot", |journal| {
         let name = format!("{sequence}.png");
@@ -215,7 +217,7 @@ pub(crate) fn screenshot(
         let (appended, frame) = journal.append_alongside(
             RecordBody::Screenshot(Screenshot {
                 sequence,
-                sha256: desk_evidence::sha256_hex(png),
+                sha256: sha256.to_string(),
                 size: png.len() as u64,
             }),
             &placed.durable(),

@@ -186,6 +186,7 @@ impl Inner {
             HandedOff {
                 response: &response,
                 png: &handoff.frame.png,
+                sha256: &handoff.frame.sha256,
                 captured_at_ms: handoff.frame.captured_at_ms,
                 request_id: request.request_id,
                 reset_sha,
@@ -208,7 +209,8 @@ impl Inner {
                 .desktop()?
                 .capture()
                 .map_err(BrokerError::desktop("capture a screenshot"))?;
-            let sequence = crate::ledger::records::screenshot(self, &mut door, &frame.png)?;
+            let sequence =
+                crate::ledger::records::screenshot(self, &mut door, &frame.png, &frame.sha256)?;
             let mut shot = screenshot(&frame, sequence);
             self.controls
                 .identify(session_id, &door.session().dir(), &mut shot, door.display())?;

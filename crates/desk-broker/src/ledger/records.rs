@@ -16,17 +16,19 @@ use crate::session::{Failure, Lifecycle};
 use crate::store::SessionRow;
 use desk_evidence::record::{ClipboardAccess, SessionKilled};
 
-/// A frame handed out by a screenshot or a zoom (`png`, as handed out): the next sequence, the
-/// lease renewed, its `screenshot` record, then the row. Returns the frame's sequence.
+/// A frame handed out by a screenshot or a zoom (`png`, as handed out, and its `sha256`): the
+/// next sequence, the lease renewed, its `screenshot` record, then the row. Returns the frame's
+/// sequence.
 pub(crate) fn screenshot(
     inner: &Inner,
     door: &mut Door<'_>,
     png: &[u8],
+    sha256: &str,
 ) -> Result<u64, BrokerError> {
     let sequence = door.session().last_sequence + 1;
     door.session_mut().last_sequence = sequence;
     door.renew();
-    evidence::screenshot(inner.evidence(), door.session(), sequence, png)?;
+    evidence::screenshot(inner.evidence(), door.session(), sequence, png, sha256)?;
     door.commit()?;
     Ok(sequence)
 }
@@ -105,6 +107,8 @@ pub(crate) struct HandedOff<'b> {
     pub(crate) response: &'b ResetResponse,
     /// The handoff frame's bytes.
     pub(crate) png: &'b [u8],
+    /// Their SHA-256, as the frame came with it.
+    pub(crate) sha256: &'b str,
     pub(crate) captured_at_ms: u64,
     pub(crate) request_id: String,
     pub(crate) reset_sha: String,
@@ -136,7 +140,13 @@ pub(crate) fn handed_off(
         tracing::warn!(session_id = %session.id, prohibited = launched.prohibited, "prohibited processes at handoff");
     }
     evidence::workspace_launched(inner.evidence(), &session, launched)?;
-    evidence::screenshot(inner.evidence(), &session, sequence, handed.png)?;
+    evidence::screenshot(
+        inner.evidence(),
+        &session,
+        sequence,
+        handed.png,
+        handed.sha256,
+    )?;
     let mut stored = handed.response.clone();
     stored.screenshot.png_base64 = String::new();
     session.reset_response =
