@@ -158,5 +158,15 @@ async fn a_zoom_is_a_marked_enlarged_region_whose_pixels_map_onto_it() {
         })
         .collect();
     assert_eq!(presses, vec![(125, 120), (300, 200)]);
+    // The zoom's `screenshot` record names its own frame's digest (taken once, for the answer
+    // and the record): the bundle verifies every frame file against its record.
+    let key = probe.broker.state_dir.join("evidence").join("evidence.pub");
+    let bundle = probe.root.path().join("zoom-bundle");
+    crate::evidence::export(&probe.broker.state_dir, &probe.session, &bundle);
+    let (ok, output) = crate::evidence::verify(&bundle, &key);
+    assert!(ok, "zoom bundle: {output}");
+    let frames = bundle.join(desk_evidence::bundle::FRAMES_DIR);
+    let frame = std::fs::read(frames.join(format!("{}.png", zoom.sequence)));
+    assert_eq!(desk_evidence::sha256_hex(&frame.unwrap()), zoom.sha256);
     probe.client.release(&probe.session).await.unwrap();
 }
