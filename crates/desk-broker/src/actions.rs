@@ -148,7 +148,7 @@ impl Inner {
             // Stopped while the step ran: its observation belongs to a dead generation.
             receipt.observation_failures.push("stopped".to_string());
         }
-        let mut response = ActionResponse {
+        let response = ActionResponse {
             action_index,
             idempotent_replay: false,
             receipt,
@@ -156,7 +156,9 @@ impl Inner {
         };
         let done = step.input == InputAction::Done;
         let shot_us = started.elapsed().as_micros() - checks_us - run_us;
-        ledger.delivered(&step.outcome, &mut response, done, None)?;
+        let mut delivering = crate::delivering::Delivering(response);
+        ledger.delivered(&step.outcome, &mut delivering, done, None)?;
+        let response = delivering.0;
         tracing::debug!(
             %session_id,
             action_index,
@@ -259,7 +261,7 @@ impl Inner {
                 let mut response: A = serde_json::from_str(&cached)
                     .map_err(BrokerError::json("read a cached action response"))?;
                 if let Some(screenshot) = response.screenshot_mut()
-                    && screenshot.png_base64.is_empty()
+                    && !screenshot.has_image()
                 {
                     frames::load(&session.dir(), screenshot)?;
                 }

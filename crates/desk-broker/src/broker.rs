@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use desk_contract::api::{Screenshot, SessionState};
 use desk_contract::desktop::Frame;
-use desk_contract::{DisplaySize, ErrorCode, b64};
+use desk_contract::{DisplaySize, ErrorCode};
 use desk_desktop::SessionControl;
 use desk_desktop::{BackendError, BackendFactory, BackendRequest, DesktopBackend, SessionDir};
 
@@ -392,10 +392,13 @@ impl Inner {
     }
 }
 
-/// Builds the client-facing screenshot of `frame` with `sequence`.
+/// Builds the client-facing screenshot of `frame` with `sequence`. The PNG goes out raw
+/// (`png`): the HTTP layer writes it as base64 only for a caller that wants JSON
+/// (desk-server's `shot_json.rs`).
 pub(crate) fn screenshot(frame: &Frame, sequence: u64) -> Screenshot {
     Screenshot {
-        png_base64: b64::encode(&frame.png),
+        png_base64: String::new(),
+        png: Some(frame.png.as_slice().into()),
         width: frame.width,
         height: frame.height,
         sequence,

@@ -8,7 +8,6 @@
 //! `internal` and still injects nothing.
 
 use desk_contract::api::{ActionResponse, ResetResponse, Screenshot};
-use desk_contract::b64;
 use desk_contract::control::ProgramResponse;
 use desk_desktop::SessionDir;
 
@@ -60,7 +59,7 @@ impl CarriesShot for ProgramResponse {
     }
 }
 
-/// Writes `png` (the screenshot of `sequence`, base64 in the response) as its frame file.
+/// Writes `png` (the screenshot of `sequence`) as its frame file.
 pub(crate) fn store(
     session_dir: &SessionDir,
     sequence: u64,
@@ -74,7 +73,7 @@ pub(crate) fn store(
     std::fs::write(&path, png).map_err(BrokerError::io("write an action frame", &path))
 }
 
-/// Fills `screenshot.png_base64` from its frame file, checking the digest.
+/// Fills `screenshot.png` from its frame file, checking the digest.
 pub(crate) fn load(
     session_dir: &SessionDir,
     screenshot: &mut Screenshot,
@@ -87,6 +86,6 @@ pub(crate) fn load(
             screenshot.sequence
         )));
     }
-    screenshot.png_base64 = b64::encode(&png);
+    screenshot.png = Some(png.into());
     Ok(())
 }

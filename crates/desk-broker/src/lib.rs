@@ -28,6 +28,7 @@ mod clipboard;
 mod config;
 mod control;
 pub mod credential;
+mod delivering;
 mod door;
 mod error;
 mod evidence;

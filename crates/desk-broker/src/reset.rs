@@ -53,7 +53,7 @@ impl Inner {
         {
             let mut response: ResetResponse = serde_json::from_str(cached)
                 .map_err(BrokerError::json("read the cached reset response"))?;
-            if response.screenshot.png_base64.is_empty() {
+            if !response.screenshot.has_image() {
                 frames::load(&session.dir(), &mut response.screenshot)?;
             }
             response.idempotent_replay = true;

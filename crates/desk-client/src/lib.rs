@@ -33,7 +33,7 @@ use desk_contract::api::{
 };
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
@@ -41,6 +41,7 @@ use serde::de::DeserializeOwned;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+pub mod binary;
 mod clipboard;
 mod error;
 mod observer;
@@ -203,10 +204,14 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
         bearer: Option<String>,
-    ) -> Result<(StatusCode, Bytes), ClientError> {
+        accept: Option<&'static str>,
+    ) -> Result<Answered, ClientError> {
         let mut builder = Request::builder().method(method).uri(path);
         if body.is_some() {
             builder = builder.header(CONTENT_TYPE, "application/json");
+        }
+        if let Some(accept) = accept {
+            builder = builder.header(ACCEPT, accept);
         }
         if let Some(bearer) = bearer {
             builder = builder.header(AUTHORIZATION, format!("Bearer {bearer}"));
@@ -285,16 +290,34 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Bytes, ClientError> {
+        self.call_accepting(operation, method, path, body, None)
+            .await
+            .map(|(_, bytes)| bytes)
+    }
+
+    /// A call sending `Accept: accept` when given: the answer's `Content-Type` and body.
+    async fn call_accepting(
+        &self,
+        operation: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        accept: Option<&'static str>,
+    ) -> Result<(Option<HeaderValue>, Bytes), ClientError> {
         let bearer = self.bearer_for(path);
-        let exchange = self.exchange(operation, method, path, body, bearer);
-        let (status, bytes) = tokio::time::timeout(self.timeout, exchange)
+        let exchange = self.exchange(operation, method, path, body, bearer, accept);
+        let Answered {
+            status,
+            content_type,
+            body: bytes,
+        } = tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| ClientError::Timeout {
                 operation,
                 timeout: self.timeout,
             })??;
         if status.is_success() {
-            return Ok(bytes);
+            return Ok((content_type, bytes));
         }
         match serde_json::from_slice::<ErrorBody>(&bytes) {
             Ok(body) => Err(ClientError::Api(body)),
@@ -575,7 +598,14 @@ fn build(
         })
 }
 
-async fn send<IO>(io: IO, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), ClientError>
+/// An HTTP answer as received.
+struct Answered {
+    status: StatusCode,
+    content_type: Option<HeaderValue>,
+    body: Bytes,
+}
+
+async fn send<IO>(io: IO, request: Request<Full<Bytes>>) -> Result<Answered, ClientError>
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -599,6 +629,7 @@ where
         }
     };
     let status = response.status();
+    let content_type = response.headers().get(CONTENT_TYPE).cloned();
     let bytes = response
         .into_body()
         .collect()
@@ -607,5 +638,9 @@ where
         .to_bytes();
     drop(sender);
     driver.abort();
-    Ok((status, bytes))
+    Ok(Answered {
+        status,
+        content_type,
+        body: bytes,
+    })
 }

@@ -107,12 +107,46 @@ pub struct ResetRequest {
     pub request_id: String,
 }
 
+/// The media type a client names in `Accept` to take an answer's screenshot as raw PNG bytes
+/// after its JSON instead of base64 inside it. The answer's `Content-Type` is this type with
+/// `; json=<N>`: the first N bytes are the JSON answer (`png_base64` empty), the rest the PNG.
+pub const ANSWER_PNG_MEDIA_TYPE: &str = "application/vnd.deskbroker.answer+png";
+
+/// PNG bytes held in process (never serialized), shared rather than copied. `Debug` prints the
+/// length only.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct PngBytes(pub std::sync::Arc<[u8]>);
+
+impl std::fmt::Debug for PngBytes {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "PngBytes({} bytes)", self.0.len())
+    }
+}
+
+impl From<&[u8]> for PngBytes {
+    fn from(bytes: &[u8]) -> PngBytes {
+        PngBytes(std::sync::Arc::from(bytes))
+    }
+}
+
+impl From<Vec<u8>> for PngBytes {
+    fn from(bytes: Vec<u8>) -> PngBytes {
+        PngBytes(std::sync::Arc::from(bytes))
+    }
+}
+
 /// A screenshot as returned to clients.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Screenshot {
-    /// PNG bytes, standard base64.
+    /// PNG bytes, standard base64. Empty when the frame was withheld (`gate`), in an answer in
+    /// the binary form (`ANSWER_PNG_MEDIA_TYPE`), and in process while `png` holds the bytes.
     pub png_base64: String,
+    /// In process only (never on the wire): the PNG bytes, which the HTTP layer writes as
+    /// base64 or, for a binary answer, raw. The broker fills this one, not `png_base64`.
+    #[serde(skip)]
+    #[cfg_attr(feature = "schemars", schemars(skip))]
+    pub png: Option<PngBytes>,
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
@@ -143,6 +177,19 @@ pub struct Screenshot {
     /// (`docs/screenshot-gate.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<ScreenshotGate>,
+}
+
+impl Screenshot {
+    /// Whether the screenshot carries its image, raw (`png`) or as base64.
+    pub fn has_image(&self) -> bool {
+        self.png.is_some() || !self.png_base64.is_empty()
+    }
+
+    /// Drops the image, both forms (a withheld frame).
+    pub fn withhold_image(&mut self) {
+        self.png = None;
+        self.png_base64 = String::new();
+    }
 }
 
 /// The screenshot gate's verdict on one frame, as the agent sees it.

@@ -82,16 +82,20 @@ impl Play<'_> {
         self.deadline.saturating_duration_since(Instant::now())
     }
 
-    /// Decodes, checks and saves a screenshot; it becomes the current frame.
-    pub(crate) fn accept_frame(&mut self, shot: &Screenshot) -> Result<String, String> {
+    /// Checks and saves a screenshot (`png`: its bytes, which desk-client checked against its
+    /// `sha256`; none for a withheld frame); it becomes the current frame.
+    pub(crate) fn accept_frame(
+        &mut self,
+        shot: &Screenshot,
+        png: Option<&[u8]>,
+    ) -> Result<String, String> {
         if shot.sequence <= self.last_sequence && self.last_frame.is_some() {
             return Err(format!(
                 "frame sequence did not increase ({} after {})",
                 shot.sequence, self.last_sequence
             ));
         }
-        let png = desk_contract::b64::decode(&shot.png_base64)
-            .ok_or_else(|| format!("screenshot {} is not base64", shot.sequence))?;
+        let png = png.unwrap_or_default().to_vec();
         let rel = format!("frames/{:06}.png", shot.sequence);
         crate::error::write_file(&self.dir.join(&rel), &png).map_err(|error| chain(&error))?;
         self.last_sequence = shot.sequence;
@@ -216,7 +220,7 @@ impl Play<'_> {
     ) -> Result<BatchDelivery, PlayFail> {
         self.n_rejected += 1;
         let start_sha = self.last_shot.sha256.clone();
-        let shot = self.client.screenshot(&self.session_id).await;
+        let shot = self.client.screenshot_png(&self.session_id).await;
         let shot = shot.map_err(|error| PlayFail {
             status: RolloutStatus::FailedClosed,
             detail: Some(format!(
@@ -224,10 +228,11 @@ impl Play<'_> {
                 chain(&error)
             )),
         })?;
-        self.accept_frame(&shot).map_err(|detail| PlayFail {
-            status: RolloutStatus::FailedClosed,
-            detail: Some(detail),
-        })?;
+        self.accept_frame(&shot.answer, shot.png.as_deref())
+            .map_err(|detail| PlayFail {
+                status: RolloutStatus::FailedClosed,
+                detail: Some(detail),
+            })?;
         record.final_frame = self.last_frame.clone();
         Ok(BatchDelivery {
             status: DeliveryStatus::Rejected,
@@ -277,38 +282,45 @@ impl Play<'_> {
                 screenshot_id: read_from.clone(),
                 action,
             };
-            let outcome =
-                match self.client.act(&self.session_id, &request).await {
-                    Err(error) => Err(chain(&error)),
-                    Ok(response) if response.action_index != self.next_index => Err(format!(
-                        "broker assigned index {} where {} was expected",
-                        response.action_index, self.next_index
-                    )),
-                    Ok(response) => {
-                        // A delivered action whose frame failed (the receipt names the observation)
-                        // still counts; the next frame is a fresh screenshot.
-                        let shot = match response.screenshot {
-                        Some(shot) => Ok(shot),
-                        None => self.client.screenshot(&self.session_id).await.map_err(|error| {
-                            format!(
-                                "action {} came without a frame ({:?}) and a fresh screenshot \
-                                 failed: {}",
-                                response.action_index,
-                                response.receipt.observation_failures,
-                                chain(&error)
-                            )
+            let outcome = match self.client.act_png(&self.session_id, &request).await {
+                Err(error) => Err(chain(&error)),
+                Ok(answered) if answered.answer.action_index != self.next_index => Err(format!(
+                    "broker assigned index {} where {} was expected",
+                    answered.answer.action_index, self.next_index
+                )),
+                Ok(answered) => {
+                    let (response, png, binary) = (answered.answer, answered.png, answered.binary);
+                    // A delivered action whose frame failed (the receipt names the observation)
+                    // still counts; the next frame is a fresh screenshot.
+                    let shot = match response.screenshot {
+                        Some(shot) => Ok(desk_client::binary::WithPng {
+                            answer: shot,
+                            png,
+                            binary,
                         }),
+                        None => self.client.screenshot_png(&self.session_id).await.map_err(
+                            |error| {
+                                format!(
+                                    "action {} came without a frame ({:?}) and a fresh screenshot \
+                                 failed: {}",
+                                    response.action_index,
+                                    response.receipt.observation_failures,
+                                    chain(&error)
+                                )
+                            },
+                        ),
                     };
-                        shot.and_then(|shot| {
-                            self.accept_frame(&shot).map(|frame| {
+                    shot.and_then(|shot| {
+                        self.accept_frame(&shot.answer, shot.png.as_deref())
+                            .map(|frame| {
                                 item.frame = Some(frame);
-                                item.frame_sequence = Some(shot.sequence);
-                                item.frame_sha256 = Some(shot.sha256.clone());
+                                item.frame_sequence = Some(shot.answer.sequence);
+                                item.frame_sha256 = Some(shot.answer.sha256.clone());
                                 item.receipt = Some(response.receipt);
                             })
-                        })
-                    }
-                };
+                    })
+                }
+            };
             if let Err(error) = outcome {
                 item.error = Some(error.clone());
                 record.items.push(item);

@@ -224,15 +224,15 @@ async fn play_session(
     record: &mut RolloutRecord,
 ) -> Option<PlayEnd> {
     let reset = client
-        .reset(
+        .reset_png(
             session_id,
             &ResetRequest {
                 request_id: format!("{}-reset", options.rollout_id),
             },
         )
         .await;
-    let reset = match reset {
-        Ok(reset) => reset,
+    let (reset, reset_png) = match reset {
+        Ok(reset) => (reset.answer, reset.png),
         Err(error) => {
             record.status_detail = Some(format!("reset failed: {}", chain(&error)));
             return None;
@@ -297,7 +297,7 @@ async fn play_session(
         tokens: TokenUsage::default(),
         n_rejected: 0,
     };
-    let end = match play.accept_frame(&reset.screenshot) {
+    let end = match play.accept_frame(&reset.screenshot, reset_png.as_deref()) {
         Err(detail) => PlayEnd {
             status: RolloutStatus::FailedClosed,
             detail: Some(format!("handoff frame: {detail}")),

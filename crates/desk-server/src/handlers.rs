@@ -12,10 +12,11 @@ use desk_contract::api::{LeaseRequest, ResetRequest};
 use crate::api_error::ApiError;
 use crate::extract::{ActionBody, ApiJson, ProgramBody, SessionPath};
 use crate::openapi::openapi_json;
-use crate::shot_json::ShotJson;
+use crate::shot_json::{ShotForm, ShotJson};
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
-/// An answer carrying a screenshot, its base64 copied rather than escaped (`shot_json.rs`).
+/// An answer carrying a screenshot, as JSON (its base64 copied rather than escaped) or, when
+/// the caller's `Accept` asks, JSON then the raw PNG (`shot_json.rs`).
 type ShotResult<T> = Result<ShotJson<T>, ApiError>;
 
 pub(crate) async fn lease(
@@ -28,34 +29,39 @@ pub(crate) async fn lease(
 pub(crate) async fn reset(
     State(broker): State<Broker>,
     SessionPath(id): SessionPath,
+    form: ShotForm,
     ApiJson(request): ApiJson<ResetRequest>,
 ) -> ShotResult<desk_contract::api::ResetResponse> {
     let answer = broker.reset(&id, request).await?;
     Ok(ShotJson(
         broker.gate_answer(&id, answer, Stream::Screen).await?,
+        form,
     ))
 }
 
 pub(crate) async fn screenshot(
     State(broker): State<Broker>,
     SessionPath(id): SessionPath,
+    form: ShotForm,
 ) -> ShotResult<desk_contract::api::Screenshot> {
     let answer = broker.screenshot(&id).await?;
     Ok(ShotJson(
         broker.gate_answer(&id, answer, Stream::Screen).await?,
+        form,
     ))
 }
 
 pub(crate) async fn execute(
     State(broker): State<Broker>,
     SessionPath(id): SessionPath,
+    form: ShotForm,
     body: ActionBody,
 ) -> Result<Response, ApiError> {
     match body {
         ActionBody::Parsed(request) => {
             let answer = broker.execute(&id, request).await?;
             let answer = broker.gate_answer(&id, answer, Stream::Screen).await?;
-            Ok(ShotJson(answer).into_response())
+            Ok(ShotJson(answer, form).into_response())
         }
         ActionBody::Approved(request) => {
             Ok(Json(broker.execute_approved(&id, request).await?).into_response())
@@ -165,11 +171,13 @@ pub(crate) async fn openapi() -> Response {
 pub(crate) async fn program(
     State(broker): State<Broker>,
     SessionPath(id): SessionPath,
+    form: ShotForm,
     ProgramBody(request): ProgramBody,
 ) -> ShotResult<desk_contract::control::ProgramResponse> {
     let answer = broker.execute_program(&id, request).await?;
     Ok(ShotJson(
         broker.gate_answer(&id, answer, Stream::Screen).await?,
+        form,
     ))
 }
 
@@ -199,11 +207,13 @@ pub(crate) async fn restart_control(
 pub(crate) async fn zoom(
     State(broker): State<Broker>,
     SessionPath(id): SessionPath,
+    form: ShotForm,
     ApiJson(request): ApiJson<desk_contract::control::ZoomRequest>,
 ) -> ShotResult<desk_contract::api::Screenshot> {
     let answer = broker.zoom(&id, request).await?;
     Ok(ShotJson(
         broker.gate_answer(&id, answer, Stream::Zoom).await?,
+        form,
     ))
 }
 

@@ -330,10 +330,9 @@ fn operation_object(operation: &Operation, generators: &mut Generators) -> Value
     }
     let mut responses = Map::new();
     let success = match operation.answer {
-        Answer::Json(schema) => json!({
-            "description": "success",
-            "content": {"application/json": {"schema": schema(&mut generators.answers)}},
-        }),
+        Answer::Json(schema) | Answer::Shot(schema) => {
+            table::success(&operation.answer, schema(&mut generators.answers))
+        }
         Answer::Ndjson(what) => json!({
             "description": format!("NDJSON, one {what} record per line"),
             "content": {"application/x-ndjson": {"schema": {"type": "string"}}},

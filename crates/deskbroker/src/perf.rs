@@ -4,7 +4,8 @@
 //! Part A drives one desktop directly (launcher + worker, no HTTP): in-process capture+PNG, the
 //! worker's capture round trip, click→settled frame, and the peer scripts of `shared/peers` on
 //! that same display. Part B goes through the broker over its Unix socket: screenshot, action
-//! overhead (total minus the settle window), and LibreCAD and FreeCAD (`--freecad-resets`) resets
+//! overhead (total minus the settle window; binary answers, and JSON ones alternating with them
+//! in their own rows), and LibreCAD and FreeCAD (`--freecad-resets`) resets
 //! to a verified handoff, once with
 //! sandboxed desktops and once without, so the sandbox's cost is measured in the same run.
 //! Part A also times the screenshot gate per frame on its LibreCAD frames (`perf/gate.rs`).
@@ -414,15 +415,19 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
         let mut shots = Vec::new();
         for _ in 0..args.samples {
             let started = Instant::now();
-            client.screenshot(&session).await?;
+            let shot = client.screenshot_png(&session).await?;
             shots.push(ms(started.elapsed()));
+            shot.png.context("a screenshot without its PNG")?;
         }
+        // Binary answers (raw PNG after the JSON) and JSON answers (base64) alternate, so both
+        // rows come from the same minutes of the same run.
         let (mut totals, mut overheads) = (Vec::new(), Vec::new());
+        let (mut json_totals, mut json_overheads) = (Vec::new(), Vec::new());
         let point = inert_point(DisplaySize {
             width: broker_args.display.0,
             height: broker_args.display.1,
         });
-        for action_idx in 0..args.samples {
+        for action_idx in 0..2 * args.samples {
             let request = ActionRequest {
                 request_id: format!("bench-{action_idx}"),
                 expected_action_index: action_idx as u64,
@@ -436,10 +441,18 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
                 },
             };
             let started = Instant::now();
-            let response = client.act(&session, &request).await?;
-            let total = ms(started.elapsed());
-            totals.push(total);
-            overheads.push(total - response.receipt.settle.wait_ms as f64);
+            if action_idx % 2 == 0 {
+                let answered = client.act_png(&session, &request).await?;
+                let total = ms(started.elapsed());
+                answered.png.context("a click's answer without its PNG")?;
+                totals.push(total);
+                overheads.push(total - answered.answer.receipt.settle.wait_ms as f64);
+            } else {
+                let response = client.act(&session, &request).await?;
+                let total = ms(started.elapsed());
+                json_totals.push(total);
+                json_overheads.push(total - response.receipt.settle.wait_ms as f64);
+            }
         }
         client.release(&session).await?;
         let row = |what: &str, values| Row {
@@ -451,9 +464,12 @@ async fn part_b(args: &PerfArgs, work: &Path, sandboxed: bool) -> Result<PartB> 
             rows.push(row("FreeCAD reset → verified handoff", resets));
         }
         rows.extend([
+            // Binary answers (`Accept: application/vnd.deskbroker.answer+png`).
             row("GET screenshot over the socket", shots),
             row("POST click → settled screenshot (total)", totals),
             row(BROKER_OVERHEAD, overheads),
+            row("POST click, JSON answer (total)", json_totals),
+            row("  broker overhead, JSON answer", json_overheads),
         ]);
         anyhow::Ok(PartB { rows })
     }

@@ -33,6 +33,7 @@ fn token(owner: &str, generation: u64) -> ControlToken {
 fn shot(width: u32, height: u32) -> Screenshot {
     Screenshot {
         png_base64: String::new(),
+        png: None,
         width,
         height,
         sequence: 1,

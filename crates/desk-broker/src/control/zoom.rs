@@ -149,8 +149,8 @@ impl Inner {
             let sha256 = desk_contract::digest::sha256_hex(&png);
             let sequence = crate::ledger::records::screenshot(self, &mut door, &png, &sha256)?;
             let mut shot = crate::broker::screenshot(&frame, sequence);
-            shot.png_base64 = desk_contract::b64::encode(&png);
             shot.sha256 = sha256;
+            shot.png = Some(png.into());
             shot.width = region.width * scale;
             shot.height = region.height * scale;
             shot.zoom = Some(ZoomInfo {

@@ -36,9 +36,14 @@ impl Broker {
             let Some(shot) = answer.screenshot_mut() else {
                 return Ok(answer);
             };
-            let png = desk_contract::b64::decode(&shot.png_base64).ok_or_else(|| {
-                BrokerError::Internal("a screenshot's base64 does not decode".to_string())
-            })?;
+            let png = match &shot.png {
+                Some(png) => png.0.clone(),
+                None => desk_contract::b64::decode(&shot.png_base64)
+                    .ok_or_else(|| {
+                        BrokerError::Internal("a screenshot's base64 does not decode".to_string())
+                    })?
+                    .into(),
+            };
             let gate = match stream {
                 Stream::Screen => &gates.screen,
                 Stream::Zoom => &gates.zoom,
@@ -102,7 +107,7 @@ impl Broker {
                 "screenshot gate"
             );
             if !decision.verdict.delivers() {
-                shot.png_base64 = String::new();
+                shot.withhold_image();
             }
             shot.gate = Some(ScreenshotGate {
                 verdict: decision.verdict.as_str().to_string(),

@@ -47,12 +47,34 @@ pub(crate) enum Access {
 pub(crate) enum Answer {
     /// A JSON body of this type.
     Json(SchemaFn),
+    /// A JSON body of this type, which carries a screenshot: also offered in the binary form
+    /// (desk-server's `shot_json.rs`), named by [`success`].
+    Shot(SchemaFn),
     /// NDJSON text, one record of the named kind per line.
     Ndjson(&'static str),
     /// Text of this media type.
     Text(&'static str),
     /// The OpenAPI document itself.
     Document,
+}
+
+/// The success answer of a JSON operation, whose schema is `schema`: for an [`Answer::Shot`],
+/// with the second media type a client names in `Accept` to take the PNG raw.
+pub(crate) fn success(answer: &Answer, schema: Schema) -> Value {
+    let mut content = json!({"application/json": {"schema": schema}});
+    if !matches!(answer, Answer::Shot(_)) {
+        return json!({"description": "success", "content": content});
+    }
+    content[api::ANSWER_PNG_MEDIA_TYPE] = json!({"schema": {"type": "string", "format": "binary"}});
+    json!({
+        "description": format!(
+            "success. With `Accept: {media}` the answer is `Content-Type: {media}; json=N`: its \
+             first N bytes are the JSON answer with `png_base64` empty, the rest the PNG (whose \
+             SHA-256 is `screenshot.sha256`; none when the frame was withheld). Errors are JSON.",
+            media = api::ANSWER_PNG_MEDIA_TYPE
+        ),
+        "content": content,
+    })
 }
 
 /// A query (or non-session path) parameter.
@@ -218,7 +240,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                   screenshot; identical request_id replays",
         access: Access::Session,
         request: Some(schema_of::<api::ResetRequest>),
-        answer: Answer::Json(schema_of::<api::ResetResponse>),
+        answer: Answer::Shot(schema_of::<api::ResetResponse>),
         parameters: &[],
         codes: &[
             InvalidState,
@@ -251,7 +273,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
         summary: "Capture the live desktop; sequence strictly increases",
         access: Access::Session,
         request: None,
-        answer: Answer::Json(schema_of::<api::Screenshot>),
+        answer: Answer::Shot(schema_of::<api::Screenshot>),
         parameters: &[],
         codes: &[
             InvalidState,
@@ -274,7 +296,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                   through accessibility and answers ApprovedActionResponse (docs/approvals.md)",
         access: Access::Session,
         request: Some(schema_of::<api::ActionRequest>),
-        answer: Answer::Json(schema_of::<api::ActionResponse>),
+        answer: Answer::Shot(schema_of::<api::ActionResponse>),
         parameters: &[],
         codes: &[
             InvalidAction,
@@ -494,7 +516,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                   Stop",
         access: Access::Session,
         request: Some(schema_of::<control::ProgramRequest>),
-        answer: Answer::Json(schema_of::<control::ProgramResponse>),
+        answer: Answer::Shot(schema_of::<control::ProgramResponse>),
         parameters: &[],
         codes: &[
             InvalidParams,
@@ -609,7 +631,7 @@ pub(crate) const OPERATIONS: &[Operation] = &[
                   screenshot (zoom) with its own screenshot_id whose pixels map onto the region",
         access: Access::Session,
         request: Some(schema_of::<control::ZoomRequest>),
-        answer: Answer::Json(schema_of::<api::Screenshot>),
+        answer: Answer::Shot(schema_of::<api::Screenshot>),
         parameters: &[],
         codes: &[
             InvalidParams,

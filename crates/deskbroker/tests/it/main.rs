@@ -14,6 +14,7 @@ mod bench;
 mod bench_gate;
 mod bench_progress;
 mod bench_spread;
+mod binary_answer;
 mod census;
 mod clipboard;
 mod conformance;
