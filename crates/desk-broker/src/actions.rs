@@ -148,7 +148,7 @@ impl Inner {
             // Stopped while the step ran: its observation belongs to a dead generation.
             receipt.observation_failures.push("stopped".to_string());
         }
-        let response = ActionResponse {
+        let mut response = ActionResponse {
             action_index,
             idempotent_replay: false,
             receipt,
@@ -156,9 +156,7 @@ impl Inner {
         };
         let done = step.input == InputAction::Done;
         let shot_us = started.elapsed().as_micros() - checks_us - run_us;
-        let mut delivering = crate::delivering::Delivering(response);
-        ledger.delivered(&step.outcome, &mut delivering, done, None)?;
-        let response = delivering.0;
+        ledger.delivered(&step.outcome, &mut response, done, None)?;
         tracing::debug!(
             %session_id,
             action_index,

@@ -511,18 +511,17 @@ impl<'a> Ledger<'a> {
             } => (event_logs_us, receipt_batch_us),
             Batch::Cut(why) => return Err(self.in_doubt(BackendError::OutcomeUnknown(why))),
         };
-        // A replay reads the frame file; without one the PNG stays in the cached row. The
-        // base64 is set aside while the row is serialized, not copied (a 1080p frame's is
-        // about 700 KB).
-        let set_aside = match (&frame_stored, response.screenshot_mut()) {
-            (Ok(()), Some(screenshot)) => Some(std::mem::take(&mut screenshot.png_base64)),
-            _ => None,
-        };
-        let cached = serde_json::to_string(&*response);
-        if let (Some(png_base64), Some(screenshot)) = (set_aside, response.screenshot_mut()) {
-            screenshot.png_base64 = png_base64;
+        // A replay reads the frame file. The raw PNG (`png`) is never serialized, so the row
+        // holds no image unless that file failed: then the row keeps it, as base64.
+        if frame_stored.is_err()
+            && let Some(screenshot) = response.screenshot_mut()
+            && screenshot.png_base64.is_empty()
+            && let Some(png) = &screenshot.png
+        {
+            screenshot.png_base64 = desk_contract::b64::encode(&png.0);
         }
-        let cached = cached.map_err(BrokerError::json("cache an action"))?;
+        let cached =
+            serde_json::to_string(&*response).map_err(BrokerError::json("cache an action"))?;
         self.session.lifecycle = self.session.lifecycle.complete(done)?;
         if let Some(timing) = timing {
             self.session.last_sequence = timing.sequence;

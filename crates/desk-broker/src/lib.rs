@@ -28,7 +28,6 @@ mod clipboard;
 mod config;
 mod control;
 pub mod credential;
-mod delivering;
 mod door;
 mod error;
 mod evidence;

@@ -421,9 +421,8 @@ impl Inner {
         };
         let done = last.input == InputAction::Done;
         response.receipt.total_ms = now_ms().saturating_sub(accepted_at_ms);
-        let mut delivering = crate::delivering::Delivering(response);
-        ledger.delivered(&last.outcome, &mut delivering, done, Some(last.step_index))?;
-        Ok(delivering.0)
+        ledger.delivered(&last.outcome, &mut response, done, Some(last.step_index))?;
+        Ok(response)
     }
 }
 

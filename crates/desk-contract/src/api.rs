@@ -139,11 +139,12 @@ impl From<Vec<u8>> for PngBytes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct Screenshot {
-    /// PNG bytes, standard base64. Empty when the frame was withheld (`gate`), in an answer in
-    /// the binary form (`ANSWER_PNG_MEDIA_TYPE`), and in process while `png` holds the bytes.
+    /// PNG bytes, standard base64. Empty when the frame was withheld (`gate`) and in an answer
+    /// in the binary form (`application/vnd.deskbroker.answer+png`), which carries the PNG raw.
     pub png_base64: String,
     /// In process only (never on the wire): the PNG bytes, which the HTTP layer writes as
-    /// base64 or, for a binary answer, raw. The broker fills this one, not `png_base64`.
+    /// base64 or, for a binary answer, raw. The broker fills this one, not `png_base64`, which
+    /// stays empty in process.
     #[serde(skip)]
     #[cfg_attr(feature = "schemars", schemars(skip))]
     pub png: Option<PngBytes>,

@@ -40,14 +40,22 @@ pub(crate) enum ShotForm {
 
 impl ShotForm {
     /// The form an `Accept` value asks for: binary when one of its media ranges is exactly
-    /// [`ANSWER_PNG_MEDIA_TYPE`] (case-insensitive, parameters ignored).
+    /// [`ANSWER_PNG_MEDIA_TYPE`] (case-insensitive) and not refused by a zero weight (`q=0`,
+    /// RFC 9110 §12.4.2: "not acceptable"); other parameters are ignored.
     fn of_accept(accept: &[u8]) -> ShotForm {
         let Ok(accept) = std::str::from_utf8(accept) else {
             return ShotForm::Json;
         };
         let named = accept.split(',').any(|range| {
-            let media = range.split(';').next().unwrap_or_default().trim();
-            media.eq_ignore_ascii_case(ANSWER_PNG_MEDIA_TYPE)
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or_default().trim();
+            let refused = parts.any(|parameter| {
+                parameter.split_once('=').is_some_and(|(name, weight)| {
+                    name.trim().eq_ignore_ascii_case("q")
+                        && weight.trim().parse::<f32>().is_ok_and(|q| q == 0.0)
+                })
+            });
+            media.eq_ignore_ascii_case(ANSWER_PNG_MEDIA_TYPE) && !refused
         });
         if named {
             ShotForm::Binary
@@ -148,7 +156,12 @@ impl<T: CarriesShot> IntoResponse for ShotJson<T> {
         };
         match written {
             Ok((content_type, body)) => {
-                ([(header::CONTENT_TYPE, content_type)], body).into_response()
+                // The form depends on `Accept`: a cache must not hand one caller's to another.
+                let headers = [
+                    (header::CONTENT_TYPE, content_type),
+                    (header::VARY, "accept".to_string()),
+                ];
+                (headers, body).into_response()
             }
             Err(error) => crate::api_error::ApiError(error).into_response(),
         }
@@ -323,6 +336,8 @@ mod tests {
             "application/json",
             "image/png",
             "application/vnd.deskbroker.answer+pngx",
+            "application/vnd.deskbroker.answer+png;q=0",
+            "application/json, application/vnd.deskbroker.answer+png; Q=0.000",
         ];
         for accept in json {
             assert_eq!(
