@@ -116,17 +116,7 @@ impl Inner {
             (Ok(ledger), None) => ledger,
             (Err(error), None) => return Err(error),
             (opened, Some(violation)) => {
-                if let Ok(ledger) = opened {
-                    let refusal = BrokerError::SessionKilled {
-                        session_id: session_id.to_string(),
-                        reason: "the census found a prohibited process".to_string(),
-                    };
-                    let withdrawn = ledger.withdrawn(refusal);
-                    if withdrawn.code() != ErrorCode::SessionKilled {
-                        tracing::error!(%session_id, action_index, error = %withdrawn, "an action refused by the census was not withdrawn; the kill names it in doubt");
-                    }
-                }
-                return Err(self.census_kill(&session_id, violation));
+                return Err(self.census_refused(&session_id, action_index, opened, violation));
             }
         };
         tracing::info!(

@@ -110,9 +110,33 @@ impl crate::broker::Inner {
         (done, violation, census_us)
     }
 
+    /// An action whose census ([`Self::beside_census`]) found `violation`: its accepted
+    /// records (`opened`, when the ledger opened) are withdrawn first, as for any refusal before
+    /// input, then the kill runs ([`Self::census_kill`]), so its receipt names no action in
+    /// flight. Nothing was sent.
+    pub(crate) fn census_refused(
+        &self,
+        session_id: &SessionId,
+        action_index: u64,
+        opened: Result<crate::ledger::Ledger<'_>, BrokerError>,
+        violation: Violation,
+    ) -> BrokerError {
+        if let Ok(ledger) = opened {
+            let refusal = BrokerError::SessionKilled {
+                session_id: session_id.to_string(),
+                reason: "the census found a prohibited process".to_string(),
+            };
+            let withdrawn = ledger.withdrawn(refusal);
+            if withdrawn.code() != desk_contract::ErrorCode::SessionKilled {
+                tracing::error!(%session_id, action_index, error = %withdrawn, "an action refused by the census was not withdrawn; the kill names it in doubt");
+            }
+        }
+        self.census_kill(session_id, violation)
+    }
+
     /// Ends the session for `violation` (found by [`Self::beside_census`]) through the
     /// one kill path: `session_killed` (nothing sent), or the kill's own error.
-    pub(crate) fn census_kill(&self, session_id: &SessionId, violation: Violation) -> BrokerError {
+    fn census_kill(&self, session_id: &SessionId, violation: Violation) -> BrokerError {
         let key = || {
             crate::kill::Signer::evidence(
                 &self.config.state_dir,
