@@ -7,57 +7,11 @@
 //! outlives the process) but may not survive a power loss, in which case a replay fails with
 //! `internal` and still injects nothing.
 
-use desk_contract::api::{ActionResponse, ResetResponse, Screenshot};
-use desk_contract::control::ProgramResponse;
+use desk_contract::api::Screenshot;
 use desk_desktop::SessionDir;
 
 use crate::error::BrokerError;
 use crate::util::sha256_hex;
-
-/// An answer that hands out at most one screenshot: where the ledger, the replay and the JSON
-/// writer (`shot_json.rs`) find it.
-pub trait CarriesShot: serde::Serialize {
-    /// The screenshot, when the answer has one.
-    fn screenshot(&self) -> Option<&Screenshot>;
-    /// The same, to move its bytes.
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot>;
-}
-
-impl CarriesShot for Screenshot {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        Some(self)
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(self)
-    }
-}
-
-impl CarriesShot for ResetResponse {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        Some(&self.screenshot)
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(&mut self.screenshot)
-    }
-}
-
-impl CarriesShot for ActionResponse {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        self.screenshot.as_ref()
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
-}
-
-impl CarriesShot for ProgramResponse {
-    fn screenshot(&self) -> Option<&Screenshot> {
-        self.screenshot.as_ref()
-    }
-    fn screenshot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
-}
 
 /// Writes `png` (the screenshot of `sequence`) as its frame file.
 pub(crate) fn store(

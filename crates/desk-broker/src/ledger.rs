@@ -43,12 +43,13 @@ use desk_desktop::BackendError;
 use crate::broker::Inner;
 use crate::error::BrokerError;
 use crate::evidence::{self, ActionEnd};
-use crate::frames::{self, CarriesShot};
+use crate::frames;
 use crate::ids::RequestId;
 use crate::journal::{JournalEntry, JournalStatus};
 use crate::logs::{EventLogs, FrameTiming, Written};
 use crate::session::{Failure, Lifecycle};
 use crate::store::SessionRow;
+use desk_contract::shot::CarriesShot;
 pub(crate) mod records;
 
 fn micros(since: Instant) -> u64 {

@@ -69,6 +69,7 @@ pub use broker::Broker;
 pub use config::{
     AuthConfig, BrokerConfig, DEFAULT_SESSION_QUEUE, EvidenceConfig, PolicyConfig, SessionLimits,
 };
+pub use desk_contract::shot::CarriesShot;
 pub use desk_desktop::{BackendFactory, BackendRequest, SessionDir, StateDir};
 pub use error::BrokerError;
 pub use evidence::{
@@ -76,7 +77,6 @@ pub use evidence::{
     verify_evidence, verify_evidence_observed,
 };
 pub use fault::{FAULT_ENV, FaultHook};
-pub use frames::CarriesShot;
 pub use ids::{MAX_SESSION_ID_BYTES, SessionId};
 pub use observer::SignedObservation;
 pub use policy::{DEFAULT_POLICY_FILE, POLICY_KEY_FILE, POLICY_PUBLIC_KEY_FILE, policy_dir};

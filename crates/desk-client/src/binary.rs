@@ -9,6 +9,7 @@ use desk_contract::api::{
     ANSWER_PNG_MEDIA_TYPE, ActionRequest, ActionResponse, ResetRequest, ResetResponse, Screenshot,
 };
 use desk_contract::control::{ProgramRequest, ProgramResponse, ZoomRequest};
+use desk_contract::shot::CarriesShot;
 use hyper::body::Bytes;
 use hyper::header::HeaderValue;
 use hyper::{Method, StatusCode};
@@ -28,35 +29,6 @@ pub struct WithPng<T> {
     /// Whether the broker answered in the binary form (else plain JSON, whose base64 was
     /// decoded here).
     pub binary: bool,
-}
-
-/// Where an answer keeps its screenshot.
-pub(crate) trait HasShot {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot>;
-}
-
-impl HasShot for Screenshot {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(self)
-    }
-}
-
-impl HasShot for ResetResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        Some(&mut self.screenshot)
-    }
-}
-
-impl HasShot for ActionResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
-}
-
-impl HasShot for ProgramResponse {
-    fn shot_mut(&mut self) -> Option<&mut Screenshot> {
-        self.screenshot.as_mut()
-    }
 }
 
 fn decode_error(operation: &'static str, message: String) -> ClientError {
@@ -87,7 +59,7 @@ fn json_len(operation: &'static str, content_type: &str) -> Result<Option<usize>
 }
 
 /// Reads an answer to a `*_png` request: binary or (from an older broker) JSON.
-pub(crate) fn split<T: DeserializeOwned + HasShot>(
+pub(crate) fn split<T: DeserializeOwned + CarriesShot>(
     operation: &'static str,
     content_type: Option<&HeaderValue>,
     body: Bytes,
@@ -106,7 +78,7 @@ pub(crate) fn split<T: DeserializeOwned + HasShot>(
     let mut answer: T = serde_json::from_slice(&body[..json_len])
         .map_err(|error| decode_error(operation, error.to_string()))?;
     let mut png = Some(body.slice(json_len..)).filter(|png| !png.is_empty());
-    if let Some(shot) = answer.shot_mut()
+    if let Some(shot) = answer.screenshot_mut()
         && !shot.png_base64.is_empty()
     {
         if png.is_some() {
@@ -120,7 +92,7 @@ pub(crate) fn split<T: DeserializeOwned + HasShot>(
         png = Some(Bytes::from(bytes));
     }
     if let Some(png) = &png {
-        let Some(shot) = answer.shot_mut() else {
+        let Some(shot) = answer.screenshot_mut() else {
             return Err(decode_error(
                 operation,
                 "PNG bytes follow an answer without a screenshot".to_string(),
@@ -145,7 +117,7 @@ pub(crate) fn split<T: DeserializeOwned + HasShot>(
 }
 
 impl Client {
-    async fn call_png<T: DeserializeOwned + HasShot>(
+    async fn call_png<T: DeserializeOwned + CarriesShot>(
         &self,
         operation: &'static str,
         method: Method,
@@ -158,7 +130,7 @@ impl Client {
         split(operation, content_type.as_ref(), bytes)
     }
 
-    async fn post_png<B: Serialize, T: DeserializeOwned + HasShot>(
+    async fn post_png<B: Serialize, T: DeserializeOwned + CarriesShot>(
         &self,
         operation: &'static str,
         session_id: &str,

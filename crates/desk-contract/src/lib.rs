@@ -32,6 +32,7 @@ pub mod geometry;
 pub mod keys;
 pub mod request;
 pub mod settle;
+pub mod shot;
 pub mod strict;
 pub mod validate;
 pub mod wire;

@@ -22,8 +22,8 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 
 use desk_broker::BrokerError;
-use desk_broker::CarriesShot;
 use desk_contract::api::ANSWER_PNG_MEDIA_TYPE;
+use desk_contract::shot::CarriesShot;
 
 /// The field as it appears, empty, in the serialized answer.
 const EMPTY_PNG_FIELD: &[u8] = br#""png_base64":"""#;

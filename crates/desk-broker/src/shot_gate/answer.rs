@@ -9,10 +9,10 @@ use desk_gate::Verdict;
 use super::Stream;
 use crate::broker::Broker;
 use crate::error::BrokerError;
-use crate::frames::CarriesShot;
 use crate::ids::SessionId;
 use crate::review::{Queued, Review, ReviewDecisionRequest, ReviewList, ReviewQueue};
 use crate::util::now_ms;
+use desk_contract::shot::CarriesShot;
 use desk_evidence::record::ScreenshotReviewDecision;
 
 impl Broker {
